@@ -1,0 +1,436 @@
+/* dirlock.c - the dirlock command: take one or more named locks, run a
+ * command, release (like util-linux flock(1)); plus `status`, `break` and
+ * `cleanup` for looking after a lock directory from the shell.
+ *
+ *   dirlock [options] NAME [NAME...] -- COMMAND [ARGS...]
+ *   dirlock status  [-d LOCKDIR] [--stale SECONDS] [NAME...]
+ *   dirlock break   [-d LOCKDIR] [--stale SECONDS] [--force] NAME
+ *   dirlock cleanup [-d LOCKDIR]
+ *
+ * While COMMAND runs, dirlock stays its parent, refreshes the locks every
+ * stale/3 seconds and forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to it.
+ * If dirlock itself is killed (SIGKILL), its locks are owned by a dead
+ * process: waiters on this host break them at once, others after the stale
+ * age.  COMMAND then runs on unprotected: it is started in dirlock's own
+ * process group, so `kill -- -PGID` of the group stops both together. */
+#include "dirlock.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *progname = "dirlock";
+
+static void usage(FILE *to)
+{
+        fprintf(to,
+                "Usage:\n"
+                "  %s [options] NAME [NAME...] -- COMMAND [ARGS...]\n"
+                "  %s status  [-d LOCKDIR] [--stale SECONDS] [NAME...]\n"
+                "  %s break   [-d LOCKDIR] [--stale SECONDS] [--force] NAME\n"
+                "  %s cleanup [-d LOCKDIR]\n"
+                "\n"
+                "Take all the named locks at once (all or none, in a deadlock-free order), run\n"
+                "COMMAND, release them, and exit with COMMAND's status.\n"
+                "\n"
+                "Options:\n"
+                "  -d, --dir LOCKDIR      lock directory (default $DIRLOCK_DIR, else ./locks)\n"
+                "  -w, --timeout SECONDS  wait at most SECONDS (fractions allowed; default: forever)\n"
+                "  -n, --nonblock         fail at once if a lock is held (same as -w 0)\n"
+                "      --stale SECONDS    age after which an unrefreshed lock is stale (default 180)\n"
+                "  -E, --conflict-exit-code CODE\n"
+                "                         exit status when a lock cannot be had (default 1)\n"
+                "  -x, --exclusive        exclusive lock (default)\n"
+                "  -s, --shared           shared (read) lock\n"
+                "      --intent           upgradable read lock (prewrite-read)\n"
+                "      --policy POLICY    fair (default), writer, reader or simple\n"
+                "      --fifo             serve exclusive waiters in arrival order\n"
+                "  -q, --quiet            no message on conflict\n"
+                "  -h, --help             this help\n"
+                "  -V, --version          version\n",
+                progname, progname, progname, progname);
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno != 0 || end == s || *end != '\0' || isnan(v) || v < 0 || v > 1e9)
+                return -1;
+        *out = v;
+        return 0;
+}
+
+static const char *default_dir(void)
+{
+        const char *d = getenv("DIRLOCK_DIR");
+        return d && *d ? d : "./locks";
+}
+
+/* ---- status, break, cleanup ------------------------------------------ */
+
+static void print_status_line(const char *dir, const char *name, double stale)
+{
+        dirlock_owner o;
+        dirlock_error e;
+        int rc = dirlock_inspect(dir, name, stale, &o, &e);
+        if (rc == DIRLOCK_ENOLOCK) {
+                printf("%-24s free\n", name);
+                return;
+        }
+        if (rc != DIRLOCK_OK) {
+                printf("%-24s error: %s\n", name, e.message);
+                return;
+        }
+        static const char *const modes[] = {"exclusive", "shared", "intent"};
+        if (o.pid == 0) {
+                printf("%-24s %s readers=%u\n", name, "shared", o.readers);
+                return;
+        }
+        const char *alive = o.owner_alive == 1 ? "alive" : o.owner_alive == 0 ? "dead" : "unknown";
+        printf("%-24s pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", name, (long)o.pid, o.host, o.age,
+               o.mode >= 0 && o.mode <= 2 ? modes[o.mode] : "?", alive, o.stale ? "STALE" : "fresh");
+        if (o.readers)
+                printf(" readers=%u", o.readers);
+        printf("\n");
+}
+
+static int cmd_status(int argc, char **argv, const char *dir, double stale)
+{
+        if (argc > 0) {
+                int bad = 0;
+                for (int i = 0; i < argc; i++) {
+                        if (!dirlock_name_valid(argv[i])) {
+                                fprintf(stderr, "%s: invalid lock name '%s'\n", progname, argv[i]);
+                                bad = 1;
+                                continue;
+                        }
+                        print_status_line(dir, argv[i], stale);
+                }
+                return bad ? 2 : 0;
+        }
+        DIR *d = opendir(dir);
+        if (d == NULL) {
+                fprintf(stderr, "%s: cannot read lock directory '%s': %s\n", progname, dir, strerror(errno));
+                return 2;
+        }
+        /* Every NAME.lock, and NAME.* of other lock kinds, once each. */
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char *dot = strrchr(de->d_name, '.');
+                if (dot == NULL)
+                        continue;
+                char name[DIRLOCK_NAME_MAX + 1];
+                size_t len = (size_t)(dot - de->d_name);
+                if (len == 0 || len > DIRLOCK_NAME_MAX)
+                        continue;
+                memcpy(name, de->d_name, len);
+                name[len] = '\0';
+                if (!dirlock_name_valid(name) || strcmp(dot, ".flock") == 0)
+                        continue;
+                bool seen = false;
+                for (size_t i = 0; i < n && !seen; i++)
+                        seen = strcmp(names[i], name) == 0;
+                if (seen)
+                        continue;
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        char **grown = realloc(names, cap * sizeof *names);
+                        if (grown == NULL)
+                                break;
+                        names = grown;
+                }
+                names[n] = strdup(name);
+                if (names[n] != NULL)
+                        n++;
+        }
+        closedir(d);
+        for (size_t i = 0; i < n; i++) {
+                print_status_line(dir, names[i], stale);
+                free(names[i]);
+        }
+        free(names);
+        return 0;
+}
+
+static int cmd_break(int argc, char **argv, const char *dir, double stale, int force)
+{
+        if (argc != 1) {
+                fprintf(stderr, "%s: break takes exactly one lock name\n", progname);
+                return 2;
+        }
+        dirlock_error e;
+        int rc = dirlock_break(dir, argv[0], stale, force, &e);
+        if (rc == DIRLOCK_OK) {
+                printf("%s: broken\n", argv[0]);
+                return 0;
+        }
+        fprintf(stderr, "%s: %s\n", progname, e.message);
+        return rc == DIRLOCK_ELIVE ? 1 : 2;
+}
+
+static int cmd_cleanup(const char *dir)
+{
+        dirlock_error e;
+        if (dirlock_cleanup(dir, &e) != DIRLOCK_OK) {
+                fprintf(stderr, "%s: %s\n", progname, e.message);
+                return 2;
+        }
+        return 0;
+}
+
+/* ---- running a command under the locks ------------------------------- */
+
+static volatile sig_atomic_t pending_signal;
+
+static void remember_signal(int sig)
+{
+        pending_signal = sig;
+}
+
+static int run_locked(char **command, dirlock_set *set, double stale)
+{
+        struct sigaction sa = {0};
+        sa.sa_handler = remember_signal;
+        sigemptyset(&sa.sa_mask);
+        int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+        for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+                sigaction(forwarded[i], &sa, NULL);
+
+        pid_t child = fork();
+        if (child < 0) {
+                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
+                return 126;
+        }
+        if (child == 0) {
+                signal(SIGINT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGHUP, SIG_DFL);
+                signal(SIGQUIT, SIG_DFL);
+                execvp(command[0], command);
+                int e = errno;
+                fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
+                _exit(e == ENOENT ? 127 : 126);
+        }
+        double refresh_every = stale / 3.0;
+        struct timespec last;
+        clock_gettime(CLOCK_MONOTONIC, &last);
+        int status = 0;
+        for (;;) {
+                pid_t r = waitpid(child, &status, WNOHANG);
+                if (r == child)
+                        break;
+                if (r < 0 && errno != EINTR) {
+                        status = 126 << 8;
+                        break;
+                }
+                if (pending_signal) {
+                        kill(child, pending_signal);
+                        pending_signal = 0;
+                }
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                double since = (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
+                if (since >= refresh_every) {
+                        dirlock_error e;
+                        if (dirlock_refresh_many(set, &e) != DIRLOCK_OK)
+                                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+                        last = now;
+                }
+                /* Sleep until the child exits or a signal arrives; wake for refreshes. */
+                double nap = refresh_every - since;
+                if (nap > 0.05)
+                        nap = 0.05;
+                if (nap < 0.001)
+                        nap = 0.001;
+                struct timespec ts = {0, (long)(nap * 1e9)};
+                nanosleep(&ts, NULL);
+        }
+        dirlock_error e;
+        int rc = dirlock_release_many(set, &e);
+        if (rc != DIRLOCK_OK)
+                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return 126;
+}
+
+enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE };
+
+int main(int argc, char **argv)
+{
+        const char *dir = default_dir();
+        double timeout = -1, stale = DIRLOCK_DEFAULT_STALE_AGE;
+        int conflict_code = 1, quiet = 0, force = 0;
+        dirlock_options opts;
+        dirlock_options_init(&opts);
+
+        static const struct option longopts[] = {
+                {"dir", required_argument, NULL, 'd'},
+                {"timeout", required_argument, NULL, 'w'},
+                {"wait", required_argument, NULL, 'w'},
+                {"nonblock", no_argument, NULL, 'n'},
+                {"nb", no_argument, NULL, 'n'},
+                {"stale", required_argument, NULL, OPT_STALE},
+                {"conflict-exit-code", required_argument, NULL, 'E'},
+                {"exclusive", no_argument, NULL, 'x'},
+                {"shared", no_argument, NULL, 's'},
+                {"intent", no_argument, NULL, OPT_INTENT},
+                {"policy", required_argument, NULL, OPT_POLICY},
+                {"fifo", no_argument, NULL, OPT_FIFO},
+                {"force", no_argument, NULL, OPT_FORCE},
+                {"quiet", no_argument, NULL, 'q'},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},
+                {NULL, 0, NULL, 0},
+        };
+        int c;
+        /* '+': stop at the first non-option, so COMMAND's options stay its own. */
+        while ((c = getopt_long(argc, argv, "+d:w:nE:xsqhV", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'd':
+                        dir = optarg;
+                        break;
+                case 'w':
+                        if (parse_seconds(optarg, &timeout) != 0) {
+                                fprintf(stderr, "%s: invalid timeout '%s'\n", progname, optarg);
+                                return 2;
+                        }
+                        break;
+                case 'n':
+                        timeout = 0;
+                        break;
+                case OPT_STALE:
+                        if (parse_seconds(optarg, &stale) != 0 || stale <= 0) {
+                                fprintf(stderr, "%s: invalid stale age '%s'\n", progname, optarg);
+                                return 2;
+                        }
+                        break;
+                case 'E': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+                        if (*optarg == '\0' || *end != '\0' || v < 0 || v > 255) {
+                                fprintf(stderr, "%s: invalid exit code '%s'\n", progname, optarg);
+                                return 2;
+                        }
+                        conflict_code = (int)v;
+                        break;
+                }
+                case 'x':
+                        opts.mode = DIRLOCK_EXCLUSIVE;
+                        break;
+                case 's':
+                        opts.mode = DIRLOCK_SHARED;
+                        break;
+                case OPT_INTENT:
+                        opts.mode = DIRLOCK_INTENT;
+                        break;
+                case OPT_POLICY:
+                        if (strcmp(optarg, "fair") == 0)
+                                opts.policy = DIRLOCK_POLICY_FAIR;
+                        else if (strcmp(optarg, "writer") == 0)
+                                opts.policy = DIRLOCK_POLICY_WRITER;
+                        else if (strcmp(optarg, "reader") == 0)
+                                opts.policy = DIRLOCK_POLICY_READER;
+                        else if (strcmp(optarg, "simple") == 0)
+                                opts.policy = DIRLOCK_POLICY_SIMPLE;
+                        else {
+                                fprintf(stderr, "%s: unknown policy '%s' (fair, writer, reader, simple)\n",
+                                        progname, optarg);
+                                return 2;
+                        }
+                        break;
+                case OPT_FIFO:
+                        opts.flags |= DIRLOCK_FIFO;
+                        break;
+                case OPT_FORCE:
+                        force = 1;
+                        break;
+                case 'q':
+                        quiet = 1;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("dirlock %s\n", DIRLOCK_VERSION);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        argc -= optind;
+        argv += optind;
+        if (argc == 0) {
+                usage(stderr);
+                return 2;
+        }
+
+        /* Subcommands take their own options after the word. */
+        if (strcmp(argv[0], "status") == 0 || strcmp(argv[0], "break") == 0 || strcmp(argv[0], "cleanup") == 0) {
+                const char *sub = argv[0];
+                optind = 1;
+                while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
+                        if (c == 'd')
+                                dir = optarg;
+                        else if (c == OPT_STALE && parse_seconds(optarg, &stale) == 0 && stale > 0)
+                                ;
+                        else if (c == OPT_FORCE)
+                                force = 1;
+                        else {
+                                usage(stderr);
+                                return 2;
+                        }
+                }
+                if (strcmp(sub, "status") == 0)
+                        return cmd_status(argc - optind, argv + optind, dir, stale);
+                if (strcmp(sub, "break") == 0)
+                        return cmd_break(argc - optind, argv + optind, dir, stale, force);
+                return cmd_cleanup(dir);
+        }
+
+        int sep = -1;
+        for (int i = 0; i < argc; i++)
+                if (strcmp(argv[i], "--") == 0) {
+                        sep = i;
+                        break;
+                }
+        if (sep <= 0 || sep == argc - 1) {
+                fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
+                return 2;
+        }
+        if (opts.mode != DIRLOCK_EXCLUSIVE && sep > 1) {
+                fprintf(stderr, "%s: shared and intent locks take one name\n", progname);
+                return 2;
+        }
+        opts.timeout = timeout;
+        opts.stale_age = stale;
+        dirlock_set *set;
+        dirlock_error e;
+        int rc = dirlock_acquire_many(dir, (const char *const *)argv, (size_t)sep, &opts, &set, &e);
+        if (rc != DIRLOCK_OK) {
+                bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
+                if (!conflict || !quiet)
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                return conflict ? conflict_code : 2;
+        }
+        return run_locked(argv + sep + 1, set, stale);
+}

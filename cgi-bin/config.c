@@ -1,0 +1,288 @@
+/* config.c - configuration file parser (see config.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const lock_names[] = {"none", "wrong", "mkdir", "rw", "flock"};
+
+const char *config_lock_mode_name(int mode)
+{
+        if (mode < 0 || mode > LOCK_FLOCK)
+                return "?";
+        return lock_names[mode];
+}
+
+void config_free(struct board_config *cfg)
+{
+        free(cfg->title);
+        free(cfg->base_path);
+        free(cfg->data_dir);
+        memset(cfg, 0, sizeof *cfg);
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+        char *d = malloc(n + 1);
+        if (!d)
+                return NULL;
+        memcpy(d, s, n);
+        d[n] = '\0';
+        return d;
+}
+
+static int set_string(char **slot, const char *v, size_t n)
+{
+        char *d = dup_n(v, n);
+        if (!d)
+                return -1;
+        free(*slot);
+        *slot = d;
+        return 0;
+}
+
+/* Whole-string decimal integer in [min, max]. */
+static int parse_long(const char *v, long min, long max, long *out)
+{
+        if (!*v)
+                return -1;
+        char *end;
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (errno || *end || x < min || x > max)
+                return -1;
+        *out = x;
+        return 0;
+}
+
+static int parse_double(const char *v, double min, double max, double *out)
+{
+        if (!*v)
+                return -1;
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || *end || !isfinite(x) || x < min || x > max)
+                return -1;
+        *out = x;
+        return 0;
+}
+
+static int parse_enum(const char *v, const char *const *names, int n, int *out)
+{
+        for (int i = 0; i < n; i++)
+                if (strcmp(v, names[i]) == 0) {
+                        *out = i;
+                        return 0;
+                }
+        return -1;
+}
+
+enum {
+        K_TITLE,
+        K_BASE_PATH,
+        K_DATA_DIR,
+        K_LOCK_MODE,
+        K_STORE,
+        K_LOCK_TIMEOUT,
+        K_STALE_AGE,
+        K_DELAY_MS,
+        K_WRITE_METHOD,
+        K_MAX_MESSAGES,
+        K_PAGE_SIZE,
+        K_MIN_POST_INTERVAL,
+        K_MAX_BODY,
+        K_COUNT
+};
+
+static const char *const key_names[K_COUNT] = {
+    "title",          "base_path",    "data_dir",  "lock_mode",         "store",    "lock_timeout", "stale_age",
+    "delay_ms",       "write_method", "max_messages", "page_size", "min_post_interval", "max_body",
+};
+
+/* Apply one key; returns NULL or a description of what is wrong. */
+static const char *apply(struct board_config *cfg, int key, const char *v, size_t vlen)
+{
+        static const char *const stores[] = {"log", "sqlite"};
+        static const char *const methods[] = {"rename", "inplace"};
+        switch (key) {
+        case K_TITLE:
+                return set_string(&cfg->title, v, vlen) ? "out of memory" : NULL;
+        case K_BASE_PATH:
+                if (vlen == 0 || v[0] != '/' || v[vlen - 1] != '/')
+                        return "must start and end with '/'";
+                if (strpbrk(v, " \t\"'<>\\?#%"))
+                        return "must not contain spaces, quotes, '<', '>', '\\', '?', '#' or '%'";
+                return set_string(&cfg->base_path, v, vlen) ? "out of memory" : NULL;
+        case K_DATA_DIR:
+                if (vlen == 0)
+                        return "must not be empty";
+                return set_string(&cfg->data_dir, v, vlen) ? "out of memory" : NULL;
+        case K_LOCK_MODE:
+                return parse_enum(v, lock_names, 5, &cfg->lock_mode) ? "must be none, wrong, mkdir, rw or flock"
+                                                                    : NULL;
+        case K_STORE:
+                return parse_enum(v, stores, 2, &cfg->store) ? "must be log or sqlite" : NULL;
+        case K_LOCK_TIMEOUT:
+                return parse_double(v, 0, 3600, &cfg->lock_timeout) ? "must be a number of seconds, 0 to 3600"
+                                                                     : NULL;
+        case K_STALE_AGE:
+                return parse_double(v, 0.001, 86400, &cfg->stale_age)
+                           ? "must be a number of seconds above 0, at most 86400"
+                           : NULL;
+        case K_DELAY_MS:
+                return parse_long(v, 0, 600000, &cfg->delay_ms) ? "must be an integer, 0 to 600000" : NULL;
+        case K_WRITE_METHOD:
+                return parse_enum(v, methods, 2, &cfg->write_method) ? "must be rename or inplace" : NULL;
+        case K_MAX_MESSAGES:
+                return parse_long(v, 1, 10000000, &cfg->max_messages) ? "must be an integer, 1 to 10000000"
+                                                                       : NULL;
+        case K_PAGE_SIZE:
+                return parse_long(v, 1, 1000, &cfg->page_size) ? "must be an integer, 1 to 1000" : NULL;
+        case K_MIN_POST_INTERVAL:
+                return parse_long(v, 0, 86400, &cfg->min_post_interval) ? "must be an integer, 0 to 86400"
+                                                                         : NULL;
+        case K_MAX_BODY:
+                return parse_long(v, 1, 16L * 1024 * 1024, &cfg->max_body)
+                           ? "must be an integer, 1 to 16777216"
+                           : NULL;
+        }
+        return "unknown key";
+}
+
+static int is_space(char c)
+{
+        return c == ' ' || c == '\t' || c == '\r';
+}
+
+int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg, struct berr *err)
+{
+        memset(cfg, 0, sizeof *cfg);
+        cfg->lock_mode = LOCK_MKDIR;
+        cfg->store = STORE_LOG;
+        cfg->lock_timeout = 10;
+        cfg->stale_age = 30;
+        cfg->delay_ms = 0;
+        cfg->write_method = WRITE_RENAME;
+        cfg->max_messages = 1000;
+        cfg->page_size = 20;
+        cfg->min_post_interval = 0;
+        cfg->max_body = 65536;
+        if (set_string(&cfg->title, "dirlock board", 13) || set_string(&cfg->base_path, "/", 1)) {
+                config_free(cfg);
+                return berr_set(err, 500, "%s: out of memory", filename);
+        }
+        int seen[K_COUNT] = {0};
+        size_t pos = 0;
+        long lineno = 0;
+        while (pos < len) {
+                lineno++;
+                const char *nl = memchr(text + pos, '\n', len - pos);
+                size_t end = nl ? (size_t)(nl - text) : len;
+                size_t s = pos, e = end;
+                pos = end + 1;
+                while (s < e && is_space(text[s]))
+                        s++;
+                while (e > s && is_space(text[e - 1]))
+                        e--;
+                if (s == e || text[s] == '#')
+                        continue;
+                if (memchr(text + s, '\0', e - s)) {
+                        config_free(cfg);
+                        return berr_set(err, 500, "%s:%ld: NUL byte in line", filename, lineno);
+                }
+                const char *eq = memchr(text + s, '=', e - s);
+                if (!eq) {
+                        config_free(cfg);
+                        return berr_set(err, 500, "%s:%ld: expected 'key = value'", filename, lineno);
+                }
+                size_t ke = (size_t)(eq - text), vs = ke + 1;
+                while (ke > s && is_space(text[ke - 1]))
+                        ke--;
+                while (vs < e && is_space(text[vs]))
+                        vs++;
+                char key[32];
+                size_t klen = ke - s;
+                int k = -1;
+                if (klen < sizeof key) {
+                        memcpy(key, text + s, klen);
+                        key[klen] = '\0';
+                        for (int i = 0; i < K_COUNT; i++)
+                                if (strcmp(key, key_names[i]) == 0)
+                                        k = i;
+                }
+                if (k < 0) {
+                        config_free(cfg);
+                        return berr_set(err, 500, "%s:%ld: unknown key '%.*s'", filename, lineno,
+                                        (int)(klen > 64 ? 64 : klen), text + s);
+                }
+                if (seen[k]) {
+                        config_free(cfg);
+                        return berr_set(err, 500, "%s:%ld: key '%s' given twice", filename, lineno, key);
+                }
+                seen[k] = 1;
+                char *v = dup_n(text + vs, e - vs);
+                if (!v) {
+                        config_free(cfg);
+                        return berr_set(err, 500, "%s: out of memory", filename);
+                }
+                const char *why = apply(cfg, k, v, e - vs);
+                if (why) {
+                        berr_set(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno, key, v,
+                                 why);
+                        free(v);
+                        config_free(cfg);
+                        return -1;
+                }
+                free(v);
+        }
+        if (!cfg->data_dir) {
+                config_free(cfg);
+                return berr_set(err, 500, "%s: key 'data_dir' is required", filename);
+        }
+        return 0;
+}
+
+int config_load(const char *path, struct board_config *cfg, struct berr *err)
+{
+        memset(cfg, 0, sizeof *cfg);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+                return berr_set(err, 500, "cannot open configuration file '%s': %s", path, strerror(errno));
+        char *text = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (len + 4096 > cap) {
+                        if (cap >= 1024 * 1024) {
+                                free(text);
+                                fclose(f);
+                                return berr_set(err, 500, "%s: configuration file larger than 1 MiB", path);
+                        }
+                        size_t ncap = cap ? cap * 2 : 8192;
+                        char *n = realloc(text, ncap);
+                        if (!n) {
+                                free(text);
+                                fclose(f);
+                                return berr_set(err, 500, "%s: out of memory", path);
+                        }
+                        text = n;
+                        cap = ncap;
+                }
+                size_t got = fread(text + len, 1, cap - len, f);
+                len += got;
+                if (got == 0)
+                        break;
+        }
+        int bad = ferror(f);
+        fclose(f);
+        if (bad) {
+                free(text);
+                return berr_set(err, 500, "cannot read configuration file '%s'", path);
+        }
+        int rc = config_parse(text ? text : "", len, path, cfg, err);
+        free(text);
+        return rc;
+}

@@ -1,0 +1,40 @@
+/* config.h - the board's configuration file: `key = value` lines, `#`
+ * comments (format and keys in docs/board.md). */
+#ifndef BOARD_CONFIG_H
+#define BOARD_CONFIG_H
+
+#include <stddef.h>
+
+#include "berr.h"
+
+enum lock_mode { LOCK_NONE, LOCK_WRONG, LOCK_MKDIR, LOCK_RW, LOCK_FLOCK };
+enum store_kind { STORE_LOG, STORE_SQLITE };
+enum write_method { WRITE_RENAME, WRITE_INPLACE };
+
+struct board_config {
+        char *title;
+        char *base_path; /* starts and ends with '/' */
+        char *data_dir;
+        int lock_mode;
+        int store;
+        double lock_timeout; /* seconds */
+        double stale_age;    /* seconds */
+        long delay_ms;
+        int write_method;
+        long max_messages;
+        long page_size;
+        long min_post_interval; /* seconds, 0 = off */
+        long max_body;          /* bytes */
+};
+
+/* Parse the text of a configuration file; `filename` is used in messages
+ * ("FILE:LINE: key 'k': ...").  On error the config is freed and err set
+ * (status 500). */
+int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg, struct berr *err);
+/* Read and parse file `path`. */
+int config_load(const char *path, struct board_config *cfg, struct berr *err);
+void config_free(struct board_config *cfg);
+
+const char *config_lock_mode_name(int mode);
+
+#endif

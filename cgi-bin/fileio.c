@@ -1,0 +1,233 @@
+/* fileio.c - file reading and crash-safe replacement (see fileio.h). */
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *storage_hint(int e)
+{
+        switch (e) {
+        case EROFS:
+                return " (the data directory is read-only)";
+        case ENOSPC:
+        case EDQUOT:
+                return " (the disk is full)";
+        case EACCES:
+        case EPERM:
+                return " (permission denied on the data directory)";
+        }
+        return "";
+}
+
+int file_read_all(const char *path, struct buf *out, struct berr *err)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 1;
+                int e = errno;
+                return berr_set(err, 500, "cannot open '%s': %s%s", path, strerror(e), storage_hint(e));
+        }
+        char chunk[65536];
+        for (;;) {
+                ssize_t n = read(fd, chunk, sizeof chunk);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int e = errno;
+                        close(fd);
+                        return berr_set(err, 500, "cannot read '%s': %s", path, strerror(e));
+                }
+                if (n == 0)
+                        break;
+                if (buf_append(out, chunk, (size_t)n) < 0) {
+                        close(fd);
+                        return berr_set(err, 500, "out of memory reading '%s'", path);
+                }
+        }
+        close(fd);
+        return 0;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, data, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                data += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+        char *copy = strdup(path);
+        if (!copy)
+                return -1;
+        int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free(copy);
+        if (fd < 0)
+                return -1;
+        int rc = fsync(fd);
+        int e = errno;
+        close(fd);
+        errno = e;
+        /* Some file systems refuse fsync on directories; that is not a
+         * failure of the write itself. */
+        if (rc < 0 && (errno == EINVAL || errno == EBADF))
+                return 0;
+        return rc;
+}
+
+int random_bytes(void *buf, size_t n, struct berr *err)
+{
+        unsigned char *p = buf;
+        while (n > 0) {
+                ssize_t got = getrandom(p, n, 0);
+                if (got < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return berr_set(err, 500, "cannot get random bytes: %s", strerror(errno));
+                }
+                p += got;
+                n -= (size_t)got;
+        }
+        return 0;
+}
+
+void hex_encode(const unsigned char *in, size_t n, char *out)
+{
+        static const char digits[] = "0123456789abcdef";
+        for (size_t i = 0; i < n; i++) {
+                out[2 * i] = digits[in[i] >> 4];
+                out[2 * i + 1] = digits[in[i] & 15];
+        }
+        out[2 * n] = '\0';
+}
+
+int file_replace(const char *path, const char *data, size_t len, int mode, file_commit_check check, void *ctx,
+                 struct berr *err)
+{
+        unsigned char rnd[8];
+        char rhex[17];
+        if (random_bytes(rnd, sizeof rnd, err) < 0)
+                return -1;
+        hex_encode(rnd, sizeof rnd, rhex);
+        struct buf tmp = BUF_INIT;
+        buf_printf(&tmp, "%s.tmp.%ld.%s", path, (long)getpid(), rhex);
+        if (tmp.oom) {
+                buf_free(&tmp);
+                return berr_set(err, 500, "out of memory");
+        }
+        int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+        if (fd < 0) {
+                int e = errno;
+                berr_set(err, 500, "cannot create '%s': %s%s", tmp.data, strerror(e), storage_hint(e));
+                buf_free(&tmp);
+                return -1;
+        }
+        const char *what = NULL;
+        if (write_all(fd, data, len) < 0)
+                what = "cannot write";
+        else if (fsync(fd) < 0)
+                what = "cannot fsync";
+        int e = errno;
+        if (close(fd) < 0 && !what) {
+                what = "cannot close";
+                e = errno;
+        }
+        if (what) {
+                berr_set(err, 500, "%s '%s': %s%s", what, tmp.data, strerror(e), storage_hint(e));
+                unlink(tmp.data);
+                buf_free(&tmp);
+                return -1;
+        }
+        if (check && check(ctx, err) != 0) {
+                unlink(tmp.data);
+                buf_free(&tmp);
+                return -1;
+        }
+        if (rename(tmp.data, path) < 0) {
+                e = errno;
+                berr_set(err, 500, "cannot rename '%s' to '%s': %s%s", tmp.data, path, strerror(e),
+                         storage_hint(e));
+                unlink(tmp.data);
+                buf_free(&tmp);
+                return -1;
+        }
+        buf_free(&tmp);
+        if (fsync_dir_of(path) < 0) {
+                e = errno;
+                return berr_set(err, 500, "cannot fsync the directory of '%s': %s", path, strerror(e));
+        }
+        return 0;
+}
+
+void sleep_ms(long ms)
+{
+        if (ms <= 0)
+                return;
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+int file_overwrite_inplace(const char *path, const char *data, size_t len, int chunks, long delay_ms,
+                           struct berr *err)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                int e = errno;
+                return berr_set(err, 500, "cannot open '%s' for writing: %s%s", path, strerror(e),
+                                storage_hint(e));
+        }
+        if (ftruncate(fd, 0) < 0) {
+                int e = errno;
+                close(fd);
+                return berr_set(err, 500, "cannot truncate '%s': %s%s", path, strerror(e), storage_hint(e));
+        }
+        if (chunks < 1)
+                chunks = 1;
+        size_t step = len / (size_t)chunks + 1;
+        size_t off = 0;
+        while (off < len) {
+                size_t n = len - off < step ? len - off : step;
+                if (write_all(fd, data + off, n) < 0) {
+                        int e = errno;
+                        close(fd);
+                        return berr_set(err, 500, "cannot write '%s': %s%s (the log is now damaged)", path,
+                                        strerror(e), storage_hint(e));
+                }
+                off += n;
+                if (off < len)
+                        sleep_ms(delay_ms);
+        }
+        if (fsync(fd) < 0) {
+                int e = errno;
+                close(fd);
+                return berr_set(err, 500, "cannot fsync '%s': %s", path, strerror(e));
+        }
+        close(fd);
+        return 0;
+}
+
+int ensure_dir(const char *path, struct berr *err)
+{
+        if (mkdir(path, 0755) == 0 || errno == EEXIST)
+                return 0;
+        int e = errno;
+        return berr_set(err, 500, "cannot create directory '%s': %s%s", path, strerror(e), storage_hint(e));
+}

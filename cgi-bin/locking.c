@@ -1,0 +1,123 @@
+/* locking.c - lock mode -> dirlock library calls (see locking.h). */
+#include "locking.h"
+
+#include <stdio.h>
+
+#include "buf.h"
+#include "dirlock.h"
+
+static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de, struct berr *err)
+{
+        (void)cfg;
+        if (code == DIRLOCK_ETIMEDOUT || code == DIRLOCK_EBUSY) {
+                berr_set(err, 503, "busy, please try again (the board's lock was held by another request)");
+                err->retry_after = 1;
+                return -1;
+        }
+        if (code == DIRLOCK_ELOST) {
+                berr_set(err, 503, "the board's lock was broken as stale; nothing was written, please try again");
+                err->retry_after = 1;
+                return -1;
+        }
+        return berr_set(err, 500, "lock error: %s", de->message[0] ? de->message : dirlock_strerror(code));
+}
+
+static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock, struct berr *err)
+{
+        struct buf dir = BUF_INIT;
+        buf_printf(&dir, "%s/locks", cfg->data_dir);
+        if (dir.oom)
+                return berr_set(err, 500, "out of memory");
+        dirlock_options opts;
+        dirlock_options_init(&opts);
+        opts.timeout = cfg->lock_timeout;
+        opts.stale_age = cfg->stale_age;
+        opts.mode = mode;
+        opts.policy = DIRLOCK_POLICY_FAIR;
+        dirlock_error de = {0, 0, ""};
+        dirlock *h = NULL;
+        int rc = use_flock ? dirlock_flock_acquire(dir.data, BOARD_LOCK_NAME, &opts, &h, &de)
+                           : dirlock_acquire(dir.data, BOARD_LOCK_NAME, &opts, &h, &de);
+        buf_free(&dir);
+        if (rc != DIRLOCK_OK)
+                return lock_error(cfg, rc, &de, err);
+        lk->handle = h;
+        return 0;
+}
+
+int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct berr *err)
+{
+        lk->cfg = cfg;
+        lk->handle = NULL;
+        if (cfg->store != STORE_LOG)
+                return 0;
+        switch (cfg->lock_mode) {
+        case LOCK_RW:
+                return take(cfg, lk, DIRLOCK_SHARED, 0, err);
+        case LOCK_FLOCK:
+                return take(cfg, lk, DIRLOCK_SHARED, 1, err);
+        }
+        return 0;
+}
+
+int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct berr *err)
+{
+        lk->cfg = cfg;
+        lk->handle = NULL;
+        if (cfg->store != STORE_LOG)
+                return 0;
+        switch (cfg->lock_mode) {
+        case LOCK_MKDIR:
+                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
+        case LOCK_RW:
+                return take(cfg, lk, DIRLOCK_INTENT, 0, err);
+        case LOCK_FLOCK:
+                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 1, err);
+        }
+        return 0;
+}
+
+int board_lock_write_commit(struct board_lock *lk, struct berr *err)
+{
+        const struct board_config *cfg = lk->cfg;
+        if (cfg->store != STORE_LOG)
+                return 0;
+        if (cfg->lock_mode == LOCK_WRONG)
+                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
+        if (cfg->lock_mode == LOCK_RW && lk->handle) {
+                dirlock_error de = {0, 0, ""};
+                int rc = dirlock_upgrade(lk->handle, NULL, &de);
+                if (rc != DIRLOCK_OK)
+                        return lock_error(cfg, rc, &de, err);
+        }
+        return 0;
+}
+
+int board_lock_check(struct board_lock *lk, struct berr *err)
+{
+        if (!lk->handle)
+                return 0;
+        dirlock_error de = {0, 0, ""};
+        int rc = dirlock_check(lk->handle, &de);
+        if (rc != DIRLOCK_OK)
+                return lock_error(lk->cfg, rc, &de, err);
+        return 0;
+}
+
+int board_lock_release(struct board_lock *lk, struct berr *err)
+{
+        if (!lk->handle)
+                return 0;
+        dirlock_error de = {0, 0, ""};
+        int rc = dirlock_release(lk->handle, &de);
+        lk->handle = NULL;
+        if (rc == DIRLOCK_ELOST)
+                return berr_set(err, 500,
+                                "the board's lock was broken as stale before it was released; the change was "
+                                "written while the lock was still ours, but another writer may have run "
+                                "since (raise stale_age)");
+        if (rc != DIRLOCK_OK)
+                return berr_set(err, 500, "cannot release the board's lock: %s",
+                                de.message[0] ? de.message : dirlock_strerror(rc));
+        return 0;
+}

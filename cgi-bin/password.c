@@ -1,0 +1,49 @@
+/* password.c - yescrypt password hashing through crypt(3) (see password.h). */
+#include "password.h"
+
+#include <crypt.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdlib.h>
+#include <string.h>
+
+int password_hash(const char *password, char **out, struct berr *err)
+{
+        *out = NULL;
+        char *salt = crypt_gensalt_ra("$y$", 0, NULL, 0);
+        if (!salt)
+                return berr_set(err, 500, "cannot make a password salt: %s", strerror(errno));
+        void *data = NULL;
+        int size = 0;
+        char *h = crypt_ra(password, salt, &data, &size);
+        free(salt);
+        if (!h || h[0] == '*') {
+                free(data);
+                return berr_set(err, 500, "cannot hash the password");
+        }
+        *out = strdup(h);
+        OPENSSL_cleanse(data, (size_t)size);
+        free(data);
+        if (!*out)
+                return berr_set(err, 500, "out of memory");
+        return 0;
+}
+
+int password_verify(const char *password, const char *hash)
+{
+        if (!hash || !hash[0] || hash[0] == '*')
+                return 0;
+        void *data = NULL;
+        int size = 0;
+        char *h = crypt_ra(password, hash, &data, &size);
+        int ok = 0;
+        if (h && h[0] != '*') {
+                size_t a = strlen(h), b = strlen(hash);
+                ok = a == b && CRYPTO_memcmp(h, hash, a) == 0;
+        }
+        if (data) {
+                OPENSSL_cleanse(data, (size_t)size);
+                free(data);
+        }
+        return ok;
+}

@@ -1,0 +1,129 @@
+/* ratelimit.c - per-address post interval (see ratelimit.h). */
+#include "ratelimit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fileio.h"
+
+/* The key written for an address: at most 64 printable bytes. */
+static void addr_key(const char *addr, char out[65])
+{
+        size_t i = 0;
+        for (; addr && addr[i] && i < 64; i++) {
+                unsigned char c = (unsigned char)addr[i];
+                out[i] = (c > 0x20 && c < 0x7F) ? (char)c : '?';
+        }
+        if (i == 0)
+                out[i++] = '-';
+        out[i] = '\0';
+}
+
+/* Walk the lines of the file; calls fn for each well-formed entry. */
+static void each_entry(const struct buf *b, void (*fn)(void *ctx, const char *key, size_t klen, long long t),
+                       void *ctx)
+{
+        size_t pos = 0;
+        while (pos < b->len) {
+                const char *nl = memchr(b->data + pos, '\n', b->len - pos);
+                size_t end = nl ? (size_t)(nl - b->data) : b->len;
+                const char *tab = memchr(b->data + pos, '\t', end - pos);
+                if (tab) {
+                        size_t ts = (size_t)(tab - b->data) + 1;
+                        long long t = 0;
+                        int ok = ts < end && end - ts <= 18;
+                        for (size_t i = ts; ok && i < end; i++) {
+                                if (b->data[i] < '0' || b->data[i] > '9')
+                                        ok = 0;
+                                else
+                                        t = t * 10 + (b->data[i] - '0');
+                        }
+                        if (ok)
+                                fn(ctx, b->data + pos, (size_t)(tab - b->data) - pos, t);
+                }
+                pos = end + 1;
+        }
+}
+
+struct check_ctx {
+        const char *key;
+        long long last;
+};
+
+static void check_fn(void *p, const char *key, size_t klen, long long t)
+{
+        struct check_ctx *c = p;
+        if (klen == strlen(c->key) && memcmp(key, c->key, klen) == 0 && t > c->last)
+                c->last = t;
+}
+
+int ratelimit_check(const char *path, const char *addr, long long now, long interval, long *retry_after,
+                    struct berr *err)
+{
+        *retry_after = 0;
+        if (interval <= 0)
+                return 0;
+        char key[65];
+        addr_key(addr, key);
+        struct buf b = BUF_INIT;
+        int rc = file_read_all(path, &b, err);
+        if (rc < 0) {
+                buf_free(&b);
+                return -1;
+        }
+        struct check_ctx c = {key, -1};
+        if (rc == 0)
+                each_entry(&b, check_fn, &c);
+        buf_free(&b);
+        if (c.last >= 0 && now - c.last < interval) {
+                long wait = (long)(interval - (now - c.last));
+                *retry_after = wait > 0 ? wait : 1;
+                return 1;
+        }
+        return 0;
+}
+
+struct record_ctx {
+        const char *key;
+        long long now;
+        long interval;
+        struct buf *out;
+};
+
+static void record_fn(void *p, const char *key, size_t klen, long long t)
+{
+        struct record_ctx *c = p;
+        if (klen == strlen(c->key) && memcmp(key, c->key, klen) == 0)
+                return;
+        if (c->now - t >= c->interval)
+                return;
+        buf_append(c->out, key, klen);
+        buf_printf(c->out, "\t%lld\n", t);
+}
+
+int ratelimit_record(const char *path, const char *addr, long long now, long interval, struct berr *err)
+{
+        if (interval <= 0)
+                return 0;
+        char key[65];
+        addr_key(addr, key);
+        struct buf old = BUF_INIT, out = BUF_INIT;
+        int rc = file_read_all(path, &old, err);
+        if (rc < 0) {
+                buf_free(&old);
+                return -1;
+        }
+        struct record_ctx c = {key, now, interval, &out};
+        if (rc == 0)
+                each_entry(&old, record_fn, &c);
+        buf_printf(&out, "%s\t%lld\n", key, now);
+        buf_free(&old);
+        if (out.oom) {
+                buf_free(&out);
+                return berr_set(err, 500, "out of memory");
+        }
+        rc = file_replace(path, out.data, out.len, 0644, NULL, NULL, err);
+        buf_free(&out);
+        return rc;
+}

@@ -1,0 +1,18 @@
+/* ratelimit.h - minimum interval between posts from one address, kept in
+ * data_dir/ratelimit ("addr TAB seconds" lines).  Callers hold the board's
+ * write lock (or the SQLite write transaction) around check and record. */
+#ifndef BOARD_RATELIMIT_H
+#define BOARD_RATELIMIT_H
+
+#include "berr.h"
+
+/* 0 when `addr` may post now, 1 when it must wait (*retry_after seconds),
+ * -1 on error.  interval 0 always allows. */
+int ratelimit_check(const char *path, const char *addr, long long now, long interval, long *retry_after,
+                    struct berr *err);
+
+/* Record a post from `addr` at `now`, dropping entries older than
+ * `interval`.  Does nothing when interval is 0. */
+int ratelimit_record(const char *path, const char *addr, long long now, long interval, struct berr *err);
+
+#endif

@@ -1,0 +1,27 @@
+/* store_log.h - the flat message log data_dir/messages.log: read it whole,
+ * write it whole (temp + fsync + rename + directory fsync, or in place for
+ * the torn-read demonstration).  No locking here: see locking.h. */
+#ifndef BOARD_STORE_LOG_H
+#define BOARD_STORE_LOG_H
+
+#include <stddef.h>
+
+#include "berr.h"
+#include "fileio.h"
+#include "msglist.h"
+
+/* Parse a whole log; a line that does not parse, or numbers that do not
+ * increase, are an error naming `path` and the line number (500). */
+int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out, struct berr *err);
+
+/* Read `path` into *out (appended); a missing file is an empty log. */
+int store_log_read(const char *path, struct msglist *out, struct berr *err);
+
+/* Write the newest `cap` messages of `l` as the new log.  method
+ * WRITE_RENAME: crash-safe replacement, `check` runs right before the
+ * rename; WRITE_INPLACE: overwrite in chunks with delay_ms between them
+ * (`check` runs before the first byte is written). */
+int store_log_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
+                    file_commit_check check, void *ctx, struct berr *err);
+
+#endif

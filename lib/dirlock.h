@@ -1,0 +1,210 @@
+/* dirlock.h - public interface of the dirlock library.
+ *
+ * Cross-process locks for CGI-style programs, made of directories:
+ *   - exclusive locks (mkdir/rename based, safe on NFS), with timeout,
+ *     prompt wake-up, race-free breaking of stale locks and owner records;
+ *   - all-or-nothing multi-locks that cannot deadlock;
+ *   - a reader-writer variant (shared, exclusive and upgradable "intent"
+ *     modes) with selectable policies;
+ *   - kernel flock(2) locks behind the same handle type, for comparison.
+ *
+ * Every function returns DIRLOCK_OK (0) or one of the dirlock_code values
+ * below; when `err` is not NULL it is filled with the code, the saved errno
+ * (for DIRLOCK_EIO) and a message a person can read, naming the path.
+ *
+ * Thread safety: there is no hidden global state; separate handles may be
+ * used from separate threads.  One handle must not be used by two threads at
+ * once.  A handle belongs to the process that acquired it: after fork() the
+ * child's copy refuses to release, refresh or upgrade (DIRLOCK_ENOTOWNER).
+ */
+#ifndef DIRLOCK_H
+#define DIRLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DIRLOCK_VERSION "1.0.0"
+
+/* Longest lock name; names are 1..64 characters of [A-Za-z0-9._-] and do
+ * not start with a dot. */
+#define DIRLOCK_NAME_MAX 64
+
+/* Default age after which an unrefreshed lock is stale (seconds). */
+#define DIRLOCK_DEFAULT_STALE_AGE 180.0
+
+typedef enum dirlock_code {
+        DIRLOCK_OK = 0,
+        DIRLOCK_EBUSY,      /* held by someone else (one try, timeout 0)   */
+        DIRLOCK_ETIMEDOUT,  /* still held by someone else when time ran out */
+        DIRLOCK_ENAME,      /* invalid lock name                            */
+        DIRLOCK_EINVAL,     /* invalid argument or option                   */
+        DIRLOCK_ELOST,      /* our lock was broken as stale (maybe re-taken) */
+        DIRLOCK_ENOTOWNER,  /* handle used by a process that does not own it */
+        DIRLOCK_ELIVE,      /* refused to break a lock whose owner is alive  */
+        DIRLOCK_ENOLOCK,    /* no such lock (inspect, break)                 */
+        DIRLOCK_EUPGRADE,   /* read -> write upgrade refused (use intent)    */
+        DIRLOCK_EBALANCE,   /* reentrant release without a matching acquire  */
+        DIRLOCK_EIO,        /* system call failed; errno is kept             */
+        DIRLOCK_ENOMEM,     /* out of memory                                 */
+        DIRLOCK_CODE_COUNT
+} dirlock_code;
+
+/* Filled in by every call that takes one (may be NULL). */
+typedef struct dirlock_error {
+        int code;          /* a dirlock_code                               */
+        int sys_errno;     /* errno for DIRLOCK_EIO, else 0                */
+        char message[640]; /* e.g. "cannot create lock directory 'x': ..." */
+} dirlock_error;
+
+/* Short fixed description of a code ("lock is busy", ...). */
+const char *dirlock_strerror(int code);
+
+/* Lock modes.  DIRLOCK_EXCLUSIVE is the write side of the reader-writer
+ * lock of the same name: an exclusive lock excludes readers too. */
+typedef enum dirlock_mode {
+        DIRLOCK_EXCLUSIVE = 0,
+        DIRLOCK_SHARED,
+        DIRLOCK_INTENT /* upgradable read ("prewrite-read") */
+} dirlock_mode;
+
+/* Reader-writer policies (see lib/rwlock.c for the exact guarantees). */
+typedef enum dirlock_policy {
+        DIRLOCK_POLICY_FAIR = 0, /* no lockout either way (default)          */
+        DIRLOCK_POLICY_WRITER,   /* waiting writers hold off new readers     */
+        DIRLOCK_POLICY_READER,   /* readers never wait for waiting writers   */
+        DIRLOCK_POLICY_SIMPLE    /* one holder at a time, readers included   */
+} dirlock_policy;
+
+/* Flags. */
+#define DIRLOCK_FIFO (1u << 0)      /* serve exclusive waiters in arrival order */
+#define DIRLOCK_REENTRANT (1u << 1) /* dirlock_reacquire() counts holds        */
+#define DIRLOCK_NO_MKDIR (1u << 2)  /* do not create a missing lock directory  */
+#define DIRLOCK_NO_NOTIFY (1u << 3) /* never use inotify; back off and poll    */
+
+typedef struct dirlock_options {
+        double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
+        double stale_age; /* seconds; <= 0 means DIRLOCK_DEFAULT_STALE_AGE  */
+        unsigned flags;   /* DIRLOCK_* flags                                */
+        int mode;         /* dirlock_mode, for dirlock_acquire()            */
+        int policy;       /* dirlock_policy, for shared/intent/exclusive    */
+} dirlock_options;
+
+/* Defaults: wait forever, stale after 180 s, exclusive, fair. */
+#define DIRLOCK_OPTIONS_INIT {-1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR}
+void dirlock_options_init(dirlock_options *opts);
+
+/* An acquired lock.  Opaque. */
+typedef struct dirlock dirlock;
+
+/* Owner record of a lock, as returned by dirlock_inspect(). */
+typedef struct dirlock_owner {
+        pid_t pid;
+        unsigned long long start_time; /* process start, clock ticks since boot */
+        char host[256];
+        char token[33];         /* 128-bit random, hex                     */
+        double acquired;        /* wall clock, seconds since the epoch     */
+        double age;             /* seconds since acquire or last refresh   */
+        int same_host;          /* recorded on this host, this boot        */
+        int owner_alive;        /* -1 unknown (other host), 0 dead, 1 alive */
+        int stale;              /* would be broken now with the given age  */
+        int mode;               /* dirlock_mode of this holder             */
+        unsigned readers;       /* shared/intent holders of the name       */
+} dirlock_owner;
+
+/* ---- exclusive locks (and the common entry point) ------------------- */
+
+/* True when `name` is a valid lock name. */
+int dirlock_name_valid(const char *name);
+
+/* Take lock `name` in directory `lockdir` (created if missing unless
+ * DIRLOCK_NO_MKDIR).  opts may be NULL for the defaults; opts->mode selects
+ * exclusive, shared or intent.  On success *out is a new handle. */
+int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+                    dirlock_error *err);
+
+/* Release and free the handle (always freed, whatever is returned).
+ * DIRLOCK_ELOST: our lock had been broken; another holder's lock, if any,
+ * was left in place. */
+int dirlock_release(dirlock *lock, dirlock_error *err);
+
+/* Renew the lock's age so a long holder is not judged stale.  Call it well
+ * within the stale age (every stale_age / 3, say). */
+int dirlock_refresh(dirlock *lock, dirlock_error *err);
+
+/* DIRLOCK_OK while we still hold the lock, DIRLOCK_ELOST otherwise. */
+int dirlock_check(const dirlock *lock, dirlock_error *err);
+
+/* Reentrant locks (DIRLOCK_REENTRANT): count one more hold on a handle we
+ * hold; each needs its own dirlock_release(), the last one releases. */
+int dirlock_reacquire(dirlock *lock, dirlock_error *err);
+
+/* Name, token and mode of a handle. */
+const char *dirlock_name(const dirlock *lock);
+const char *dirlock_token(const dirlock *lock);
+int dirlock_mode_of(const dirlock *lock);
+
+/* Owner record and age of lock `name` (DIRLOCK_ENOLOCK when free).
+ * `stale_age` <= 0 means the default; it decides owner->stale. */
+int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner,
+                    dirlock_error *err);
+
+/* Break lock `name` if it is stale (DIRLOCK_ELIVE otherwise), or whatever
+ * its state when `force` is set.  Never removes a lock taken after the
+ * judgement it acted on. */
+int dirlock_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err);
+
+/* Remove leftovers of crashed processes (half-made lock directories, dead
+ * readers' entries) older than they could be in use.  Safe at any time. */
+int dirlock_cleanup(const char *lockdir, dirlock_error *err);
+
+/* Run fn(arg) while holding lock `name`; always releases.  *fn_result gets
+ * fn's return value when it ran.  Returns the lock's code: DIRLOCK_ELOST
+ * when the lock was broken while fn ran. */
+int dirlock_with(const char *lockdir, const char *name, const dirlock_options *opts, int (*fn)(void *arg),
+                 void *arg, int *fn_result, dirlock_error *err);
+
+/* ---- multi-locks ------------------------------------------------------ */
+
+typedef struct dirlock_set dirlock_set;
+
+/* Take all `n` named locks or none.  Duplicates collapse; the order the
+ * caller gives does not matter and no two callers can deadlock.  Honours
+ * opts->timeout over the whole set. */
+int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t n, const dirlock_options *opts,
+                         dirlock_set **out, dirlock_error *err);
+/* Release all and free.  Returns the first error met; releases the rest. */
+int dirlock_release_many(dirlock_set *set, dirlock_error *err);
+int dirlock_refresh_many(dirlock_set *set, dirlock_error *err);
+size_t dirlock_set_count(const dirlock_set *set);
+
+/* ---- reader-writer locks ---------------------------------------------- */
+
+/* Shared and intent locks are taken with dirlock_acquire() and
+ * opts->mode = DIRLOCK_SHARED / DIRLOCK_INTENT.  Then: */
+
+/* Intent -> exclusive.  Waits only for the readers present, holding off new
+ * ones.  On a plain shared lock: DIRLOCK_EUPGRADE.  On timeout the handle
+ * keeps its intent lock.  opts may be NULL (use the acquire options). */
+int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err);
+
+/* Exclusive -> shared, without letting a writer in between. */
+int dirlock_downgrade(dirlock *lock, dirlock_error *err);
+
+/* ---- kernel locks, for comparison ------------------------------------- */
+
+/* flock(2) on file `lockdir/name.flock`, shared or exclusive, with the same
+ * timeout semantics; released with dirlock_release().  Has the kernel's
+ * semantics: no stale breaking, no owner record, readers can lock out a
+ * writer. */
+int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+                          dirlock_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,215 @@
+/* handle.c - the life of a lock handle: options, creation, the public
+ * acquire/release/refresh/check entry points, reentrant hold counting, the
+ * fork guard, accessors, and dirlock_with(). */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void dirlock_options_init(dirlock_options *opts)
+{
+        *opts = (dirlock_options)DIRLOCK_OPTIONS_INIT;
+}
+
+static int normalise_options(const dirlock_options *in, dirlock_options *out, dirlock_error *err)
+{
+        if (in == NULL)
+                dirlock_options_init(out);
+        else
+                *out = *in;
+        if (isnan(out->timeout))
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "timeout is not a number");
+        if (isnan(out->stale_age) || out->stale_age <= 0)
+                out->stale_age = DIRLOCK_DEFAULT_STALE_AGE;
+        if (out->mode < DIRLOCK_EXCLUSIVE || out->mode > DIRLOCK_INTENT)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown lock mode %d", out->mode);
+        if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
+        unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY;
+        if (out->flags & ~known)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
+        return DIRLOCK_OK;
+}
+
+int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+                  dirlock_error *err)
+{
+        *out = NULL;
+        if (!dirlock_name_valid(name))
+                return dl_fail(err, DIRLOCK_ENAME, 0,
+                               "invalid lock name '%.80s%s': use 1-%d characters of A-Z a-z 0-9 . _ -, "
+                               "not starting with a dot",
+                               name ? name : "(null)", name && strlen(name) > 80 ? "..." : "", DIRLOCK_NAME_MAX);
+        dirlock *h = calloc(1, sizeof *h);
+        if (h == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        h->fd = -1;
+        int rc = normalise_options(opts, &h->opts, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_random_token(h->token, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_lockdir_prepare(lockdir, !(h->opts.flags & DIRLOCK_NO_MKDIR), &h->lockdir, err);
+        if (rc != DIRLOCK_OK) {
+                dl_handle_free(h);
+                return rc;
+        }
+        strcpy(h->name, name);
+        h->mode = h->opts.mode;
+        h->pid = getpid();
+        h->lock_path = dl_join(h->lockdir, name, ".lock");
+        char leaf[8 + 33];
+        strcpy(leaf, "owner.");
+        strcat(leaf, h->token);
+        h->entry_path = h->lock_path ? dl_join(h->lock_path, leaf, NULL) : NULL;
+        if (h->entry_path == NULL) {
+                dl_handle_free(h);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        *out = h;
+        return DIRLOCK_OK;
+}
+
+void dl_handle_free(dirlock *h)
+{
+        if (h == NULL)
+                return;
+        dl_rw_free(h);
+        if (h->fd >= 0)
+                close(h->fd);
+        free(h->lockdir);
+        free(h->lock_path);
+        free(h->entry_path);
+        free(h->prep_path);
+        free(h);
+}
+
+int dl_handle_owned(const dirlock *h, dirlock_error *err)
+{
+        if (h->pid != getpid())
+                return dl_fail(err, DIRLOCK_ENOTOWNER, 0,
+                               "lock '%s' belongs to process %ld, not to this process %ld (a child after fork "
+                               "does not own its parent's locks)",
+                               h->name, (long)h->pid, (long)getpid());
+        return DIRLOCK_OK;
+}
+
+int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+                    dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        dirlock *h;
+        int rc = dl_handle_new(lockdir, name, opts, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dl_time deadline = dl_deadline(h->opts.timeout);
+        rc = dl_rw_acquire(h, &deadline, err);
+        dl_excl_discard_prep(h);
+        if (rc != DIRLOCK_OK) {
+                dl_handle_free(h);
+                return rc;
+        }
+        h->holds = 1;
+        *out = h;
+        dl_ok(err);
+        return DIRLOCK_OK;
+}
+
+int dirlock_reacquire(dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        int rc = dl_handle_owned(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!(lock->opts.flags & DIRLOCK_REENTRANT))
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "lock '%s' was not acquired with DIRLOCK_REENTRANT; a second hold would "
+                               "deadlock",
+                               lock->name);
+        rc = lock->kind == DL_KIND_FLOCK ? DIRLOCK_OK : dl_rw_check(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        lock->holds++;
+        return DIRLOCK_OK;
+}
+
+int dirlock_release(dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        int rc = dl_handle_owned(lock, err);
+        if (rc != DIRLOCK_OK) {
+                /* A forked child: free its copy, leave the parent's lock. */
+                dl_handle_free(lock);
+                return rc;
+        }
+        if (lock->holds > 1) {
+                lock->holds--;
+                return DIRLOCK_OK;
+        }
+        if (lock->kind == DL_KIND_FLOCK) {
+                close(lock->fd);
+                lock->fd = -1;
+                rc = DIRLOCK_OK;
+        } else {
+                rc = dl_rw_release(lock, err);
+        }
+        lock->holds = 0;
+        dl_handle_free(lock);
+        if (rc == DIRLOCK_OK)
+                dl_ok(err);
+        return rc;
+}
+
+int dirlock_refresh(dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        int rc = dl_handle_owned(lock, err);
+        if (rc != DIRLOCK_OK || lock->kind == DL_KIND_FLOCK)
+                return rc;
+        return dl_rw_refresh(lock, err);
+}
+
+int dirlock_check(const dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        if (lock->kind == DL_KIND_FLOCK)
+                return DIRLOCK_OK;
+        return dl_rw_check(lock, err);
+}
+
+const char *dirlock_name(const dirlock *lock)
+{
+        return lock->name;
+}
+
+const char *dirlock_token(const dirlock *lock)
+{
+        return lock->token;
+}
+
+int dirlock_mode_of(const dirlock *lock)
+{
+        return lock->mode;
+}
+
+int dirlock_with(const char *lockdir, const char *name, const dirlock_options *opts, int (*fn)(void *arg),
+                 void *arg, int *fn_result, dirlock_error *err)
+{
+        if (fn == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no function to run");
+        dirlock *h;
+        int rc = dirlock_acquire(lockdir, name, opts, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        int result = fn(arg);
+        if (fn_result != NULL)
+                *fn_result = result;
+        return dirlock_release(h, err);
+}

@@ -1,0 +1,281 @@
+/* owner.c - who holds a lock: the owner record's text form (written as a
+ * symlink's target, read back with readlink), this process's identity, and
+ * whether a recorded owner is provably dead.
+ *
+ * Record text (one line, fields separated by single spaces, host last):
+ *   dirlock1 pid=<pid> start=<ticks> token=<32 hex> acquired=<ns epoch>
+ *            boot=<boot id> pidns=<inode> mode=<0|1|2> host=<hostname>
+ *
+ * "Provably dead" needs the same host name, the same boot id and the same
+ * pid namespace as ours; then the pid is looked up in /proc: gone, a
+ * zombie, or a different start time (the pid was reused) all mean dead.
+ * Anything we cannot see (another host, another container) is "cannot
+ * tell", and only the stale age breaks such a lock. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Identity of this machine and process.  Host, boot id and pid namespace do
+ * not change while we run; the start time is per process and re-read after
+ * fork (when getpid() differs).  Guarded by a mutex: handles in separate
+ * threads are independent. */
+static struct {
+        pthread_mutex_t mutex;
+        bool have_static;
+        char host[256];
+        char boot_id[37];
+        unsigned long long pidns;
+        pid_t pid;
+        unsigned long long start_time;
+} self = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+
+static ssize_t read_small_file(const char *path, char *buf, size_t size)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t n;
+        do
+                n = read(fd, buf, size - 1);
+        while (n < 0 && errno == EINTR);
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        if (n >= 0)
+                buf[n] = '\0';
+        return n;
+}
+
+/* Start time (field 22) and state (field 3) of /proc/<pid>/stat.  Returns
+ * 0 with *start set, or -1 with errno (ENOENT when there is no such pid). */
+static int read_proc_stat(pid_t pid, unsigned long long *start, char *state)
+{
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+        if (read_small_file(path, buf, sizeof buf) < 0)
+                return -1;
+        /* The command name may hold spaces and parentheses: skip to the last ')'. */
+        char *p = strrchr(buf, ')');
+        if (p == NULL || p[1] != ' ') {
+                errno = EINVAL;
+                return -1;
+        }
+        p += 2;
+        *state = *p;
+        for (int field = 3; field < 22; field++) {
+                p = strchr(p, ' ');
+                if (p == NULL) {
+                        errno = EINVAL;
+                        return -1;
+                }
+                p++;
+        }
+        *start = strtoull(p, NULL, 10);
+        return 0;
+}
+
+unsigned long long dl_process_start_time(pid_t pid)
+{
+        unsigned long long start;
+        char state;
+        if (read_proc_stat(pid, &start, &state) != 0)
+                return 0;
+        return start;
+}
+
+static void load_identity_locked(void)
+{
+        if (!self.have_static) {
+                if (gethostname(self.host, sizeof self.host) != 0 || self.host[0] == '\0')
+                        strcpy(self.host, "localhost");
+                self.host[sizeof self.host - 1] = '\0';
+                for (char *c = self.host; *c; c++)
+                        if (*c == ' ' || *c == '\n')
+                                *c = '_';
+                char buf[64];
+                if (read_small_file("/proc/sys/kernel/random/boot_id", buf, sizeof buf) >= 36) {
+                        memcpy(self.boot_id, buf, 36);
+                        self.boot_id[36] = '\0';
+                } else {
+                        strcpy(self.boot_id, "unknown");
+                }
+                struct stat st;
+                self.pidns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+                self.have_static = true;
+        }
+        pid_t pid = getpid();
+        if (self.pid != pid) {
+                self.pid = pid;
+                self.start_time = dl_process_start_time(pid);
+        }
+}
+
+void dl_record_self(dl_record *rec, const char *token, int mode)
+{
+        memset(rec, 0, sizeof *rec);
+        pthread_mutex_lock(&self.mutex);
+        load_identity_locked();
+        rec->pid = self.pid;
+        rec->start_time = self.start_time;
+        memcpy(rec->boot_id, self.boot_id, sizeof rec->boot_id);
+        rec->pidns = self.pidns;
+        memcpy(rec->host, self.host, sizeof rec->host);
+        pthread_mutex_unlock(&self.mutex);
+        snprintf(rec->token, sizeof rec->token, "%s", token);
+        rec->acquired_ns = dl_wall_ns();
+        rec->mode = mode;
+}
+
+int dl_record_format(const dl_record *rec, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d host=%s",
+                         (long)rec->pid, rec->start_time, rec->token, rec->acquired_ns, rec->boot_id, rec->pidns,
+                         rec->mode, rec->host);
+        if (n < 0 || (size_t)n >= size)
+                return -1;
+        return n;
+}
+
+/* Parsing: every field is required, in order, and must be well formed. */
+static bool take_prefix(const char **p, const char *end, const char *prefix)
+{
+        size_t n = strlen(prefix);
+        if ((size_t)(end - *p) < n || memcmp(*p, prefix, n) != 0)
+                return false;
+        *p += n;
+        return true;
+}
+
+static bool take_ull(const char **p, const char *end, unsigned long long max, unsigned long long *out)
+{
+        unsigned long long v = 0;
+        const char *s = *p;
+        while (s < end && *s >= '0' && *s <= '9') {
+                unsigned d = (unsigned)(*s - '0');
+                if (v > (max - d) / 10)
+                        return false;
+                v = v * 10 + d;
+                s++;
+        }
+        if (s == *p || s - *p > 20)
+                return false;
+        *p = s;
+        *out = v;
+        return true;
+}
+
+/* A token-like word: up to `max` characters of [0-9a-f-] (hex, boot ids). */
+static bool take_word(const char **p, const char *end, char *out, size_t max, bool allow_unknown)
+{
+        const char *s = *p;
+        size_t n = 0;
+        while (s < end && *s != ' ') {
+                char c = *s;
+                bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-' ||
+                          (allow_unknown && c >= 'a' && c <= 'z');
+                if (!ok || n >= max)
+                        return false;
+                out[n++] = c;
+                s++;
+        }
+        if (n == 0)
+                return false;
+        out[n] = '\0';
+        *p = s;
+        return true;
+}
+
+int dl_record_parse(const char *buf, size_t len, dl_record *rec)
+{
+        const char *p = buf, *end = buf + len;
+        unsigned long long v;
+        memset(rec, 0, sizeof *rec);
+        if (!take_prefix(&p, end, "dirlock1 pid=") || !take_ull(&p, end, 0x7fffffff, &v) || v == 0)
+                return -1;
+        rec->pid = (pid_t)v;
+        if (!take_prefix(&p, end, " start=") || !take_ull(&p, end, ~0ULL, &rec->start_time))
+                return -1;
+        if (!take_prefix(&p, end, " token=") || !take_word(&p, end, rec->token, 32, false) ||
+            strlen(rec->token) != 32)
+                return -1;
+        if (!take_prefix(&p, end, " acquired=") || !take_ull(&p, end, 0x7fffffffffffffffULL, &v))
+                return -1;
+        rec->acquired_ns = (long long)v;
+        if (!take_prefix(&p, end, " boot=") || !take_word(&p, end, rec->boot_id, 36, true))
+                return -1;
+        if (!take_prefix(&p, end, " pidns=") || !take_ull(&p, end, ~0ULL, &rec->pidns))
+                return -1;
+        if (!take_prefix(&p, end, " mode=") || !take_ull(&p, end, 2, &v))
+                return -1;
+        rec->mode = (int)v;
+        if (!take_prefix(&p, end, " host="))
+                return -1;
+        size_t hl = (size_t)(end - p);
+        if (hl == 0 || hl >= sizeof rec->host || memchr(p, '\0', hl) != NULL)
+                return -1;
+        memcpy(rec->host, p, hl);
+        rec->host[hl] = '\0';
+        return 0;
+}
+
+int dl_record_same_host(const dl_record *rec)
+{
+        pthread_mutex_lock(&self.mutex);
+        load_identity_locked();
+        int same = strcmp(rec->host, self.host) == 0 && strcmp(rec->boot_id, self.boot_id) == 0 &&
+                   strcmp(self.boot_id, "unknown") != 0 && rec->pidns == self.pidns && self.pidns != 0;
+        pthread_mutex_unlock(&self.mutex);
+        return same;
+}
+
+int dl_record_owner_alive(const dl_record *rec)
+{
+        if (!dl_record_same_host(rec))
+                return -1;
+        unsigned long long start;
+        char state;
+        if (read_proc_stat(rec->pid, &start, &state) != 0) {
+                if (errno != ENOENT)
+                        return -1;
+                /* /proc may hide other users' processes (hidepid): ask the kernel. */
+                if (kill(rec->pid, 0) == 0 || errno == EPERM)
+                        return -1;
+                return 0;
+        }
+        if (start != rec->start_time)
+                return 0; /* the pid was reused */
+        if (state == 'Z' || state == 'X')
+                return 0; /* exited, not yet reaped */
+        return 1;
+}
+
+int dl_random_token(char out[33], dirlock_error *err)
+{
+        unsigned char bytes[16];
+        size_t got = 0;
+        while (got < sizeof bytes) {
+                ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot get random bytes for a lock token");
+                }
+                got += (size_t)n;
+        }
+        static const char hex[] = "0123456789abcdef";
+        for (size_t i = 0; i < sizeof bytes; i++) {
+                out[2 * i] = hex[bytes[i] >> 4];
+                out[2 * i + 1] = hex[bytes[i] & 15];
+        }
+        out[32] = '\0';
+        return DIRLOCK_OK;
+}

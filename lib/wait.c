@@ -1,0 +1,227 @@
+/* wait.c - waiting for a lock to change hands without sleeping blindly.
+ *
+ * A waiter wakes when:
+ *   - inotify reports a deletion or rename in a watched directory (the lock
+ *     directory: a released or broken lock is rmdir'ed there), ignoring
+ *     names that start with '.' (other processes' prepared directories);
+ *   - the owner we were told to watch exits (a pidfd polls readable);
+ *   - a re-check interval passes (RECHECK_MS), so that what sends no event
+ *     is still noticed: a lock aging past its stale age, an owner that died
+ *     before we watched it, a release on another NFS client;
+ *   - the deadline comes: never later than it (ppoll with a timespec).
+ * Without inotify (NFS, CIFS or FUSE lock directories, inotify limits
+ * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead:
+ * BACKOFF_START_MS doubling up to BACKOFF_CAP_MS, each step scaled by a
+ * random factor in [0.5, 1.5) so that waiters spread out. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#define RECHECK_MS 100.0
+#define BACKOFF_START_MS 1.0
+#define BACKOFF_CAP_MS 100.0
+
+#define NFS_SUPER_MAGIC 0x6969
+#define CIFS_SUPER_MAGIC 0xFF534D42
+#define SMB2_SUPER_MAGIC 0xFE534D42
+#define FUSE_SUPER_MAGIC 0x65735546
+
+static bool remote_filesystem(const char *dir)
+{
+        struct statfs sfs;
+        if (statfs(dir, &sfs) != 0)
+                return false;
+        unsigned long t = (unsigned long)sfs.f_type;
+        return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC || t == FUSE_SUPER_MAGIC;
+}
+
+/* xorshift64*: jitter only, seeded from the handle's random token. */
+static double next_unit(dl_waiter *w)
+{
+        w->rng ^= w->rng >> 12;
+        w->rng ^= w->rng << 25;
+        w->rng ^= w->rng >> 27;
+        return (double)((w->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed)
+{
+        memset(w, 0, sizeof *w);
+        w->inotify_fd = -1;
+        w->pid_fd = -1;
+        w->backoff_ms = BACKOFF_START_MS;
+        w->recheck_ms = RECHECK_MS;
+        w->rng = 0x9E3779B97F4A7C15ULL;
+        for (const char *c = seed; c && *c; c++)
+                w->rng = (w->rng ^ (unsigned char)*c) * 0x100000001B3ULL;
+        if (w->rng == 0)
+                w->rng = 1;
+        if ((flags & DIRLOCK_NO_NOTIFY) || remote_filesystem(lockdir))
+                return 0;
+        w->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (w->inotify_fd < 0)
+                return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
+        w->notify = true;
+        if (dl_waiter_watch_dir(w, lockdir) != 0) {
+                close(w->inotify_fd);
+                w->inotify_fd = -1;
+                w->notify = false;
+        }
+        return 0;
+}
+
+int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
+{
+        if (!w->notify)
+                return -1;
+        uint32_t mask = IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR;
+        if (inotify_add_watch(w->inotify_fd, dir, mask) < 0) {
+                /* ENOSPC: out of watches.  Keep the fd but poll by backoff. */
+                w->notify = false;
+                return -1;
+        }
+        return 0;
+}
+
+void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner)
+{
+        if (owner == NULL || owner->pid <= 0 || owner->pid == w->pid_watched)
+                return;
+        if (w->pid_fd >= 0) {
+                close(w->pid_fd);
+                w->pid_fd = -1;
+        }
+        w->pid_watched = owner->pid;
+        if (!dl_record_same_host(owner))
+                return;
+#ifdef SYS_pidfd_open
+        int fd = (int)syscall(SYS_pidfd_open, owner->pid, 0);
+        if (fd < 0)
+                return;
+        /* pidfd_open descriptors are close-on-exec by definition.  Make sure
+         * the pid still names the recorded process and not a reuse. */
+        if (dl_process_start_time(owner->pid) != owner->start_time) {
+                close(fd);
+                return;
+        }
+        w->pid_fd = fd;
+#endif
+}
+
+bool dl_waiter_owner_died(const dl_waiter *w)
+{
+        return w->owner_died;
+}
+
+/* Drain queued events; true when one names an entry that matters. */
+static bool drain_events(int fd)
+{
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool relevant = false;
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n <= 0)
+                        return relevant;
+                for (char *p = buf; p < buf + n;) {
+                        struct inotify_event *ev = (struct inotify_event *)p;
+                        if (ev->len == 0 || ev->name[0] != '.' || (ev->mask & IN_Q_OVERFLOW))
+                                relevant = true;
+                        p += sizeof *ev + ev->len;
+                }
+        }
+}
+
+static struct timespec ms_to_timespec(double ms)
+{
+        if (ms < 0)
+                ms = 0;
+        struct timespec ts;
+        ts.tv_sec = (time_t)(ms / 1000.0);
+        ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
+        if (ts.tv_nsec >= 1000000000L)
+                ts.tv_nsec = 999999999L;
+        return ts;
+}
+
+int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
+{
+        w->owner_died = false;
+        double left = dl_remaining(deadline);
+        if (left <= 0)
+                return DIRLOCK_ETIMEDOUT;
+
+        if (!w->notify && w->pid_fd < 0) {
+                double step = w->backoff_ms * (0.5 + next_unit(w));
+                if (step > BACKOFF_CAP_MS)
+                        step = BACKOFF_CAP_MS;
+                w->backoff_ms = w->backoff_ms * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : w->backoff_ms * 2;
+                bool last = step >= left;
+                struct timespec ts = ms_to_timespec(last ? left : step);
+                while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                        ;
+                return last ? DIRLOCK_ETIMEDOUT : 0;
+        }
+
+        /* Without inotify but with a pidfd, still re-check on the backoff. */
+        double span = w->notify ? w->recheck_ms : w->backoff_ms * (0.5 + next_unit(w));
+        if (!w->notify)
+                w->backoff_ms = w->backoff_ms * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : w->backoff_ms * 2;
+        for (;;) {
+                bool last = span >= left;
+                struct timespec ts = ms_to_timespec(last ? left : span);
+                struct pollfd fds[2];
+                nfds_t n = 0;
+                if (w->notify)
+                        fds[n++] = (struct pollfd){.fd = w->inotify_fd, .events = POLLIN};
+                if (w->pid_fd >= 0)
+                        fds[n++] = (struct pollfd){.fd = w->pid_fd, .events = POLLIN};
+                dl_time started = dl_now();
+                int rc = ppoll(fds, n, &ts, NULL);
+                if (rc == 0)
+                        return last ? DIRLOCK_ETIMEDOUT : 0;
+                if (rc < 0 && errno != EINTR)
+                        return last ? DIRLOCK_ETIMEDOUT : 0;
+                for (nfds_t i = 0; rc > 0 && i < n; i++) {
+                        if (fds[i].revents == 0)
+                                continue;
+                        if (fds[i].fd == w->pid_fd) {
+                                close(w->pid_fd);
+                                w->pid_fd = -1;
+                                w->pid_watched = 0;
+                                w->owner_died = true;
+                                return 0;
+                        }
+                        if (drain_events(w->inotify_fd))
+                                return 0;
+                }
+                /* Interrupted, or only irrelevant events: wait for what is left. */
+                dl_time now = dl_now();
+                double spent = (double)(now.tv_sec - started.tv_sec) * 1e3 +
+                               (double)(now.tv_nsec - started.tv_nsec) / 1e6;
+                span -= spent;
+                left = dl_remaining(deadline);
+                if (left <= 0)
+                        return DIRLOCK_ETIMEDOUT;
+                if (span <= 0)
+                        return 0;
+        }
+}
+
+void dl_waiter_close(dl_waiter *w)
+{
+        if (w->inotify_fd >= 0)
+                close(w->inotify_fd);
+        if (w->pid_fd >= 0)
+                close(w->pid_fd);
+        w->inotify_fd = -1;
+        w->pid_fd = -1;
+}

@@ -1,0 +1,41 @@
+# tools/deploy.mk - local deployment: make deps / start / stop / demo.
+#   make deps                      install missing Debian packages
+#   make start [PORT=8080] [DELAY_MS=0] [SERVER=nginx|fcgiwrap|lighttpd|apache]
+#   make stop                      stop everything make start started
+#   make demo [PORT=8080]          deps + start with DELAY_MS=20 + the
+#                                  lost-update demonstration; boards stay up
+# Generated configuration, sockets and pid files live in run/, board data
+# in data/<board>/ (tools/deploy --help).
+
+PORT ?= 8080
+DELAY_MS ?= 0
+SERVER ?= nginx
+WORKERS ?= 4
+DEMO_DELAY_MS ?= 20
+DEMO_CLIENTS ?= 16
+DEMO_POSTS ?= 50
+
+# make demo keeps an explicit DELAY_MS=..., else uses DEMO_DELAY_MS.
+demo_delay = $(if $(filter command line environment,$(origin DELAY_MS)),$(DELAY_MS),$(DEMO_DELAY_MS))
+
+deps:
+	tools/install-deps
+
+start: all
+	PORT=$(PORT) DELAY_MS=$(DELAY_MS) SERVER=$(SERVER) WORKERS=$(WORKERS) tools/deploy start
+
+stop:
+	tools/deploy stop
+
+status:
+	@tools/deploy status
+
+demo: deps
+	$(MAKE) start PORT=$(PORT) DELAY_MS=$(demo_delay) SERVER=nginx
+	tests/lost-update --expect-loss --empty --data-dir data \
+		-c $(DEMO_CLIENTS) -n $(DEMO_POSTS) http://127.0.0.1:$(PORT)/board/ || \
+		echo "demo: the lost-update run reported a failure (see above)"
+	@echo
+	@echo "The boards are up: http://127.0.0.1:$(PORT)/   (make stop to stop them)"
+
+.PHONY: status
