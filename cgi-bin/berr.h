@@ -9,7 +9,10 @@ struct berr {
         char msg[768];   /* always NUL-terminated, truncated if longer */
 };
 
-#define BERR_INIT {0, 0, ""}
+#define BERR_INIT                                                                                            \
+        {                                                                                                    \
+                0, 0, ""                                                                                     \
+        }
 
 /* Fill *e (when not NULL) and return -1, so callers can `return berr_set(...)`. */
 int berr_set(struct berr *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

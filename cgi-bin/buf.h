@@ -13,7 +13,10 @@ struct buf {
         int oom;
 };
 
-#define BUF_INIT {NULL, 0, 0, 0}
+#define BUF_INIT                                                                                             \
+        {                                                                                                    \
+                NULL, 0, 0, 0                                                                                \
+        }
 
 int buf_append(struct buf *b, const void *data, size_t len);
 int buf_puts(struct buf *b, const char *s);

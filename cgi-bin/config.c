@@ -99,8 +99,9 @@ enum {
 };
 
 static const char *const key_names[K_COUNT] = {
-    "title",          "base_path",    "data_dir",  "lock_mode",         "store",    "lock_timeout", "stale_age",
-    "delay_ms",       "write_method", "max_messages", "page_size", "min_post_interval", "max_body",
+    "title",        "base_path",         "data_dir", "lock_mode",    "store",
+    "lock_timeout", "stale_age",         "delay_ms", "write_method", "max_messages",
+    "page_size",    "min_post_interval", "max_body",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong. */
@@ -114,6 +115,9 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
         case K_BASE_PATH:
                 if (vlen == 0 || v[0] != '/' || v[vlen - 1] != '/')
                         return "must start and end with '/'";
+                for (size_t i = 0; i < vlen; i++)
+                        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7F)
+                                return "must not contain control characters";
                 if (strpbrk(v, " \t\"'<>\\?#%"))
                         return "must not contain spaces, quotes, '<', '>', '\\', '?', '#' or '%'";
                 return set_string(&cfg->base_path, v, vlen) ? "out of memory" : NULL;
@@ -122,13 +126,14 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                         return "must not be empty";
                 return set_string(&cfg->data_dir, v, vlen) ? "out of memory" : NULL;
         case K_LOCK_MODE:
-                return parse_enum(v, lock_names, 5, &cfg->lock_mode) ? "must be none, wrong, mkdir, rw or flock"
-                                                                    : NULL;
+                return parse_enum(v, lock_names, 5, &cfg->lock_mode)
+                           ? "must be none, wrong, mkdir, rw or flock"
+                           : NULL;
         case K_STORE:
                 return parse_enum(v, stores, 2, &cfg->store) ? "must be log or sqlite" : NULL;
         case K_LOCK_TIMEOUT:
                 return parse_double(v, 0, 3600, &cfg->lock_timeout) ? "must be a number of seconds, 0 to 3600"
-                                                                     : NULL;
+                                                                    : NULL;
         case K_STALE_AGE:
                 return parse_double(v, 0.001, 86400, &cfg->stale_age)
                            ? "must be a number of seconds above 0, at most 86400"
@@ -139,12 +144,12 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                 return parse_enum(v, methods, 2, &cfg->write_method) ? "must be rename or inplace" : NULL;
         case K_MAX_MESSAGES:
                 return parse_long(v, 1, 10000000, &cfg->max_messages) ? "must be an integer, 1 to 10000000"
-                                                                       : NULL;
+                                                                      : NULL;
         case K_PAGE_SIZE:
                 return parse_long(v, 1, 1000, &cfg->page_size) ? "must be an integer, 1 to 1000" : NULL;
         case K_MIN_POST_INTERVAL:
                 return parse_long(v, 0, 86400, &cfg->min_post_interval) ? "must be an integer, 0 to 86400"
-                                                                         : NULL;
+                                                                        : NULL;
         case K_MAX_BODY:
                 return parse_long(v, 1, 16L * 1024 * 1024, &cfg->max_body)
                            ? "must be an integer, 1 to 16777216"
@@ -158,7 +163,8 @@ static int is_space(char c)
         return c == ' ' || c == '\t' || c == '\r';
 }
 
-int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg, struct berr *err)
+int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg,
+                 struct berr *err)
 {
         memset(cfg, 0, sizeof *cfg);
         cfg->lock_mode = LOCK_MKDIR;
@@ -231,8 +237,8 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                 }
                 const char *why = apply(cfg, k, v, e - vs);
                 if (why) {
-                        berr_set(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno, key, v,
-                                 why);
+                        berr_set(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno, key,
+                                 v, why);
                         free(v);
                         config_free(cfg);
                         return -1;

@@ -30,7 +30,8 @@ struct board_config {
 /* Parse the text of a configuration file; `filename` is used in messages
  * ("FILE:LINE: key 'k': ...").  On error the config is freed and err set
  * (status 500). */
-int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg, struct berr *err);
+int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg,
+                 struct berr *err);
 /* Read and parse file `path`. */
 int config_load(const char *path, struct board_config *cfg, struct berr *err);
 void config_free(struct board_config *cfg);

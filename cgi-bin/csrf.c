@@ -63,8 +63,8 @@ int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN]
                                 ssize_t n = write(fd, fresh, sizeof fresh);
                                 int e = errno;
                                 if (n != (ssize_t)sizeof fresh || fsync(fd) < 0) {
-                                        rc = berr_set(err, 500, "cannot write secret file '%s': %s",
-                                                      tmp.data, n < 0 ? strerror(e) : "short write");
+                                        rc = berr_set(err, 500, "cannot write secret file '%s': %s", tmp.data,
+                                                      n < 0 ? strerror(e) : "short write");
                                 }
                                 close(fd);
                                 if (rc == 0 && link(tmp.data, path.data) < 0 && errno != EEXIST) {

@@ -8,10 +8,10 @@
 
 #include "berr.h"
 
-#define CSRF_COOKIE_NAME  "board_csrf"
-#define CSRF_SECRET_LEN   32
-#define CSRF_COOKIE_LEN   32 /* hex characters */
-#define CSRF_TOKEN_LEN    64 /* hex characters */
+#define CSRF_COOKIE_NAME "board_csrf"
+#define CSRF_SECRET_LEN  32
+#define CSRF_COOKIE_LEN  32 /* hex characters */
+#define CSRF_TOKEN_LEN   64 /* hex characters */
 
 /* Load data_dir/secret, creating it (atomically, 0600) when absent. */
 int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN], struct berr *err);

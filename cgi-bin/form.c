@@ -16,7 +16,8 @@ static int hexval(unsigned char c)
 }
 
 /* Decode s[0..len) into a new NUL-terminated string. */
-static int decode(const char *s, size_t len, size_t base, char **out, size_t *out_len, size_t *err_pos)
+static int decode(const char *s, size_t len, size_t base, int lenient, char **out, size_t *out_len,
+                  size_t *err_pos)
 {
         char *d = malloc(len + 1);
         if (!d)
@@ -29,6 +30,10 @@ static int decode(const char *s, size_t len, size_t base, char **out, size_t *ou
                 } else if (c == '%') {
                         int hi = i + 1 < len ? hexval((unsigned char)s[i + 1]) : -1;
                         int lo = i + 2 < len ? hexval((unsigned char)s[i + 2]) : -1;
+                        if ((hi < 0 || lo < 0) && lenient) {
+                                d[j++] = '%';
+                                continue;
+                        }
                         if (hi < 0 || lo < 0) {
                                 free(d);
                                 if (err_pos)
@@ -60,7 +65,8 @@ void form_free(struct form *form)
         form->count = 0;
 }
 
-int form_parse(const char *buf, size_t len, size_t max_fields, struct form *out, size_t *err_pos)
+static int parse(const char *buf, size_t len, size_t max_fields, int lenient, struct form *out,
+                 size_t *err_pos)
 {
         out->fields = NULL;
         out->count = 0;
@@ -89,13 +95,14 @@ int form_parse(const char *buf, size_t len, size_t max_fields, struct form *out,
                         const char *eq = memchr(buf + i, '=', end - i);
                         size_t name_end = eq ? (size_t)(eq - buf) : end;
                         struct form_field *f = &out->fields[out->count];
-                        int rc = decode(buf + i, name_end - i, i, &f->name, &f->name_len, err_pos);
+                        int rc = decode(buf + i, name_end - i, i, lenient, &f->name, &f->name_len, err_pos);
                         if (rc != FORM_OK) {
                                 form_free(out);
                                 return rc;
                         }
                         size_t vstart = eq ? name_end + 1 : end;
-                        rc = decode(buf + vstart, end - vstart, vstart, &f->value, &f->value_len, err_pos);
+                        rc = decode(buf + vstart, end - vstart, vstart, lenient, &f->value, &f->value_len,
+                                    err_pos);
                         if (rc != FORM_OK) {
                                 free(f->name);
                                 form_free(out);
@@ -106,6 +113,16 @@ int form_parse(const char *buf, size_t len, size_t max_fields, struct form *out,
                 i = end + 1;
         }
         return FORM_OK;
+}
+
+int form_parse(const char *buf, size_t len, size_t max_fields, struct form *out, size_t *err_pos)
+{
+        return parse(buf, len, max_fields, 0, out, err_pos);
+}
+
+int form_parse_lenient(const char *buf, size_t len, size_t max_fields, struct form *out)
+{
+        return parse(buf, len, max_fields, 1, out, NULL);
 }
 
 static int name_is(const struct form_field *f, const char *name)

@@ -29,6 +29,9 @@ enum {
  * empty value.  On error *out is empty and *err_pos (may be NULL) gets the
  * offset of the offending byte.  Always call form_free(). */
 int form_parse(const char *buf, size_t len, size_t max_fields, struct form *out, size_t *err_pos);
+/* As form_parse(), but a '%' without two hex digits after it is kept as a
+ * literal '%' (used to show a broken form back to its author). */
+int form_parse_lenient(const char *buf, size_t len, size_t max_fields, struct form *out);
 void form_free(struct form *form);
 
 /* First field called `name`, or NULL. */

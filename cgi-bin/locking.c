@@ -5,6 +5,7 @@
 
 #include "buf.h"
 #include "dirlock.h"
+#include "fileio.h"
 
 static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de, struct berr *err)
 {
@@ -15,14 +16,17 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 return -1;
         }
         if (code == DIRLOCK_ELOST) {
-                berr_set(err, 503, "the board's lock was broken as stale; nothing was written, please try again");
+                berr_set(err, 503,
+                         "The board's lock was broken as stale; nothing was written, please try again");
                 err->retry_after = 1;
                 return -1;
         }
-        return berr_set(err, 500, "lock error: %s", de->message[0] ? de->message : dirlock_strerror(code));
+        return berr_set(err, 500, "lock error: %s%s", de->message[0] ? de->message : dirlock_strerror(code),
+                        code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
 }
 
-static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock, struct berr *err)
+static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
+                struct berr *err)
 {
         struct buf dir = BUF_INIT;
         buf_printf(&dir, "%s/locks", cfg->data_dir);

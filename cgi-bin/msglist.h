@@ -10,7 +10,10 @@ struct msglist {
         size_t cap;
 };
 
-#define MSGLIST_INIT {NULL, 0, 0}
+#define MSGLIST_INIT                                                                                         \
+        {                                                                                                    \
+                NULL, 0, 0                                                                                   \
+        }
 
 /* Append *rec, taking ownership of its strings (rec is zeroed).  0 or -1
  * (out of memory: rec is left untouched). */

@@ -26,8 +26,9 @@ int store_log_parse(const char *text, size_t len, const char *path, struct msgli
                                         logrecord_strerror(rc));
                 if (rec.no <= last) {
                         logrecord_free(&rec);
-                        return berr_set(err, 500, "%s: line %ld does not parse: message number %lld after %lld",
-                                        path, lineno, rec.no, last);
+                        return berr_set(err, 500,
+                                        "%s: line %ld does not parse: message number %lld after %lld", path,
+                                        lineno, rec.no, last);
                 }
                 last = rec.no;
                 if (msglist_push(out, &rec) < 0) {

@@ -129,8 +129,13 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
 
 /* Release and free the handle (always freed, whatever is returned).
  * DIRLOCK_ELOST: our lock had been broken; another holder's lock, if any,
- * was left in place. */
+ * was left in place.  A DIRLOCK_REENTRANT handle is a lock object instead:
+ * release drops one hold (DIRLOCK_EBALANCE when none is left), the last
+ * hold releases the lock, and the handle lives on until dirlock_free(). */
 int dirlock_release(dirlock *lock, dirlock_error *err);
+
+/* Release whatever the handle still holds and free it (any handle). */
+int dirlock_free(dirlock *lock, dirlock_error *err);
 
 /* Renew the lock's age so a long holder is not judged stale.  Call it well
  * within the stale age (every stale_age / 3, say). */
@@ -139,8 +144,9 @@ int dirlock_refresh(dirlock *lock, dirlock_error *err);
 /* DIRLOCK_OK while we still hold the lock, DIRLOCK_ELOST otherwise. */
 int dirlock_check(const dirlock *lock, dirlock_error *err);
 
-/* Reentrant locks (DIRLOCK_REENTRANT): count one more hold on a handle we
- * hold; each needs its own dirlock_release(), the last one releases. */
+/* Reentrant locks (DIRLOCK_REENTRANT): count one more hold on the handle;
+ * each needs its own dirlock_release(), the last one releases the lock.  On
+ * a handle released to zero holds, takes the lock again (new token). */
 int dirlock_reacquire(dirlock *lock, dirlock_error *err);
 
 /* Name, token and mode of a handle. */

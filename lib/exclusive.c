@@ -63,6 +63,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,7 +204,7 @@ static enum judgement judge_holder(dirlock *h, dl_record *holder, dirlock_error 
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 if (strncmp(de->d_name, OWNER_PREFIX, OWNER_PREFIX_LEN) == 0 && strlen(de->d_name) == 38)
-                        snprintf(entry_name, sizeof entry_name, "%s", de->d_name);
+                        memcpy(entry_name, de->d_name, sizeof entry_name); /* 38 + NUL */
                 else
                         other = true;
         }
@@ -259,6 +260,10 @@ static enum judgement judge_holder(dirlock *h, dl_record *holder, dirlock_error 
                 free(entry);
                 return J_HELD;
         }
+        /* Test hook: stop between judgement and removal, so tests can show
+         * that a breaker resumed late cannot remove a newer lock. */
+        if (getenv("DIRLOCK_TEST_STOP_BEFORE_BREAK") != NULL)
+                raise(SIGSTOP);
         /* BREAK: unlink exactly the judged entry (invariant B), then tidy. */
         if (unlink(entry) == 0)
                 rmdir(h->lock_path);
@@ -319,12 +324,14 @@ int dl_excl_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                                holder.host[0] ? holder.host : "an unknown host");
         }
 
+        /* The watch is set up before the next attempt, so a release that
+         * happens after that attempt fails always wakes us: no lost
+         * wake-ups. */
         dl_waiter w;
         dl_waiter_init(&w, h->lockdir, h->opts.flags, h->token);
         dl_waiter_watch_owner(&w, &holder);
         dl_time last_judged = dl_now();
         for (;;) {
-                int waited = dl_waiter_wait(&w, deadline);
                 /* Cheap attempt first: a release wakes every waiter and
                  * only one can win; judging (readdir, readlink, /proc) is
                  * done when the owner died or the re-check interval passed. */
@@ -334,18 +341,20 @@ int dl_excl_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 dl_time now = dl_now();
                 double since = (double)(now.tv_sec - last_judged.tv_sec) * 1e3 +
                                (double)(now.tv_nsec - last_judged.tv_nsec) / 1e6;
-                if (dl_waiter_owner_died(&w) || since >= w.recheck_ms || waited == DIRLOCK_ETIMEDOUT) {
+                if (dl_waiter_owner_died(&w) || since >= w.recheck_ms) {
                         rc = dl_excl_try(h, &holder, err);
                         if (rc != DIRLOCK_EBUSY)
                                 break;
                         dl_waiter_watch_owner(&w, &holder);
                         last_judged = now;
                 }
-                if (waited == DIRLOCK_ETIMEDOUT) {
-                        rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
-                                     "timed out after %.3g s: lock '%s' is held by pid %ld on %s",
-                                     h->opts.timeout, h->name, (long)holder.pid,
-                                     holder.host[0] ? holder.host : "an unknown host");
+                if (dl_waiter_wait(&w, deadline) == DIRLOCK_ETIMEDOUT) {
+                        rc = dl_excl_try(h, &holder, err); /* one last look */
+                        if (rc == DIRLOCK_EBUSY)
+                                rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
+                                             "timed out after %.3g s: lock '%s' is held by pid %ld on %s",
+                                             h->opts.timeout, h->name, (long)holder.pid,
+                                             holder.host[0] ? holder.host : "an unknown host");
                         break;
                 }
         }

@@ -118,6 +118,26 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
         return DIRLOCK_OK;
 }
 
+/* A fresh token and entry path for a handle that takes its lock again:
+ * tokens are never reused (invariant B in exclusive.c). */
+static int renew_token(dirlock *h, dirlock_error *err)
+{
+        int rc = dl_random_token(h->token, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        char leaf[8 + 33];
+        strcpy(leaf, "owner.");
+        strcat(leaf, h->token);
+        char *entry = dl_join(h->lock_path, leaf, NULL);
+        if (entry == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        free(h->entry_path);
+        h->entry_path = entry;
+        free(h->prep_path);
+        h->prep_path = NULL;
+        return DIRLOCK_OK;
+}
+
 int dirlock_reacquire(dirlock *lock, dirlock_error *err)
 {
         if (lock == NULL)
@@ -130,11 +150,42 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                                "lock '%s' was not acquired with DIRLOCK_REENTRANT; a second hold would "
                                "deadlock",
                                lock->name);
+        if (lock->holds == 0) {
+                /* Released to zero earlier: take the lock again. */
+                if (lock->kind == DL_KIND_FLOCK)
+                        return dl_fail(err, DIRLOCK_EINVAL, 0, "kernel locks cannot be re-taken");
+                rc = renew_token(lock, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                lock->mode = lock->opts.mode;
+                dl_time deadline = dl_deadline(lock->opts.timeout);
+                rc = dl_rw_acquire(lock, &deadline, err);
+                dl_excl_discard_prep(lock);
+                if (rc == DIRLOCK_OK)
+                        lock->holds = 1;
+                return rc;
+        }
         rc = lock->kind == DL_KIND_FLOCK ? DIRLOCK_OK : dl_rw_check(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         lock->holds++;
         return DIRLOCK_OK;
+}
+
+/* Let go of the lock itself (not the handle). */
+static int release_lock(dirlock *lock, dirlock_error *err)
+{
+        int rc = DIRLOCK_OK;
+        if (lock->kind == DL_KIND_FLOCK) {
+                close(lock->fd);
+                lock->fd = -1;
+        } else {
+                rc = dl_rw_release(lock, err);
+        }
+        lock->holds = 0;
+        if (rc == DIRLOCK_OK)
+                dl_ok(err);
+        return rc;
 }
 
 int dirlock_release(dirlock *lock, dirlock_error *err)
@@ -144,24 +195,33 @@ int dirlock_release(dirlock *lock, dirlock_error *err)
         int rc = dl_handle_owned(lock, err);
         if (rc != DIRLOCK_OK) {
                 /* A forked child: free its copy, leave the parent's lock. */
-                dl_handle_free(lock);
+                if (!(lock->opts.flags & DIRLOCK_REENTRANT))
+                        dl_handle_free(lock);
                 return rc;
         }
-        if (lock->holds > 1) {
-                lock->holds--;
-                return DIRLOCK_OK;
+        if (lock->opts.flags & DIRLOCK_REENTRANT) {
+                /* A reentrant handle is a lock object: it outlives its holds
+                 * and is freed by dirlock_free(). */
+                if (lock->holds == 0)
+                        return dl_fail(err, DIRLOCK_EBALANCE, 0,
+                                       "lock '%s' released more often than acquired", lock->name);
+                if (--lock->holds > 0)
+                        return DIRLOCK_OK;
+                return release_lock(lock, err);
         }
-        if (lock->kind == DL_KIND_FLOCK) {
-                close(lock->fd);
-                lock->fd = -1;
-                rc = DIRLOCK_OK;
-        } else {
-                rc = dl_rw_release(lock, err);
-        }
-        lock->holds = 0;
+        rc = release_lock(lock, err);
         dl_handle_free(lock);
-        if (rc == DIRLOCK_OK)
-                dl_ok(err);
+        return rc;
+}
+
+int dirlock_free(dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return DIRLOCK_OK;
+        int rc = DIRLOCK_OK;
+        if (lock->holds > 0 && dl_handle_owned(lock, NULL) == DIRLOCK_OK)
+                rc = release_lock(lock, err);
+        dl_handle_free(lock);
         return rc;
 }
 

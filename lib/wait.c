@@ -9,6 +9,14 @@
  *     is still noticed: a lock aging past its stale age, an owner that died
  *     before we watched it, a release on another NFS client;
  *   - the deadline comes: never later than it (ppoll with a timespec).
+ * The inotify instance is kept per thread and reused: closing one waits
+ * for a kernel grace period (fsnotify's SRCU, ~10 ms here), which would be
+ * paid on every contended acquire.  Its watches stay; events that arrive
+ * while no one waits are drained when the next wait begins, before the
+ * caller's next attempt, so no wake-up is lost.  One waiter per thread is
+ * active at a time (waits do not nest).  After fork() the child makes its
+ * own instance, so parent and child never read each other's events.
+ *
  * Without inotify (NFS, CIFS or FUSE lock directories, inotify limits
  * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead:
  * BACKOFF_START_MS doubling up to BACKOFF_CAP_MS, each step scaled by a
@@ -19,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -44,6 +53,42 @@ static bool remote_filesystem(const char *dir)
         return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC || t == FUSE_SUPER_MAGIC;
 }
 
+/* ---- the per-thread inotify instance -------------------------------- */
+
+static pthread_key_t notify_key;
+static pthread_once_t notify_once = PTHREAD_ONCE_INIT;
+static _Thread_local int notify_fd = -1;
+static _Thread_local pid_t notify_pid;
+
+static void notify_thread_exit(void *unused)
+{
+        (void)unused;
+        if (notify_fd >= 0)
+                close(notify_fd);
+        notify_fd = -1;
+}
+
+static void notify_key_create(void)
+{
+        pthread_key_create(&notify_key, notify_thread_exit);
+}
+
+static int thread_inotify(void)
+{
+        pid_t pid = getpid();
+        if (notify_fd >= 0 && notify_pid == pid)
+                return notify_fd;
+        if (notify_fd >= 0)
+                close(notify_fd); /* inherited over fork: shared, so closing is cheap */
+        notify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        notify_pid = pid;
+        if (notify_fd >= 0) {
+                pthread_once(&notify_once, notify_key_create);
+                pthread_setspecific(notify_key, &notify_fd);
+        }
+        return notify_fd;
+}
+
 /* xorshift64*: jitter only, seeded from the handle's random token. */
 static double next_unit(dl_waiter *w)
 {
@@ -67,15 +112,19 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 w->rng = 1;
         if ((flags & DIRLOCK_NO_NOTIFY) || remote_filesystem(lockdir))
                 return 0;
-        w->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        w->inotify_fd = thread_inotify();
         if (w->inotify_fd < 0)
                 return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
         w->notify = true;
         if (dl_waiter_watch_dir(w, lockdir) != 0) {
-                close(w->inotify_fd);
                 w->inotify_fd = -1;
                 w->notify = false;
         }
+        /* Forget what happened before this waiter began; the caller makes
+         * an attempt after this, which sees that state anyway. */
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        while (w->notify && read(w->inotify_fd, buf, sizeof buf) > 0)
+                ;
         return 0;
 }
 
@@ -218,8 +267,7 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 
 void dl_waiter_close(dl_waiter *w)
 {
-        if (w->inotify_fd >= 0)
-                close(w->inotify_fd);
+        /* The inotify instance belongs to the thread and stays open. */
         if (w->pid_fd >= 0)
                 close(w->pid_fd);
         w->inotify_fd = -1;

@@ -1,0 +1,544 @@
+/* app.c - request handling: configuration lookup, routing, CSRF, forms,
+ * status codes and the response (see app.h). */
+#include "app.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "board.h"
+#include "cookie.h"
+#include "fileio.h"
+#include "form.h"
+#include "json.h"
+#include "password.h"
+#include "render.h"
+#include "validate.h"
+
+#define MAX_FORM_FIELDS 32
+#define MAX_COOKIES     64
+
+int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct berr *err)
+{
+        for (struct app_board *b = app->boards; b; b = b->next)
+                if (strcmp(b->conf_path, conf_path) == 0) {
+                        *out = b;
+                        return 0;
+                }
+        struct app_board *b = calloc(1, sizeof *b);
+        if (!b)
+                return berr_set(err, 500, "out of memory");
+        b->conf_path = strdup(conf_path);
+        if (!b->conf_path) {
+                free(b);
+                return berr_set(err, 500, "out of memory");
+        }
+        if (config_load(conf_path, &b->cfg, err) < 0 || ensure_dir(b->cfg.data_dir, err) < 0 ||
+            csrf_load_secret(b->cfg.data_dir, b->secret, err) < 0) {
+                config_free(&b->cfg);
+                free(b->conf_path);
+                free(b);
+                return -1;
+        }
+        b->next = app->boards;
+        app->boards = b;
+        *out = b;
+        return 0;
+}
+
+void app_free(struct app *app)
+{
+        while (app->boards) {
+                struct app_board *b = app->boards;
+                app->boards = b->next;
+                config_free(&b->cfg);
+                free(b->conf_path);
+                memset(b->secret, 0, sizeof b->secret);
+                free(b);
+        }
+}
+
+/* ---- response --------------------------------------------------------- */
+
+struct resp {
+        int status;
+        int retry_after;
+        const char *content_type;
+        struct buf location;
+        const char *allow;
+        char new_cookie[CSRF_COOKIE_LEN + 1]; /* set when the client needs one */
+        struct buf body;
+};
+
+static const char *reason(int status)
+{
+        switch (status) {
+        case 200:
+                return "OK";
+        case 301:
+                return "Moved Permanently";
+        case 303:
+                return "See Other";
+        case 400:
+                return "Bad Request";
+        case 403:
+                return "Forbidden";
+        case 404:
+                return "Not Found";
+        case 405:
+                return "Method Not Allowed";
+        case 413:
+                return "Content Too Large";
+        case 414:
+                return "URI Too Long";
+        case 429:
+                return "Too Many Requests";
+        case 503:
+                return "Service Unavailable";
+        }
+        return status >= 500 ? "Internal Server Error" : "Error";
+}
+
+static void emit(struct buf *out, const struct board_config *cfg, struct resp *r, char *const *envp,
+                 int head_only)
+{
+        if (r->body.oom) {
+                buf_reset(&r->body);
+                r->body.oom = 0;
+                r->status = 500;
+                r->content_type = "text/plain; charset=utf-8";
+                buf_puts(&r->body, "out of memory\n");
+        }
+        buf_printf(out, "Status: %d %s\r\n", r->status, reason(r->status));
+        buf_printf(out, "Content-Type: %s\r\n",
+                   r->content_type ? r->content_type : "text/html; charset=utf-8");
+        buf_puts(out, "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                      "Referrer-Policy: same-origin\r\n"
+                      "Content-Security-Policy: default-src 'self'; frame-ancestors 'none'\r\n");
+        if (r->location.len)
+                buf_printf(out, "Location: %s\r\n", r->location.data);
+        if (r->retry_after > 0)
+                buf_printf(out, "Retry-After: %d\r\n", r->retry_after);
+        if (r->allow)
+                buf_printf(out, "Allow: %s\r\n", r->allow);
+        if (r->new_cookie[0] && cfg && !r->content_type) { /* HTML pages only */
+                const char *https = env_get(envp, "HTTPS");
+                buf_printf(out, "Set-Cookie: %s=%s; Path=%s; HttpOnly; SameSite=Strict%s\r\n",
+                           CSRF_COOKIE_NAME, r->new_cookie, cfg->base_path,
+                           https && strcmp(https, "on") == 0 ? "; Secure" : "");
+        }
+        buf_printf(out, "Content-Length: %zu\r\n\r\n", r->body.len);
+        if (!head_only && r->body.len)
+                buf_append(out, r->body.data, r->body.len);
+}
+
+static void log_error(char *const *envp, int status, const char *msg)
+{
+        const char *m = env_get(envp, "REQUEST_METHOD");
+        const char *u = env_get(envp, "REQUEST_URI");
+        if (!u)
+                u = env_get(envp, "DOCUMENT_URI");
+        fprintf(stderr, "board[%ld]: %d %.16s %.200s: %s\n", (long)getpid(), status, m ? m : "-", u ? u : "-",
+                msg);
+}
+
+/* A page with a heading and a message. */
+static void message_page(struct resp *r, const struct board_config *cfg, const struct berr *e)
+{
+        const char *heading;
+        switch (e->status) {
+        case 403:
+                heading = "Not allowed";
+                break;
+        case 404:
+                heading = "Not found";
+                break;
+        case 413:
+                heading = "Too large";
+                break;
+        case 429:
+                heading = "Too many posts";
+                break;
+        case 503:
+                heading = "Busy, please try again";
+                break;
+        default:
+                heading = e->status >= 500 ? "Something went wrong" : "Bad request";
+        }
+        r->status = e->status;
+        r->retry_after = e->retry_after;
+        buf_reset(&r->body);
+        /* The server log gets full paths; the page names data_dir only. */
+        struct buf shown = BUF_INIT;
+        if (e->status >= 500 && e->status != 503)
+                buf_puts(&shown, "The board could not complete the request: ");
+        size_t dl = strlen(cfg->data_dir);
+        for (const char *p = e->msg; *p;) {
+                if (dl && strncmp(p, cfg->data_dir, dl) == 0) {
+                        buf_puts(&shown, "data_dir");
+                        p += dl;
+                } else {
+                        buf_putc(&shown, *p++);
+                }
+        }
+        render_message(&r->body, cfg, heading, shown.data ? shown.data : "");
+        if (shown.oom)
+                r->body.oom = 1;
+        buf_free(&shown);
+}
+
+/* ---- handlers --------------------------------------------------------- */
+
+struct req {
+        const struct app_board *board;
+        const struct board_config *cfg;
+        char *const *envp;
+        const char *token_cookie; /* the client's valid cookie, or new_cookie */
+        char token[CSRF_TOKEN_LEN + 1];
+};
+
+static long page_from_query(char *const *envp)
+{
+        const char *q = env_get(envp, "QUERY_STRING");
+        if (!q || strlen(q) > REQUEST_QUERY_MAX)
+                return 1;
+        struct form f;
+        long page = 1;
+        if (form_parse(q, strlen(q), MAX_FORM_FIELDS, &f, NULL) == FORM_OK) {
+                const struct form_field *p = form_get(&f, "page");
+                long long v = p ? parse_decimal(p->value, p->value_len) : -1;
+                if (v >= 1 && v <= 1000000)
+                        page = (long)v;
+        }
+        form_free(&f);
+        return page;
+}
+
+/* The board page, with an error and what was typed when given. */
+static void show_board(struct req *q, struct resp *r, int status, const char *error, const struct form *typed)
+{
+        struct msglist list = MSGLIST_INIT;
+        struct berr lerr = BERR_INIT;
+        int listed = board_list(q->cfg, &list, &lerr);
+        if (listed < 0 && status == 200) {
+                message_page(r, q->cfg, &lerr);
+                log_error(q->envp, lerr.status, lerr.msg);
+                msglist_free(&list);
+                return;
+        }
+        struct page_args a;
+        memset(&a, 0, sizeof a);
+        a.cfg = q->cfg;
+        a.list = listed == 0 ? &list : NULL;
+        a.page = status == 200 ? page_from_query(q->envp) : 1;
+        a.token = q->token;
+        a.error = error;
+        if (typed) {
+                const struct form_field *f;
+                if ((f = form_get(typed, "name")))
+                        a.name = (struct lr_text){f->value, f->value_len};
+                if ((f = form_get(typed, "subject")))
+                        a.subject = (struct lr_text){f->value, f->value_len};
+                if ((f = form_get(typed, "body")))
+                        a.body = (struct lr_text){f->value, f->value_len};
+        }
+        r->status = status;
+        buf_reset(&r->body);
+        render_page(&r->body, &a);
+        msglist_free(&list);
+}
+
+static int csrf_ok(struct req *q, const struct form *f)
+{
+        const struct form_field *t = form_get(f, "token");
+        if (!t || form_count(f, "token") != 1 || !q->token_cookie)
+                return 0;
+        return csrf_verify(q->board->secret, q->token_cookie, strlen(q->token_cookie), t->value,
+                           t->value_len);
+}
+
+static void redirect_home(struct req *q, struct resp *r)
+{
+        r->status = 303;
+        buf_reset(&r->location);
+        buf_puts(&r->location, q->cfg->base_path);
+        buf_reset(&r->body);
+        buf_puts(&r->body, "<!DOCTYPE html>\n<title>Done</title>\n<p><a href=\"");
+        html_escape(&r->body, q->cfg->base_path, strlen(q->cfg->base_path));
+        buf_puts(&r->body, "\">Back to the board</a></p>\n");
+}
+
+static void fail(struct req *q, struct resp *r, const struct berr *e)
+{
+        if (e->status >= 500)
+                log_error(q->envp, e->status, e->msg);
+        message_page(r, q->cfg, e);
+}
+
+static void handle_post(struct req *q, struct resp *r, const struct buf *body)
+{
+        struct form typed, strict;
+        const char *text = body->data ? body->data : "";
+        struct berr e = BERR_INIT;
+        if (form_parse_lenient(text, body->len, MAX_FORM_FIELDS, &typed) != FORM_OK) {
+                berr_set(&e, 400, "The form has too many fields.");
+                fail(q, r, &e);
+                return;
+        }
+        if (!csrf_ok(q, &typed)) {
+                show_board(q, r, 403,
+                           "The form had expired or cookies are blocked for this site. Please check your "
+                           "message and send it again.",
+                           &typed);
+                form_free(&typed);
+                return;
+        }
+        size_t pos = 0;
+        int rc = form_parse(text, body->len, MAX_FORM_FIELDS, &strict, &pos);
+        if (rc != FORM_OK) {
+                berr_set(&e, 400, "The form could not be read: %s at byte %zu.", form_strerror(rc), pos + 1);
+                show_board(q, r, 400, e.msg, &typed);
+                form_free(&typed);
+                return;
+        }
+        struct post_input in;
+        if (validate_post(&strict, &in, &e) < 0) {
+                if (e.status == 400)
+                        show_board(q, r, 400, e.msg, &typed);
+                else
+                        fail(q, r, &e);
+                form_free(&strict);
+                form_free(&typed);
+                return;
+        }
+        form_free(&strict);
+        rc = 0;
+        if (in.password[0]) {
+                char *hash = NULL;
+                rc = password_hash(in.password, &hash, &e);
+                if (rc == 0) {
+                        rc = lr_text_set(&in.msg.pwhash, hash, strlen(hash))
+                                 ? berr_set(&e, 500, "out of memory")
+                                 : 0;
+                        free(hash);
+                }
+        }
+        if (rc == 0) {
+                const char *addr = env_get(q->envp, "REMOTE_ADDR");
+                rc = board_post(q->cfg, &in.msg, addr ? addr : "", (long long)time(NULL), &e);
+        }
+        post_input_free(&in);
+        if (rc == 0)
+                redirect_home(q, r);
+        else if (e.status == 429 || e.status == 503)
+                message_page(r, q->cfg, &e);
+        else
+                fail(q, r, &e);
+        form_free(&typed);
+}
+
+static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
+{
+        struct form f;
+        const char *text = body->data ? body->data : "";
+        struct berr e = BERR_INIT;
+        size_t pos = 0;
+        int rc = form_parse_lenient(text, body->len, MAX_FORM_FIELDS, &f);
+        if (rc != FORM_OK) {
+                berr_set(&e, 400, "The form has too many fields.");
+                fail(q, r, &e);
+                return;
+        }
+        if (!csrf_ok(q, &f)) {
+                berr_set(&e, 403,
+                         "The form had expired or cookies are blocked for this site; reload the "
+                         "board and try again.");
+                fail(q, r, &e);
+                form_free(&f);
+                return;
+        }
+        form_free(&f);
+        rc = form_parse(text, body->len, MAX_FORM_FIELDS, &f, &pos);
+        if (rc != FORM_OK) {
+                berr_set(&e, 400, "The form could not be read: %s at byte %zu.", form_strerror(rc), pos + 1);
+                fail(q, r, &e);
+                return;
+        }
+        long long no = 0;
+        const char *password = NULL;
+        rc = validate_delete(&f, &no, &password, &e);
+        if (rc == 0)
+                rc = board_delete(q->cfg, no, password, &e);
+        if (rc == 0)
+                redirect_home(q, r);
+        else
+                fail(q, r, &e);
+        form_free(&f);
+}
+
+static void api_error(struct resp *r, const struct berr *e)
+{
+        r->status = e->status;
+        r->retry_after = e->retry_after;
+        r->content_type = "application/json; charset=utf-8";
+        buf_reset(&r->body);
+        buf_puts(&r->body, "{\"error\":");
+        json_string(&r->body, e->msg, strlen(e->msg));
+        buf_puts(&r->body, "}\n");
+}
+
+static void handle_api(struct req *q, struct resp *r)
+{
+        struct berr e = BERR_INIT;
+        long long since = 0;
+        const char *qs = env_get(q->envp, "QUERY_STRING");
+        if (qs && *qs) {
+                struct form f;
+                if (strlen(qs) > REQUEST_QUERY_MAX ||
+                    form_parse(qs, strlen(qs), MAX_FORM_FIELDS, &f, NULL) != FORM_OK) {
+                        berr_set(&e, 400, "bad query string");
+                        api_error(r, &e);
+                        return;
+                }
+                const struct form_field *s = form_get(&f, "since");
+                if (s) {
+                        since = parse_decimal(s->value, s->value_len);
+                        if (since < 0)
+                                berr_set(&e, 400, "since must be a whole number from 0");
+                }
+                form_free(&f);
+                if (e.status) {
+                        api_error(r, &e);
+                        return;
+                }
+        }
+        struct msglist list = MSGLIST_INIT;
+        if (board_list(q->cfg, &list, &e) < 0) {
+                if (e.status >= 500)
+                        log_error(q->envp, e.status, e.msg);
+                api_error(r, &e);
+        } else {
+                r->status = 200;
+                r->content_type = "application/json; charset=utf-8";
+                buf_reset(&r->body);
+                json_messages(&r->body, &list, since);
+        }
+        msglist_free(&list);
+}
+
+static void plain_error(struct buf *out, int status, const char *msg)
+{
+        buf_printf(
+            out,
+            "Status: %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n\r\n"
+            "%s\n",
+            status, reason(status), msg);
+}
+
+int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx, struct buf *out)
+{
+        const char *conf = env_get(envp, "BOARD_CONF");
+        if (!conf || !*conf)
+                conf = getenv("BOARD_CONF");
+        if (!conf || !*conf) {
+                log_error(envp, 500, "BOARD_CONF is not set");
+                plain_error(out, 500, "The board is not configured (BOARD_CONF is not set).");
+                return 500;
+        }
+        struct berr e = BERR_INIT;
+        const struct app_board *board;
+        if (app_load(app, conf, &board, &e) < 0) {
+                log_error(envp, 500, e.msg);
+                plain_error(out, 500, "The board's configuration could not be loaded; see the server log.");
+                return 500;
+        }
+        const struct board_config *cfg = &board->cfg;
+        const char *method = env_get(envp, "REQUEST_METHOD");
+        if (!method)
+                method = "GET";
+        int head_only = strcmp(method, "HEAD") == 0;
+        int is_get = head_only || strcmp(method, "GET") == 0;
+        int is_post = strcmp(method, "POST") == 0;
+
+        struct resp r;
+        memset(&r, 0, sizeof r);
+        r.status = 200;
+        struct req q = {board, cfg, envp, NULL, ""};
+
+        /* CSRF cookie: keep a well-formed one, else issue a new one. */
+        const char *ch = env_get(envp, "HTTP_COOKIE");
+        struct cookie_jar jar = {NULL, 0};
+        if (ch && strlen(ch) <= REQUEST_COOKIE_MAX &&
+            cookie_parse(ch, strlen(ch), MAX_COOKIES, &jar) == COOKIE_OK) {
+                const struct cookie *c = cookie_find(&jar, CSRF_COOKIE_NAME);
+                if (c && csrf_cookie_valid(c->value, c->value_len))
+                        q.token_cookie = c->value;
+        }
+        if (!q.token_cookie) {
+                if (csrf_new_cookie(r.new_cookie, &e) < 0) {
+                        log_error(envp, 500, e.msg);
+                        cookie_jar_free(&jar);
+                        plain_error(out, 500, "Cannot make a session cookie.");
+                        return 500;
+                }
+                csrf_token(board->secret, r.new_cookie, CSRF_COOKIE_LEN, q.token);
+        } else {
+                csrf_token(board->secret, q.token_cookie, strlen(q.token_cookie), q.token);
+        }
+
+        char *route = NULL;
+        int rt = request_route(envp, cfg->base_path, &route, &e);
+        if (rt < 0) {
+                fail(&q, &r, &e);
+        } else if (rt == 1) {
+                r.status = 301;
+                buf_puts(&r.location, cfg->base_path);
+        } else if (rt == 2) {
+                berr_set(&e, 404, "There is no such page on this board.");
+                fail(&q, &r, &e);
+        } else if (strcmp(route, "") == 0 || strcmp(route, "index.html") == 0) {
+                if (is_get) {
+                        show_board(&q, &r, 200, NULL, NULL);
+                } else {
+                        r.allow = "GET, HEAD";
+                        berr_set(&e, 405, "Use GET for this page.");
+                        fail(&q, &r, &e);
+                        r.status = 405;
+                }
+        } else if (strcmp(route, "post") == 0 || strcmp(route, "delete") == 0) {
+                if (!is_post) {
+                        r.allow = "POST";
+                        berr_set(&e, 405, "This address only accepts the board's forms (POST).");
+                        fail(&q, &r, &e);
+                } else {
+                        struct buf body = BUF_INIT;
+                        if (request_read_body(envp, cfg->max_body, rd, rdctx, &body, &e) < 0)
+                                fail(&q, &r, &e);
+                        else if (route[0] == 'p')
+                                handle_post(&q, &r, &body);
+                        else
+                                handle_delete(&q, &r, &body);
+                        buf_free(&body);
+                }
+        } else if (strcmp(route, "api/messages") == 0) {
+                if (is_get) {
+                        handle_api(&q, &r);
+                } else {
+                        r.allow = "GET, HEAD";
+                        berr_set(&e, 405, "use GET");
+                        api_error(&r, &e);
+                }
+        } else {
+                berr_set(&e, 404, "There is no such page on this board.");
+                fail(&q, &r, &e);
+        }
+        emit(out, cfg, &r, envp, head_only);
+        int status = r.status;
+        free(route);
+        cookie_jar_free(&jar);
+        buf_free(&r.body);
+        buf_free(&r.location);
+        return status;
+}

@@ -1,0 +1,23 @@
+/* board.h - the board's operations on its store, each wrapped in the lock
+ * protocol of the configured mode (see locking.h). */
+#ifndef BOARD_BOARD_H
+#define BOARD_BOARD_H
+
+#include "berr.h"
+#include "config.h"
+#include "msglist.h"
+
+/* All messages, oldest first. */
+int board_list(const struct board_config *cfg, struct msglist *out, struct berr *err);
+
+/* Store a new message (name, subject, body, pwhash of *msg are copied;
+ * msg->no and msg->time are set).  `addr` is the poster's address for the
+ * rate limit.  Errors: 429 (err->retry_after), 503, 500. */
+int board_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
+               struct berr *err);
+
+/* Delete message `no` when `password` matches.  Errors: 404 no such
+ * message, 403 wrong password or none set, 503, 500. */
+int board_delete(const struct board_config *cfg, long long no, const char *password, struct berr *err);
+
+#endif

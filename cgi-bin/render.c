@@ -1,0 +1,223 @@
+/* render.c - HTML pages (see render.h). */
+#include "render.h"
+
+#include <string.h>
+
+#include "json.h"
+#include "utf8.h"
+
+void html_escape(struct buf *out, const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+        while (i < len) {
+                unsigned char c = p[i];
+                switch (c) {
+                case '&':
+                        buf_puts(out, "&amp;");
+                        i++;
+                        continue;
+                case '<':
+                        buf_puts(out, "&lt;");
+                        i++;
+                        continue;
+                case '>':
+                        buf_puts(out, "&gt;");
+                        i++;
+                        continue;
+                case '"':
+                        buf_puts(out, "&quot;");
+                        i++;
+                        continue;
+                case '\'':
+                        buf_puts(out, "&#39;");
+                        i++;
+                        continue;
+                }
+                uint32_t cp;
+                size_t n = utf8_decode(p + i, len - i, &cp);
+                int control = cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
+                if (n == 0 || (control && cp != '\t' && cp != '\n' && cp != '\r')) {
+                        buf_puts(out, "\xEF\xBF\xBD");
+                        i += n ? n : 1;
+                        continue;
+                }
+                buf_append(out, p + i, n);
+                i += n;
+        }
+}
+
+static void esc(struct buf *out, const char *s)
+{
+        html_escape(out, s, strlen(s));
+}
+
+static void head(struct buf *out, const struct board_config *cfg, const char *title)
+{
+        buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+        esc(out, title);
+        if (strcmp(title, cfg->title) != 0) {
+                buf_puts(out, " - ");
+                esc(out, cfg->title);
+        }
+        buf_puts(out, "</title>\n<link rel=\"stylesheet\" href=\"/static/style.css\">\n</head>\n<body>\n"
+                      "<header class=\"site\">\n<h1><a href=\"");
+        esc(out, cfg->base_path);
+        buf_puts(out, "\">");
+        esc(out, cfg->title);
+        buf_puts(out, "</a></h1>\n<p class=\"mode\">");
+        if (cfg->store == STORE_SQLITE)
+                buf_puts(out, "store: sqlite");
+        else
+                buf_printf(out, "store: log, lock mode: %s, write: %s", config_lock_mode_name(cfg->lock_mode),
+                           cfg->write_method == WRITE_INPLACE ? "in place" : "rename");
+        buf_puts(out, "</p>\n</header>\n<main>\n");
+}
+
+static void foot(struct buf *out)
+{
+        buf_puts(out, "</main>\n<footer class=\"site\"><p><a href=\"/\">All boards</a></p></footer>\n"
+                      "</body>\n</html>\n");
+}
+
+static void token_input(struct buf *out, const char *token)
+{
+        buf_puts(out, "<input type=\"hidden\" name=\"token\" value=\"");
+        esc(out, token);
+        buf_puts(out, "\">\n");
+}
+
+static void text_value(struct buf *out, const struct lr_text *t)
+{
+        if (t->ptr)
+                html_escape(out, t->ptr, t->len);
+}
+
+static void post_form(struct buf *out, const struct page_args *a)
+{
+        buf_puts(out, "<section class=\"compose\" aria-labelledby=\"post-h\">\n"
+                      "<h2 id=\"post-h\">New message</h2>\n<form method=\"post\" action=\"");
+        esc(out, a->cfg->base_path);
+        buf_puts(out, "post\" accept-charset=\"utf-8\">\n");
+        token_input(out, a->token);
+        buf_puts(out, "<p class=\"field\"><label for=\"name\">Name</label>\n"
+                      "<input id=\"name\" name=\"name\" maxlength=\"64\" autocomplete=\"nickname\" "
+                      "placeholder=\"anonymous\" value=\"");
+        text_value(out, &a->name);
+        buf_puts(out, "\"></p>\n<p class=\"field\"><label for=\"subject\">Subject</label>\n"
+                      "<input id=\"subject\" name=\"subject\" maxlength=\"128\" value=\"");
+        text_value(out, &a->subject);
+        buf_puts(out, "\"></p>\n<p class=\"field\"><label for=\"body\">Message</label>\n"
+                      "<textarea id=\"body\" name=\"body\" rows=\"6\" maxlength=\"8000\" required>\n");
+        text_value(out, &a->body);
+        buf_puts(out, "</textarea></p>\n<p class=\"field\"><label for=\"password\">Password for deleting "
+                      "(optional)</label>\n<input id=\"password\" name=\"password\" type=\"password\" "
+                      "maxlength=\"128\" autocomplete=\"new-password\"></p>\n"
+                      "<p><button type=\"submit\">Post</button></p>\n</form>\n</section>\n");
+}
+
+static void delete_form(struct buf *out, const struct page_args *a)
+{
+        buf_puts(out, "<section class=\"delete\" aria-labelledby=\"del-h\">\n"
+                      "<h2 id=\"del-h\">Delete a message</h2>\n<form method=\"post\" action=\"");
+        esc(out, a->cfg->base_path);
+        buf_puts(out, "delete\">\n");
+        token_input(out, a->token);
+        buf_puts(out,
+                 "<p class=\"field\"><label for=\"del-no\">Message number</label>\n"
+                 "<input id=\"del-no\" name=\"no\" inputmode=\"numeric\" pattern=\"[0-9]+\" required></p>\n"
+                 "<p class=\"field\"><label for=\"del-pw\">Password</label>\n"
+                 "<input id=\"del-pw\" name=\"password\" type=\"password\" maxlength=\"128\" "
+                 "autocomplete=\"current-password\" required></p>\n"
+                 "<p><button type=\"submit\">Delete</button></p>\n</form>\n</section>\n");
+}
+
+static void message(struct buf *out, const struct logrecord *m)
+{
+        char iso[32];
+        format_time_iso(m->time, iso);
+        char shown[32];
+        memcpy(shown, iso, sizeof shown);
+        if (strlen(shown) == 20) { /* 2026-11-22T10:00:00Z -> 2026-11-22 10:00:00 UTC */
+                shown[10] = ' ';
+                shown[19] = '\0';
+                strcat(shown, " UTC");
+        }
+        buf_printf(out, "<article class=\"msg\" id=\"m%lld\">\n<header>\n<h3><span class=\"no\">%lld</span> ",
+                   m->no, m->no);
+        if (m->subject.len)
+                html_escape(out, m->subject.ptr, m->subject.len);
+        else
+                buf_puts(out, "<span class=\"nosubject\">(no subject)</span>");
+        buf_puts(out, "</h3>\n<p class=\"meta\"><span class=\"name\">");
+        html_escape(out, m->name.ptr ? m->name.ptr : "", m->name.len);
+        buf_printf(out, "</span> <time datetime=\"%s\">%s</time></p>\n</header>\n<div class=\"body\">", iso,
+                   shown);
+        html_escape(out, m->body.ptr ? m->body.ptr : "", m->body.len);
+        buf_puts(out, "</div>\n</article>\n");
+}
+
+static void pager(struct buf *out, const struct page_args *a, long pages)
+{
+        if (pages <= 1)
+                return;
+        buf_puts(out, "<nav class=\"pager\" aria-label=\"Pages\">\n<ul>\n");
+        for (long p = 1; p <= pages; p++) {
+                if (p == a->page) {
+                        buf_printf(out, "<li><span aria-current=\"page\">%ld</span></li>\n", p);
+                } else {
+                        buf_puts(out, "<li><a href=\"");
+                        esc(out, a->cfg->base_path);
+                        buf_printf(out, "?page=%ld\">%ld</a></li>\n", p, p);
+                }
+        }
+        buf_puts(out, "</ul>\n</nav>\n");
+}
+
+void render_page(struct buf *out, const struct page_args *a)
+{
+        head(out, a->cfg, a->cfg->title);
+        if (a->error) {
+                buf_puts(out, "<div class=\"error\" role=\"alert\"><p>");
+                esc(out, a->error);
+                buf_puts(out, "</p></div>\n");
+        }
+        post_form(out, a);
+        buf_puts(out, "<section class=\"messages\" aria-labelledby=\"msgs-h\">\n"
+                      "<h2 id=\"msgs-h\">Messages</h2>\n");
+        if (!a->list) {
+                buf_puts(out, "<p>The messages cannot be shown right now.</p>\n");
+        } else if (a->list->count == 0) {
+                buf_puts(out, "<p>No messages yet.</p>\n");
+        } else {
+                size_t per = (size_t)a->cfg->page_size;
+                long pages = (long)((a->list->count + per - 1) / per);
+                size_t skip = (size_t)(a->page - 1) * per;
+                if (a->page > pages) {
+                        buf_puts(out, "<p>There is no such page.</p>\n");
+                } else {
+                        /* newest first */
+                        size_t shown = 0;
+                        for (size_t i = a->list->count - skip; i > 0 && shown < per; i--, shown++)
+                                message(out, &a->list->items[i - 1]);
+                }
+                pager(out, a, pages);
+        }
+        buf_puts(out, "</section>\n");
+        delete_form(out, a);
+        foot(out);
+}
+
+void render_message(struct buf *out, const struct board_config *cfg, const char *heading, const char *msg)
+{
+        head(out, cfg, heading);
+        buf_puts(out, "<section class=\"notice\">\n<h2>");
+        esc(out, heading);
+        buf_puts(out, "</h2>\n<p>");
+        esc(out, msg);
+        buf_puts(out, "</p>\n<p><a href=\"");
+        esc(out, cfg->base_path);
+        buf_puts(out, "\">Back to the board</a></p>\n</section>\n");
+        foot(out);
+}

@@ -1,0 +1,220 @@
+/* store_sqlite.c - messages in SQLite (see store_sqlite.h). */
+#include "store_sqlite.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+static int db_error(sqlite3 *db, int rc, const char *what, struct berr *err)
+{
+        int base = rc & 0xFF;
+        const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        if (base == SQLITE_BUSY || base == SQLITE_LOCKED) {
+                berr_set(err, 503, "busy, please try again (the database was locked: %s)", msg);
+                err->retry_after = 1;
+                return -1;
+        }
+        const char *hint = "";
+        if (base == SQLITE_READONLY)
+                hint = " (the data directory or database is read-only)";
+        else if (base == SQLITE_FULL)
+                hint = " (the disk is full)";
+        else if (base == SQLITE_CANTOPEN || base == SQLITE_PERM)
+                hint = " (cannot open the database; check the data directory)";
+        return berr_set(err, 500, "database error while %s: %s%s", what, msg, hint);
+}
+
+static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
+                             " no INTEGER PRIMARY KEY,"
+                             " time INTEGER NOT NULL,"
+                             " name TEXT NOT NULL,"
+                             " subject TEXT NOT NULL,"
+                             " body TEXT NOT NULL,"
+                             " pwhash TEXT NOT NULL)";
+
+int store_sqlite_open(const struct board_config *cfg, sqlite3 **out, struct berr *err)
+{
+        *out = NULL;
+        struct buf path = BUF_INIT;
+        buf_printf(&path, "%s/board.db", cfg->data_dir);
+        if (path.oom)
+                return berr_set(err, 500, "out of memory");
+        sqlite3 *db = NULL;
+        int rc = sqlite3_open_v2(path.data, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+        buf_free(&path);
+        if (rc != SQLITE_OK) {
+                db_error(db, rc, "opening board.db", err);
+                sqlite3_close(db);
+                return -1;
+        }
+        sqlite3_busy_timeout(db, (int)(cfg->lock_timeout * 1000));
+        rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+                db_error(db, rc, "preparing board.db", err);
+                sqlite3_close(db);
+                return -1;
+        }
+        *out = db;
+        return 0;
+}
+
+void store_sqlite_close(sqlite3 *db)
+{
+        sqlite3_close(db);
+}
+
+int store_sqlite_begin(sqlite3 *db, struct berr *err)
+{
+        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : db_error(db, rc, "starting a write transaction", err);
+}
+
+int store_sqlite_commit(sqlite3 *db, struct berr *err)
+{
+        int rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+                db_error(db, rc, "committing", err);
+                store_sqlite_rollback(db);
+                return -1;
+        }
+        return 0;
+}
+
+void store_sqlite_rollback(sqlite3 *db)
+{
+        if (!sqlite3_get_autocommit(db))
+                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int set_col(struct lr_text *t, sqlite3_stmt *st, int col)
+{
+        const unsigned char *p = sqlite3_column_text(st, col);
+        int n = sqlite3_column_bytes(st, col);
+        return lr_text_set(t, p ? (const char *)p : "", p ? (size_t)n : 0);
+}
+
+static int row_to_record(sqlite3_stmt *st, struct logrecord *rec)
+{
+        memset(rec, 0, sizeof *rec);
+        rec->no = sqlite3_column_int64(st, 0);
+        rec->time = sqlite3_column_int64(st, 1);
+        if (set_col(&rec->name, st, 2) || set_col(&rec->subject, st, 3) || set_col(&rec->body, st, 4) ||
+            set_col(&rec->pwhash, st, 5)) {
+                logrecord_free(rec);
+                return -1;
+        }
+        return 0;
+}
+
+int store_sqlite_list(sqlite3 *db, struct msglist *out, struct berr *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(
+            db, "SELECT no, time, name, subject, body, pwhash FROM messages ORDER BY no", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, "reading messages", err);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct logrecord rec;
+                if (row_to_record(st, &rec) < 0 || msglist_push(out, &rec) < 0) {
+                        logrecord_free(&rec);
+                        sqlite3_finalize(st);
+                        return berr_set(err, 500, "out of memory reading messages");
+                }
+        }
+        if (rc != SQLITE_DONE) {
+                db_error(db, rc, "reading messages", err);
+                sqlite3_finalize(st);
+                return -1;
+        }
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int store_sqlite_max_no(sqlite3 *db, long long *out, struct berr *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(no), 0) FROM messages", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, "numbering", err);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+                db_error(db, rc, "numbering", err);
+                sqlite3_finalize(st);
+                return -1;
+        }
+        *out = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return 0;
+}
+
+int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct berr *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(
+            db, "SELECT no, time, name, subject, body, pwhash FROM messages WHERE no = ?", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, "reading a message", err);
+        sqlite3_bind_int64(st, 1, no);
+        rc = sqlite3_step(st);
+        int result;
+        if (rc == SQLITE_ROW)
+                result = row_to_record(st, out) < 0 ? berr_set(err, 500, "out of memory") : 0;
+        else if (rc == SQLITE_DONE)
+                result = 1;
+        else
+                result = db_error(db, rc, "reading a message", err);
+        sqlite3_finalize(st);
+        return result;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const struct lr_text *t)
+{
+        sqlite3_bind_text(st, i, t->ptr ? t->ptr : "", (int)t->len, SQLITE_TRANSIENT);
+}
+
+int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct berr *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(
+            db, "INSERT INTO messages (no, time, name, subject, body, pwhash) VALUES (?, ?, ?, ?, ?, ?)", -1,
+            &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, "storing the message", err);
+        sqlite3_bind_int64(st, 1, rec->no);
+        sqlite3_bind_int64(st, 2, rec->time);
+        bind_text(st, 3, &rec->name);
+        bind_text(st, 4, &rec->subject);
+        bind_text(st, 5, &rec->body);
+        bind_text(st, 6, &rec->pwhash);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? 0 : db_error(db, rc, "storing the message", err);
+}
+
+static int exec_int(sqlite3 *db, const char *sql, long long v, const char *what, struct berr *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, what, err);
+        sqlite3_bind_int64(st, 1, v);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? 0 : db_error(db, rc, what, err);
+}
+
+int store_sqlite_delete(sqlite3 *db, long long no, struct berr *err)
+{
+        return exec_int(db, "DELETE FROM messages WHERE no = ?", no, "deleting the message", err);
+}
+
+int store_sqlite_cap(sqlite3 *db, long cap, struct berr *err)
+{
+        return exec_int(
+            db, "DELETE FROM messages WHERE no NOT IN (SELECT no FROM messages ORDER BY no DESC LIMIT ?)",
+            cap, "dropping old messages", err);
+}

@@ -1,0 +1,73 @@
+#!/bin/bash
+# core-cli.t - the dirlock command as shell users meet it: exit statuses,
+# -n/-w/-E, fractional timeouts, the default directory, status, break,
+# cleanup, invalid names, signal forwarding, and exclusion between two
+# commands.
+. "$(dirname "$0")/tap.sh"
+plan 18
+L="$T/locks"
+cd "$T" || exit 1
+
+"$DIRLOCK" -d "$L" a -- sh -c 'exit 7'
+is "$?" 7 "exits with the command's status"
+"$DIRLOCK" -d "$L" a -- true
+is "$?" 0 "exit 0 for a command that succeeds"
+"$DIRLOCK" a -- sh -c 'test -d locks/a.lock'
+is "$?" 0 "default lock directory is ./locks"
+DIRLOCK_DIR="$T/envlocks" "$DIRLOCK" a -- sh -c 'test -d "$DIRLOCK_DIR/a.lock"'
+is "$?" 0 "\$DIRLOCK_DIR is honoured"
+
+"$DIRLOCK" -d "$L" held -- sleep 3 &
+holder=$!
+sleep 0.3
+"$DIRLOCK" -d "$L" -n held -- true 2>"$T/err"
+is "$?" 1 "-n on a held lock exits 1"
+grep -q "held by pid" "$T/err"
+ok $? "with a one-line reason on stderr: $(cat "$T/err")"
+"$DIRLOCK" -d "$L" -n -E 42 held -- true 2>/dev/null
+is "$?" 42 "-E sets the conflict exit status"
+t0=$(date +%s%N)
+"$DIRLOCK" -d "$L" -w 0.3 held -- true 2>/dev/null
+st=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+is "$st" 1 "-w 0.3 times out with status 1"
+cmp_num "$ms" -lt 1000 "fractional timeout honoured (${ms} ms)"
+"$DIRLOCK" status -d "$L" held | grep -q "pid=.*alive fresh"
+ok $? "status shows the holder as alive"
+"$DIRLOCK" break -d "$L" held >/dev/null 2>&1
+is "$?" 1 "break refuses a live owner's lock"
+wait $holder
+
+"$DIRLOCK" -d "$L" 'bad/name' -- true 2>"$T/err"
+is "$?" 2 "an invalid name is refused (status 2)"
+grep -q "invalid lock name" "$T/err"
+ok $? "... with a clear message"
+
+# Two commands appending under the same lock never interleave.
+for i in 1 2 3 4; do
+	"$DIRLOCK" -d "$L" log -- sh -c 'for j in 1 2 3 4 5; do echo "'$i' $j" >>"'"$T"'/out"; sleep 0.01; done' &
+done
+wait
+runs=$(awk '{print $1}' "$T/out" | uniq | wc -l)
+is "$runs" 4 "four locked writers wrote four uninterrupted runs"
+
+# Signals reach the command, and the lock is released afterwards.
+"$DIRLOCK" -d "$L" sig -- sh -c 'trap "exit 9" TERM; while :; do sleep 0.05; done' &
+p=$!
+sleep 0.3
+kill -TERM $p
+wait $p
+is "$?" 9 "SIGTERM is forwarded to the command"
+"$DIRLOCK" -d "$L" -n sig -- true
+is "$?" 0 "and the lock is free afterwards"
+
+# A killed dirlock leaves a dead owner: the next one breaks it at once.
+"$DIRLOCK" -d "$L" killed -- sleep 5 &
+p=$!
+sleep 0.3
+kill -9 $p
+wait $p 2>/dev/null
+"$DIRLOCK" -d "$L" -w 2 killed -- true
+is "$?" 0 "a SIGKILLed dirlock's lock is broken by the next taker"
+"$DIRLOCK" --help | grep -q -- "--shared"
+ok $? "--help documents the options"

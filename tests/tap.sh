@@ -1,0 +1,58 @@
+# tests/tap.sh - TAP helpers for the shell tests: plan, ok/not ok with a
+# description, skips, diagnostics, and a private temporary directory that
+# is removed (with every background job killed) when the test exits.
+# Usage: . "$TOP/tests/tap.sh"
+
+: "${TOP:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${BUILD_DIR:=build}"
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$TOP/$BUILD_DIR" ;; esac
+PROGS="$BUILD_DIR/tests/progs"
+DIRLOCK="$TOP/bin/dirlock"
+tap_n=0
+tap_failed=0
+
+plan() { echo "1..$1"; }
+ok() { # ok CONDITION-STATUS DESCRIPTION
+	tap_n=$((tap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $tap_n - $2"
+	else
+		echo "not ok $tap_n - $2"
+		tap_failed=$((tap_failed + 1))
+	fi
+}
+skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $1"; }
+diag() { echo "# $*"; }
+is() { # is GOT EXPECTED DESCRIPTION
+	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; diag "got '$1', expected '$2'"; fi
+}
+cmp_num() { # cmp_num A OP B DESCRIPTION  (OP: -lt -le -gt -ge -eq -ne)
+	if [ "$1" "$2" "$3" ]; then ok 0 "$4"; else ok 1 "$4"; diag "failed: $1 $2 $3"; fi
+}
+# Float comparison through awk: fcmp A '<' B
+fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/dirlock-test.XXXXXX")
+tap_cleanup() {
+	jobs -p | xargs -r kill -9 2>/dev/null
+	kill -CONT $(jobs -p) 2>/dev/null
+	rm -rf "$T"
+}
+trap tap_cleanup EXIT
+
+# A lock owned by someone else, forged: forge_lock LOCKDIR NAME PID HOST [START]
+# Uses this machine's boot id and pid namespace so that a local dead pid
+# is recognised as dead, and another host name is not.
+forge_lock() {
+	_tok=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+	_boot=$(cat /proc/sys/kernel/random/boot_id)
+	_ns=$(stat -L -c %i /proc/self/ns/pid)
+	mkdir -p "$1/$2.lock"
+	ln -s "dirlock1 pid=$3 start=${5:-1} token=$_tok acquired=$(date +%s)000000000 boot=$_boot pidns=$_ns mode=0 host=$4" \
+		"$1/$2.lock/owner.$_tok"
+}
+
+# A pid that is certainly not running now.
+dead_pid() {
+	sh -c 'echo $$' 
+}
