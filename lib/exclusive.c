@@ -146,10 +146,17 @@ static int prep_make(dirlock *h, dirlock_error *err)
                 if (h->prep_path == NULL)
                         return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
-        if (mkdir(h->prep_path, 0777) != 0) {
+        int made = mkdir(h->prep_path, 0777);
+        if (made != 0 && errno == ENOENT && !(h->opts.flags & DIRLOCK_NO_MKDIR)) {
+                /* The lock directory was removed since we last saw it. */
+                if (dl_make_dirs(h->lockdir) != 0)
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'", h->lockdir);
+                made = mkdir(h->prep_path, 0777);
+        }
+        if (made != 0) {
                 int e = errno;
                 if (e == ENOENT)
-                        return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' disappeared", h->lockdir);
+                        return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' is missing", h->lockdir);
                 return dl_fail(err, DIRLOCK_EIO, e, "cannot create '%s'", h->prep_path);
         }
         int rc = prep_write_record(h, err);

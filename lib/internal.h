@@ -57,6 +57,8 @@ void dl_ok(dirlock_error *err);
 char *dl_join(const char *a, const char *b, const char *suffix);
 /* Make `lockdir` absolute (malloc'd) and create it if missing and allowed. */
 int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, dirlock_error *err);
+/* mkdir -p (path is modified temporarily); 0 or -1 with errno. */
+int dl_make_dirs(char *path);
 
 /* ---- identity and owner records (owner.c) ------------------------------ */
 

@@ -161,7 +161,7 @@ static bool take_ull(const char **p, const char *end, unsigned long long max, un
         const char *s = *p;
         while (s < end && *s >= '0' && *s <= '9') {
                 unsigned d = (unsigned)(*s - '0');
-                if (v > (max - d) / 10)
+                if (d > max || v > (max - d) / 10)
                         return false;
                 v = v * 10 + d;
                 s++;
@@ -258,24 +258,55 @@ int dl_record_owner_alive(const dl_record *rec)
         return 1;
 }
 
+/* Tokens only need to be unique, never secret (they are visible in the
+ * lock directory), so they come from a per-thread xoshiro256** generator
+ * seeded with 256 bits from getrandom(): one system call per thread (and
+ * again in a forked child, which must not repeat its parent's tokens)
+ * instead of one per lock. */
+static _Thread_local unsigned long long token_state[4];
+static _Thread_local pid_t token_pid;
+
+static unsigned long long rotl(unsigned long long x, int k)
+{
+        return (x << k) | (x >> (64 - k));
+}
+
+static unsigned long long token_next(void)
+{
+        unsigned long long *s = token_state;
+        unsigned long long result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = rotl(s[3], 45);
+        return result;
+}
+
 int dl_random_token(char out[33], dirlock_error *err)
 {
-        unsigned char bytes[16];
-        size_t got = 0;
-        while (got < sizeof bytes) {
-                ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot get random bytes for a lock token");
+        pid_t pid = getpid();
+        if (token_pid != pid) {
+                size_t got = 0;
+                unsigned char *seed = (unsigned char *)token_state;
+                while (got < sizeof token_state) {
+                        ssize_t n = getrandom(seed + got, sizeof token_state - got, 0);
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return dl_fail(err, DIRLOCK_EIO, errno, "cannot get random bytes for a lock token");
+                        }
+                        got += (size_t)n;
                 }
-                got += (size_t)n;
+                if ((token_state[0] | token_state[1] | token_state[2] | token_state[3]) == 0)
+                        token_state[0] = 1;
+                token_pid = pid;
         }
+        unsigned long long words[2] = {token_next(), token_next()};
         static const char hex[] = "0123456789abcdef";
-        for (size_t i = 0; i < sizeof bytes; i++) {
-                out[2 * i] = hex[bytes[i] >> 4];
-                out[2 * i + 1] = hex[bytes[i] & 15];
-        }
+        for (int i = 0; i < 32; i++)
+                out[i] = hex[(words[i / 16] >> (4 * (i % 16))) & 15];
         out[32] = '\0';
         return DIRLOCK_OK;
 }

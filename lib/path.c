@@ -40,7 +40,7 @@ char *dl_join(const char *a, const char *b, const char *suffix)
 
 /* mkdir -p for the lock directory; each component may be created
  * concurrently by another process, so EEXIST is success. */
-static int make_dirs(char *path)
+int dl_make_dirs(char *path)
 {
         for (char *p = path + 1; *p != '\0'; p++) {
                 if (*p != '/')
@@ -79,6 +79,15 @@ int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, dirlock
         while (n > 1 && abs[n - 1] == '/')
                 abs[--n] = '\0';
 
+        /* The last directory this thread found in place is not looked at
+         * again on every acquire; if it disappears later, the prepared
+         * directory's mkdir fails with ENOENT and the lock code creates it
+         * again (exclusive.c). */
+        static _Thread_local char verified[512];
+        if (strcmp(verified, abs) == 0) {
+                *abs_out = abs;
+                return DIRLOCK_OK;
+        }
         struct stat st;
         if (stat(abs, &st) == 0) {
                 if (!S_ISDIR(st.st_mode)) {
@@ -90,11 +99,13 @@ int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, dirlock
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot use lock directory '%s'", abs);
                 free(abs);
                 return DIRLOCK_EIO;
-        } else if (make_dirs(abs) != 0) {
+        } else if (dl_make_dirs(abs) != 0) {
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'", abs);
                 free(abs);
                 return DIRLOCK_EIO;
         }
+        if (strlen(abs) < sizeof verified)
+                strcpy(verified, abs);
         *abs_out = abs;
         return DIRLOCK_OK;
 }

@@ -1,57 +1,872 @@
-/* rwlock.c - the reader-writer layer: shared, intent and exclusive modes
- * over the exclusive primitive.  (Placeholder: exclusive mode only.) */
-#include "internal.h"
+/* rwlock.c - the reader-writer layer: shared, intent and exclusive modes of
+ * lock NAME over the exclusive primitive (exclusive.c), with the policies
+ * fair, writer, reader and simple, upgrade and downgrade.
+ *
+ * ======================================================================
+ * FILES (lock directory D; every entry is a symlink holding an owner
+ * record, its mtime is its age, T is the holder's per-acquisition token)
+ *
+ *   D/NAME.lock/owner.<T>   W: the exclusive lock.  Held by a writer (record
+ *                           mode exclusive, or shared for a `simple` reader)
+ *                           or by an intent holder (record mode intent).
+ *   D/NAME.readers/r.<T>    a reader that announced itself
+ *   D/NAME.readers/a.<T>    a waiting reader admitted by a fair writer
+ *   D/NAME.readers/w.<T>    a fair reader waiting for a write phase to end
+ *   D/NAME.up.<T>           U: intent holder T is upgrading / upgraded
+ *   D/NAME.wq/x.<T>         a writer waiting for W (policy `writer`)
+ *   D/NAME.fifo/t.<SEQ>     FIFO tickets (fifo.c)
+ * NAME.readers and NAME.wq are removed by whoever empties them, so that
+ * "no readers" costs a writer a single stat() that fails with ENOENT.
+ *
+ * "W blocks readers" means: W is held, and its record mode is not intent,
+ * or it is intent and U exists for W's token.  (judge_w)
+ *
+ * ======================================================================
+ * THE CORE RULE (a Dekker-style handshake over directory operations)
+ *
+ *   reader:  1. announce: create r.<T>      2. look at W
+ *   writer:  1. take W                      2. look at NAME.readers
+ *   upgrade: 1. create U                    2. look at NAME.readers
+ *
+ * Each side first makes itself visible, then looks at the other.  Local
+ * directory operations are linearisable (each is atomic under the parent's
+ * lock), so of a reader and a writer at least one sees the other: if the
+ * reader's look found W not blocking, the writer's take (or U) came after
+ * it, hence after the reader's announce, and the writer's look sees r.<T>.
+ * A reader that sees W blocking withdraws (removes or renames r.<T>) before
+ * it waits; a writer that sees readers waits, holding W, until none is left.
+ * Readdir caveat: an entry renamed during a scan may be missed by it; every
+ * rename of an entry during a writer's scan is either a withdrawal (missing
+ * it is harmless) or a re-announce followed by a look at W, which the
+ * writer already holds (the reader then withdraws again).
+ *
+ * INVARIANT M (mutual exclusion): while a writer is past its look (or an
+ * upgrader past its look), no r.<T> or a.<T> entry of a reader that is in
+ * its critical section exists, and none can be created that is not
+ * withdrawn before its reader enters.  W itself excludes writers, intent
+ * holders and `simple` holders from each other (exclusive.c).
+ *
+ * ======================================================================
+ * OPERATIONS
+ *
+ * EXCLUSIVE acquire (policies fair, writer; `simple` for every mode):
+ *   take W (FIFO order when DIRLOCK_FIFO; registered in NAME.wq while it
+ *   waits when the policy is `writer`), then drain: scan NAME.readers until
+ *   no live r./a. entry is left, breaking dead readers' entries.  The
+ *   uncontended path is W plus one stat() of NAME.readers (ENOENT).  A fair
+ *   writer's first scan admits the waiting readers (w.<T> -> a.<T>): they
+ *   read before it writes; it also remembers the tokens of the readers it
+ *   saw announced (r.<T>), and admits those too if they withdraw later (an
+ *   announce that crossed our take of W); without this a reader could lose
+ *   that race forever (found by the model, tests/model/rwlock.pml).  On
+ *   timeout W is released (DIRLOCK_ETIMEDOUT).
+ * EXCLUSIVE acquire, policy `reader`: W is not held while readers are
+ *   present, waiting ones (w.<T>) included: wait until the scan finds none,
+ *   take W, scan again; readers found -> release W and wait again.  So W
+ *   blocks readers only for the length of a scan or of the write itself,
+ *   and a reader that waited for the write goes before the next writer.
+ *   (Such a writer does not queue for W: DIRLOCK_FIFO does not apply.)
+ * SHARED acquire (fair, writer, reader):
+ *   announce r.<T>; look at W (policy `writer`: also at NAME.wq, a live
+ *   waiting writer counts as blocking).  Not blocking -> in.  Blocking ->
+ *   withdraw (fair and reader: rename r.<T> -> w.<T>, staying visible as a
+ *   waiting reader; writer: unlink) and wait for W's release, U's removal,
+ *   a waiting writer leaving, or our admission (w.<T> -> a.<T>).
+ *   Woken: admitted -> in (a.<T> is our entry, the admitting writer holds
+ *   W and drains it before writing).  Else look at W without announcing;
+ *   still blocking -> wait again (no events of our own, no busy loop);
+ *   else announce again (fair: rename w.<T> -> r.<T>) and look again.
+ * SHARED acquire, `simple`: as EXCLUSIVE (W with record mode shared).
+ * INTENT acquire: take W with record mode intent.  Readers see intent
+ *   without U as compatible; writers and intent holders wait for W.
+ *   (`simple`: intent at once creates U and drains, i.e. is exclusive.)
+ * UPGRADE (intent -> exclusive): create U, then drain NAME.readers.  New
+ *   readers see U and wait; present ones finish.  On timeout U is removed
+ *   and the intent lock kept.  A plain shared lock cannot upgrade
+ *   (DIRLOCK_EUPGRADE): two readers upgrading would each wait for the
+ *   other.  Two intent holders cannot exist at once (W), hence no deadlock.
+ * DOWNGRADE (exclusive or intent -> shared): create r.<T>, remove U, release
+ *   W.  We are a registered reader before W is free: no writer slips in.
+ * RELEASE: reader: unlink our entry (ENOENT -> DIRLOCK_ELOST), rmdir
+ *   NAME.readers if empty.  W holder: unlink U if ours, release W.
+ * REFRESH renews our entry's mtime (reader entry, U, W's owner entry).
+ *
+ * ======================================================================
+ * BOUNDS (and why they hold)
+ *
+ * fair:   a writer waits for the writers ahead of it on W (in arrival order
+ *         with DIRLOCK_FIFO) and then for one read phase: once it holds W
+ *         no new reader gets in, so the drain ends when the readers present
+ *         (plus the waiting readers it admitted) finish.  A reader arriving
+ *         during a write phase waits for that phase: the next fair writer
+ *         admits it before writing; if no writer comes, W's release lets it
+ *         in.  If its re-announce races with the next writer's scan it may
+ *         wait one more write phase (it is admitted by the writer after).
+ * writer: waiting writers (NAME.wq) and the writer holding W hold off new
+ *         readers; readers can be locked out by a stream of writers.
+ * reader: a reader waits only while W is held for a write or a scan (or by
+ *         an upgraded intent holder), and then goes before the next
+ *         `reader` writer (which gives way to w.<T> entries); writers can be
+ *         locked out by overlapping readers.
+ * simple: one holder at a time, W's own (non-fair, or FIFO) order.
+ * MIXED POLICIES on one name are safe (M holds whatever the policies), and
+ *   each waiter's own policy decides how it waits: a `reader` writer never
+ *   holds readers off while it waits; a `writer`/`fair` writer holds W while
+ *   it drains, which holds off readers of every policy; waiting writers hold
+ *   off only `writer` readers; only a fair writer admits waiting readers
+ *   (with other writers they re-announce when W is released, and a
+ *   `writer` writer may keep them out); a `simple` holder is a writer to
+ *   everyone else.
+ *
+ * CRASHES.  Every entry names its owner.  W is judged and broken by the
+ * core (dead owner on this host at once, else after the stale age); a
+ * waiting reader also judges and breaks it (judge_w).  Scans break dead
+ * readers', waiting readers' and waiting writers' entries and FIFO tickets.
+ * U counts only while its token owns W, so a dead upgrader's U is inert
+ * (dirlock_cleanup removes it).  Waiters watch one live holder's pidfd and
+ * re-judge at least every 100 ms (wait.c), so survivors on this host go on
+ * well within 1 s; across hosts after the stale age (refresh renews reader
+ * entries and U too).
+ */
+#include "rw_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- state --------------------------------------------------------------- */
+
+static char *entry_in(const char *dir, char kind, const char *token)
+{
+        char leaf[40];
+        snprintf(leaf, sizeof leaf, "%c.%s", kind, token);
+        return dl_join(dir, leaf, NULL);
+}
+
+int dl_rw_state(dirlock *h, dirlock_error *err)
+{
+        if (h->rw != NULL)
+                return DIRLOCK_OK;
+        struct dl_rw *rw = calloc(1, sizeof *rw);
+        if (rw == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        h->rw = rw;
+        char up[DIRLOCK_NAME_MAX + 48];
+        snprintf(up, sizeof up, "%s.up.%s", h->name, h->token);
+        rw->readers_dir = dl_join(h->lockdir, h->name, ".readers");
+        rw->wq_dir = dl_join(h->lockdir, h->name, ".wq");
+        rw->fifo_dir = dl_join(h->lockdir, h->name, ".fifo");
+        rw->up_path = dl_join(h->lockdir, up, NULL);
+        if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->fifo_dir == NULL || rw->up_path == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        rw->r_path = entry_in(rw->readers_dir, 'r', h->token);
+        rw->a_path = entry_in(rw->readers_dir, 'a', h->token);
+        rw->w_path = entry_in(rw->readers_dir, 'w', h->token);
+        rw->wq_entry = entry_in(rw->wq_dir, 'x', h->token);
+        if (rw->r_path == NULL || rw->a_path == NULL || rw->w_path == NULL || rw->wq_entry == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        return DIRLOCK_OK;
+}
+
+void dl_rw_free(dirlock *h)
+{
+        struct dl_rw *rw = h->rw;
+        if (rw == NULL)
+                return;
+        free(rw->readers_dir);
+        free(rw->r_path);
+        free(rw->a_path);
+        free(rw->w_path);
+        free(rw->up_path);
+        free(rw->wq_dir);
+        free(rw->wq_entry);
+        free(rw->fifo_dir);
+        free(rw->ticket);
+        free(rw);
+        h->rw = NULL;
+}
+
+static int timeout_code(const dirlock *h, const dirlock_options *o)
+{
+        (void)h;
+        return o->timeout == 0 ? DIRLOCK_EBUSY : DIRLOCK_ETIMEDOUT;
+}
+
+/* Start a waiter on D, plus `extra` directories that exist (a directory
+ * that vanished meanwhile must not turn inotify off). */
+static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
+{
+        dl_waiter_init(w, h->lockdir, h->opts.flags, h->token);
+        const char *extra[2] = {extra1, extra2};
+        for (int i = 0; i < 2; i++) {
+                if (extra[i] == NULL || !w->notify)
+                        continue;
+                if (dl_waiter_watch_dir(w, extra[i]) != 0 && errno == ENOENT)
+                        w->notify = true;
+        }
+}
+
+/* ---- judging W from a reader's side -------------------------------------- */
+
+enum wstate { W_OPEN, W_BLOCK, W_ERROR };
+
+/* Looks at D/NAME.lock: W_OPEN when free or held in intent mode without U;
+ * W_BLOCK otherwise (*holder filled when known).  A stale holder is broken
+ * here exactly as exclusive.c breaks it (unlink the judged entry). */
+static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
+{
+        memset(holder, 0, sizeof *holder);
+        for (int round = 0; round < 8; round++) {
+                int dfd = open(h->lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0) {
+                        if (errno == ENOENT)
+                                return W_OPEN;
+                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
+                        return W_ERROR;
+                }
+                DIR *d = fdopendir(dfd);
+                if (d == NULL) {
+                        close(dfd);
+                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
+                        return W_ERROR;
+                }
+                char name[64] = "";
+                bool other = false;
+                struct dirent *de;
+                while ((de = readdir(d)) != NULL) {
+                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                                continue;
+                        if (strncmp(de->d_name, "owner.", 6) == 0 && strlen(de->d_name) == 38)
+                                memcpy(name, de->d_name, 39);
+                        else
+                                other = true;
+                }
+                closedir(d);
+                if (name[0] == '\0')
+                        return other ? W_BLOCK : W_OPEN; /* foreign content: exclusive.c decides */
+                char *entry = dl_join(h->lock_path, name, NULL);
+                if (entry == NULL) {
+                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                        return W_ERROR;
+                }
+                double age;
+                int rc = dl_entry_read(entry, holder, &age);
+                int e = errno;
+                if (rc != 0) {
+                        free(entry);
+                        if (e == ENOENT)
+                                return W_OPEN; /* released after our announce */
+                        dl_fail(err, DIRLOCK_EIO, e, "cannot read owner record of '%s'", h->lock_path);
+                        return W_ERROR;
+                }
+                if (dl_entry_stale(holder, age, h->opts.stale_age)) {
+                        if (unlink(entry) == 0)
+                                rmdir(h->lock_path);
+                        free(entry);
+                        continue; /* look again */
+                }
+                free(entry);
+                if (holder->mode != DIRLOCK_INTENT)
+                        return W_BLOCK;
+                char up[DIRLOCK_NAME_MAX + 80];
+                snprintf(up, sizeof up, "%s.up.%.32s", h->name, name + 6);
+                char *up_path = dl_join(h->lockdir, up, NULL);
+                if (up_path == NULL) {
+                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                        return W_ERROR;
+                }
+                struct stat st;
+                rc = lstat(up_path, &st);
+                free(up_path);
+                return rc == 0 ? W_BLOCK : W_OPEN;
+        }
+        return W_BLOCK;
+}
+
+/* Reader's look: W, and for policy `writer` the waiting writers too. */
+static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err)
+{
+        enum wstate s = judge_w(h, holder, err);
+        if (s != W_OPEN || h->opts.policy != DIRLOCK_POLICY_WRITER)
+                return s;
+        struct stat st;
+        if (stat(h->rw->wq_dir, &st) != 0)
+                return W_OPEN;
+        dl_scan sc = {.active = "x"};
+        if (dl_rw_scan(h->rw->wq_dir, h->opts.stale_age, &sc, err) != 0)
+                return W_ERROR;
+        if (sc.live == 0)
+                return W_OPEN;
+        *holder = sc.one;
+        return W_BLOCK;
+}
+
+/* ---- shared ---------------------------------------------------------------- */
+
+static int announce(dirlock *h, dirlock_error *err)
+{
+        struct dl_rw *rw = h->rw;
+        if (dl_rw_entry_make(rw->readers_dir, rw->r_path, h->token, DIRLOCK_SHARED) != 0)
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot register as reader in '%s'", rw->readers_dir);
+        return DIRLOCK_OK;
+}
+
+static void reader_give_up(dirlock *h)
+{
+        struct dl_rw *rw = h->rw;
+        unlink(rw->r_path);
+        unlink(rw->w_path);
+        unlink(rw->a_path); /* admitted at the last moment */
+        rmdir(rw->readers_dir);
+}
+
+/* Readers of policies fair and reader stay visible while they wait (w.<T>):
+ * fair writers admit them, `reader` writers give way to them. */
+static bool waits_visibly(const dirlock *h)
+{
+        return h->opts.policy == DIRLOCK_POLICY_FAIR || h->opts.policy == DIRLOCK_POLICY_READER;
+}
+
+/* Withdraw a failed announce (see waits_visibly). */
+static int withdraw(dirlock *h, dirlock_error *err)
+{
+        struct dl_rw *rw = h->rw;
+        int rc =
+            waits_visibly(h) ? rename(rw->r_path, rw->w_path) : dl_rw_entry_drop(rw->readers_dir, rw->r_path);
+        if (rc != 0 && errno != ENOENT)
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot withdraw reader entry '%s'", rw->r_path);
+        return DIRLOCK_OK;
+}
+
+static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_rw *rw = h->rw;
+        bool fair = waits_visibly(h); /* fair or reader: waits as w.<T> */
+        dl_record holder;
+        int rc = announce(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        enum wstate s = reader_look(h, &holder, err);
+        if (s == W_OPEN) {
+                rw->reader_entry = rw->r_path;
+                return DIRLOCK_OK;
+        }
+        if (s == W_ERROR || (rc = withdraw(h, err)) != DIRLOCK_OK) {
+                reader_give_up(h);
+                return err ? err->code : DIRLOCK_EIO;
+        }
+        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
+                reader_give_up(h);
+                return dl_fail(err, timeout_code(h, &h->opts), 0,
+                               "lock '%s' is held for writing by pid %ld on %s", h->name, (long)holder.pid,
+                               holder.host[0] ? holder.host : "an unknown host");
+        }
+        dl_waiter w;
+        waiter_start(&w, h, fair ? rw->readers_dir : NULL,
+                     h->opts.policy == DIRLOCK_POLICY_WRITER ? rw->wq_dir : NULL);
+        dl_waiter_watch_owner(&w, &holder);
+        struct stat st;
+        for (;;) {
+                int waited = dl_waiter_wait(&w, deadline);
+                if (fair) {
+                        if (lstat(rw->a_path, &st) == 0) {
+                                rw->reader_entry = rw->a_path; /* admitted */
+                                rc = DIRLOCK_OK;
+                                break;
+                        }
+                        utimensat(AT_FDCWD, rw->w_path, NULL, AT_SYMLINK_NOFOLLOW);
+                }
+                s = reader_look(h, &holder, err); /* peek, no events of ours */
+                if (s == W_OPEN) {
+                        if (fair && rename(rw->w_path, rw->r_path) != 0) {
+                                if (errno == ENOENT && lstat(rw->a_path, &st) == 0) {
+                                        rw->reader_entry = rw->a_path;
+                                        rc = DIRLOCK_OK;
+                                        break;
+                                }
+                                rc = announce(h, err); /* w.<T> was broken as stale */
+                        } else if (!fair) {
+                                rc = announce(h, err);
+                        } else {
+                                rc = DIRLOCK_OK;
+                        }
+                        if (rc != DIRLOCK_OK)
+                                break;
+                        s = reader_look(h, &holder, err);
+                        if (s == W_OPEN) {
+                                rw->reader_entry = rw->r_path;
+                                break;
+                        }
+                        if (s != W_ERROR && (rc = withdraw(h, err)) != DIRLOCK_OK)
+                                break;
+                }
+                if (s == W_ERROR) {
+                        rc = err ? err->code : DIRLOCK_EIO;
+                        break;
+                }
+                dl_waiter_watch_owner(&w, &holder);
+                if (waited == DIRLOCK_ETIMEDOUT) {
+                        rc = dl_fail(
+                            err, DIRLOCK_ETIMEDOUT, 0,
+                            "timed out after %.3g s waiting to read '%s': held for writing by pid %ld "
+                            "on %s",
+                            h->opts.timeout, h->name, (long)holder.pid,
+                            holder.host[0] ? holder.host : "an unknown host");
+                        break;
+                }
+        }
+        dl_waiter_close(&w);
+        if (rc != DIRLOCK_OK) {
+                reader_give_up(h);
+                return rc;
+        }
+        if (fair)
+                unlink(rw->w_path); /* normally gone already */
+        return DIRLOCK_OK;
+}
+
+/* ---- taking W -------------------------------------------------------------- */
+
+static void wq_leave(dirlock *h)
+{
+        struct dl_rw *rw = h->rw;
+        if (rw->wq_held) {
+                dl_rw_entry_drop(rw->wq_dir, rw->wq_entry);
+                rw->wq_held = false;
+        }
+}
+
+/* One attempt at W honouring the FIFO queue.  DIRLOCK_EBUSY with *holder
+ * the one to watch (W's holder or the waiter ahead). */
+static int w_try(dirlock *h, dl_record *holder, dirlock_error *err)
+{
+        if (h->rw->ticket != NULL) {
+                int first = dl_fifo_first(h, holder, err);
+                if (first < 0)
+                        return err ? err->code : DIRLOCK_EIO;
+                if (first == 0)
+                        return DIRLOCK_EBUSY;
+        }
+        return dl_excl_try(h, holder, err);
+}
+
+/* Take W by the deadline (DIRLOCK_FIFO: in ticket order; policy writer:
+ * registered in NAME.wq while waiting). */
+static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_rw *rw = h->rw;
+        bool fifo = (h->opts.flags & DIRLOCK_FIFO) != 0;
+        dl_record holder;
+        memset(&holder, 0, sizeof holder);
+        struct stat st;
+        int rc = DIRLOCK_EBUSY;
+        if (!fifo || stat(rw->fifo_dir, &st) != 0)
+                rc = dl_excl_try(h, &holder, err);
+        if (rc != DIRLOCK_EBUSY)
+                return rc;
+        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline))
+                return dl_fail(err, timeout_code(h, &h->opts), 0, "lock '%s' is held by pid %ld on %s",
+                               h->name, (long)holder.pid, holder.host[0] ? holder.host : "an unknown host");
+        if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
+                return rc;
+        if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT) {
+                if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h->token, h->mode) == 0)
+                        rw->wq_held = true;
+        }
+        dl_waiter w;
+        waiter_start(&w, h, fifo ? rw->fifo_dir : NULL, NULL);
+        dl_waiter_watch_owner(&w, &holder);
+        for (;;) {
+                rc = w_try(h, &holder, err);
+                if (rc != DIRLOCK_EBUSY)
+                        break;
+                dl_waiter_watch_owner(&w, &holder);
+                if (dl_waiter_wait(&w, deadline) == DIRLOCK_ETIMEDOUT) {
+                        rc = w_try(h, &holder, err);
+                        if (rc == DIRLOCK_EBUSY)
+                                rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
+                                             "timed out after %.3g s: lock '%s' is held by pid %ld on %s",
+                                             h->opts.timeout, h->name, (long)holder.pid,
+                                             holder.host[0] ? holder.host : "an unknown host");
+                        break;
+                }
+                dl_fifo_touch(h);
+                if (rw->wq_held)
+                        utimensat(AT_FDCWD, rw->wq_entry, NULL, AT_SYMLINK_NOFOLLOW);
+        }
+        dl_waiter_close(&w);
+        dl_fifo_leave(h);
+        wq_leave(h);
+        return rc;
+}
+
+/* Holding W (or U): wait until no live reader is left.  `admit`: the fair
+ * writer's first scan lets the waiting readers in first. */
+static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit,
+                 dirlock_error *err)
+{
+        struct dl_rw *rw = h->rw;
+        struct stat st;
+        if (stat(rw->readers_dir, &st) != 0 && errno == ENOENT)
+                return DIRLOCK_OK; /* the fast path: no readers at all */
+        /* fair: the first scan admits the waiting readers and remembers
+         * every reader it saw; one that withdraws later (its re-announce
+         * crossed our take of W) is admitted by a later scan. */
+        dl_scan sc = {.active = "ra", .admit_from = "w", .admit = admit, .remember = admit};
+        if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
+                dl_rw_scan_done(&sc);
+                return err ? err->code : DIRLOCK_EIO;
+        }
+        if (sc.live == 0) {
+                dl_rw_scan_done(&sc);
+                return DIRLOCK_OK;
+        }
+        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
+                dl_rw_scan_done(&sc);
+                return dl_fail(err, timeout_code(h, o), 0, "lock '%s' is held for reading by %u reader(s)",
+                               h->name, sc.live);
+        }
+        dl_waiter w;
+        waiter_start(&w, h, rw->readers_dir, NULL);
+        int rc = DIRLOCK_OK;
+        sc.remember = false;
+        sc.admit_known = true;
+        for (;;) {
+                if (sc.have_one)
+                        dl_waiter_watch_owner(&w, &sc.one);
+                int waited = dl_waiter_wait(&w, deadline);
+                if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
+                        rc = err ? err->code : DIRLOCK_EIO;
+                        break;
+                }
+                if (sc.live == 0)
+                        break;
+                if (waited == DIRLOCK_ETIMEDOUT) {
+                        rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
+                                     "timed out after %.3g s: lock '%s' is held for reading by %u reader(s), "
+                                     "e.g. pid %ld",
+                                     o->timeout, h->name, sc.live, (long)sc.one.pid);
+                        break;
+                }
+        }
+        dl_waiter_close(&w);
+        dl_rw_scan_done(&sc);
+        return rc;
+}
+
+/* Writer (and `simple` holder): take W, then drain. */
+static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        int rc = take_w(h, deadline, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, err);
+        if (rc != DIRLOCK_OK)
+                dl_excl_release(h, NULL);
+        return rc;
+}
+
+/* Writer, policy `reader`: hold W only when no reader is there. */
+static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_rw *rw = h->rw;
+        dl_waiter w;
+        bool waiting = false;
+        dl_scan sc = {.active = "raw"}; /* waiting readers go first */
+        int rc;
+        for (;;) {
+                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err);
+                if (rc != 0) {
+                        rc = err ? err->code : DIRLOCK_EIO;
+                        break;
+                }
+                dl_record holder = sc.one;
+                if (sc.live == 0) {
+                        rc = dl_excl_try(h, &holder, err);
+                        if (rc == DIRLOCK_OK) {
+                                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0
+                                         ? (err ? err->code : DIRLOCK_EIO)
+                                         : DIRLOCK_OK;
+                                if (rc == DIRLOCK_OK && sc.live == 0)
+                                        break;
+                                dl_excl_release(h, NULL);
+                                holder = sc.one;
+                                if (rc != DIRLOCK_OK)
+                                        break;
+                        } else if (rc != DIRLOCK_EBUSY) {
+                                break;
+                        }
+                }
+                if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
+                        rc = dl_fail(err, timeout_code(h, &h->opts), 0,
+                                     "lock '%s' is held (policy reader: waiting for %u reader(s) and the "
+                                     "writer, if any)",
+                                     h->name, sc.live);
+                        break;
+                }
+                if (!waiting) {
+                        waiter_start(&w, h, rw->readers_dir, NULL);
+                        waiting = true;
+                }
+                dl_waiter_watch_owner(&w, &holder);
+                dl_waiter_wait(&w, deadline);
+                /* The readers directory may have been removed and made
+                 * again since we started watching: watch it again. */
+                if (w.notify && dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && errno == ENOENT)
+                        w.notify = true;
+        }
+        if (waiting)
+                dl_waiter_close(&w);
+        return rc;
+}
+
+static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        int rc = take_w(h, deadline, err);
+        if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
+                return rc;
+        if (dl_entry_create(h->rw->up_path, h->token, DIRLOCK_INTENT) != 0) {
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", h->rw->up_path);
+        } else {
+                h->rw->up_held = true;
+                rc = drain(h, &h->opts, deadline, false, err);
+        }
+        if (rc != DIRLOCK_OK) {
+                if (h->rw->up_held)
+                        unlink(h->rw->up_path);
+                h->rw->up_held = false;
+                dl_excl_release(h, NULL);
+        }
+        return rc;
+}
+
+/* ---- the layer's entry points ------------------------------------------------ */
 
 int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        if (h->opts.mode != DIRLOCK_EXCLUSIVE)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "shared and intent locks are not available");
-        return dl_excl_acquire(h, deadline, err);
+        int rc = dl_rw_state(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        int policy = h->opts.policy;
+        switch (h->opts.mode) {
+        case DIRLOCK_SHARED:
+                return policy == DIRLOCK_POLICY_SIMPLE ? exclusive_acquire(h, deadline, err)
+                                                       : shared_acquire(h, deadline, err);
+        case DIRLOCK_INTENT:
+                return intent_acquire(h, deadline, err);
+        default:
+                return policy == DIRLOCK_POLICY_READER ? reader_pref_write(h, deadline, err)
+                                                       : exclusive_acquire(h, deadline, err);
+        }
 }
 
 int dl_rw_release(dirlock *h, dirlock_error *err)
 {
+        struct dl_rw *rw = h->rw;
+        if (rw != NULL && rw->reader_entry != NULL) {
+                const char *entry = rw->reader_entry;
+                rw->reader_entry = NULL;
+                if (dl_rw_entry_drop(rw->readers_dir, entry) != 0) {
+                        if (errno == ENOENT)
+                                return dl_fail(err, DIRLOCK_ELOST, 0,
+                                               "read lock '%s' was broken as stale before release", h->name);
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot release read lock '%s'", entry);
+                }
+                return DIRLOCK_OK;
+        }
+        if (rw != NULL && rw->up_held) {
+                unlink(rw->up_path);
+                rw->up_held = false;
+        }
         return dl_excl_release(h, err);
 }
 
 int dl_rw_refresh(dirlock *h, dirlock_error *err)
 {
+        struct dl_rw *rw = h->rw;
+        if (rw != NULL && rw->reader_entry != NULL) {
+                if (utimensat(AT_FDCWD, rw->reader_entry, NULL, AT_SYMLINK_NOFOLLOW) == 0)
+                        return DIRLOCK_OK;
+                if (errno == ENOENT)
+                        return dl_fail(err, DIRLOCK_ELOST, 0, "read lock '%s' was broken as stale", h->name);
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh read lock '%s'", rw->reader_entry);
+        }
+        if (rw != NULL && rw->up_held)
+                utimensat(AT_FDCWD, rw->up_path, NULL, AT_SYMLINK_NOFOLLOW);
         return dl_excl_refresh(h, err);
 }
 
 int dl_rw_check(const dirlock *h, dirlock_error *err)
 {
+        const struct dl_rw *rw = h->rw;
+        if (rw != NULL && rw->reader_entry != NULL) {
+                struct stat st;
+                if (lstat(rw->reader_entry, &st) == 0)
+                        return DIRLOCK_OK;
+                if (errno == ENOENT)
+                        return dl_fail(err, DIRLOCK_ELOST, 0, "read lock '%s' was broken as stale", h->name);
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot check read lock '%s'", rw->reader_entry);
+        }
         return dl_excl_check(h, err);
 }
 
-void dl_rw_free(dirlock *h)
+int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
 {
-        (void)h;
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        int rc = dl_handle_owned(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (lock->kind != DL_KIND_DIR)
+                return dl_fail(err, DIRLOCK_EUPGRADE, 0, "flock lock '%s' cannot be upgraded", lock->name);
+        if (lock->mode == DIRLOCK_EXCLUSIVE)
+                return DIRLOCK_OK;
+        if (lock->mode == DIRLOCK_SHARED)
+                return dl_fail(err, DIRLOCK_EUPGRADE, 0,
+                               "read lock '%s' cannot be upgraded: two readers upgrading at once would wait "
+                               "for each other forever; take it in intent mode (DIRLOCK_INTENT) to upgrade",
+                               lock->name);
+        rc = dl_rw_state(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        rc = dl_excl_check(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dirlock_options o = opts != NULL ? *opts : lock->opts;
+        dl_time deadline = dl_deadline(o.timeout);
+        struct dl_rw *rw = lock->rw;
+        if (!rw->up_held) {
+                if (dl_entry_create(rw->up_path, lock->token, DIRLOCK_INTENT) != 0 && errno != EEXIST)
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", rw->up_path);
+                rw->up_held = true;
+        }
+        rc = drain(lock, &o, &deadline, false, err);
+        if (rc != DIRLOCK_OK) {
+                unlink(rw->up_path); /* keep the intent lock */
+                rw->up_held = false;
+                return rc;
+        }
+        lock->mode = DIRLOCK_EXCLUSIVE;
+        dl_ok(err);
+        return DIRLOCK_OK;
+}
+
+int dirlock_downgrade(dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        int rc = dl_handle_owned(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (lock->kind != DL_KIND_DIR)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "flock lock '%s' cannot be downgraded", lock->name);
+        if (lock->mode == DIRLOCK_SHARED)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", lock->name);
+        rc = dl_rw_state(lock, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_excl_check(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        struct dl_rw *rw = lock->rw;
+        /* Reader first, then let go of W: no writer can slip in between. */
+        rc = announce(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (rw->up_held) {
+                unlink(rw->up_path);
+                rw->up_held = false;
+        }
+        rc = dl_excl_release(lock, err);
+        if (rc != DIRLOCK_OK) {
+                dl_rw_entry_drop(rw->readers_dir, rw->r_path);
+                return rc;
+        }
+        rw->reader_entry = rw->r_path;
+        lock->mode = DIRLOCK_SHARED;
+        dl_ok(err);
+        return DIRLOCK_OK;
+}
+
+/* ---- maintenance ------------------------------------------------------------- */
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+        size_t n = strlen(s), m = strlen(suffix);
+        return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
 int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
 {
-        (void)lockdir;
+        DIR *d = opendir(lockdir);
+        if (d == NULL)
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", lockdir);
+        struct dirent *de;
+        char path[4096];
+        while ((de = readdir(d)) != NULL) {
+                const char *n = de->d_name;
+                if (n[0] == '.')
+                        continue;
+                snprintf(path, sizeof path, "%s/%s", lockdir, n);
+                if (has_suffix(n, ".readers") || has_suffix(n, ".wq") || has_suffix(n, ".fifo")) {
+                        dl_scan sc = {.active = "rawxt"};
+                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, &sc, NULL) == 0)
+                                rmdir(path); /* only if empty */
+                        continue;
+                }
+                const char *up = strstr(n, ".up.");
+                if (up != NULL && strlen(up) == 4 + 32) {
+                        dl_record rec;
+                        double age;
+                        if (dl_entry_read(path, &rec, &age) != 0)
+                                continue;
+                        /* Inert unless its token holds W; remove it when that is
+                         * not so and its owner is gone or it is old. */
+                        char lockentry[4096];
+                        snprintf(lockentry, sizeof lockentry, "%s/%.*s.lock/owner.%s", lockdir, (int)(up - n),
+                                 n, up + 4);
+                        struct stat st;
+                        if (lstat(lockentry, &st) != 0 &&
+                            dl_entry_stale(&rec, age, DIRLOCK_DEFAULT_STALE_AGE))
+                                unlink(path);
+                        else if (lstat(lockentry, &st) != 0 && dl_record_owner_alive(&rec) == 0)
+                                unlink(path);
+                }
+        }
+        closedir(d);
         dl_ok(err);
         return DIRLOCK_OK;
 }
 
 unsigned dl_rw_count_readers(const char *lockdir, const char *name)
 {
-        (void)lockdir;
-        (void)name;
-        return 0;
-}
-
-int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
-{
-        (void)lock;
-        (void)opts;
-        return dl_fail(err, DIRLOCK_EUPGRADE, 0, "upgrade is not available");
-}
-
-int dirlock_downgrade(dirlock *lock, dirlock_error *err)
-{
-        (void)lock;
-        return dl_fail(err, DIRLOCK_EINVAL, 0, "downgrade is not available");
+        char *dir = dl_join(lockdir, name, ".readers");
+        if (dir == NULL)
+                return 0;
+        dl_scan sc = {.active = "ra"};
+        unsigned n = dl_rw_scan(dir, DIRLOCK_DEFAULT_STALE_AGE, &sc, NULL) == 0 ? sc.live : 0;
+        free(dir);
+        /* An intent holder is a reader too. */
+        char *lock = dl_join(lockdir, name, ".lock");
+        DIR *d = lock ? opendir(lock) : NULL;
+        if (d != NULL) {
+                struct dirent *de;
+                while ((de = readdir(d)) != NULL) {
+                        if (strncmp(de->d_name, "owner.", 6) != 0)
+                                continue;
+                        char *p = dl_join(lock, de->d_name, NULL);
+                        dl_record rec;
+                        double age;
+                        if (p != NULL && dl_entry_read(p, &rec, &age) == 0 && rec.mode == DIRLOCK_INTENT)
+                                n++;
+                        free(p);
+                }
+                closedir(d);
+        }
+        free(lock);
+        return n;
 }

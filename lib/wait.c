@@ -1,8 +1,9 @@
 /* wait.c - waiting for a lock to change hands without sleeping blindly.
  *
  * A waiter wakes when:
- *   - inotify reports a deletion or rename in a watched directory (the lock
- *     directory: a released or broken lock is rmdir'ed there), ignoring
+ *   - inotify reports a deletion in the lock directory (a released or
+ *     broken lock is rmdir'ed there) or a deletion or rename in another
+ *     watched directory (dl_waiter_watch_dir), ignoring
  *     names that start with '.' (other processes' prepared directories);
  *   - the owner we were told to watch exits (a pidfd polls readable);
  *   - a re-check interval passes (RECHECK_MS), so that what sends no event
@@ -116,7 +117,11 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         if (w->inotify_fd < 0)
                 return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
         w->notify = true;
-        if (dl_waiter_watch_dir(w, lockdir) != 0) {
+        /* In the lock directory only deletions matter: a released or broken
+         * lock is rmdir'ed.  (Renames there are other processes' prepared
+         * directories becoming locks; waking every waiter on each of those
+         * would only cost context switches under contention.) */
+        if (inotify_add_watch(w->inotify_fd, lockdir, IN_DELETE | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
                 w->inotify_fd = -1;
                 w->notify = false;
         }

@@ -25,7 +25,11 @@ $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 
 test-build: all $(UNIT_BINS) $(PROG_BINS)
 
-test: test-build
+# make test installs what is missing first (tools/install-deps is quick
+# when everything is there), so it works on a fresh Debian machine.
+test:
+	tools/install-deps
+	$(MAKE) test-build
 	BUILD_DIR=$(BUILD) SANITIZE=$(SANITIZE) tests/run-all $(TESTS)
 
 .PHONY: test-build

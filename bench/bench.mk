@@ -1,0 +1,15 @@
+# bench/bench.mk - `make bench`: every benchmark, each printing a table and
+# writing bench/results/.  Benchmarks report ratios against baselines
+# measured in the same run; they assert nothing.
+
+CORE_BENCH := $(BUILD)/bench/core_bench
+
+$(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+bench-core: all $(CORE_BENCH)
+	BUILD_DIR=$(BUILD) bench/core-run
+
+bench: bench-core
+
+.PHONY: bench-core

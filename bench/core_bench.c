@@ -1,0 +1,279 @@
+/* core_bench.c - the exclusive lock's benchmark: uncontended
+ * acquire+release rate against bare mkdir+rmdir, flock(2) and fcntl(2);
+ * contended read-modify-write throughput for 1..16 processes against the
+ * serial limit, next to flock(2) and the seed article's 5 tries x 1 s mkdir
+ * lock; and release -> next-acquire hand-off latency.  Every figure is
+ * measured in the same run as its baseline; results are ratios.
+ *
+ *   core_bench uncontended DIR SECONDS
+ *   core_bench contended DIR SECONDS CS_MS LOCKING PROCS   (dirlock|flock|seed)
+ *   core_bench handoff DIR ROUNDS
+ * Each prints one line of numbers for bench/core-run to tabulate. */
+#include "dirlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+        struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+/* ---- uncontended ------------------------------------------------------ */
+
+static double rate(double seconds, int (*op)(const char *dir), const char *dir)
+{
+        long n = 0;
+        double t0 = now_s(), t;
+        do {
+                for (int i = 0; i < 64; i++)
+                        if (op(dir) != 0) {
+                                perror("bench op");
+                                exit(1);
+                        }
+                n += 64;
+                t = now_s();
+        } while (t - t0 < seconds);
+        return (double)n / (t - t0);
+}
+
+static char path_buf[4096];
+
+static int op_mkdir(const char *dir)
+{
+        snprintf(path_buf, sizeof path_buf, "%s/bare.lock", dir);
+        if (mkdir(path_buf, 0777) != 0)
+                return -1;
+        return rmdir(path_buf);
+}
+
+static int op_dirlock(const char *dir)
+{
+        dirlock *h;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        if (dirlock_acquire(dir, "bench", &o, &h, NULL) != DIRLOCK_OK)
+                return -1;
+        return dirlock_release(h, NULL) == DIRLOCK_OK ? 0 : -1;
+}
+
+static int flock_fd = -1;
+static int op_flock(const char *dir)
+{
+        (void)dir;
+        if (flock(flock_fd, LOCK_EX) != 0)
+                return -1;
+        return flock(flock_fd, LOCK_UN);
+}
+
+static int op_flock_open(const char *dir)
+{
+        snprintf(path_buf, sizeof path_buf, "%s/bench.flock", dir);
+        int fd = open(path_buf, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0 || flock(fd, LOCK_EX) != 0)
+                return -1;
+        return close(fd);
+}
+
+static int op_fcntl(const char *dir)
+{
+        (void)dir;
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(flock_fd, F_SETLKW, &fl) != 0)
+                return -1;
+        fl.l_type = F_UNLCK;
+        return fcntl(flock_fd, F_SETLK, &fl);
+}
+
+static int cmd_uncontended(const char *dir, double seconds)
+{
+        snprintf(path_buf, sizeof path_buf, "%s/bench.flock", dir);
+        flock_fd = open(path_buf, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (flock_fd < 0)
+                return 1;
+        /* Interleave the runs so machine noise hits all alike. */
+        double r[5] = {0};
+        for (int round = 0; round < 3; round++) {
+                r[0] += rate(seconds / 3, op_mkdir, dir);
+                r[1] += rate(seconds / 3, op_dirlock, dir);
+                r[2] += rate(seconds / 3, op_flock, dir);
+                r[3] += rate(seconds / 3, op_flock_open, dir);
+                r[4] += rate(seconds / 3, op_fcntl, dir);
+        }
+        printf("%.0f %.0f %.0f %.0f %.0f\n", r[0] / 3, r[1] / 3, r[2] / 3, r[3] / 3, r[4] / 3);
+        return 0;
+}
+
+/* ---- contended -------------------------------------------------------- */
+
+struct shared {
+        volatile long ops;
+        volatile long busy;
+        volatile int go;
+        volatile double release_at;
+        volatile int turn;
+};
+
+static void rmw(const char *file, double cs_s)
+{
+        long v = 0;
+        FILE *f = fopen(file, "r");
+        if (f) {
+                if (fscanf(f, "%ld", &v) != 1)
+                        v = 0;
+                fclose(f);
+        }
+        sleep_s(cs_s);
+        f = fopen(file, "w");
+        if (f) {
+                fprintf(f, "%ld\n", v + 1);
+                fclose(f);
+        }
+}
+
+static void contender(const char *dir, const char *locking, double cs_s, struct shared *sh, double end)
+{
+        char file[4096], seed_dir[4096], flock_path[4096];
+        snprintf(file, sizeof file, "%s/counter", dir);
+        snprintf(seed_dir, sizeof seed_dir, "%s/seed.lock", dir);
+        snprintf(flock_path, sizeof flock_path, "%s/bench.flock", dir);
+        int ffd = open(flock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        while (now_s() < end) {
+                if (strcmp(locking, "dirlock") == 0) {
+                        dirlock *h;
+                        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                        o.timeout = 10;
+                        if (dirlock_acquire(dir, "bench", &o, &h, NULL) != DIRLOCK_OK) {
+                                __sync_fetch_and_add(&sh->busy, 1);
+                                continue;
+                        }
+                        rmw(file, cs_s);
+                        dirlock_release(h, NULL);
+                } else if (strcmp(locking, "flock") == 0) {
+                        flock(ffd, LOCK_EX);
+                        rmw(file, cs_s);
+                        flock(ffd, LOCK_UN);
+                } else { /* seed: mkdir, 5 tries 1 s apart, else "busy" */
+                        int got = 0;
+                        for (int i = 0; i < 5 && !got; i++) {
+                                if (mkdir(seed_dir, 0755) == 0)
+                                        got = 1;
+                                else
+                                        sleep(1);
+                        }
+                        if (!got) {
+                                __sync_fetch_and_add(&sh->busy, 1);
+                                continue;
+                        }
+                        rmw(file, cs_s);
+                        rmdir(seed_dir);
+                }
+                __sync_fetch_and_add(&sh->ops, 1);
+        }
+        close(ffd);
+}
+
+static int cmd_contended(const char *dir, double seconds, double cs_ms, const char *locking, int procs)
+{
+        struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (sh == MAP_FAILED)
+                return 1;
+        double start = now_s() + 0.05, end = start + seconds;
+        for (int i = 0; i < procs; i++) {
+                pid_t p = fork();
+                if (p == 0) {
+                        while (now_s() < start)
+                                ;
+                        contender(dir, locking, cs_ms / 1e3, sh, end);
+                        _exit(0);
+                }
+        }
+        while (wait(NULL) > 0)
+                ;
+        printf("%.2f %ld\n", (double)sh->ops / seconds, sh->busy);
+        return 0;
+}
+
+/* ---- hand-off latency ------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* Two processes pass the lock back and forth; each records the time from
+ * the other's release call to its own acquire returning. */
+static int cmd_handoff(const char *dir, int rounds)
+{
+        struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        double *lat = mmap(NULL, sizeof(double) * (size_t)rounds * 2, PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (sh == MAP_FAILED || lat == MAP_FAILED)
+                return 1;
+        sh->turn = 0;
+        for (int me = 0; me < 2; me++) {
+                if (fork() == 0) {
+                        for (int i = 0; i < rounds; i++) {
+                                /* Wait until it is our turn to be the waiter. */
+                                while (sh->turn != me * 2 + 0 && sh->turn != 4)
+                                        ;
+                                dirlock *h;
+                                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                                if (me == 0) {
+                                        /* Holder: take, let the other start waiting, release. */
+                                        dirlock_acquire(dir, "handoff", &o, &h, NULL);
+                                        sh->turn = 2;
+                                        sleep_s(0.002); /* the other is blocked by now */
+                                        sh->release_at = now_s();
+                                        dirlock_release(h, NULL);
+                                        while (sh->turn != 0)
+                                                ;
+                                } else {
+                                        dirlock_acquire(dir, "handoff", &o, &h, NULL);
+                                        lat[i] = now_s() - sh->release_at;
+                                        dirlock_release(h, NULL);
+                                        sh->turn = 0;
+                                }
+                        }
+                        _exit(0);
+                }
+        }
+        while (wait(NULL) > 0)
+                ;
+        qsort(lat, (size_t)rounds, sizeof(double), cmp_double);
+        printf("%.1f %.1f %.1f\n", lat[rounds / 2] * 1e6, lat[rounds * 99 / 100] * 1e6, lat[rounds - 1] * 1e6);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        signal(SIGPIPE, SIG_IGN);
+        if (argc >= 4 && strcmp(argv[1], "uncontended") == 0)
+                return cmd_uncontended(argv[2], atof(argv[3]));
+        if (argc >= 7 && strcmp(argv[1], "contended") == 0)
+                return cmd_contended(argv[2], atof(argv[3]), atof(argv[4]), argv[5], atoi(argv[6]));
+        if (argc >= 4 && strcmp(argv[1], "handoff") == 0)
+                return cmd_handoff(argv[2], atoi(argv[3]));
+        fprintf(stderr, "usage: core_bench uncontended|contended|handoff ...\n");
+        return 2;
+}

@@ -1,0 +1,83 @@
+/* rw_internal.h - what the reader-writer files (rwlock.c, rw_entries.c,
+ * fifo.c) share: the per-handle reader-writer state, the entry directory
+ * scanner and the FIFO ticket queue.  See lib/rwlock.c for the protocol. */
+#ifndef DIRLOCK_RW_INTERNAL_H
+#define DIRLOCK_RW_INTERNAL_H
+
+#include "internal.h"
+
+/* Paths of one name's reader-writer files, all in the lock directory D:
+ *   D/NAME.readers/        shared holders and waiting readers
+ *       r.<T>              a reader that announced itself
+ *       a.<T>              a waiting reader admitted by a fair writer
+ *       w.<T>              a fair reader waiting for a write phase to end
+ *   D/NAME.up.<T>          intent holder T upgrades: new readers wait
+ *   D/NAME.wq/x.<T>        writer T waits (policy `writer`): readers wait
+ *   D/NAME.fifo/t.<SEQ>    FIFO ticket (DIRLOCK_FIFO), record names the waiter
+ * Every entry is a symlink holding an owner record; its mtime is its age. */
+struct dl_rw {
+        char *readers_dir;        /* D/NAME.readers                      */
+        char *r_path;             /* D/NAME.readers/r.<T>                */
+        char *a_path;             /* D/NAME.readers/a.<T>                */
+        char *w_path;             /* D/NAME.readers/w.<T>                */
+        char *up_path;            /* D/NAME.up.<T>                       */
+        char *wq_dir;             /* D/NAME.wq                           */
+        char *wq_entry;           /* D/NAME.wq/x.<T>                     */
+        char *fifo_dir;           /* D/NAME.fifo                         */
+        char *ticket;             /* our ticket path while queued, NULL  */
+        const char *reader_entry; /* r_path or a_path while reading      */
+        bool up_held;             /* up_path is ours                     */
+        bool wq_held;             /* wq_entry is ours                    */
+};
+
+/* Allocate h->rw (idempotent).  DIRLOCK_OK or DIRLOCK_ENOMEM. */
+int dl_rw_state(dirlock *h, dirlock_error *err);
+
+/* ---- entry directories (rw_entries.c) ---------------------------------- */
+
+/* Result of scanning an entry directory. */
+typedef struct dl_scan {
+        const char *active;     /* kinds counted as live holders ("ra")  */
+        const char *admit_from; /* with admit: rename "w." entries ...    */
+        bool admit;             /* ... to "a." (fair writer's first scan) */
+        bool remember;          /* record the tokens of live r./w. entries */
+        bool admit_known;       /* admit w.<T> only for remembered tokens  */
+        char (*known)[33];      /* remembered tokens (malloc'd)           */
+        unsigned nknown, cap;
+        unsigned live;     /* live entries of an active kind         */
+        unsigned admitted; /* waiting readers let in by this scan    */
+        bool have_one;     /* `one` holds a live holder's record     */
+        dl_record one;
+} dl_scan;
+
+/* Scan `dir` (absent = empty): break every stale entry (unlink exactly the
+ * judged path), count live entries whose kind letter is in s->active and,
+ * when s->admit, rename live waiting entries w.<T> to a.<T> (only those
+ * whose token was remembered by an earlier scan when s->admit_known).
+ * s->remember: remember the tokens of the live r. and w. entries seen.
+ * 0 or -1 with a dirlock_code in err; dl_rw_scan_done frees the memory. */
+int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err);
+void dl_rw_scan_done(dl_scan *s);
+
+/* Create entry `path` (our record, `mode`) in directory `dir`, making the
+ * directory when it is missing (it is removed when it empties).  0 or -1
+ * with errno. */
+int dl_rw_entry_make(const char *dir, const char *path, const char *token, int mode);
+
+/* Remove our entry `path`, then `dir` if that left it empty.  0, or -1 with
+ * errno (ENOENT: the entry had been broken). */
+int dl_rw_entry_drop(const char *dir, const char *path);
+
+/* ---- FIFO ticket queue (fifo.c) ---------------------------------------- */
+
+/* Take a ticket: the next sequence number in D/NAME.fifo. */
+int dl_fifo_join(dirlock *h, dirlock_error *err);
+/* 1 when no live ticket precedes ours (dead ones are broken on the way),
+ * 0 otherwise with *ahead the nearest live waiter ahead; -1 on error. */
+int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err);
+/* Give the ticket back (idempotent). */
+void dl_fifo_leave(dirlock *h);
+/* Renew the ticket's age while waiting. */
+void dl_fifo_touch(dirlock *h);
+
+#endif
