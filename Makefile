@@ -30,6 +30,7 @@ include lib/lib.mk
 -include tests/tests.mk
 -include bench/bench.mk
 -include bench/board.mk
+-include bench/rw.mk
 -include tools/deploy.mk
 -include tests/fuzz/fuzz.mk
 -include tests/model/model.mk

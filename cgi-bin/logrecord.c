@@ -1,6 +1,7 @@
 /* logrecord.c - message log line serialization (see logrecord.h). */
 #include "logrecord.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +34,15 @@ void logrecord_free(struct logrecord *rec)
 /* Decimal without sign or leading zeros (except "0"), no overflow. */
 static int parse_number(const char *s, size_t len, long long *out)
 {
-        if (len == 0 || len > 18)
+        if (len == 0 || len > 19)
                 return -1;
         if (len > 1 && s[0] == '0')
                 return -1;
         long long v = 0;
         for (size_t i = 0; i < len; i++) {
                 if (s[i] < '0' || s[i] > '9')
+                        return -1;
+                if (v > (LLONG_MAX - (s[i] - '0')) / 10)
                         return -1;
                 v = v * 10 + (s[i] - '0');
         }
@@ -112,8 +115,10 @@ int logrecord_parse(const char *line, size_t len, struct logrecord *out)
                 return LOGRECORD_EFIELDS;
         if (parse_number(start[0], flen[0], &out->no) < 0 || out->no < 1)
                 return LOGRECORD_ENUMBER;
-        if (parse_number(start[1], flen[1], &out->time) < 0)
+        if (parse_number(start[1], flen[1], &out->time) < 0) {
+                out->no = 0; /* on error *out is zeroed */
                 return LOGRECORD_ETIME;
+        }
         struct lr_text *t[4] = {&out->name, &out->subject, &out->body, &out->pwhash};
         for (int k = 0; k < 4; k++) {
                 int rc = unescape(start[2 + k], flen[2 + k], t[k]);

@@ -40,7 +40,7 @@
  *      ever remove an empty, i.e. free, lock.  A crash between 1 and 2
  *      leaves an empty directory, which is a free lock.
  *
- * STALE JUDGEMENT (judge_holder): read the owner entry's name, record and
+ * STALE JUDGEMENT (dl_excl_judge): read the owner entry's name, record and
  * mtime.  The lock is stale when its age exceeds the stale age, or at once
  * when the owner is on this host (same host name, boot and pid namespace)
  * and provably dead: no such pid, a zombie, or a different start time.
@@ -183,26 +183,23 @@ void dl_excl_discard_prep(dirlock *h)
 
 /* ---- judging and breaking -------------------------------------------- */
 
-enum judgement { J_FREE, J_HELD, J_ERROR };
-
-/* Looks at D/NAME.lock.  J_FREE: absent, empty, or stale and now broken by
- * us or someone else (retry at once).  J_HELD: *holder filled (pid 0 when
- * the owner is unknown). */
-static enum judgement judge_holder(dirlock *h, dl_record *holder, dirlock_error *err)
+enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err)
 {
         memset(holder, 0, sizeof *holder);
+        if (holder_token != NULL)
+                holder_token[0] = '\0';
         int dfd = open(h->lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) {
                 if (errno == ENOENT)
-                        return J_FREE;
+                        return DL_FREE;
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-                return J_ERROR;
+                return DL_ERROR;
         }
         DIR *dir = fdopendir(dfd);
         if (dir == NULL) {
                 close(dfd);
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-                return J_ERROR;
+                return DL_ERROR;
         }
         char entry_name[OWNER_PREFIX_LEN + 33] = "";
         bool other = false;
@@ -221,14 +218,14 @@ static enum judgement judge_holder(dirlock *h, dl_record *holder, dirlock_error 
 
         if (entry_name[0] == '\0') {
                 if (!other)
-                        return J_FREE; /* empty: free by invariant A */
+                        return DL_FREE; /* empty: free by invariant A */
                 /* Not made by this library, or damaged: judge by the
                  * directory's age and break it only when that is stale. */
                 struct timespec now;
                 clock_gettime(CLOCK_REALTIME, &now);
                 double age = have_dst ? (double)(now.tv_sec - dst.st_mtim.tv_sec) : 0;
                 if (age <= h->opts.stale_age)
-                        return J_HELD;
+                        return DL_HELD;
                 char leaf[DIRLOCK_NAME_MAX + 48];
                 snprintf(leaf, sizeof leaf, ".%s.%s.broken", h->name, h->token);
                 char *aside = dl_join(h->lockdir, leaf, NULL);
@@ -246,26 +243,28 @@ static enum judgement judge_holder(dirlock *h, dl_record *holder, dirlock_error 
                         rmdir(aside);
                 }
                 free(aside);
-                return J_FREE;
+                return DL_FREE;
         }
 
+        if (holder_token != NULL)
+                memcpy(holder_token, entry_name + OWNER_PREFIX_LEN, 33);
         char *entry = dl_join(h->lock_path, entry_name, NULL);
         if (entry == NULL) {
                 dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                return J_ERROR;
+                return DL_ERROR;
         }
         double age;
         if (dl_entry_read(entry, holder, &age) != 0) {
                 int e = errno;
                 free(entry);
                 if (e == ENOENT)
-                        return J_FREE; /* released while we looked */
+                        return DL_FREE; /* released while we looked */
                 dl_fail(err, DIRLOCK_EIO, e, "cannot read owner record of '%s'", h->lock_path);
-                return J_ERROR;
+                return DL_ERROR;
         }
         if (!dl_entry_stale(holder, age, h->opts.stale_age)) {
                 free(entry);
-                return J_HELD;
+                return DL_HELD;
         }
         /* Test hook: stop between judgement and removal, so tests can show
          * that a breaker resumed late cannot remove a newer lock. */
@@ -275,7 +274,7 @@ static enum judgement judge_holder(dirlock *h, dl_record *holder, dirlock_error 
         if (unlink(entry) == 0)
                 rmdir(h->lock_path);
         free(entry);
-        return J_FREE;
+        return DL_FREE;
 }
 
 /* ---- the public steps ------------------------------------------------ */
@@ -304,15 +303,15 @@ int dl_excl_try(dirlock *h, dl_record *holder, dirlock_error *err)
         dl_record scratch;
         if (holder == NULL)
                 holder = &scratch;
-        /* A few rounds: each J_FREE means the lock just became free. */
+        /* A few rounds: each DL_FREE means the lock just became free. */
         for (int round = 0; round < 8; round++) {
                 int rc = take_once(h, err);
                 if (rc != DIRLOCK_EBUSY)
                         return rc;
-                enum judgement j = judge_holder(h, holder, err);
-                if (j == J_ERROR)
+                enum dl_judgement j = dl_excl_judge(h, holder, NULL, err);
+                if (j == DL_ERROR)
                         return err ? err->code : DIRLOCK_EIO;
-                if (j == J_HELD)
+                if (j == DL_HELD)
                         return DIRLOCK_EBUSY;
         }
         return DIRLOCK_EBUSY;

@@ -146,6 +146,12 @@ int dl_excl_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
 int dl_excl_release(dirlock *h, dirlock_error *err);
 int dl_excl_refresh(dirlock *h, dirlock_error *err);
 int dl_excl_check(const dirlock *h, dirlock_error *err);
+/* Look at the holder of h->lock_path; break it if stale (see BREAK in
+ * exclusive.c).  DL_FREE: absent, empty, or just broken (retry at once).
+ * DL_HELD: *holder filled (pid 0 when the record is unreadable) and, if
+ * holder_token is not NULL, the holder's token (from its entry name). */
+enum dl_judgement { DL_FREE, DL_HELD, DL_ERROR };
+enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err);
 /* Remove the prepared directory of a failed or finished acquire. */
 void dl_excl_discard_prep(dirlock *h);
 

@@ -206,8 +206,7 @@ static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, con
         for (int i = 0; i < 2; i++) {
                 if (extra[i] == NULL || !w->notify)
                         continue;
-                if (dl_waiter_watch_dir(w, extra[i]) != 0 && errno == ENOENT)
-                        w->notify = true;
+                dl_waiter_watch_dir(w, extra[i]); /* a vanished one is fine */
         }
 }
 
@@ -220,72 +219,28 @@ enum wstate { W_OPEN, W_BLOCK, W_ERROR };
  * here exactly as exclusive.c breaks it (unlink the judged entry). */
 static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
 {
-        memset(holder, 0, sizeof *holder);
-        for (int round = 0; round < 8; round++) {
-                int dfd = open(h->lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0) {
-                        if (errno == ENOENT)
-                                return W_OPEN;
-                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-                        return W_ERROR;
-                }
-                DIR *d = fdopendir(dfd);
-                if (d == NULL) {
-                        close(dfd);
-                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-                        return W_ERROR;
-                }
-                char name[64] = "";
-                bool other = false;
-                struct dirent *de;
-                while ((de = readdir(d)) != NULL) {
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                                continue;
-                        if (strncmp(de->d_name, "owner.", 6) == 0 && strlen(de->d_name) == 38)
-                                memcpy(name, de->d_name, 39);
-                        else
-                                other = true;
-                }
-                closedir(d);
-                if (name[0] == '\0')
-                        return other ? W_BLOCK : W_OPEN; /* foreign content: exclusive.c decides */
-                char *entry = dl_join(h->lock_path, name, NULL);
-                if (entry == NULL) {
-                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                        return W_ERROR;
-                }
-                double age;
-                int rc = dl_entry_read(entry, holder, &age);
-                int e = errno;
-                if (rc != 0) {
-                        free(entry);
-                        if (e == ENOENT)
-                                return W_OPEN; /* released after our announce */
-                        dl_fail(err, DIRLOCK_EIO, e, "cannot read owner record of '%s'", h->lock_path);
-                        return W_ERROR;
-                }
-                if (dl_entry_stale(holder, age, h->opts.stale_age)) {
-                        if (unlink(entry) == 0)
-                                rmdir(h->lock_path);
-                        free(entry);
-                        continue; /* look again */
-                }
-                free(entry);
-                if (holder->mode != DIRLOCK_INTENT)
-                        return W_BLOCK;
-                char up[DIRLOCK_NAME_MAX + 80];
-                snprintf(up, sizeof up, "%s.up.%.32s", h->name, name + 6);
-                char *up_path = dl_join(h->lockdir, up, NULL);
-                if (up_path == NULL) {
-                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                        return W_ERROR;
-                }
-                struct stat st;
-                rc = lstat(up_path, &st);
-                free(up_path);
-                return rc == 0 ? W_BLOCK : W_OPEN;
+        char token[33];
+        switch (dl_excl_judge(h, holder, token, err)) {
+        case DL_ERROR:
+                return W_ERROR;
+        case DL_FREE:
+                return W_OPEN;
+        case DL_HELD:
+                break;
         }
-        return W_BLOCK;
+        if (token[0] == '\0' || holder->mode != DIRLOCK_INTENT)
+                return W_BLOCK; /* a writer, or foreign content */
+        char up[DIRLOCK_NAME_MAX + 80];
+        snprintf(up, sizeof up, "%s.up.%s", h->name, token);
+        char *up_path = dl_join(h->lockdir, up, NULL);
+        if (up_path == NULL) {
+                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                return W_ERROR;
+        }
+        struct stat st;
+        int rc = lstat(up_path, &st);
+        free(up_path);
+        return rc == 0 ? W_BLOCK : W_OPEN;
 }
 
 /* Reader's look: W, and for policy `writer` the waiting writers too. */
@@ -617,8 +572,8 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 dl_waiter_wait(&w, deadline);
                 /* The readers directory may have been removed and made
                  * again since we started watching: watch it again. */
-                if (w.notify && dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && errno == ENOENT)
-                        w.notify = true;
+                if (w.notify)
+                        dl_waiter_watch_dir(&w, rw->readers_dir); /* ENOENT: gone, fine */
         }
         if (waiting)
                 dl_waiter_close(&w);

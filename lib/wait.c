@@ -139,8 +139,11 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
                 return -1;
         uint32_t mask = IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR;
         if (inotify_add_watch(w->inotify_fd, dir, mask) < 0) {
-                /* ENOSPC: out of watches.  Keep the fd but poll by backoff. */
-                w->notify = false;
+                /* ENOSPC: out of watches; poll by backoff from now on.
+                 * ENOENT (the directory is gone, e.g. the last reader
+                 * removed it) and the like only fail this one watch. */
+                if (errno == ENOSPC || errno == ENOMEM)
+                        w->notify = false;
                 return -1;
         }
         return 0;

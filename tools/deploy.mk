@@ -2,8 +2,9 @@
 #   make deps                      install missing Debian packages
 #   make start [PORT=8080] [DELAY_MS=0] [SERVER=nginx|fcgiwrap|lighttpd|apache]
 #   make stop                      stop everything make start started
-#   make demo [PORT=8080]          deps + start with DELAY_MS=20 + the
-#                                  lost-update demonstration; boards stay up
+#   make demo [PORT=8080]          deps + start with DELAY_MS=20 from empty
+#                                  boards + the lost-update and torn-read
+#                                  demonstration; the boards stay up
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
 
@@ -30,12 +31,14 @@ stop:
 status:
 	@tools/deploy status
 
+# The demonstration starts from empty boards (FRESH=1 empties data/<board>/).
 demo: deps
-	$(MAKE) start PORT=$(PORT) DELAY_MS=$(demo_delay) SERVER=nginx
-	tests/lost-update --expect-loss --empty --data-dir data \
-		-c $(DEMO_CLIENTS) -n $(DEMO_POSTS) http://127.0.0.1:$(PORT)/board/ || \
-		echo "demo: the lost-update run reported a failure (see above)"
-	@echo
-	@echo "The boards are up: http://127.0.0.1:$(PORT)/   (make stop to stop them)"
+	$(MAKE) all
+	PORT=$(PORT) DELAY_MS=$(demo_delay) SERVER=nginx WORKERS=$(WORKERS) FRESH=1 tools/deploy start
+	@rc=0; tests/lost-update --expect-loss --torn -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) \
+		http://127.0.0.1:$(PORT)/board/ || rc=$$?; \
+	echo; \
+	echo "The boards are up: http://127.0.0.1:$(PORT)/   (make stop to stop them)"; \
+	exit $$rc
 
 .PHONY: status

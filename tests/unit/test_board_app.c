@@ -1,0 +1,446 @@
+/* test_board_app.c - whole requests through app_handle(): pages, posting,
+ * CSRF, limits, status codes, lock modes (with the dirlock library), SQLite,
+ * pagination, rate limit, delete. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../cgi-bin/app.h"
+#include "dirlock.h"
+
+struct world {
+        char dir[64];
+        char conf[128];
+        char data[128];
+        struct app app;
+        char cookie[80];
+        char token[CSRF_TOKEN_LEN + 1];
+};
+
+struct body_src {
+        const char *p;
+        size_t left;
+        int reads;
+};
+
+static long mem_read(void *ctx, char *dst, size_t n)
+{
+        struct body_src *s = ctx;
+        s->reads++;
+        if (n > s->left)
+                n = s->left;
+        memcpy(dst, s->p, n);
+        s->p += n;
+        s->left -= n;
+        return (long)n;
+}
+
+/* One request; returns the status, *out gets the whole response. */
+static int request(struct world *w, const char *method, const char *uri, const char *query, const char *body,
+                   const char *cookie, struct buf *out, int *reads)
+{
+        char e_conf[160], e_method[32], e_uri[256], e_query[256], e_len[48], e_cookie[128];
+        snprintf(e_conf, sizeof e_conf, "BOARD_CONF=%s", w->conf);
+        snprintf(e_method, sizeof e_method, "REQUEST_METHOD=%s", method);
+        snprintf(e_uri, sizeof e_uri, "DOCUMENT_URI=%s", uri);
+        snprintf(e_query, sizeof e_query, "QUERY_STRING=%s", query ? query : "");
+        snprintf(e_len, sizeof e_len, "CONTENT_LENGTH=%zu", body ? strlen(body) : 0);
+        snprintf(e_cookie, sizeof e_cookie, "HTTP_COOKIE=%s", cookie ? cookie : "");
+        char *envp[] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, "REMOTE_ADDR=192.0.2.1", NULL};
+        struct body_src src = {body ? body : "", body ? strlen(body) : 0, 0};
+        buf_reset(out);
+        int status = app_handle(&w->app, envp, mem_read, &src, out);
+        if (reads)
+                *reads = src.reads;
+        assert_non_null(out->data);
+        char want[32];
+        snprintf(want, sizeof want, "Status: %d ", status);
+        assert_true(strncmp(out->data, want, strlen(want)) == 0);
+        return status;
+}
+
+static void make_world(struct world *w, const char *extra)
+{
+        memset(w, 0, sizeof *w);
+        strcpy(w->dir, "/tmp/test_board_app_XXXXXX");
+        assert_non_null(mkdtemp(w->dir));
+        snprintf(w->conf, sizeof w->conf, "%s/board.conf", w->dir);
+        snprintf(w->data, sizeof w->data, "%s/data", w->dir);
+        FILE *fp = fopen(w->conf, "w");
+        fprintf(fp, "title = テスト\nbase_path = /b/\ndata_dir = %s\nlock_timeout = 0.3\n%s", w->data, extra);
+        fclose(fp);
+        /* GET the page: cookie and token, as a browser would. */
+        struct buf out = BUF_INIT;
+        assert_int_equal(request(w, "GET", "/b/", NULL, NULL, NULL, &out, NULL), 200);
+        const char *c = strstr(out.data, "Set-Cookie: board_csrf=");
+        assert_non_null(c);
+        snprintf(w->cookie, sizeof w->cookie, "board_csrf=%.32s", c + strlen("Set-Cookie: board_csrf="));
+        assert_non_null(strstr(out.data, "; Path=/b/; HttpOnly; SameSite=Strict"));
+        const char *t = strstr(out.data, "<input type=\"hidden\" name=\"token\" value=\"");
+        assert_non_null(t);
+        t += strlen("<input type=\"hidden\" name=\"token\" value=\"");
+        memcpy(w->token, t, CSRF_TOKEN_LEN);
+        w->token[CSRF_TOKEN_LEN] = '\0';
+        assert_non_null(strstr(out.data, "Content-Type: text/html; charset=utf-8"));
+        buf_free(&out);
+        /* With the cookie, no new one is set. */
+        struct buf again = BUF_INIT;
+        assert_int_equal(request(w, "GET", "/b/", NULL, NULL, w->cookie, &again, NULL), 200);
+        assert_null(strstr(again.data, "Set-Cookie"));
+        assert_non_null(strstr(again.data, w->token));
+        buf_free(&again);
+}
+
+static void end_world(struct world *w)
+{
+        app_free(&w->app);
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", w->dir);
+        assert_int_equal(system(cmd), 0);
+}
+
+static int post(struct world *w, const char *fields, struct buf *out)
+{
+        char body[4096];
+        snprintf(body, sizeof body, "token=%s&%s", w->token, fields);
+        return request(w, "POST", "/b/post", NULL, body, w->cookie, out, NULL);
+}
+
+static void test_post_and_read(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = mkdir\n");
+        struct buf out = BUF_INIT;
+        assert_int_equal(
+            post(&w, "name=%E5%A4%AA%E9%83%8E&subject=<b>hi&body=line1%0D%0Aline2&password=pw", &out), 303);
+        assert_non_null(strstr(out.data, "Location: /b/\r\n"));
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "<span class=\"name\">太郎</span>"));
+        assert_non_null(strstr(out.data, "&lt;b&gt;hi"));
+        assert_null(strstr(out.data, "<b>hi"));
+        assert_non_null(strstr(out.data, "line1\nline2"));
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "Content-Type: application/json"));
+        assert_non_null(strstr(out.data, "{\"messages\":[{\"no\":1,\"name\":\"太郎\",\"subject\":\"<b>hi\","
+                                         "\"body\":\"line1\\nline2\",\"time\":\""));
+        assert_null(strstr(out.data, "$y$"));
+        assert_int_equal(post(&w, "body=two", &out), 303);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", "since=1", NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"no\":2,\"name\":\"anonymous\""));
+        assert_null(strstr(out.data, "\"no\":1"));
+        assert_int_equal(request(&w, "GET", "/b/api/messages", "since=x", NULL, NULL, &out, NULL), 400);
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_csrf_and_errors(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "max_body = 1000\n");
+        struct buf out = BUF_INIT;
+        /* no cookie, wrong token, missing token */
+        char body[200];
+        snprintf(body, sizeof body, "token=%s&body=x", w.token);
+        assert_int_equal(request(&w, "POST", "/b/post", NULL, body, NULL, &out, NULL), 403);
+        assert_int_equal(request(&w, "POST", "/b/post", NULL, "token=00&body=x", w.cookie, &out, NULL), 403);
+        assert_int_equal(request(&w, "POST", "/b/post", NULL, "body=x", w.cookie, &out, NULL), 403);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, "no=1&password=x", w.cookie, &out, NULL),
+                         403);
+        /* too large: refused before reading */
+        char big[1200];
+        memset(big, 'a', sizeof big - 1);
+        big[sizeof big - 1] = '\0';
+        int reads = -1;
+        assert_int_equal(request(&w, "POST", "/b/post", NULL, big, w.cookie, &out, &reads), 413);
+        assert_int_equal(reads, 0);
+        /* 400s show the form again with what was typed, escaped */
+        assert_int_equal(post(&w, "name=%3Cme%3E&body=50%ZZoff", &out), 400);
+        assert_non_null(strstr(out.data, "malformed percent-encoding"));
+        assert_non_null(strstr(out.data, "value=\"&lt;me&gt;\""));
+        assert_non_null(strstr(out.data, "50%ZZoff</textarea>"));
+        assert_int_equal(post(&w, "name=a&body=%FF%FE", &out), 400);
+        assert_non_null(strstr(out.data, "not valid UTF-8"));
+        assert_int_equal(post(&w, "name=a&subject=s", &out), 400);
+        assert_non_null(strstr(out.data, "value=\"s\""));
+        assert_int_equal(post(&w, "body=a&body=b", &out), 400);
+        char longname[200];
+        snprintf(longname, sizeof longname, "body=x&name=%065d", 0);
+        assert_int_equal(post(&w, longname, &out), 400);
+        assert_non_null(strstr(out.data, "too long"));
+        /* routes and methods */
+        assert_int_equal(request(&w, "GET", "/b/nothing", NULL, NULL, NULL, &out, NULL), 404);
+        assert_int_equal(request(&w, "GET", "/elsewhere/", NULL, NULL, NULL, &out, NULL), 404);
+        assert_int_equal(request(&w, "GET", "/b", NULL, NULL, NULL, &out, NULL), 301);
+        assert_int_equal(request(&w, "GET", "/b/post", NULL, NULL, NULL, &out, NULL), 405);
+        assert_non_null(strstr(out.data, "Allow: POST"));
+        assert_int_equal(request(&w, "HEAD", "/b/", NULL, NULL, NULL, &out, NULL), 200);
+        assert_null(strstr(out.data, "<html"));
+        /* nothing was stored by any of this */
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "{\"messages\":[]}"));
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_delete(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = rw\n");
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=keep&password=", &out), 303);
+        assert_int_equal(post(&w, "body=del&password=secret", &out), 303);
+        char body[200];
+        snprintf(body, sizeof body, "token=%s&no=2&password=wrong", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 403);
+        snprintf(body, sizeof body, "token=%s&no=1&password=x", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 403);
+        snprintf(body, sizeof body, "token=%s&no=9&password=x", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 404);
+        snprintf(body, sizeof body, "token=%s&no=abc&password=x", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 400);
+        snprintf(body, sizeof body, "token=%s&no=2&password=secret", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 303);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"body\":\"keep\""));
+        assert_null(strstr(out.data, "\"body\":\"del\""));
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_pages_and_cap(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "page_size = 2\nmax_messages = 4\n");
+        struct buf out = BUF_INIT;
+        for (int i = 1; i <= 5; i++) {
+                char f[32];
+                snprintf(f, sizeof f, "body=msg%d", i);
+                assert_int_equal(post(&w, f, &out), 303);
+        }
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        char *m5 = strstr(out.data, "msg5"), *m4 = strstr(out.data, "msg4");
+        assert_non_null(m5);
+        assert_non_null(m4);
+        assert_true(m5 < m4); /* newest first */
+        assert_null(strstr(out.data, "msg3"));
+        assert_non_null(strstr(out.data, "href=\"/b/?page=2\""));
+        assert_int_equal(request(&w, "GET", "/b/", "page=2", NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "msg3"));
+        assert_non_null(strstr(out.data, "msg2"));
+        assert_null(strstr(out.data, "msg1")); /* capped at 4 */
+        assert_null(strstr(out.data, "msg4"));
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_rate_limit(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "min_post_interval = 60\n");
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=one", &out), 303);
+        assert_int_equal(post(&w, "body=two", &out), 429);
+        assert_non_null(strstr(out.data, "Retry-After: "));
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void hold_and_post(const char *mode, int lock_kind)
+{
+        struct world w;
+        char extra[64];
+        snprintf(extra, sizeof extra, "lock_mode = %s\n", mode);
+        make_world(&w, extra);
+        char lockdir[160];
+        snprintf(lockdir, sizeof lockdir, "%s/locks", w.data);
+        dirlock_options o;
+        dirlock_options_init(&o);
+        o.timeout = 1;
+        o.mode = lock_kind;
+        dirlock *h = NULL;
+        dirlock_error de;
+        int rc = strcmp(mode, "flock") == 0 ? dirlock_flock_acquire(lockdir, "messages", &o, &h, &de)
+                                            : dirlock_acquire(lockdir, "messages", &o, &h, &de);
+        assert_int_equal(rc, DIRLOCK_OK);
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=blocked", &out), 503);
+        assert_non_null(strstr(out.data, "Retry-After: 1\r\n"));
+        assert_non_null(strstr(out.data, "busy, please try again"));
+        assert_int_equal(dirlock_release(h, &de), DIRLOCK_OK);
+        assert_int_equal(post(&w, "body=free", &out), 303);
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_lock_busy_mkdir(void **state)
+{
+        (void)state;
+        hold_and_post("mkdir", DIRLOCK_EXCLUSIVE);
+}
+
+static void test_lock_busy_rw_reader(void **state)
+{
+        (void)state;
+        /* a reader present: the post's upgrade to exclusive times out */
+        hold_and_post("rw", DIRLOCK_SHARED);
+}
+
+static void test_lock_busy_flock(void **state)
+{
+        (void)state;
+        hold_and_post("flock", DIRLOCK_EXCLUSIVE);
+}
+
+static void test_corrupt_log(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "");
+        char path[160];
+        snprintf(path, sizeof path, "%s/messages.log", w.data);
+        FILE *fp = fopen(path, "w");
+        fputs("1\t0\ta\tb\tc\t\nbroken line\n", fp);
+        fclose(fp);
+        struct buf out = BUF_INIT;
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 500);
+        assert_non_null(strstr(out.data, "line 2 does not parse"));
+        assert_int_equal(post(&w, "body=x", &out), 500);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 500);
+        fp = fopen(path, "r");
+        char text[100] = "";
+        size_t n = fread(text, 1, sizeof text - 1, fp);
+        fclose(fp);
+        text[n] = '\0';
+        assert_string_equal(text, "1\t0\ta\tb\tc\t\nbroken line\n");
+        buf_free(&out);
+        end_world(&w);
+}
+
+static size_t count_entries(const char *dir)
+{
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+        FILE *p = popen(cmd, "r");
+        unsigned long n = 0;
+        if (fscanf(p, "%lu", &n) != 1)
+                n = 999;
+        pclose(p);
+        return n;
+}
+
+static void test_lock_lost_before_rename(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = mkdir\nstale_age = 0.2\ndelay_ms = 700\n");
+        struct buf out = BUF_INIT;
+        char lockdir[160];
+        snprintf(lockdir, sizeof lockdir, "%s/locks", w.data);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                /* While the post sleeps inside its window, break its lock. */
+                usleep(300000);
+                dirlock_error de;
+                int rc = dirlock_break(lockdir, "messages", 0.2, 1, &de);
+                _exit(rc == DIRLOCK_OK ? 0 : 1);
+        }
+        assert_int_equal(post(&w, "body=lost", &out), 503);
+        assert_non_null(strstr(out.data, "Retry-After: 1"));
+        int status = 0;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        /* nothing written: no log, no temp file (only locks/ and secret) */
+        char path[160];
+        snprintf(path, sizeof path, "%s/messages.log", w.data);
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(count_entries(w.data), 2);
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_storage_failure(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = none\n");
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=before", &out), 303);
+        char cmd[256];
+        /* An immutable directory refuses new files even to root. */
+        snprintf(cmd, sizeof cmd, "chattr +i '%s' 2>/dev/null", w.data);
+        if (system(cmd) != 0) {
+                buf_free(&out);
+                end_world(&w);
+                skip();
+                return;
+        }
+        int status = post(&w, "body=during", &out);
+        int says = strstr(out.data, "could not complete the request") != NULL;
+        size_t entries = count_entries(w.data);
+        snprintf(cmd, sizeof cmd, "chattr -i '%s'", w.data);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(status, 500);
+        assert_true(says);
+        assert_int_equal(entries, 2); /* messages.log and secret: no temp file */
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"body\":\"before\""));
+        assert_null(strstr(out.data, "during"));
+        assert_int_equal(post(&w, "body=after", &out), 303);
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_sqlite(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "store = sqlite\nmax_messages = 2\n");
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=%E6%97%A5%E6%9C%AC&password=pw", &out), 303);
+        assert_int_equal(post(&w, "body=b", &out), 303);
+        assert_int_equal(post(&w, "body=c", &out), 303);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_null(strstr(out.data, "日本"));
+        assert_non_null(strstr(out.data, "\"no\":2"));
+        assert_non_null(strstr(out.data, "\"no\":3"));
+        char body[200];
+        snprintf(body, sizeof body, "token=%s&no=3&password=pw", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 403);
+        snprintf(body, sizeof body, "token=%s&no=1&password=pw", w.token);
+        assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 404);
+        buf_free(&out);
+        end_world(&w);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_post_and_read),
+            cmocka_unit_test(test_csrf_and_errors),
+            cmocka_unit_test(test_delete),
+            cmocka_unit_test(test_pages_and_cap),
+            cmocka_unit_test(test_rate_limit),
+            cmocka_unit_test(test_lock_busy_mkdir),
+            cmocka_unit_test(test_lock_busy_rw_reader),
+            cmocka_unit_test(test_lock_busy_flock),
+            cmocka_unit_test(test_corrupt_log),
+            cmocka_unit_test(test_lock_lost_before_rename),
+            cmocka_unit_test(test_storage_failure),
+            cmocka_unit_test(test_sqlite),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

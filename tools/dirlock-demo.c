@@ -1,0 +1,441 @@
+/* dirlock-demo.c - replays the reader-writer scenarios (torn reads, read
+ * attack, write attack) with each policy of the dirlock reader-writer lock,
+ * with raw flock(2) as the kernel's answer and with no lock at all, and
+ * prints what each waiter waited and how many reads were torn.
+ *
+ * Usage: dirlock-demo [-d LOCKDIR] [-s SECONDS]            the whole table
+ *        dirlock-demo [-d LOCKDIR] [-s SECONDS] SCENARIO LOCK
+ *   SCENARIO: torn | read-attack | write-attack
+ *   LOCK:     fair | writer | reader | simple | flock | none
+ * One scenario prints one line of key=value pairs (read by tests/rw-*.t). */
+#include "dirlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SAMPLES 20000
+#define LINES       4
+#define LINE_LEN    32
+
+enum { LK_FLOCK = 10, LK_NONE = 11 };
+
+typedef struct samples {
+        unsigned n;
+        double ms[MAX_SAMPLES];
+} samples;
+
+typedef struct shared {
+        samples rwait, wwait;
+        unsigned long reads, torn, writes, failures;
+} shared;
+
+typedef struct demo {
+        const char *lockdir;
+        const char *data;
+        int lock; /* dirlock_policy, LK_FLOCK or LK_NONE */
+        double seconds;
+        double t0; /* CLOCK_MONOTONIC seconds at start */
+        shared *sh;
+} demo;
+
+static double now_s(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(double ms)
+{
+        struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+static void sleep_until(const demo *d, double at_s)
+{
+        double left = d->t0 + at_s - now_s();
+        if (left > 0)
+                sleep_ms(left * 1000);
+}
+
+static void add_sample(samples *s, double ms)
+{
+        unsigned i = __atomic_fetch_add(&s->n, 1, __ATOMIC_RELAXED);
+        if (i < MAX_SAMPLES)
+                s->ms[i] = ms;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static void stats(samples *s, double *p50, double *max)
+{
+        unsigned n = s->n < MAX_SAMPLES ? s->n : MAX_SAMPLES;
+        *p50 = *max = 0;
+        if (n == 0)
+                return;
+        qsort(s->ms, n, sizeof s->ms[0], cmp_double);
+        *p50 = s->ms[n / 2];
+        *max = s->ms[n - 1];
+}
+
+/* Take the lock as a reader or writer; returns a handle (NULL for none) or
+ * exits on error.  *waited_ms gets the wait. */
+static dirlock *lock_take(const demo *d, int shared_mode, double timeout, double *waited_ms, int *ok)
+{
+        double start = now_s();
+        dirlock *h = NULL;
+        dirlock_error err;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = timeout;
+        o.stale_age = 30;
+        o.mode = shared_mode ? DIRLOCK_SHARED : DIRLOCK_EXCLUSIVE;
+        int rc = DIRLOCK_OK;
+        *ok = 1;
+        if (d->lock == LK_FLOCK) {
+                rc = dirlock_flock_acquire(d->lockdir, "demo", &o, &h, &err);
+        } else if (d->lock != LK_NONE) {
+                o.policy = d->lock;
+                rc = dirlock_acquire(d->lockdir, "demo", &o, &h, &err);
+        }
+        *waited_ms = (now_s() - start) * 1000;
+        if (rc != DIRLOCK_OK) {
+                *ok = 0;
+                if (rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_EBUSY) {
+                        fprintf(stderr, "dirlock-demo: %s\n", err.message);
+                        exit(2);
+                }
+        }
+        return h;
+}
+
+static void lock_drop(dirlock *h)
+{
+        dirlock_error err;
+        if (h != NULL && dirlock_release(h, &err) != DIRLOCK_OK) {
+                fprintf(stderr, "dirlock-demo: release: %s\n", err.message);
+                exit(2);
+        }
+}
+
+/* ---- torn reads ----------------------------------------------------------- */
+
+static void write_record(int fd, unsigned long seq, bool slow)
+{
+        char line[LINE_LEN + 1];
+        for (int i = 0; i < LINES; i++) {
+                snprintf(line, sizeof line, "%020lu line %d/%d\n", seq, i + 1, LINES);
+                memset(line + strlen(line), ' ', LINE_LEN - strlen(line));
+                line[LINE_LEN - 1] = '\n';
+                if (pwrite(fd, line, LINE_LEN, (off_t)i * LINE_LEN) != LINE_LEN)
+                        exit(3);
+                if (slow)
+                        sleep_ms(2); /* the record is half old, half new now */
+        }
+}
+
+/* Checksum: every line carries the same sequence number. */
+static bool record_whole(int fd)
+{
+        char buf[LINES * LINE_LEN];
+        if (pread(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf)
+                return false;
+        for (int i = 1; i < LINES; i++)
+                if (memcmp(buf, buf + i * LINE_LEN, 20) != 0)
+                        return false;
+        return true;
+}
+
+static void torn_writer(demo *d)
+{
+        int fd = open(d->data, O_RDWR | O_CLOEXEC);
+        unsigned long seq = 1;
+        while (now_s() < d->t0 + d->seconds) {
+                double w;
+                int ok;
+                dirlock *h = lock_take(d, 0, 5, &w, &ok);
+                if (ok) {
+                        add_sample(&d->sh->wwait, w);
+                        write_record(fd, ++seq, true);
+                        __atomic_fetch_add(&d->sh->writes, 1, __ATOMIC_RELAXED);
+                } else {
+                        __atomic_fetch_add(&d->sh->failures, 1, __ATOMIC_RELAXED);
+                }
+                lock_drop(h);
+                sleep_ms(5);
+        }
+        close(fd);
+}
+
+static void torn_reader(demo *d)
+{
+        int fd = open(d->data, O_RDONLY | O_CLOEXEC);
+        while (now_s() < d->t0 + d->seconds) {
+                double w;
+                int ok;
+                dirlock *h = lock_take(d, 1, 5, &w, &ok);
+                if (ok) {
+                        add_sample(&d->sh->rwait, w);
+                        if (!record_whole(fd))
+                                __atomic_fetch_add(&d->sh->torn, 1, __ATOMIC_RELAXED);
+                        __atomic_fetch_add(&d->sh->reads, 1, __ATOMIC_RELAXED);
+                        sleep_ms(1); /* a short read */
+                } else {
+                        __atomic_fetch_add(&d->sh->failures, 1, __ATOMIC_RELAXED);
+                }
+                lock_drop(h);
+                sleep_ms(1);
+        }
+        close(fd);
+}
+
+/* ---- attacks -------------------------------------------------------------- */
+
+/* Two readers (or writers) take turns: each holds `hold_ms`, the second
+ * starts `offset_ms` later, and each asks again at once (+ gap). */
+static void attacker(demo *d, int shared_mode, double start_s, double hold_ms, double gap_ms)
+{
+        sleep_until(d, start_s);
+        while (now_s() < d->t0 + d->seconds) {
+                double w;
+                int ok;
+                dirlock *h = lock_take(d, shared_mode, d->seconds + 5, &w, &ok);
+                sleep_ms(hold_ms);
+                lock_drop(h);
+                if (gap_ms > 0)
+                        sleep_ms(gap_ms);
+        }
+}
+
+/* The victim arrives at 1 s, waits (until the attack ends at the latest),
+ * holds briefly and records its wait. */
+static void victim(demo *d, int shared_mode)
+{
+        sleep_until(d, 1.0);
+        double w;
+        int ok;
+        dirlock *h = lock_take(d, shared_mode, d->seconds + 5, &w, &ok);
+        add_sample(shared_mode ? &d->sh->rwait : &d->sh->wwait, w);
+        sleep_ms(10);
+        lock_drop(h);
+}
+
+/* ---- running a scenario ------------------------------------------------------ */
+
+enum { SC_TORN, SC_READ_ATTACK, SC_WRITE_ATTACK };
+
+static pid_t spawn(demo *d, int role, int k)
+{
+        pid_t pid = fork();
+        if (pid < 0) {
+                perror("dirlock-demo: fork");
+                exit(2);
+        }
+        if (pid > 0)
+                return pid;
+        switch (role) {
+        case 0:
+                torn_writer(d);
+                break;
+        case 1:
+                torn_reader(d);
+                break;
+        case 2:
+                attacker(d, 1, k * 0.1, 200, 0);
+                break;
+        case 3:
+                attacker(d, 0, k * 0.05, 100, 1);
+                break;
+        case 4:
+                victim(d, 0);
+                break;
+        case 5:
+                victim(d, 1);
+                break;
+        }
+        _exit(0);
+}
+
+static void run(demo *d, int scenario)
+{
+        memset(d->sh, 0, sizeof *d->sh);
+        int fd = open(d->data, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                perror("dirlock-demo: data file");
+                exit(2);
+        }
+        write_record(fd, 1, false);
+        close(fd);
+        d->t0 = now_s() + 0.05;
+        pid_t pids[8];
+        int n = 0;
+        if (scenario == SC_TORN) {
+                pids[n++] = spawn(d, 0, 0);
+                for (int i = 0; i < 4; i++)
+                        pids[n++] = spawn(d, 1, i);
+        } else if (scenario == SC_READ_ATTACK) {
+                pids[n++] = spawn(d, 2, 0);
+                pids[n++] = spawn(d, 2, 1);
+                pids[n++] = spawn(d, 4, 0);
+        } else {
+                pids[n++] = spawn(d, 3, 0);
+                pids[n++] = spawn(d, 3, 1);
+                pids[n++] = spawn(d, 5, 0);
+        }
+        for (int i = 0; i < n; i++) {
+                int st;
+                waitpid(pids[i], &st, 0);
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                        fprintf(stderr, "dirlock-demo: a worker failed\n");
+                        exit(2);
+                }
+        }
+}
+
+static const char *const lock_names[] = {"fair", "writer", "reader", "simple"};
+
+static int parse_lock(const char *s)
+{
+        for (int i = 0; i < 4; i++)
+                if (strcmp(s, lock_names[i]) == 0)
+                        return i;
+        if (strcmp(s, "flock") == 0)
+                return LK_FLOCK;
+        if (strcmp(s, "none") == 0)
+                return LK_NONE;
+        return -1;
+}
+
+static const char *lock_name(int lock)
+{
+        return lock == LK_FLOCK ? "flock" : lock == LK_NONE ? "none" : lock_names[lock];
+}
+
+static void one_line(demo *d, int scenario)
+{
+        run(d, scenario);
+        double rp50, rmax, wp50, wmax;
+        stats(&d->sh->rwait, &rp50, &rmax);
+        stats(&d->sh->wwait, &wp50, &wmax);
+        printf("lock=%s reads=%lu torn=%lu writes=%lu reader_wait_p50_ms=%.1f reader_wait_max_ms=%.1f "
+               "writer_wait_p50_ms=%.1f writer_wait_max_ms=%.1f failures=%lu\n",
+               lock_name(d->lock), d->sh->reads, d->sh->torn, d->sh->writes, rp50, rmax, wp50, wmax,
+               d->sh->failures);
+}
+
+static void table(demo *d)
+{
+        printf("dirlock-demo: %.1f s per run; waits in ms (p50 / max)\n\n", d->seconds);
+        printf("| lock   | torn reads | reads  | torn: reader wait | torn: writer wait | read attack: writer "
+               "wait | "
+               "write attack: reader wait |\n");
+        printf("|--------|-----------:|-------:|------------------:|------------------:|---------------------"
+               "----:|"
+               "--------------------------:|\n");
+        int locks[] = {DIRLOCK_POLICY_FAIR,
+                       DIRLOCK_POLICY_WRITER,
+                       DIRLOCK_POLICY_READER,
+                       DIRLOCK_POLICY_SIMPLE,
+                       LK_FLOCK,
+                       LK_NONE};
+        for (size_t i = 0; i < sizeof locks / sizeof locks[0]; i++) {
+                d->lock = locks[i];
+                double rp50, rmax, wp50, wmax, aw, bw, x;
+                run(d, SC_TORN);
+                unsigned long torn = d->sh->torn, reads = d->sh->reads;
+                stats(&d->sh->rwait, &rp50, &rmax);
+                stats(&d->sh->wwait, &wp50, &wmax);
+                char ra[32] = "-", wa[32] = "-";
+                if (locks[i] != LK_NONE) {
+                        run(d, SC_READ_ATTACK);
+                        stats(&d->sh->wwait, &x, &aw);
+                        run(d, SC_WRITE_ATTACK);
+                        stats(&d->sh->rwait, &x, &bw);
+                        snprintf(ra, sizeof ra, "%.0f", aw);
+                        snprintf(wa, sizeof wa, "%.0f", bw);
+                }
+                printf("| %-6s | %10lu | %6lu | %8.1f / %6.1f | %8.1f / %6.1f | %24s | %25s |\n",
+                       lock_name(locks[i]), torn, reads, rp50, rmax, wp50, wmax, ra, wa);
+                fflush(stdout);
+        }
+        printf(
+            "\nread attack: two readers each hold 200 ms, overlapping by 100 ms, for the whole run; a writer "
+            "arrives at 1 s.\nwrite attack: two writers each hold 100 ms and ask again at once; a reader "
+            "arrives at 1 s.\n");
+}
+
+int main(int argc, char **argv)
+{
+        demo d = {.lockdir = NULL, .seconds = 5};
+        int opt;
+        while ((opt = getopt(argc, argv, "d:s:h")) != -1) {
+                if (opt == 'd')
+                        d.lockdir = optarg;
+                else if (opt == 's')
+                        d.seconds = atof(optarg);
+                else {
+                        fprintf(
+                            stderr,
+                            "usage: dirlock-demo [-d LOCKDIR] [-s SECONDS] [torn|read-attack|write-attack "
+                            "fair|writer|reader|simple|flock|none]\n");
+                        return opt == 'h' ? 0 : 2;
+                }
+        }
+        char tmp[] = "/tmp/dirlock-demo.XXXXXX";
+        if (d.lockdir == NULL) {
+                if (mkdtemp(tmp) == NULL) {
+                        perror("dirlock-demo: mkdtemp");
+                        return 2;
+                }
+                d.lockdir = tmp;
+        }
+        char data[4096];
+        snprintf(data, sizeof data, "%s/record.txt", d.lockdir);
+        d.data = data;
+        d.sh = mmap(NULL, sizeof *d.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (d.sh == MAP_FAILED) {
+                perror("dirlock-demo: mmap");
+                return 2;
+        }
+        if (optind == argc) {
+                table(&d);
+        } else if (optind + 2 == argc) {
+                const char *sc = argv[optind];
+                d.lock = parse_lock(argv[optind + 1]);
+                int scenario = strcmp(sc, "torn") == 0           ? SC_TORN
+                               : strcmp(sc, "read-attack") == 0  ? SC_READ_ATTACK
+                               : strcmp(sc, "write-attack") == 0 ? SC_WRITE_ATTACK
+                                                                 : -1;
+                if (d.lock < 0 || scenario < 0) {
+                        fprintf(stderr, "dirlock-demo: unknown scenario or lock\n");
+                        return 2;
+                }
+                one_line(&d, scenario);
+        } else {
+                fprintf(stderr, "dirlock-demo: give both a scenario and a lock\n");
+                return 2;
+        }
+        unlink(data);
+        if (d.lockdir == tmp) {
+                char cmd[256];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+                if (system(cmd) != 0)
+                        fprintf(stderr, "dirlock-demo: could not remove %s\n", tmp);
+        }
+        return 0;
+}
