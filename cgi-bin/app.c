@@ -219,19 +219,18 @@ static long page_from_query(char *const *envp)
 /* The board page, with an error and what was typed when given. */
 static void show_board(struct req *q, struct resp *r, int status, const char *error, const struct form *typed)
 {
-        struct msglist list = MSGLIST_INIT;
+        const struct msglist *list;
         struct berr lerr = BERR_INIT;
-        int listed = board_list(q->cfg, &list, &lerr);
+        int listed = board_view(q->cfg, &list, &lerr);
         if (listed < 0 && status == 200) {
                 message_page(r, q->cfg, &lerr);
                 log_error(q->envp, lerr.status, lerr.msg);
-                msglist_free(&list);
                 return;
         }
         struct page_args a;
         memset(&a, 0, sizeof a);
         a.cfg = q->cfg;
-        a.list = listed == 0 ? &list : NULL;
+        a.list = listed == 0 ? list : NULL;
         a.page = status == 200 ? page_from_query(q->envp) : 1;
         a.token = q->token;
         a.error = error;
@@ -247,7 +246,6 @@ static void show_board(struct req *q, struct resp *r, int status, const char *er
         r->status = status;
         buf_reset(&r->body);
         render_page(&r->body, &a);
-        msglist_free(&list);
 }
 
 static int csrf_ok(struct req *q, const struct form *f)
@@ -414,8 +412,8 @@ static void handle_api(struct req *q, struct resp *r)
                         return;
                 }
         }
-        struct msglist list = MSGLIST_INIT;
-        if (board_list(q->cfg, &list, &e) < 0) {
+        const struct msglist *list;
+        if (board_view(q->cfg, &list, &e) < 0) {
                 if (e.status >= 500)
                         log_error(q->envp, e.status, e.msg);
                 api_error(r, &e);
@@ -423,9 +421,8 @@ static void handle_api(struct req *q, struct resp *r)
                 r->status = 200;
                 r->content_type = "application/json; charset=utf-8";
                 buf_reset(&r->body);
-                json_messages(&r->body, &list, since);
+                json_messages(&r->body, list, since);
         }
-        msglist_free(&list);
 }
 
 static void plain_error(struct buf *out, int status, const char *msg)

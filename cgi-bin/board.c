@@ -2,8 +2,11 @@
  * read-modify-write window (and its demonstration delay) per lock mode. */
 #include "board.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "fileio.h"
@@ -96,6 +99,61 @@ static int log_list(const struct board_config *cfg, struct msglist *out, struct 
                 rc = finish(&lk, rc, err);
         }
         free_paths(&p);
+        return rc;
+}
+
+/* The list page views read last, kept by this process between requests.
+ * A flat log that is still the same file (same path, inode, size, mtime
+ * and ctime: every post renames a new file into place, and an in-place
+ * write changes size and times) is not read and parsed again.  Checked
+ * under the same read lock as a full read, so what a view sees is exactly
+ * what reading the file would give. */
+static struct {
+        struct msglist list;
+        char *path;
+        struct stat id;
+        bool valid;
+} view;
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void view_drop(void)
+{
+        msglist_free(&view.list);
+        free(view.path);
+        view.path = NULL;
+        view.valid = false;
+}
+
+static int log_view(const struct board_config *cfg, const struct msglist **out, struct berr *err)
+{
+        struct paths p;
+        if (make_paths(cfg, &p, err) < 0)
+                return -1;
+        struct board_lock lk;
+        int rc = board_lock_read(cfg, &lk, err);
+        if (rc == 0) {
+                struct stat st;
+                bool exists = stat(p.log.data, &st) == 0;
+                if (!exists && errno != ENOENT) {
+                        rc = berr_set(err, 500, "cannot read the message log: %s", strerror(errno));
+                } else if (!(exists && view.valid && strcmp(view.path, p.log.data) == 0 &&
+                             same_file(&st, &view.id))) {
+                        view_drop();
+                        rc = store_log_read(p.log.data, &view.list, err);
+                        view.path = strdup(p.log.data);
+                        view.id = st;
+                        view.valid = rc == 0 && exists && view.path != NULL;
+                }
+                rc = finish(&lk, rc, err);
+        }
+        free_paths(&p);
+        *out = &view.list;
         return rc;
 }
 
@@ -265,6 +323,15 @@ static int sql_delete(const struct board_config *cfg, long long no, const char *
 int board_list(const struct board_config *cfg, struct msglist *out, struct berr *err)
 {
         return cfg->store == STORE_SQLITE ? sql_list(cfg, out, err) : log_list(cfg, out, err);
+}
+
+int board_view(const struct board_config *cfg, const struct msglist **out, struct berr *err)
+{
+        if (cfg->store != STORE_SQLITE)
+                return log_view(cfg, out, err);
+        view_drop();
+        *out = &view.list;
+        return sql_list(cfg, &view.list, err);
 }
 
 int board_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,

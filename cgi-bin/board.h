@@ -10,6 +10,11 @@
 /* All messages, oldest first. */
 int board_list(const struct board_config *cfg, struct msglist *out, struct berr *err);
 
+/* The same for page views, borrowed: *out stays valid until the next
+ * board_view() and must not be freed.  The flat log is parsed again only
+ * when the file changed since the last view in this process. */
+int board_view(const struct board_config *cfg, const struct msglist **out, struct berr *err);
+
 /* Store a new message (name, subject, body, pwhash of *msg are copied;
  * msg->no and msg->time are set).  `addr` is the poster's address for the
  * rate limit.  Errors: 429 (err->retry_after), 503, 500. */

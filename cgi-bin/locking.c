@@ -81,6 +81,15 @@ int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk
         return 0;
 }
 
+static int upgrade(struct board_lock *lk, struct berr *err)
+{
+        dirlock_error de = {0, 0, ""};
+        int rc = dirlock_upgrade(lk->handle, NULL, &de);
+        if (rc != DIRLOCK_OK)
+                return lock_error(lk->cfg, rc, &de, err);
+        return 0;
+}
+
 int board_lock_write_commit(struct board_lock *lk, struct berr *err)
 {
         const struct board_config *cfg = lk->cfg;
@@ -88,12 +97,13 @@ int board_lock_write_commit(struct board_lock *lk, struct berr *err)
                 return 0;
         if (cfg->lock_mode == LOCK_WRONG)
                 return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
-        if (cfg->lock_mode == LOCK_RW && lk->handle) {
-                dirlock_error de = {0, 0, ""};
-                int rc = dirlock_upgrade(lk->handle, NULL, &de);
-                if (rc != DIRLOCK_OK)
-                        return lock_error(cfg, rc, &de, err);
-        }
+        /* rw: an in-place write is seen by readers as it happens, so it
+         * needs the exclusive lock before it starts.  A rename write does
+         * not: its temp file is written and synced while readers go on
+         * (that is what the intent lock is for), and the upgrade waits
+         * until board_lock_check(), right before the rename. */
+        if (cfg->lock_mode == LOCK_RW && lk->handle && cfg->write_method == WRITE_INPLACE)
+                return upgrade(lk, err);
         return 0;
 }
 
@@ -101,6 +111,8 @@ int board_lock_check(struct board_lock *lk, struct berr *err)
 {
         if (!lk->handle)
                 return 0;
+        if (dirlock_mode_of(lk->handle) == DIRLOCK_INTENT)
+                return upgrade(lk, err); /* also proves the lock is still ours */
         dirlock_error de = {0, 0, ""};
         int rc = dirlock_check(lk->handle, &de);
         if (rc != DIRLOCK_OK)

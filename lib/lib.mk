@@ -7,7 +7,7 @@ LIB_A := $(BUILD)/libdirlock.a
 LIB_SO := $(BUILD)/libdirlock.so.1
 DIRLOCK_BIN := bin/dirlock
 
-all: $(LIB_A) $(LIB_SO) $(DIRLOCK_BIN) dirlock.pc
+all: $(LIB_A) $(LIB_SO) $(DIRLOCK_BIN)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -20,9 +20,6 @@ $(LIB_SO): $(LIB_OBJS)
 $(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
-dirlock.pc: lib/dirlock.pc.in
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|1.0.0|g' $< > $@
-
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
@@ -31,5 +28,6 @@ install: all
 	ln -sf libdirlock.so.1 $(DESTDIR)$(PREFIX)/lib/libdirlock.so
 	install -m 644 lib/dirlock.h $(DESTDIR)$(PREFIX)/include/dirlock.h
 	install -m 755 $(DIRLOCK_BIN) $(DESTDIR)$(PREFIX)/bin/dirlock
-	install -m 644 dirlock.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/dirlock.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|1.0.0|g' lib/dirlock.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/dirlock.pc
 	install -m 644 man/dirlock.1 $(DESTDIR)$(PREFIX)/share/man/man1/dirlock.1
