@@ -13,10 +13,17 @@ BUILD := build
 
 # make test SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer build
 # in its own build directory, so it never mixes with the normal objects.
+# Programs go to bin/ and cgi-bin/, except in a sanitizer build, whose
+# programs stay in its build directory; the tests find them through
+# $DIRLOCK, $BOARD and $DEMO (tests/run-all).
+BIN_DIR := bin
+BOARD_BIN := cgi-bin/board
 ifeq ($(SANITIZE),1)
 BUILD := build-san
 OPT := -O1 -g -fno-omit-frame-pointer
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+BIN_DIR := $(BUILD)/bin
+BOARD_BIN := $(BUILD)/cgi-bin/board
 endif
 
 ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -Ilib $(CFLAGS)

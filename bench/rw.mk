@@ -5,12 +5,13 @@
 #   make bench-rw      throughput and wait benchmark -> bench/results/rw-*.md
 #   make verify-rw     checks tests/model/rwlock.pml with spin
 
-DEMO_BIN := bin/dirlock-demo
+DEMO_BIN := $(BIN_DIR)/dirlock-demo
 RW_BENCH_BIN := $(BUILD)/bench/rw_bench
 
 all: $(DEMO_BIN)
 
 $(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_A)
+	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(RW_BENCH_BIN): $(BUILD)/bench/rw_bench.o $(LIB_A)

@@ -94,8 +94,12 @@ static void print_status_line(const char *dir, const char *name, double stale)
                 return;
         }
         static const char *const modes[] = {"exclusive", "shared", "intent"};
+        if (o.pid == 0 && o.mode == DIRLOCK_SHARED) {
+                printf("%-24s shared readers=%u\n", name, o.readers);
+                return;
+        }
         if (o.pid == 0) {
-                printf("%-24s %s readers=%u\n", name, "shared", o.readers);
+                printf("%-24s held, no readable owner record (break --force to clear)\n", name);
                 return;
         }
         const char *alive = o.owner_alive == 1 ? "alive" : o.owner_alive == 0 ? "dead" : "unknown";
@@ -125,23 +129,28 @@ static int cmd_status(int argc, char **argv, const char *dir, double stale)
                 fprintf(stderr, "%s: cannot read lock directory '%s': %s\n", progname, dir, strerror(errno));
                 return 2;
         }
-        /* Every NAME.lock, and NAME.* of other lock kinds, once each. */
+        /* Every NAME.lock (exclusive side) and NAME.readers (shared side),
+         * once each. */
         char **names = NULL;
         size_t n = 0, cap = 0;
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {
                 if (de->d_name[0] == '.')
                         continue;
-                char *dot = strrchr(de->d_name, '.');
-                if (dot == NULL)
+                size_t len = strlen(de->d_name);
+                size_t base;
+                if (len > 5 && strcmp(de->d_name + len - 5, ".lock") == 0)
+                        base = len - 5;
+                else if (len > 8 && strcmp(de->d_name + len - 8, ".readers") == 0)
+                        base = len - 8;
+                else
                         continue;
                 char name[DIRLOCK_NAME_MAX + 1];
-                size_t len = (size_t)(dot - de->d_name);
-                if (len == 0 || len > DIRLOCK_NAME_MAX)
+                if (base == 0 || base > DIRLOCK_NAME_MAX)
                         continue;
-                memcpy(name, de->d_name, len);
-                name[len] = '\0';
-                if (!dirlock_name_valid(name) || strcmp(dot, ".flock") == 0)
+                memcpy(name, de->d_name, base);
+                name[base] = '\0';
+                if (!dirlock_name_valid(name))
                         continue;
                 bool seen = false;
                 for (size_t i = 0; i < n && !seen; i++)
@@ -196,38 +205,50 @@ static int cmd_cleanup(const char *dir)
 
 /* ---- running a command under the locks ------------------------------- */
 
-static volatile sig_atomic_t pending_signal;
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
+static volatile sig_atomic_t pending[NFORWARDED];
 
 static void remember_signal(int sig)
 {
-        pending_signal = sig;
+        for (size_t i = 0; i < NFORWARDED; i++)
+                if (forwarded[i] == sig)
+                        pending[i] = 1;
 }
 
-static int run_locked(char **command, dirlock_set *set, double stale)
+static int run_locked(char **command, dirlock_set *set, double stale, int lost_code)
 {
+        /* The signals are blocked across fork() so that none is caught by
+         * our handler in the child before it restores the defaults. */
+        sigset_t block, old;
+        sigemptyset(&block);
+        for (size_t i = 0; i < NFORWARDED; i++)
+                sigaddset(&block, forwarded[i]);
+        sigprocmask(SIG_BLOCK, &block, &old);
         struct sigaction sa = {0};
         sa.sa_handler = remember_signal;
         sigemptyset(&sa.sa_mask);
-        int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-        for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        for (size_t i = 0; i < NFORWARDED; i++)
                 sigaction(forwarded[i], &sa, NULL);
 
         pid_t child = fork();
         if (child < 0) {
                 fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
+                sigprocmask(SIG_SETMASK, &old, NULL);
                 return 126;
         }
         if (child == 0) {
-                signal(SIGINT, SIG_DFL);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGHUP, SIG_DFL);
-                signal(SIGQUIT, SIG_DFL);
+                for (size_t i = 0; i < NFORWARDED; i++)
+                        signal(forwarded[i], SIG_DFL);
+                sigprocmask(SIG_SETMASK, &old, NULL);
                 execvp(command[0], command);
                 int e = errno;
                 fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
                 _exit(e == ENOENT ? 127 : 126);
         }
+        sigprocmask(SIG_SETMASK, &old, NULL);
         double refresh_every = stale / 3.0;
+        bool lost = false;
         struct timespec last;
         clock_gettime(CLOCK_MONOTONIC, &last);
         int status = 0;
@@ -239,17 +260,20 @@ static int run_locked(char **command, dirlock_set *set, double stale)
                         status = 126 << 8;
                         break;
                 }
-                if (pending_signal) {
-                        kill(child, pending_signal);
-                        pending_signal = 0;
-                }
+                for (size_t i = 0; i < NFORWARDED; i++)
+                        if (pending[i]) {
+                                pending[i] = 0;
+                                kill(child, forwarded[i]);
+                        }
                 struct timespec now;
                 clock_gettime(CLOCK_MONOTONIC, &now);
                 double since = (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
                 if (since >= refresh_every) {
                         dirlock_error e;
-                        if (dirlock_refresh_many(set, &e) != DIRLOCK_OK)
+                        int rc = dirlock_refresh_many(set, &e);
+                        if (rc != DIRLOCK_OK && !lost)
                                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+                        lost = lost || rc == DIRLOCK_ELOST;
                         last = now;
                 }
                 /* Sleep until the child exits or a signal arrives; wake for refreshes. */
@@ -263,8 +287,13 @@ static int run_locked(char **command, dirlock_set *set, double stale)
         }
         dirlock_error e;
         int rc = dirlock_release_many(set, &e);
-        if (rc != DIRLOCK_OK)
+        if (rc != DIRLOCK_OK && !lost)
                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+        if (lost || rc == DIRLOCK_ELOST) {
+                /* The command ran partly unprotected: say so in the status. */
+                fprintf(stderr, "%s: a lock was broken as stale while the command ran\n", progname);
+                return lost_code;
+        }
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         if (WIFSIGNALED(status))
@@ -387,22 +416,41 @@ int main(int argc, char **argv)
         /* Subcommands take their own options after the word. */
         if (strcmp(argv[0], "status") == 0 || strcmp(argv[0], "break") == 0 || strcmp(argv[0], "cleanup") == 0) {
                 const char *sub = argv[0];
-                optind = 1;
-                while ((c = getopt_long(argc, argv, "d:", longopts, NULL)) != -1) {
-                        if (c == 'd')
+                bool is_cleanup = strcmp(sub, "cleanup") == 0, is_break = strcmp(sub, "break") == 0;
+                static const struct option subopts[] = {
+                        {"dir", required_argument, NULL, 'd'},
+                        {"stale", required_argument, NULL, OPT_STALE},
+                        {"force", no_argument, NULL, OPT_FORCE},
+                        {NULL, 0, NULL, 0},
+                };
+                optind = 0; /* 0, not 1: glibc then starts a fresh scan */
+                opterr = 0;
+                while ((c = getopt_long(argc, argv, "d:", subopts, NULL)) != -1) {
+                        if (c == 'd') {
                                 dir = optarg;
-                        else if (c == OPT_STALE && parse_seconds(optarg, &stale) == 0 && stale > 0)
-                                ;
-                        else if (c == OPT_FORCE)
+                        } else if (c == OPT_STALE && !is_cleanup) {
+                                if (parse_seconds(optarg, &stale) != 0 || stale <= 0) {
+                                        fprintf(stderr, "%s: invalid stale age '%s'\n", progname, optarg);
+                                        return 2;
+                                }
+                        } else if (c == OPT_FORCE && is_break) {
                                 force = 1;
-                        else {
-                                usage(stderr);
+                        } else {
+                                const char *what = c == OPT_STALE   ? "--stale"
+                                                   : c == OPT_FORCE ? "--force"
+                                                                    : argv[optind - 1];
+                                fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n",
+                                        progname, sub, what, progname);
                                 return 2;
                         }
                 }
+                if (is_cleanup && optind < argc) {
+                        fprintf(stderr, "%s cleanup: takes no lock names\n", progname);
+                        return 2;
+                }
                 if (strcmp(sub, "status") == 0)
                         return cmd_status(argc - optind, argv + optind, dir, stale);
-                if (strcmp(sub, "break") == 0)
+                if (is_break)
                         return cmd_break(argc - optind, argv + optind, dir, stale, force);
                 return cmd_cleanup(dir);
         }
@@ -432,5 +480,5 @@ int main(int argc, char **argv)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
                 return conflict ? conflict_code : 2;
         }
-        return run_locked(argv + sep + 1, set, stale);
+        return run_locked(argv + sep + 1, set, stale, conflict_code);
 }

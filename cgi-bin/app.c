@@ -330,10 +330,10 @@ static void handle_post(struct req *q, struct resp *r, const struct buf *body)
         post_input_free(&in);
         if (rc == 0)
                 redirect_home(q, r);
-        else if (e.status == 429 || e.status == 503)
+        else if (e.status == 429)
                 message_page(r, q->cfg, &e);
         else
-                fail(q, r, &e);
+                fail(q, r, &e); /* logs every 5xx, 503 included */
         form_free(&typed);
 }
 

@@ -7,10 +7,11 @@ BOARD_MAIN_OBJ := $(BUILD)/cgi-bin/main.o
 BOARD_LIB_OBJS := $(filter-out $(BOARD_MAIN_OBJ),$(BOARD_OBJS))
 BOARD_LIBS := -lfcgi -lsqlite3 -lcrypt -lcrypto
 
-all: cgi-bin/board
+all: $(BOARD_BIN)
 
-cgi-bin/board: $(BOARD_OBJS) $(LIB_A)
+$(BOARD_BIN): $(BOARD_OBJS) $(LIB_A)
+	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BOARD_OBJS) $(LIB_A) $(BOARD_LIBS)
 
 .PHONY: board
-board: cgi-bin/board
+board: $(BOARD_BIN)

@@ -1,7 +1,9 @@
 /* fileio.c - file reading and crash-safe replacement (see fileio.h). */
 #include "fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -118,9 +120,39 @@ void hex_encode(const unsigned char *in, size_t n, char *out)
         out[2 * n] = '\0';
 }
 
+/* Temp files of writers that were killed before their rename: entries
+ * "<anything>.tmp.<pid>.<16 hex>" next to `path` whose pid is gone.  A live
+ * writer's temp file is never touched (its pid exists), so this is safe
+ * with or without a lock. */
+static void remove_dead_temps(const char *path)
+{
+        char *copy = strdup(path);
+        if (copy == NULL)
+                return;
+        const char *dir = dirname(copy);
+        DIR *d = opendir(dir);
+        if (d != NULL) {
+                struct dirent *de;
+                while ((de = readdir(d)) != NULL) {
+                        const char *t = strstr(de->d_name, ".tmp.");
+                        if (t == NULL)
+                                continue;
+                        char *end;
+                        long pid = strtol(t + 5, &end, 10);
+                        if (pid <= 0 || *end != '.' || strlen(end + 1) != 16 || pid == (long)getpid())
+                                continue;
+                        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+                                unlinkat(dirfd(d), de->d_name, 0);
+                }
+                closedir(d);
+        }
+        free(copy);
+}
+
 int file_replace(const char *path, const char *data, size_t len, int mode, file_commit_check check, void *ctx,
                  struct berr *err)
 {
+        remove_dead_temps(path);
         unsigned char rnd[8];
         char rhex[17];
         if (random_bytes(rnd, sizeof rnd, err) < 0)

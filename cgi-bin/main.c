@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "dirlock.h"
 #include "cgi.h"
 
 extern char **environ;
@@ -105,6 +106,11 @@ int main(int argc, char **argv)
                         fprintf(stderr, "board: %s\n", e.msg);
                         return 1;
                 }
+                /* What processes killed mid-acquire left in the lock
+                 * directory (prepared lock directories, dead readers). */
+                char locks[4096];
+                snprintf(locks, sizeof locks, "%s/locks", b->cfg.data_dir);
+                dirlock_cleanup(locks, NULL);
         }
         int rc;
         if (fastcgi) {

@@ -34,7 +34,7 @@ void html_escape(struct buf *out, const char *s, size_t len)
                         i++;
                         continue;
                 }
-                uint32_t cp;
+                uint32_t cp = 0;
                 size_t n = utf8_decode(p + i, len - i, &cp);
                 int control = cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
                 if (n == 0 || (control && cp != '\t' && cp != '\n' && cp != '\r')) {

@@ -11,27 +11,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Find the owner entry of `lock_path`: its full path in *entry (malloc'd).
- * 0 found, 1 no entry (free or foreign), -1 error with errno. */
-static int find_owner_entry(const char *lock_path, char **entry)
+/* The owner entry of `lock_path`: its full path in *entry (malloc'd).
+ * 0 found, 1 none (free, or foreign content: *foreign), -1 error/errno. */
+static int find_owner_entry(const char *lock_path, char **entry, bool *foreign)
 {
         *entry = NULL;
-        DIR *d = opendir(lock_path);
-        if (d == NULL)
+        char leaf[OWNER_LEAF_SIZE];
+        double dir_age;
+        if (dl_lock_list(lock_path, leaf, foreign, &dir_age) != 0)
                 return errno == ENOENT ? 1 : -1;
-        struct dirent *de;
-        int found = 1;
-        while ((de = readdir(d)) != NULL) {
-                if (strncmp(de->d_name, "owner.", 6) == 0 && strlen(de->d_name) == 38) {
-                        *entry = dl_join(lock_path, de->d_name, NULL);
-                        found = *entry ? 0 : -1;
-                        if (!*entry)
-                                errno = ENOMEM;
-                        break;
-                }
+        if (leaf[0] == '\0')
+                return 1;
+        *entry = dl_join(lock_path, leaf, NULL);
+        if (*entry == NULL) {
+                errno = ENOMEM;
+                return -1;
         }
-        closedir(d);
-        return found;
+        return 0;
 }
 
 static int open_named(const char *lockdir, const char *name, double stale_age, dirlock **h, dirlock_error *err)
@@ -55,7 +51,16 @@ int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dir
                 return rc;
         owner->readers = dl_rw_count_readers(h->lockdir, name);
         char *entry;
-        int found = find_owner_entry(h->lock_path, &entry);
+        bool foreign;
+        int found = find_owner_entry(h->lock_path, &entry, &foreign);
+        if (found == 1 && foreign) {
+                /* Held by something that is not an owner record. */
+                owner->mode = DIRLOCK_EXCLUSIVE;
+                owner->owner_alive = -1;
+                snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
+                dl_handle_free(h);
+                return DIRLOCK_OK;
+        }
         if (found != 0) {
                 rc = found < 0 ? dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path)
                                : owner->readers ? DIRLOCK_OK
@@ -114,24 +119,21 @@ int dirlock_break(const char *lockdir, const char *name, double stale_age, int f
         if (rc != DIRLOCK_OK)
                 return rc;
         char *entry;
-        int found = find_owner_entry(h->lock_path, &entry);
+        bool foreign;
+        int found = find_owner_entry(h->lock_path, &entry, &foreign);
         if (found < 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
+        } else if (found == 1 && !foreign) {
+                rmdir(h->lock_path); /* an empty directory is a free lock: tidy it */
+                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else if (found == 1) {
-                struct stat st;
-                if (lstat(h->lock_path, &st) != 0) {
-                        rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-                } else if (!force) {
+                if (!force) {
                         rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                                     "lock '%s' has no owner record; use force to remove it", name);
+                                     "lock '%s' holds files that are not an owner record; use force to remove "
+                                     "them",
+                                     name);
                 } else {
-                        /* Forced: move it aside first so nobody sees it half removed. */
-                        char leaf[DIRLOCK_NAME_MAX + 48];
-                        snprintf(leaf, sizeof leaf, ".%s.%s.broken", name, h->token);
-                        char *aside = dl_join(h->lockdir, leaf, NULL);
-                        if (aside != NULL && rename(h->lock_path, aside) == 0)
-                                remove_flat_dir(aside);
-                        free(aside);
+                        dl_lock_clear_foreign(h->lock_path); /* never touches an owner entry */
                         rc = DIRLOCK_OK;
                 }
         } else {
@@ -146,9 +148,7 @@ int dirlock_break(const char *lockdir, const char *name, double stale_age, int f
                                      "not broken",
                                      name, (long)rec.pid, rec.host[0] ? rec.host : "an unknown host", age,
                                      h->opts.stale_age);
-                } else if (unlink(entry) == 0) {
-                        /* Same step as a breaker inside acquire (exclusive.c). */
-                        rmdir(h->lock_path);
+                } else if (dl_excl_break_entry(h->lock_path, entry) == 0) {
                         rc = DIRLOCK_OK;
                 } else {
                         rc = errno == ENOENT ? dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name)
@@ -161,13 +161,15 @@ int dirlock_break(const char *lockdir, const char *name, double stale_age, int f
 }
 
 /* A prepared directory ".NAME.TOKEN.new" is garbage when its owner record
- * is stale (dead process, or older than the default stale age). */
+ * is stale by the record's own stale age (its process died, or it is older
+ * than the stale age its owner asked for); ".NAME.TOKEN.broken" are left
+ * from interrupted cleanups. */
 static bool prep_is_garbage(const char *path, const char *leaf)
 {
         const char *dot = strrchr(leaf, '.');
         if (dot == NULL || strcmp(dot, ".new") != 0 || dot - leaf < 34)
-                return strstr(leaf, ".broken") != NULL;
-        char entry_leaf[40];
+                return dot != NULL && strcmp(dot, ".broken") == 0;
+        char entry_leaf[OWNER_LEAF_SIZE];
         snprintf(entry_leaf, sizeof entry_leaf, "owner.%.32s", dot - 32);
         char *entry = dl_join(path, entry_leaf, NULL);
         if (entry == NULL)
@@ -179,10 +181,27 @@ static bool prep_is_garbage(const char *path, const char *leaf)
                 struct stat st;
                 garbage = lstat(path, &st) == 0 && (double)(time(NULL) - st.st_mtime) > DIRLOCK_DEFAULT_STALE_AGE;
         } else {
-                garbage = dl_entry_stale(&rec, age, DIRLOCK_DEFAULT_STALE_AGE);
+                garbage = dl_entry_stale(&rec, age, rec.stale_ms ? 0 : DIRLOCK_DEFAULT_STALE_AGE);
         }
         free(entry);
         return garbage;
+}
+
+/* Remove a prepared directory judged garbage.  It is first renamed to a
+ * name of our own: if its owner is alive after all and renames it onto
+ * the lock at the same moment, exactly one of the two renames wins, and
+ * an owner that lost finds it gone and makes a new one (exclusive.c). */
+static void remove_prep(const char *lockdir, const char *path, const char *leaf)
+{
+        char token[33];
+        if (dl_random_token(token, NULL) != DIRLOCK_OK)
+                return;
+        char aside_leaf[300];
+        snprintf(aside_leaf, sizeof aside_leaf, "%.200s.%s.broken", leaf, token);
+        char *aside = dl_join(lockdir, aside_leaf, NULL);
+        if (aside != NULL && rename(path, aside) == 0)
+                remove_flat_dir(aside);
+        free(aside);
 }
 
 int dirlock_cleanup(const char *lockdir, dirlock_error *err)
@@ -202,8 +221,12 @@ int dirlock_cleanup(const char *lockdir, dirlock_error *err)
                 if (de->d_name[0] != '.' || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 char *path = dl_join(abs, de->d_name, NULL);
-                if (path != NULL && prep_is_garbage(path, de->d_name))
-                        remove_flat_dir(path);
+                if (path != NULL && prep_is_garbage(path, de->d_name)) {
+                        if (strstr(de->d_name, ".broken") != NULL)
+                                remove_flat_dir(path);
+                        else
+                                remove_prep(abs, path, de->d_name);
+                }
                 free(path);
         }
         closedir(d);

@@ -16,7 +16,7 @@
  * acquisition with token T holds the lock.  Tokens are never reused, so an
  * operation on that path can only ever affect that one acquisition.
  *
- * ACQUIRE (dl_excl_try):
+ * ACQUIRE (dl_excl_try, take_once):
  *   1. mkdir D/.NAME.<T>.new and create owner.<T> in it (private: the
  *      leading dot keeps it out of every other process's way).
  *   2. rename(D/.NAME.<T>.new, D/NAME.lock).  rename(2) replaces an absent
@@ -26,7 +26,10 @@
  *      find the target empty.  (Works the same over NFS, where rename is
  *      atomic on the server.)
  *   3. On failure, judge the holder (below); if stale, break it and go to 2.
- *      The prepared directory is kept across retries and removed at the end.
+ *      The prepared directory is kept across retries and removed at the end;
+ *      if its record grew old while we waited it is rewritten first, and if
+ *      it was taken for a crash's leftover and moved away (dirlock_cleanup)
+ *      it is made again.
  *
  * RELEASE (dl_excl_release):
  *   1. unlink(D/NAME.lock/owner.<T>).  By invariant B this succeeds only if
@@ -41,16 +44,29 @@
  *      leaves an empty directory, which is a free lock.
  *
  * STALE JUDGEMENT (dl_excl_judge): read the owner entry's name, record and
- * mtime.  The lock is stale when its age exceeds the stale age, or at once
- * when the owner is on this host (same host name, boot and pid namespace)
- * and provably dead: no such pid, a zombie, or a different start time.
+ * mtime.  The lock is stale when its age exceeds the stale age (the larger
+ * of the judge's and the one the holder recorded), or at once when the
+ * owner is on this host (same host name, boot and pid namespace) and
+ * provably dead: no such pid, a zombie, or a different start time.  Ages
+ * compare the file's mtime with this host's wall clock: hosts sharing a
+ * lock directory over NFS need synchronised clocks (NTP), and a wall-clock
+ * step larger than the stale age ages every lock at once.
  *
- * BREAK (break_entry): unlink(D/NAME.lock/owner.<T>) for the judged token T,
+ * BREAK (dl_excl_break_entry): unlink(D/NAME.lock/owner.<T>) for the judged
+ * token T,
  * then rmdir as in release.  Race-free by invariant B: when many processes
  * judge the same lock stale, exactly one unlink succeeds (the others get
  * ENOENT and simply retry the acquire); a breaker that judged lock T and was
  * paused until after T was broken and NAME re-taken with token U unlinks a
  * path that no longer exists: it can never remove U.
+ *
+ * FOREIGN CONTENT (dl_lock_clear_foreign): a lock directory holding names
+ * that are not owner entries was not made by this library (or was damaged).
+ * Once older than the stale age, exactly those names are unlinked and the
+ * directory rmdir'ed.  No lock can be renamed in while one of them remains
+ * (the directory is not empty), an owner entry is never touched, and the
+ * directory is never renamed away: nothing taken after the judgement can
+ * be removed.
  *
  * What no protocol can prevent: a holder that stops refreshing for longer
  * than the stale age (paused, swapped out, on a partitioned host) is
@@ -75,17 +91,26 @@
 /* After this long waiting, the prepared owner record is rewritten so that
  * its acquire time and age start when the lock is actually taken. */
 #define PREP_MAX_AGE_NS 500000000LL
+/* A lock whose record is older than this when taken gets its age renewed. */
+#define PREP_RENEW_NS 100000000LL
 
-int dl_entry_create(const char *path, const char *token, int mode)
+int dl_entry_create(const char *path, const dirlock *h, int mode)
 {
         dl_record rec;
         char text[DL_RECORD_MAX];
-        dl_record_self(&rec, token, mode);
+        dl_record_self(&rec, h->token, mode, h->opts.stale_age);
         if (dl_record_format(&rec, text, sizeof text) < 0) {
                 errno = ENAMETOOLONG;
                 return -1;
         }
         return symlink(text, path);
+}
+
+static double age_of(const struct timespec *mtime)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        return (double)(now.tv_sec - mtime->tv_sec) + (double)(now.tv_nsec - mtime->tv_nsec) / 1e9;
 }
 
 int dl_entry_read(const char *path, dl_record *rec, double *age_s)
@@ -101,17 +126,89 @@ int dl_entry_read(const char *path, dl_record *rec, double *age_s)
                 /* Unreadable record: judge by age alone. */
                 memset(rec, 0, sizeof *rec);
         }
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        *age_s = (double)(now.tv_sec - st.st_mtim.tv_sec) + (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+        *age_s = age_of(&st.st_mtim);
         return 0;
 }
 
 bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age)
 {
-        if (age_s > stale_age)
+        double limit = stale_age;
+        if ((double)rec->stale_ms / 1e3 > limit)
+                limit = (double)rec->stale_ms / 1e3; /* the holder asked for longer */
+        if (age_s > limit)
                 return true;
         return rec->pid > 0 && dl_record_owner_alive(rec) == 0;
+}
+
+/* ---- looking into a lock directory ----------------------------------- */
+
+static bool is_owner_leaf(const char *leaf)
+{
+        return strncmp(leaf, OWNER_PREFIX, OWNER_PREFIX_LEN) == 0 && strlen(leaf) == OWNER_PREFIX_LEN + 32;
+}
+
+int dl_lock_list(const char *lock_path, char owner_leaf[OWNER_LEAF_SIZE], bool *foreign, double *dir_age)
+{
+        owner_leaf[0] = '\0';
+        *foreign = false;
+        *dir_age = 0;
+        int dfd = open(lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -1;
+        DIR *dir = fdopendir(dfd);
+        if (dir == NULL) {
+                int e = errno;
+                close(dfd);
+                errno = e;
+                return -1;
+        }
+        struct dirent *de;
+        while ((de = readdir(dir)) != NULL) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (is_owner_leaf(de->d_name))
+                        memcpy(owner_leaf, de->d_name, OWNER_LEAF_SIZE);
+                else
+                        *foreign = true;
+        }
+        struct stat st;
+        if (fstat(dirfd(dir), &st) == 0)
+                *dir_age = age_of(&st.st_mtim);
+        closedir(dir);
+        return 0;
+}
+
+void dl_lock_clear_foreign(const char *lock_path)
+{
+        int dfd = open(lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        DIR *dir = fdopendir(dfd);
+        if (dir == NULL) {
+                close(dfd);
+                return;
+        }
+        struct dirent *de;
+        while ((de = readdir(dir)) != NULL) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || is_owner_leaf(de->d_name))
+                        continue;
+                if (unlinkat(dirfd(dir), de->d_name, 0) != 0 && errno == EISDIR)
+                        unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR);
+        }
+        closedir(dir);
+        rmdir(lock_path); /* only if it is empty now, i.e. free */
+}
+
+int dl_excl_break_entry(const char *lock_path, const char *entry_path)
+{
+        /* Test hook: stop between judgement and removal, so tests can show
+         * that a breaker resumed late cannot remove a newer lock. */
+        if (getenv("DIRLOCK_TEST_STOP_BEFORE_BREAK") != NULL)
+                raise(SIGSTOP);
+        if (unlink(entry_path) != 0)
+                return -1; /* ENOENT: someone else broke or released it */
+        rmdir(lock_path);
+        return 0;
 }
 
 /* ---- preparing and taking -------------------------------------------- */
@@ -123,7 +220,7 @@ static int prep_write_record(dirlock *h, dirlock_error *err)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         if (h->prep_made)
                 unlink(entry); /* rewriting a record that aged while we waited */
-        int rc = dl_entry_create(entry, h->token, h->mode);
+        int rc = dl_entry_create(entry, h, h->mode);
         int saved = errno;
         free(entry);
         if (rc != 0)
@@ -188,67 +285,26 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         memset(holder, 0, sizeof *holder);
         if (holder_token != NULL)
                 holder_token[0] = '\0';
-        int dfd = open(h->lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) {
+        char leaf[OWNER_LEAF_SIZE];
+        bool foreign;
+        double dir_age;
+        if (dl_lock_list(h->lock_path, leaf, &foreign, &dir_age) != 0) {
                 if (errno == ENOENT)
                         return DL_FREE;
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
                 return DL_ERROR;
         }
-        DIR *dir = fdopendir(dfd);
-        if (dir == NULL) {
-                close(dfd);
-                dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-                return DL_ERROR;
-        }
-        char entry_name[OWNER_PREFIX_LEN + 33] = "";
-        bool other = false;
-        struct dirent *de;
-        while ((de = readdir(dir)) != NULL) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (strncmp(de->d_name, OWNER_PREFIX, OWNER_PREFIX_LEN) == 0 && strlen(de->d_name) == 38)
-                        memcpy(entry_name, de->d_name, sizeof entry_name); /* 38 + NUL */
-                else
-                        other = true;
-        }
-        struct stat dst;
-        int have_dst = fstat(dirfd(dir), &dst) == 0;
-        closedir(dir);
-
-        if (entry_name[0] == '\0') {
-                if (!other)
+        if (leaf[0] == '\0') {
+                if (!foreign)
                         return DL_FREE; /* empty: free by invariant A */
-                /* Not made by this library, or damaged: judge by the
-                 * directory's age and break it only when that is stale. */
-                struct timespec now;
-                clock_gettime(CLOCK_REALTIME, &now);
-                double age = have_dst ? (double)(now.tv_sec - dst.st_mtim.tv_sec) : 0;
-                if (age <= h->opts.stale_age)
+                if (dir_age <= h->opts.stale_age)
                         return DL_HELD;
-                char leaf[DIRLOCK_NAME_MAX + 48];
-                snprintf(leaf, sizeof leaf, ".%s.%s.broken", h->name, h->token);
-                char *aside = dl_join(h->lockdir, leaf, NULL);
-                if (aside != NULL && rename(h->lock_path, aside) == 0) {
-                        DIR *d = opendir(aside);
-                        if (d != NULL) {
-                                while ((de = readdir(d)) != NULL) {
-                                        char *p = dl_join(aside, de->d_name, NULL);
-                                        if (p != NULL && de->d_name[0] != '.')
-                                                unlink(p);
-                                        free(p);
-                                }
-                                closedir(d);
-                        }
-                        rmdir(aside);
-                }
-                free(aside);
+                dl_lock_clear_foreign(h->lock_path);
                 return DL_FREE;
         }
-
         if (holder_token != NULL)
-                memcpy(holder_token, entry_name + OWNER_PREFIX_LEN, 33);
-        char *entry = dl_join(h->lock_path, entry_name, NULL);
+                memcpy(holder_token, leaf + OWNER_PREFIX_LEN, 33);
+        char *entry = dl_join(h->lock_path, leaf, NULL);
         if (entry == NULL) {
                 dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
                 return DL_ERROR;
@@ -262,17 +318,12 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
                 dl_fail(err, DIRLOCK_EIO, e, "cannot read owner record of '%s'", h->lock_path);
                 return DL_ERROR;
         }
-        if (!dl_entry_stale(holder, age, h->opts.stale_age)) {
+        if (dl_entry_stale(holder, age, h->opts.stale_age))
+                dl_excl_break_entry(h->lock_path, entry); /* ENOENT: someone else did */
+        else {
                 free(entry);
                 return DL_HELD;
         }
-        /* Test hook: stop between judgement and removal, so tests can show
-         * that a breaker resumed late cannot remove a newer lock. */
-        if (getenv("DIRLOCK_TEST_STOP_BEFORE_BREAK") != NULL)
-                raise(SIGSTOP);
-        /* BREAK: unlink exactly the judged entry (invariant B), then tidy. */
-        if (unlink(entry) == 0)
-                rmdir(h->lock_path);
         free(entry);
         return DL_FREE;
 }
@@ -282,111 +333,72 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
 /* One rename attempt.  DIRLOCK_OK, DIRLOCK_EBUSY or an error. */
 static int take_once(dirlock *h, dirlock_error *err)
 {
-        int rc = prep_make(h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (rename(h->prep_path, h->lock_path) == 0) {
-                h->prep_made = false; /* it is the lock now */
-                h->excl_held = true;
-                return DIRLOCK_OK;
+        for (int again = 0;; again++) {
+                int rc = prep_make(h, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                if (rename(h->prep_path, h->lock_path) == 0)
+                        break;
+                int e = errno;
+                if (e == ENOTEMPTY || e == EEXIST)
+                        return DIRLOCK_EBUSY;
+                if (e == ENOENT && again == 0) {
+                        /* Our prepared directory was moved away as a crash's
+                         * leftover (dirlock_cleanup): make it again. */
+                        h->prep_made = false;
+                        continue;
+                }
+                if (e == ENOTDIR)
+                        return dl_fail(err, DIRLOCK_EIO, e, "'%s' is in the way of the lock", h->lock_path);
+                return dl_fail(err, DIRLOCK_EIO, e, "cannot take lock '%s'", h->lock_path);
         }
-        int e = errno;
-        if (e == ENOTEMPTY || e == EEXIST)
-                return DIRLOCK_EBUSY;
-        if (e == ENOTDIR)
-                return dl_fail(err, DIRLOCK_EIO, e, "'%s' is in the way of the lock", h->lock_path);
-        return dl_fail(err, DIRLOCK_EIO, e, "cannot take lock '%s'", h->lock_path);
+        h->prep_made = false; /* it is the lock now */
+        h->excl_held = true;
+        /* A record prepared a while ago (we were descheduled, or stopped,
+         * between writing it and the rename) would make the new lock look
+         * old: renew its age. */
+        if (dl_wall_ns() - h->prep_ns > PREP_RENEW_NS)
+                utimensat(AT_FDCWD, h->entry_path, NULL, AT_SYMLINK_NOFOLLOW);
+        return DIRLOCK_OK;
 }
 
-int dl_excl_try(dirlock *h, dl_record *holder, dirlock_error *err)
+int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
 {
         dl_record scratch;
+        dirlock_error local;
         if (holder == NULL)
                 holder = &scratch;
+        if (err == NULL)
+                err = &local;
         /* A few rounds: each DL_FREE means the lock just became free. */
         for (int round = 0; round < 8; round++) {
                 int rc = take_once(h, err);
-                if (rc != DIRLOCK_EBUSY)
+                if (rc != DIRLOCK_EBUSY || !judge)
                         return rc;
                 enum dl_judgement j = dl_excl_judge(h, holder, NULL, err);
                 if (j == DL_ERROR)
-                        return err ? err->code : DIRLOCK_EIO;
+                        return err->code;
                 if (j == DL_HELD)
                         return DIRLOCK_EBUSY;
         }
         return DIRLOCK_EBUSY;
 }
 
-int dl_excl_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
-{
-        dl_record holder;
-        int rc = dl_excl_try(h, &holder, err);
-        if (rc != DIRLOCK_EBUSY)
-                goto out;
-        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
-                dl_excl_discard_prep(h);
-                return dl_fail(err, h->opts.timeout == 0 ? DIRLOCK_EBUSY : DIRLOCK_ETIMEDOUT, 0,
-                               "lock '%s' is held by pid %ld on %s", h->name, (long)holder.pid,
-                               holder.host[0] ? holder.host : "an unknown host");
-        }
-
-        /* The watch is set up before the next attempt, so a release that
-         * happens after that attempt fails always wakes us: no lost
-         * wake-ups. */
-        dl_waiter w;
-        dl_waiter_init(&w, h->lockdir, h->opts.flags, h->token);
-        dl_waiter_watch_owner(&w, &holder);
-        dl_time last_judged = dl_now();
-        for (;;) {
-                /* Cheap attempt first: a release wakes every waiter and
-                 * only one can win; judging (readdir, readlink, /proc) is
-                 * done when the owner died or the re-check interval passed. */
-                rc = take_once(h, err);
-                if (rc != DIRLOCK_EBUSY)
-                        break;
-                dl_time now = dl_now();
-                double since = (double)(now.tv_sec - last_judged.tv_sec) * 1e3 +
-                               (double)(now.tv_nsec - last_judged.tv_nsec) / 1e6;
-                if (dl_waiter_owner_died(&w) || since >= w.recheck_ms) {
-                        rc = dl_excl_try(h, &holder, err);
-                        if (rc != DIRLOCK_EBUSY)
-                                break;
-                        dl_waiter_watch_owner(&w, &holder);
-                        last_judged = now;
-                }
-                if (dl_waiter_wait(&w, deadline) == DIRLOCK_ETIMEDOUT) {
-                        rc = dl_excl_try(h, &holder, err); /* one last look */
-                        if (rc == DIRLOCK_EBUSY)
-                                rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
-                                             "timed out after %.3g s: lock '%s' is held by pid %ld on %s",
-                                             h->opts.timeout, h->name, (long)holder.pid,
-                                             holder.host[0] ? holder.host : "an unknown host");
-                        break;
-                }
-        }
-        dl_waiter_close(&w);
-out:
-        if (rc != DIRLOCK_OK)
-                dl_excl_discard_prep(h);
-        else
-                dl_ok(err);
-        return rc;
-}
-
 int dl_excl_release(dirlock *h, dirlock_error *err)
 {
         if (!h->excl_held)
                 return DIRLOCK_OK;
-        h->excl_held = false;
         if (unlink(h->entry_path) != 0) {
                 int e = errno;
-                if (e == ENOENT)
-                        return dl_fail(err, DIRLOCK_ELOST, 0,
-                                       "lock '%s' was broken as stale before release; the lock now there "
-                                       "(if any) was left alone",
-                                       h->name);
-                return dl_fail(err, DIRLOCK_EIO, e, "cannot release lock '%s'", h->lock_path);
+                if (e != ENOENT) /* still ours: the handle keeps it, a retry may work */
+                        return dl_fail(err, DIRLOCK_EIO, e, "cannot release lock '%s'", h->lock_path);
+                h->excl_held = false;
+                return dl_fail(err, DIRLOCK_ELOST, 0,
+                               "lock '%s' was broken as stale before release; the lock now there "
+                               "(if any) was left alone",
+                               h->name);
         }
+        h->excl_held = false;
         rmdir(h->lock_path); /* ENOTEMPTY: a new holder already took it */
         return DIRLOCK_OK;
 }

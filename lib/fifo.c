@@ -88,7 +88,7 @@ int dl_fifo_join(dirlock *h, dirlock_error *err)
                 }
                 seq++;
                 snprintf(path, len, "%s/t.%0*llu", rw->fifo_dir, SEQ_DIGITS, seq);
-                if (dl_rw_entry_make(rw->fifo_dir, path, h->token, h->mode) == 0) {
+                if (dl_rw_entry_make(rw->fifo_dir, path, h, h->mode) == 0) {
                         rw->ticket = path;
                         return DIRLOCK_OK;
                 }

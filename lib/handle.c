@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,14 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         return DIRLOCK_OK;
 }
 
+/* <lock_path>/owner.<token> */
+static char *entry_path_for(const dirlock *h)
+{
+        char leaf[OWNER_LEAF_SIZE];
+        snprintf(leaf, sizeof leaf, "owner.%s", h->token);
+        return dl_join(h->lock_path, leaf, NULL);
+}
+
 int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
                   dirlock_error *err)
 {
@@ -60,10 +69,7 @@ int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *
         h->mode = h->opts.mode;
         h->pid = getpid();
         h->lock_path = dl_join(h->lockdir, name, ".lock");
-        char leaf[8 + 33];
-        strcpy(leaf, "owner.");
-        strcat(leaf, h->token);
-        h->entry_path = h->lock_path ? dl_join(h->lock_path, leaf, NULL) : NULL;
+        h->entry_path = h->lock_path ? entry_path_for(h) : NULL;
         if (h->entry_path == NULL) {
                 dl_handle_free(h);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
@@ -125,16 +131,14 @@ static int renew_token(dirlock *h, dirlock_error *err)
         int rc = dl_random_token(h->token, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        char leaf[8 + 33];
-        strcpy(leaf, "owner.");
-        strcat(leaf, h->token);
-        char *entry = dl_join(h->lock_path, leaf, NULL);
+        char *entry = entry_path_for(h);
         if (entry == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         free(h->entry_path);
         h->entry_path = entry;
         free(h->prep_path);
         h->prep_path = NULL;
+        dl_rw_free(h); /* its entry paths carry the old token: rebuilt on use */
         return DIRLOCK_OK;
 }
 
@@ -271,5 +275,5 @@ int dirlock_with(const char *lockdir, const char *name, const dirlock_options *o
         int result = fn(arg);
         if (fn_result != NULL)
                 *fn_result = result;
-        return dirlock_release(h, err);
+        return dirlock_free(h, err); /* frees reentrant handles too */
 }

@@ -72,11 +72,12 @@ typedef struct dl_record {
         char boot_id[37];              /* this machine's boot            */
         unsigned long long pidns;      /* pid namespace inode            */
         int mode;                      /* dirlock_mode                   */
+        unsigned long long stale_ms;   /* the holder's stale age (0: none) */
         char host[256];
 } dl_record;
 
-/* Our own record for a new lock (token given). */
-void dl_record_self(dl_record *rec, const char *token, int mode);
+/* Our own record for a new lock (token and our stale age given). */
+void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age);
 /* Text form, NUL-terminated; returns its length or -1 if it does not fit. */
 int dl_record_format(const dl_record *rec, char *buf, size_t size);
 /* Parse the text form (not NUL-terminated: `len` bytes).  0 or -1. */
@@ -135,13 +136,13 @@ void dl_waiter_close(dl_waiter *w);
 
 /* ---- the exclusive primitive (exclusive.c) ----------------------------- */
 
-/* One attempt to take h->lock_path, breaking it first if it is stale.
- * DIRLOCK_OK (h->excl_held set), DIRLOCK_EBUSY (holder in *holder if not
- * NULL; holder->pid == 0 when unknown), or an error. */
-int dl_excl_try(dirlock *h, dl_record *holder, dirlock_error *err);
-/* Attempts until taken or the deadline passes (DIRLOCK_ETIMEDOUT, or
- * DIRLOCK_EBUSY when the timeout is 0). */
-int dl_excl_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+/* One attempt to take h->lock_path; with `judge`, a failed attempt looks
+ * at the holder and breaks it if stale, then tries again.  DIRLOCK_OK
+ * (h->excl_held set), DIRLOCK_EBUSY (holder in *holder if not NULL;
+ * holder->pid == 0 when unknown or not judged), or an error.  Waiting is
+ * the caller's (rwlock.c take_w): a cheap attempt on every wake-up, a
+ * judging one when the watched owner died or the re-check interval passed. */
+int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
 /* Release h->lock_path if it is still ours: DIRLOCK_OK or DIRLOCK_ELOST. */
 int dl_excl_release(dirlock *h, dirlock_error *err);
 int dl_excl_refresh(dirlock *h, dirlock_error *err);
@@ -155,14 +156,27 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
 /* Remove the prepared directory of a failed or finished acquire. */
 void dl_excl_discard_prep(dirlock *h);
 
+/* The owner entry's leaf name ("owner.<token>") of a lock directory, and
+ * whether it holds anything else.  0, or -1 with errno (ENOENT: no lock). */
+#define OWNER_LEAF_SIZE 39
+int dl_lock_list(const char *lock_path, char owner_leaf[OWNER_LEAF_SIZE], bool *foreign, double *dir_age);
+/* Remove the names in a lock directory that are not owner entries, then
+ * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
+void dl_lock_clear_foreign(const char *lock_path);
+/* BREAK: unlink the judged owner entry, then rmdir.  0, or -1 (ENOENT:
+ * already broken or released). */
+int dl_excl_break_entry(const char *lock_path, const char *entry_path);
+
 /* Generic entry judging, shared with the reader-writer layer: an entry is a
  * symlink whose target is an owner record and whose mtime is its age.
  * Reads it; returns 0, or -1 with errno (ENOENT when gone). */
 int dl_entry_read(const char *path, dl_record *rec, double *age_s);
-/* Stale: older than stale_age, or owner provably dead on this host. */
+/* Stale: older than the larger of stale_age and the holder's recorded
+ * stale age, or owner provably dead on this host. */
 bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age);
-/* Create entry `path` (a symlink holding our record). 0 or -1/errno. */
-int dl_entry_create(const char *path, const char *token, int mode);
+/* Create entry `path` (a symlink holding h's record: h's token and stale
+ * age, the given mode).  0 or -1/errno. */
+int dl_entry_create(const char *path, const dirlock *h, int mode);
 
 /* ---- reader-writer layer (rwlock.c) ------------------------------------ */
 

@@ -5,7 +5,7 @@ LIB_SRCS := $(filter-out lib/%_test.c,$(wildcard lib/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a
 LIB_SO := $(BUILD)/libdirlock.so.1
-DIRLOCK_BIN := bin/dirlock
+DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
 all: $(LIB_A) $(LIB_SO) $(DIRLOCK_BIN)
 
@@ -18,6 +18,7 @@ $(LIB_SO): $(LIB_OBJS)
 	ln -sf libdirlock.so.1 $(BUILD)/libdirlock.so
 
 $(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(LIB_A)
+	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 install: all

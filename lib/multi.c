@@ -73,7 +73,7 @@ int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t 
         free(sorted);
         if (rc != DIRLOCK_OK) {
                 while (got-- > 0)
-                        dirlock_release(locks[got], NULL);
+                        dirlock_free(locks[got], NULL);
                 free(locks);
                 free(set);
                 return rc;
@@ -91,7 +91,7 @@ int dirlock_release_many(dirlock_set *set, dirlock_error *err)
         int first = DIRLOCK_OK;
         dirlock_error scratch;
         for (size_t i = set->count; i-- > 0;) {
-                int rc = dirlock_release(set->locks[i], first == DIRLOCK_OK ? err : &scratch);
+                int rc = dirlock_free(set->locks[i], first == DIRLOCK_OK ? err : &scratch);
                 if (rc != DIRLOCK_OK && first == DIRLOCK_OK)
                         first = rc;
         }

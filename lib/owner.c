@@ -4,7 +4,11 @@
  *
  * Record text (one line, fields separated by single spaces, host last):
  *   dirlock1 pid=<pid> start=<ticks> token=<32 hex> acquired=<ns epoch>
- *            boot=<boot id> pidns=<inode> mode=<0|1|2> host=<hostname>
+ *            boot=<boot id> pidns=<inode> mode=<0|1|2> stale=<ms>
+ *            host=<hostname>
+ * `stale` is the holder's own stale age: a judge with a shorter one still
+ * waits that long (dl_entry_stale), so callers with different settings
+ * cannot break each other's fresh locks.
  *
  * "Provably dead" needs the same host name, the same boot id and the same
  * pid namespace as ours; then the pid is looked up in /proc: gone, a
@@ -55,6 +59,24 @@ static ssize_t read_small_file(const char *path, char *buf, size_t size)
         return n;
 }
 
+/* After fork() the child is a new process: forget the parent's pid (and
+ * with it the start time and the token generator's seed) even if the child
+ * later has a pid number the parent once had. */
+static _Thread_local pid_t token_pid;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void forget_parent(void)
+{
+        pthread_mutex_init(&self.mutex, NULL); /* another thread may have held it */
+        self.pid = 0;
+        token_pid = 0;
+}
+
+static void register_atfork(void)
+{
+        pthread_atfork(NULL, NULL, forget_parent);
+}
+
 /* Start time (field 22) and state (field 3) of /proc/<pid>/stat.  Returns
  * 0 with *start set, or -1 with errno (ENOENT when there is no such pid). */
 static int read_proc_stat(pid_t pid, unsigned long long *start, char *state)
@@ -94,6 +116,7 @@ unsigned long long dl_process_start_time(pid_t pid)
 
 static void load_identity_locked(void)
 {
+        pthread_once(&atfork_once, register_atfork);
         if (!self.have_static) {
                 if (gethostname(self.host, sizeof self.host) != 0 || self.host[0] == '\0')
                         strcpy(self.host, "localhost");
@@ -119,7 +142,7 @@ static void load_identity_locked(void)
         }
 }
 
-void dl_record_self(dl_record *rec, const char *token, int mode)
+void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age)
 {
         memset(rec, 0, sizeof *rec);
         pthread_mutex_lock(&self.mutex);
@@ -133,13 +156,16 @@ void dl_record_self(dl_record *rec, const char *token, int mode)
         snprintf(rec->token, sizeof rec->token, "%s", token);
         rec->acquired_ns = dl_wall_ns();
         rec->mode = mode;
+        rec->stale_ms = stale_age > 0 && stale_age < 1e12 ? (unsigned long long)(stale_age * 1e3) : 0;
 }
 
 int dl_record_format(const dl_record *rec, char *buf, size_t size)
 {
-        int n = snprintf(buf, size, "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d host=%s",
+        int n = snprintf(buf, size,
+                         "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d stale=%llu "
+                         "host=%s",
                          (long)rec->pid, rec->start_time, rec->token, rec->acquired_ns, rec->boot_id, rec->pidns,
-                         rec->mode, rec->host);
+                         rec->mode, rec->stale_ms, rec->host);
         if (n < 0 || (size_t)n >= size)
                 return -1;
         return n;
@@ -217,6 +243,8 @@ int dl_record_parse(const char *buf, size_t len, dl_record *rec)
         if (!take_prefix(&p, end, " mode=") || !take_ull(&p, end, 2, &v))
                 return -1;
         rec->mode = (int)v;
+        if (!take_prefix(&p, end, " stale=") || !take_ull(&p, end, 1000000000000000ULL, &rec->stale_ms))
+                return -1;
         if (!take_prefix(&p, end, " host="))
                 return -1;
         size_t hl = (size_t)(end - p);
@@ -225,6 +253,17 @@ int dl_record_parse(const char *buf, size_t len, dl_record *rec)
         memcpy(rec->host, p, hl);
         rec->host[hl] = '\0';
         return 0;
+}
+
+/* Threads of a process (the "Threads:" line of /proc/<pid>/status). */
+static long thread_count(pid_t pid)
+{
+        char path[64], buf[2048];
+        snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+        if (read_small_file(path, buf, sizeof buf) < 0)
+                return 0;
+        const char *t = strstr(buf, "\nThreads:");
+        return t ? strtol(t + 10, NULL, 10) : 0;
 }
 
 int dl_record_same_host(const dl_record *rec)
@@ -253,8 +292,11 @@ int dl_record_owner_alive(const dl_record *rec)
         }
         if (start != rec->start_time)
                 return 0; /* the pid was reused */
-        if (state == 'Z' || state == 'X')
-                return 0; /* exited, not yet reaped */
+        if (state == 'Z' || state == 'X') {
+                /* Exited and not yet reaped -- unless only the main thread
+                 * exited (pthread_exit) and the others run on. */
+                return thread_count(rec->pid) > 1 ? 1 : 0;
+        }
         return 1;
 }
 
@@ -264,7 +306,6 @@ int dl_record_owner_alive(const dl_record *rec)
  * again in a forked child, which must not repeat its parent's tokens)
  * instead of one per lock. */
 static _Thread_local unsigned long long token_state[4];
-static _Thread_local pid_t token_pid;
 
 static unsigned long long rotl(unsigned long long x, int k)
 {

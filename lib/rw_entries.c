@@ -14,13 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int dl_rw_entry_make(const char *dir, const char *path, const char *token, int mode)
+int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode)
 {
         /* The directory usually exists while there are readers: try the
          * entry first, make the directory only when it is missing.  A last
          * reader may rmdir it between our mkdir and symlink: retry. */
         for (int round = 0; round < 100; round++) {
-                if (dl_entry_create(path, token, mode) == 0)
+                if (dl_entry_create(path, h, mode) == 0)
                         return 0;
                 if (errno != ENOENT)
                         return -1;

@@ -62,7 +62,7 @@ void dl_rw_scan_done(dl_scan *s);
 /* Create entry `path` (our record, `mode`) in directory `dir`, making the
  * directory when it is missing (it is removed when it empties).  0 or -1
  * with errno. */
-int dl_rw_entry_make(const char *dir, const char *path, const char *token, int mode);
+int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode);
 
 /* Remove our entry `path`, then `dir` if that left it empty.  0, or -1 with
  * errno (ENOENT: the entry had been broken). */

@@ -266,7 +266,7 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
 static int announce(dirlock *h, dirlock_error *err)
 {
         struct dl_rw *rw = h->rw;
-        if (dl_rw_entry_make(rw->readers_dir, rw->r_path, h->token, DIRLOCK_SHARED) != 0)
+        if (dl_rw_entry_make(rw->readers_dir, rw->r_path, h, DIRLOCK_SHARED) != 0)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot register as reader in '%s'", rw->readers_dir);
         return DIRLOCK_OK;
 }
@@ -313,7 +313,7 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
         }
         if (s == W_ERROR || (rc = withdraw(h, err)) != DIRLOCK_OK) {
                 reader_give_up(h);
-                return err ? err->code : DIRLOCK_EIO;
+                return err->code;
         }
         if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
                 reader_give_up(h);
@@ -326,8 +326,9 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                      h->opts.policy == DIRLOCK_POLICY_WRITER ? rw->wq_dir : NULL);
         dl_waiter_watch_owner(&w, &holder);
         struct stat st;
-        for (;;) {
-                int waited = dl_waiter_wait(&w, deadline);
+        /* The watch exists before the next look: no lost wake-ups. */
+        for (bool first = true;; first = false) {
+                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
                 if (fair) {
                         if (lstat(rw->a_path, &st) == 0) {
                                 rw->reader_entry = rw->a_path; /* admitted */
@@ -361,7 +362,7 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                                 break;
                 }
                 if (s == W_ERROR) {
-                        rc = err ? err->code : DIRLOCK_EIO;
+                        rc = err->code;
                         break;
                 }
                 dl_waiter_watch_owner(&w, &holder);
@@ -398,16 +399,16 @@ static void wq_leave(dirlock *h)
 
 /* One attempt at W honouring the FIFO queue.  DIRLOCK_EBUSY with *holder
  * the one to watch (W's holder or the waiter ahead). */
-static int w_try(dirlock *h, dl_record *holder, dirlock_error *err)
+static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
 {
         if (h->rw->ticket != NULL) {
                 int first = dl_fifo_first(h, holder, err);
                 if (first < 0)
-                        return err ? err->code : DIRLOCK_EIO;
+                        return err->code;
                 if (first == 0)
                         return DIRLOCK_EBUSY;
         }
-        return dl_excl_try(h, holder, err);
+        return dl_excl_try(h, holder, judge, err);
 }
 
 /* Take W by the deadline (DIRLOCK_FIFO: in ticket order; policy writer:
@@ -420,8 +421,10 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         memset(&holder, 0, sizeof holder);
         struct stat st;
         int rc = DIRLOCK_EBUSY;
-        if (!fifo || stat(rw->fifo_dir, &st) != 0)
-                rc = dl_excl_try(h, &holder, err);
+        /* One try (timeout 0) cannot queue, so it tries even past a FIFO
+         * queue, as tryLock() does on a fair lock. */
+        if (!fifo || h->opts.timeout == 0 || stat(rw->fifo_dir, &st) != 0)
+                rc = dl_excl_try(h, &holder, true, err);
         if (rc != DIRLOCK_EBUSY)
                 return rc;
         if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline))
@@ -430,19 +433,37 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
                 return rc;
         if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT) {
-                if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h->token, h->mode) == 0)
-                        rw->wq_held = true;
+                if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h, h->mode) != 0) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot register as a waiting writer in '%s'",
+                                     rw->wq_dir);
+                        dl_fifo_leave(h);
+                        return rc;
+                }
+                rw->wq_held = true;
         }
         dl_waiter w;
         waiter_start(&w, h, fifo ? rw->fifo_dir : NULL, NULL);
         dl_waiter_watch_owner(&w, &holder);
-        for (;;) {
-                rc = w_try(h, &holder, err);
+        /* A release wakes every waiter and only one can win, so a wake-up
+         * costs one rename attempt; the holder is judged (readdir,
+         * readlink, /proc) only when the watched owner died or the re-check
+         * interval passed. */
+        dl_time last_judged = dl_now();
+        for (bool judge = true;;) {
+                rc = w_try(h, &holder, judge, err);
                 if (rc != DIRLOCK_EBUSY)
                         break;
-                dl_waiter_watch_owner(&w, &holder);
-                if (dl_waiter_wait(&w, deadline) == DIRLOCK_ETIMEDOUT) {
-                        rc = w_try(h, &holder, err);
+                if (judge) {
+                        dl_waiter_watch_owner(&w, &holder);
+                        last_judged = dl_now();
+                }
+                int waited = dl_waiter_wait(&w, deadline);
+                dl_time now = dl_now();
+                double since = (double)(now.tv_sec - last_judged.tv_sec) * 1e3 +
+                               (double)(now.tv_nsec - last_judged.tv_nsec) / 1e6;
+                judge = dl_waiter_owner_died(&w) || since >= w.recheck_ms;
+                if (waited == DIRLOCK_ETIMEDOUT) {
+                        rc = w_try(h, &holder, true, err);
                         if (rc == DIRLOCK_EBUSY)
                                 rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
                                              "timed out after %.3g s: lock '%s' is held by pid %ld on %s",
@@ -475,7 +496,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         dl_scan sc = {.active = "ra", .admit_from = "w", .admit = admit, .remember = admit};
         if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
                 dl_rw_scan_done(&sc);
-                return err ? err->code : DIRLOCK_EIO;
+                return err->code;
         }
         if (sc.live == 0) {
                 dl_rw_scan_done(&sc);
@@ -491,12 +512,14 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         int rc = DIRLOCK_OK;
         sc.remember = false;
         sc.admit_known = true;
-        for (;;) {
+        /* The watch exists before the next scan, so a reader leaving after
+         * that scan always wakes us. */
+        for (bool first = true;; first = false) {
                 if (sc.have_one)
                         dl_waiter_watch_owner(&w, &sc.one);
-                int waited = dl_waiter_wait(&w, deadline);
+                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
                 if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
-                        rc = err ? err->code : DIRLOCK_EIO;
+                        rc = err->code;
                         break;
                 }
                 if (sc.live == 0)
@@ -537,15 +560,15 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
         for (;;) {
                 rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err);
                 if (rc != 0) {
-                        rc = err ? err->code : DIRLOCK_EIO;
+                        rc = err->code;
                         break;
                 }
                 dl_record holder = sc.one;
                 if (sc.live == 0) {
-                        rc = dl_excl_try(h, &holder, err);
+                        rc = dl_excl_try(h, &holder, true, err);
                         if (rc == DIRLOCK_OK) {
                                 rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0
-                                         ? (err ? err->code : DIRLOCK_EIO)
+                                         ? (err->code)
                                          : DIRLOCK_OK;
                                 if (rc == DIRLOCK_OK && sc.live == 0)
                                         break;
@@ -565,8 +588,11 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         break;
                 }
                 if (!waiting) {
+                        /* Watch first, then look again before sleeping: no
+                         * lost wake-ups. */
                         waiter_start(&w, h, rw->readers_dir, NULL);
                         waiting = true;
+                        continue;
                 }
                 dl_waiter_watch_owner(&w, &holder);
                 dl_waiter_wait(&w, deadline);
@@ -585,7 +611,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
         int rc = take_w(h, deadline, err);
         if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
                 return rc;
-        if (dl_entry_create(h->rw->up_path, h->token, DIRLOCK_INTENT) != 0) {
+        if (dl_entry_create(h->rw->up_path, h, DIRLOCK_INTENT) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", h->rw->up_path);
         } else {
                 h->rw->up_held = true;
@@ -604,6 +630,9 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 
 int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
+        dirlock_error local; /* the steps below report through err->code */
+        if (err == NULL)
+                err = &local;
         int rc = dl_rw_state(h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
@@ -672,6 +701,9 @@ int dl_rw_check(const dirlock *h, dirlock_error *err)
 
 int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
 {
+        dirlock_error local;
+        if (err == NULL)
+                err = &local;
         if (lock == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
         int rc = dl_handle_owned(lock, err);
@@ -696,7 +728,7 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
         dl_time deadline = dl_deadline(o.timeout);
         struct dl_rw *rw = lock->rw;
         if (!rw->up_held) {
-                if (dl_entry_create(rw->up_path, lock->token, DIRLOCK_INTENT) != 0 && errno != EEXIST)
+                if (dl_entry_create(rw->up_path, lock, DIRLOCK_INTENT) != 0 && errno != EEXIST)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", rw->up_path);
                 rw->up_held = true;
         }
@@ -713,6 +745,9 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
 
 int dirlock_downgrade(dirlock *lock, dirlock_error *err)
 {
+        dirlock_error local;
+        if (err == NULL)
+                err = &local;
         if (lock == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
         int rc = dl_handle_owned(lock, err);

@@ -230,6 +230,8 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 
         /* Without inotify but with a pidfd, still re-check on the backoff. */
         double span = w->notify ? w->recheck_ms : w->backoff_ms * (0.5 + next_unit(w));
+        if (span > BACKOFF_CAP_MS)
+                span = BACKOFF_CAP_MS;
         if (!w->notify)
                 w->backoff_ms = w->backoff_ms * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : w->backoff_ms * 2;
         for (;;) {

@@ -4,7 +4,7 @@
 # cleanup, invalid names, signal forwarding, and exclusion between two
 # commands.
 . "$(dirname "$0")/tap.sh"
-plan 18
+plan 19
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -34,6 +34,8 @@ is "$st" 1 "-w 0.3 times out with status 1"
 cmp_num "$ms" -lt 1000 "fractional timeout honoured (${ms} ms)"
 "$DIRLOCK" status -d "$L" held | grep -q "pid=.*alive fresh"
 ok $? "status shows the holder as alive"
+"$DIRLOCK" status held -d "$L" | grep -q "^held .*pid="
+ok $? "subcommand options may follow the names"
 "$DIRLOCK" break -d "$L" held >/dev/null 2>&1
 is "$?" 1 "break refuses a live owner's lock"
 wait $holder

@@ -203,7 +203,7 @@ SU=$BASE/board/slow/
 SJ=$T/slow.jar
 STOK=$(get_token "$SU" "$SJ")
 is "$(post "${SU}post" "$SJ" "$STOK" "body=slow first")" 303 "slow board: a first post"
-DIRLOCK=$TOP/bin/dirlock
+DIRLOCK=${DIRLOCK:-$TOP/bin/dirlock}
 if [ -x "$DIRLOCK" ]; then
 	"$DIRLOCK" -d "$T/data/slow/locks" messages -- sleep 3 &
 	holder=$!

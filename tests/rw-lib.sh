@@ -6,9 +6,9 @@ case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$TOP/$BUILD_DIR" ;; esac
 # shellcheck disable=SC2034 # used by the scripts that source this file
 HOLD="$BUILD_DIR/tests/progs/rw_hold"
 # shellcheck disable=SC2034
-DEMO="$TOP/bin/dirlock-demo"
+DEMO=${DEMO:-$TOP/bin/dirlock-demo}
 # shellcheck disable=SC2034
-DIRLOCK="$TOP/bin/dirlock"
+DIRLOCK=${DIRLOCK:-$TOP/bin/dirlock}
 T=$(mktemp -d /tmp/dirlock-rw.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 n=0

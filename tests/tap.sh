@@ -7,7 +7,7 @@
 : "${BUILD_DIR:=build}"
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$TOP/$BUILD_DIR" ;; esac
 PROGS="$BUILD_DIR/tests/progs"
-DIRLOCK="$TOP/bin/dirlock"
+DIRLOCK=${DIRLOCK:-$TOP/bin/dirlock}
 tap_n=0
 tap_failed=0
 
@@ -48,7 +48,7 @@ forge_lock() {
 	_boot=$(cat /proc/sys/kernel/random/boot_id)
 	_ns=$(stat -L -c %i /proc/self/ns/pid)
 	mkdir -p "$1/$2.lock"
-	ln -s "dirlock1 pid=$3 start=${5:-1} token=$_tok acquired=$(date +%s)000000000 boot=$_boot pidns=$_ns mode=0 host=$4" \
+	ln -s "dirlock1 pid=$3 start=${5:-1} token=$_tok acquired=$(date +%s)000000000 boot=$_boot pidns=$_ns mode=0 stale=0 host=$4" \
 		"$1/$2.lock/owner.$_tok"
 }
 

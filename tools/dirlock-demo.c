@@ -137,7 +137,7 @@ static void lock_drop(dirlock *h)
 
 static void write_record(int fd, unsigned long seq, bool slow)
 {
-        char line[LINE_LEN + 1];
+        char line[LINE_LEN + 16];
         for (int i = 0; i < LINES; i++) {
                 snprintf(line, sizeof line, "%020lu line %d/%d\n", seq, i + 1, LINES);
                 memset(line + strlen(line), ' ', LINE_LEN - strlen(line));

@@ -342,7 +342,7 @@ static void test_record_round_trip(void **state)
 {
         (void)state;
         dl_record r, back;
-        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT);
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5);
         char text[DL_RECORD_MAX];
         int n = dl_record_format(&r, text, sizeof text);
         assert_true(n > 0);
@@ -354,6 +354,7 @@ static void test_record_round_trip(void **state)
         assert_string_equal(back.boot_id, r.boot_id);
         assert_int_equal(back.pidns, r.pidns);
         assert_int_equal(back.mode, DIRLOCK_INTENT);
+        assert_int_equal(back.stale_ms, 42500);
         assert_string_equal(back.host, r.host);
         assert_int_equal(dl_record_owner_alive(&back), 1);
         /* Malformed records are refused. */
@@ -371,6 +372,141 @@ static void test_record_round_trip(void **state)
         assert_int_equal(dl_record_owner_alive(&back), 0);
         strcpy(back.host, "elsewhere.example");
         assert_int_equal(dl_record_owner_alive(&back), -1);
+}
+
+static void age_entry(const char *name, const dirlock *h, time_t seconds)
+{
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.lock/owner.%s", lockdir, name, dirlock_token(h));
+        struct timespec old[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, path, old, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* A judge with a shorter stale age still waits the holder's own. */
+static void test_recorded_stale_age(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.stale_age = 1000;
+        dirlock *a;
+        assert_int_equal(dirlock_acquire(lockdir, "long", &o, &a, NULL), DIRLOCK_OK);
+        age_entry("long", a, 100);
+        dirlock *b = NULL;
+        o.stale_age = 10;
+        assert_int_equal(dirlock_acquire(lockdir, "long", &o, &b, NULL), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_check(a, NULL), DIRLOCK_OK);
+        age_entry("long", a, 2000); /* older than the holder's own 1000 s */
+        assert_int_equal(dirlock_acquire(lockdir, "long", &o, &b, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(a, NULL), DIRLOCK_ELOST);
+        dirlock_release(b, NULL);
+}
+
+/* A lock directory holding files that are not an owner record: busy while
+ * young; once stale, exactly those files go and the lock is taken. */
+static void test_foreign_content(void **state)
+{
+        (void)state;
+        char path[512];
+        snprintf(path, sizeof path, "%s/foreign.lock", lockdir);
+        assert_int_equal(mkdir(path, 0777), 0);
+        snprintf(path, sizeof path, "%s/foreign.lock/junk", lockdir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fclose(f);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.stale_age = 60;
+        dirlock *h = NULL;
+        assert_int_equal(dirlock_acquire(lockdir, "foreign", &o, &h, NULL), DIRLOCK_EBUSY);
+        dirlock_owner own;
+        assert_int_equal(dirlock_inspect(lockdir, "foreign", 60, &own, NULL), DIRLOCK_OK);
+        assert_int_equal(own.pid, 0);
+        dirlock_error e;
+        assert_int_equal(dirlock_break(lockdir, "foreign", 60, 0, &e), DIRLOCK_ELIVE);
+        snprintf(path, sizeof path, "%s/foreign.lock", lockdir);
+        struct timespec old[2] = {{time(NULL) - 120, 0}, {time(NULL) - 120, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+        assert_int_equal(dirlock_acquire(lockdir, "foreign", &o, &h, NULL), DIRLOCK_OK);
+        snprintf(path, sizeof path, "%s/foreign.lock/junk", lockdir);
+        struct stat st;
+        assert_int_not_equal(lstat(path, &st), 0);
+        assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
+        /* An empty lock directory is free: break says so and tidies it. */
+        snprintf(path, sizeof path, "%s/empty.lock", lockdir);
+        assert_int_equal(mkdir(path, 0777), 0);
+        assert_int_equal(dirlock_break(lockdir, "empty", 0, 1, &e), DIRLOCK_ENOLOCK);
+        assert_int_not_equal(lstat(path, &st), 0);
+}
+
+/* A reentrant intent handle taken again after a full release gets a new
+ * token; its upgrade must hold readers off as the first one did. */
+static void test_reentrant_intent_reacquire(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.mode = DIRLOCK_INTENT;
+        o.flags = DIRLOCK_REENTRANT;
+        dirlock *h;
+        assert_int_equal(dirlock_acquire(lockdir, "reup", &o, &h, NULL), DIRLOCK_OK);
+        dirlock_options r = DIRLOCK_OPTIONS_INIT;
+        r.timeout = 0;
+        r.mode = DIRLOCK_SHARED;
+        dirlock *reader = NULL;
+        for (int round = 0; round < 2; round++) {
+                assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_acquire(lockdir, "reup", &r, &reader, NULL), DIRLOCK_EBUSY);
+                assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_acquire(lockdir, "reup", &r, &reader, NULL), DIRLOCK_OK);
+                dirlock_release(reader, NULL);
+                assert_int_equal(dirlock_reacquire(h, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_mode_of(h), DIRLOCK_INTENT);
+        }
+        assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
+}
+
+static void *sleeper(void *arg)
+{
+        (void)arg;
+        struct timespec ts = {0, 600000000L};
+        nanosleep(&ts, NULL);
+        return NULL;
+}
+
+/* A holder whose main thread has exited (pthread_exit) while another runs
+ * is a zombie in /proc, but alive: its lock must not be broken. */
+static void test_main_thread_exit_keeps_lock(void **state)
+{
+        (void)state;
+        int pipefd[2];
+        assert_int_equal(pipe(pipefd), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dirlock *h;
+                if (dirlock_acquire(lockdir, "threads", NULL, &h, NULL) != DIRLOCK_OK)
+                        _exit(1);
+                pthread_t t;
+                pthread_create(&t, NULL, sleeper, NULL);
+                if (write(pipefd[1], "x", 1) != 1)
+                        _exit(1);
+                pthread_exit(NULL);
+        }
+        char c;
+        assert_int_equal(read(pipefd[0], &c, 1), 1);
+        struct timespec ts = {0, 150000000L};
+        nanosleep(&ts, NULL);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *h = NULL;
+        assert_int_equal(dirlock_acquire(lockdir, "threads", &o, &h, NULL), DIRLOCK_EBUSY);
+        int status;
+        waitpid(pid, &status, 0);
+        assert_int_equal(dirlock_acquire(lockdir, "threads", &o, &h, NULL), DIRLOCK_OK); /* dead now */
+        dirlock_release(h, NULL);
+        close(pipefd[0]);
+        close(pipefd[1]);
 }
 
 struct thread_arg {
@@ -424,6 +560,10 @@ int main(void)
                 cmocka_unit_test(test_with),
                 cmocka_unit_test(test_record_round_trip),
                 cmocka_unit_test(test_threads),
+                cmocka_unit_test(test_recorded_stale_age),
+                cmocka_unit_test(test_foreign_content),
+                cmocka_unit_test(test_main_thread_exit_keeps_lock),
+                cmocka_unit_test(test_reentrant_intent_reacquire),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,135 @@
+# tests/fuzz/fuzz.mk - fuzzing (libFuzzer) and the memcheck run.
+#
+#   make fuzz [FUZZ_SECONDS=60] [FUZZERS="form cookie logrecord owner"]
+#       builds the libFuzzer targets with clang into build-fuzz/ and runs
+#       each for FUZZ_SECONDS, starting from the seed corpus
+#       tests/fuzz/corpus/NAME/ and the regression inputs
+#       tests/fuzz/regress/NAME/.  New corpus entries go to
+#       build-fuzz/corpus/NAME/, crashes to build-fuzz/artifacts/NAME/
+#       (a crash fails the target; fix it, then keep the input in
+#       tests/fuzz/regress/NAME/).
+#   make fuzz-build      only build the targets.
+#   make fuzz-replay     run the libFuzzer targets once over the seeds and
+#                        regression inputs (no fuzzing).
+#   make valgrind        every cmocka unit test under valgrind memcheck
+#                        (no definite leaks, no errors).
+#
+# `make test` builds each harness with the normal compiler and
+# tests/fuzz/replay.c into $(BUILD)/tests/fuzz/replay_NAME, and
+# tests/fuzz-regress.t feeds them the seeds and regression inputs: the
+# properties are checked on every test run, without clang.
+
+FUZZ_NAMES := form cookie logrecord owner
+FUZZERS ?= $(FUZZ_NAMES)
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_DIR := build-fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS = $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+	-Ilib -Icgi-bin -Itests/fuzz
+
+FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
+
+# What each harness needs besides itself.
+$(FUZZ_DIR)/fuzz_form: $(FUZZ_DIR)/cgi-bin/form.o
+$(FUZZ_DIR)/fuzz_cookie: $(FUZZ_DIR)/cgi-bin/cookie.o
+$(FUZZ_DIR)/fuzz_logrecord: $(FUZZ_DIR)/cgi-bin/logrecord.o
+# owner.c with what it calls (error.c, clock.c): not the whole library, so
+# a half-edited file elsewhere in lib/ does not stop the fuzzer.
+FUZZ_OWNER_SRCS := lib/owner.c lib/error.c lib/clock.c
+$(FUZZ_DIR)/fuzz_owner: $(FUZZ_OWNER_SRCS:%.c=$(FUZZ_DIR)/%.o)
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lpthread
+
+-include $(wildcard $(FUZZ_DIR)/*/*.d $(FUZZ_DIR)/*/*/*.d)
+
+# Keep the harness objects (make would delete them as intermediate).
+.SECONDARY: $(FUZZ_NAMES:%=$(FUZZ_DIR)/tests/fuzz/fuzz_%.o) $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.o) \
+	$(BUILD)/tests/fuzz/replay.o
+
+fuzz-build: $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
+
+# Each target: fresh working corpus seeded from the tree; -dict when
+# tests/fuzz/NAME.dict exists.  The summary line per target gives the
+# executions and the corpus size.
+fuzz: fuzz-build
+	@rc=0; for n in $(FUZZERS); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$n $(FUZZ_DIR)/artifacts/$$n; \
+		dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
+		dirs=$(FUZZ_DIR)/corpus/$$n; \
+		for d in tests/fuzz/corpus/$$n tests/fuzz/regress/$$n; do [ -d $$d ] && dirs="$$dirs $$d"; done; \
+		echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
+		if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			$(FUZZ_DIR)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=1024 \
+			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/artifacts/$$n/ $$dict $$dirs \
+			>$(FUZZ_DIR)/fuzz_$$n.log 2>&1; then \
+			execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/fuzz_$$n.log); \
+			cov=$$(grep -E '^#[0-9]+' $(FUZZ_DIR)/fuzz_$$n.log | tail -n 1 | grep -o 'cov: [0-9]*'); \
+			echo "fuzz_$$n: ok, $$execs executions, $$cov, corpus $$(ls $(FUZZ_DIR)/corpus/$$n | wc -l) files"; \
+		else \
+			rc=1; tail -n 40 $(FUZZ_DIR)/fuzz_$$n.log; \
+			echo "fuzz_$$n: FAILED (log $(FUZZ_DIR)/fuzz_$$n.log, inputs in $(FUZZ_DIR)/artifacts/$$n/)"; \
+		fi; \
+	done; exit $$rc
+
+fuzz-replay: fuzz-build
+	@rc=0; for n in $(FUZZERS); do \
+		files=$$(find tests/fuzz/corpus/$$n tests/fuzz/regress/$$n -type f 2>/dev/null); \
+		[ -n "$$files" ] || continue; \
+		$(FUZZ_DIR)/fuzz_$$n $$files >$(FUZZ_DIR)/replay_$$n.log 2>&1 || { rc=1; tail -n 30 $(FUZZ_DIR)/replay_$$n.log; }; \
+		echo "fuzz_$$n: replayed $$(echo "$$files" | wc -l) inputs"; \
+	done; exit $$rc
+
+# ---- the same harnesses in the normal build, for make test -------------
+
+FUZZ_REPLAY_BINS := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
+$(BUILD)/tests/fuzz/%.o: ALL_CFLAGS += -Icgi-bin -Itests/fuzz
+
+$(BUILD)/tests/fuzz/replay_form: $(BUILD)/cgi-bin/form.o
+$(BUILD)/tests/fuzz/replay_cookie: $(BUILD)/cgi-bin/cookie.o
+$(BUILD)/tests/fuzz/replay_logrecord: $(BUILD)/cgi-bin/logrecord.o
+$(BUILD)/tests/fuzz/replay_owner: $(FUZZ_OWNER_SRCS:%.c=$(BUILD)/%.o)
+$(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/fuzz_%.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
+
+test-build: $(FUZZ_REPLAY_BINS)
+
+# ---- valgrind memcheck over the unit tests ------------------------------
+#
+# Tests listed in VALGRIND_SKIP are not run (with the reason printed):
+# those that start servers or time things tightly.  VALGRIND_TIMEOUT bounds
+# each test.
+VALGRIND ?= valgrind
+VALGRIND_TIMEOUT ?= 600
+VALGRIND_SKIP ?=
+VALGRIND_FLAGS := --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
+	--track-fds=no --quiet --child-silent-after-fork=yes
+
+valgrind: test-build
+ifeq ($(SANITIZE),1)
+	@echo "make valgrind: run it on the normal build (no SANITIZE=1): valgrind and ASan do not mix" >&2; exit 2
+endif
+	@command -v $(VALGRIND) >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
+	@passed=0; failed=0; skipped=0; failures=; \
+	for t in $(UNIT_BINS); do \
+		n=$$(basename $$t); \
+		case " $(VALGRIND_SKIP) " in *" $$n "*) echo "== $$n: skipped (VALGRIND_SKIP)"; skipped=$$((skipped + 1)); continue;; esac; \
+		echo "== valgrind $$n"; \
+		if BUILD_DIR=$(BUILD) TOP=$(CURDIR) timeout $(VALGRIND_TIMEOUT) $(VALGRIND) $(VALGRIND_FLAGS) \
+			--log-file=$(BUILD)/tests/unit/$$n.valgrind $$t >$(BUILD)/tests/unit/$$n.valgrind.out 2>&1; then \
+			passed=$$((passed + 1)); \
+		else \
+			st=$$?; failed=$$((failed + 1)); failures="$$failures $$n"; \
+			[ $$st -eq 124 ] && echo "$$n: timed out after $(VALGRIND_TIMEOUT) s under valgrind"; \
+			tail -n 30 $(BUILD)/tests/unit/$$n.valgrind.out; cat $(BUILD)/tests/unit/$$n.valgrind; \
+		fi; \
+	done; \
+	[ -n "$$failures" ] && echo "failed:$$failures"; \
+	echo "valgrind: $$passed passed, $$failed failed, $$skipped skipped"; \
+	[ $$failed -eq 0 ]
+
+.PHONY: fuzz-build fuzz-replay valgrind
