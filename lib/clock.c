@@ -33,6 +33,11 @@ bool dl_deadline_never(const dl_time *deadline)
         return deadline->tv_sec < 0;
 }
 
+bool dl_deadline_passed(const dl_time *deadline)
+{
+        return !dl_deadline_never(deadline) && dl_remaining(deadline) <= 0;
+}
+
 double dl_remaining(const dl_time *deadline)
 {
         if (dl_deadline_never(deadline))

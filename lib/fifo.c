@@ -7,7 +7,11 @@
  * t.<max+1>, where max is the largest ticket it saw; symlink(2) fails with
  * EEXIST when another waiter took that number first, and it tries the next.
  * The creation is the atomic step: of two waiters, the one whose symlink
- * came first holds the smaller number, so sequence order is arrival order.
+ * came first holds the smaller number, so sequence order is arrival order
+ * among waiters that overlap.  (When the queue empties, numbering starts
+ * again from what is left: a waiter that read the old maximum just before
+ * may be numbered after a later one.  Only the order suffers, never mutual
+ * exclusion: the queue decides who tries, the lock decides who holds.)
  *
  * INVARIANT F: only the waiter with the smallest live ticket tries to take
  * NAME.lock (rwlock.c checks dl_fifo_first before every try).  It gives
@@ -18,8 +22,10 @@
  * whose age exceeds the stale age (waiters renew theirs while they wait),
  * is unlinked by whoever scans past it: its successor goes next.
  *
- * The queue only orders waiters that use DIRLOCK_FIFO; an acquire without
- * the flag may still take a free lock ahead of the queue (no lock-out of
+ * The queue only orders waiters that use DIRLOCK_FIFO, and a one-try
+ * acquire (timeout 0) does not queue at all, like tryLock() on a fair
+ * lock; an acquire without the flag may still take a free lock ahead of
+ * the queue (no lock-out of
  * the queue results: the head waiter is woken by every release). */
 #include "rw_internal.h"
 

@@ -100,6 +100,8 @@ dl_time dl_now(void); /* CLOCK_MONOTONIC */
 /* Deadline for a timeout in seconds; negative = never (tv_sec = -1). */
 dl_time dl_deadline(double timeout);
 bool dl_deadline_never(const dl_time *deadline);
+/* True once a (finite) deadline has passed. */
+bool dl_deadline_passed(const dl_time *deadline);
 /* Milliseconds-and-fraction left until deadline (0 if past), large if never. */
 double dl_remaining(const dl_time *deadline);
 /* Wall clock in nanoseconds since the epoch. */

@@ -40,6 +40,13 @@
  * it is harmless) or a re-announce followed by a look at W, which the
  * writer already holds (the reader then withdraws again).
  *
+ * NFS: the handshake needs every look to see the other side's latest
+ * entry.  An NFS client may answer a lookup or readdir from its attribute
+ * cache, so shared and intent locks are for lock directories on local
+ * filesystems, or shared by processes of one NFS client.  The exclusive
+ * lock alone needs only rename's atomicity at the server and is safe
+ * between NFS clients (as long as none of them takes shared locks).
+ *
  * INVARIANT M (mutual exclusion): while a writer is past its look (or an
  * upgrader past its look), no r.<T> or a.<T> entry of a reader that is in
  * its critical section exists, and none can be created that is not
@@ -315,7 +322,7 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                 reader_give_up(h);
                 return err->code;
         }
-        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
+        if (dl_deadline_passed(deadline)) {
                 reader_give_up(h);
                 return dl_fail(err, timeout_code(h, &h->opts), 0,
                                "lock '%s' is held for writing by pid %ld on %s", h->name, (long)holder.pid,
@@ -427,7 +434,7 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 rc = dl_excl_try(h, &holder, true, err);
         if (rc != DIRLOCK_EBUSY)
                 return rc;
-        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline))
+        if (dl_deadline_passed(deadline))
                 return dl_fail(err, timeout_code(h, &h->opts), 0, "lock '%s' is held by pid %ld on %s",
                                h->name, (long)holder.pid, holder.host[0] ? holder.host : "an unknown host");
         if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
@@ -502,7 +509,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 dl_rw_scan_done(&sc);
                 return DIRLOCK_OK;
         }
-        if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
+        if (dl_deadline_passed(deadline)) {
                 dl_rw_scan_done(&sc);
                 return dl_fail(err, timeout_code(h, o), 0, "lock '%s' is held for reading by %u reader(s)",
                                h->name, sc.live);
@@ -580,7 +587,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                                 break;
                         }
                 }
-                if (dl_remaining(deadline) <= 0 && !dl_deadline_never(deadline)) {
+                if (dl_deadline_passed(deadline)) {
                         rc = dl_fail(err, timeout_code(h, &h->opts), 0,
                                      "lock '%s' is held (policy reader: waiting for %u reader(s) and the "
                                      "writer, if any)",

@@ -128,10 +128,13 @@ int main(int argc, char **argv)
                 }
                 if (hold > 0)
                         sleep_ms(hold);
+                /* The time the release began: a waiter may acquire before
+                 * dirlock_release() returns here. */
+                double releasing = wall_ms();
                 if (dirlock_release(h, &err) != DIRLOCK_OK)
                         return fail(label, &err);
                 if (cycles == 1) {
-                        printf("%s released %.1f\n", label, wall_ms());
+                        printf("%s released %.1f\n", label, releasing);
                         fflush(stdout);
                 }
         }
