@@ -207,50 +207,39 @@ static int cmd_cleanup(const char *dir)
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-static volatile sig_atomic_t pending[NFORWARDED];
 
-static void remember_signal(int sig)
-{
-        for (size_t i = 0; i < NFORWARDED; i++)
-                if (forwarded[i] == sig)
-                        pending[i] = 1;
-}
-
+/* Run the command and wait for it.  SIGCHLD and the forwarded signals are
+ * blocked and taken with sigtimedwait(): the command's exit is seen at
+ * once, a signal is passed on at once, and between them the locks are
+ * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
 static int run_locked(char **command, dirlock_set *set, double stale, int lost_code)
 {
-        /* The signals are blocked across fork() so that none is caught by
-         * our handler in the child before it restores the defaults. */
-        sigset_t block, old;
-        sigemptyset(&block);
+        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
+        sigset_t wait_for, old;
+        sigemptyset(&wait_for);
+        sigaddset(&wait_for, SIGCHLD);
         for (size_t i = 0; i < NFORWARDED; i++)
-                sigaddset(&block, forwarded[i]);
-        sigprocmask(SIG_BLOCK, &block, &old);
-        struct sigaction sa = {0};
-        sa.sa_handler = remember_signal;
-        sigemptyset(&sa.sa_mask);
-        for (size_t i = 0; i < NFORWARDED; i++)
-                sigaction(forwarded[i], &sa, NULL);
+                sigaddset(&wait_for, forwarded[i]);
+        sigprocmask(SIG_BLOCK, &wait_for, &old);
 
         pid_t child = fork();
         if (child < 0) {
                 fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
                 sigprocmask(SIG_SETMASK, &old, NULL);
+                dirlock_release_many(set, NULL);
                 return 126;
         }
         if (child == 0) {
-                for (size_t i = 0; i < NFORWARDED; i++)
-                        signal(forwarded[i], SIG_DFL);
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 execvp(command[0], command);
                 int e = errno;
                 fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
                 _exit(e == ENOENT ? 127 : 126);
         }
-        sigprocmask(SIG_SETMASK, &old, NULL);
         double refresh_every = stale / 3.0;
-        bool lost = false;
         struct timespec last;
         clock_gettime(CLOCK_MONOTONIC, &last);
+        bool lost = false;
         int status = 0;
         for (;;) {
                 pid_t r = waitpid(child, &status, WNOHANG);
@@ -260,11 +249,6 @@ static int run_locked(char **command, dirlock_set *set, double stale, int lost_c
                         status = 126 << 8;
                         break;
                 }
-                for (size_t i = 0; i < NFORWARDED; i++)
-                        if (pending[i]) {
-                                pending[i] = 0;
-                                kill(child, forwarded[i]);
-                        }
                 struct timespec now;
                 clock_gettime(CLOCK_MONOTONIC, &now);
                 double since = (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
@@ -275,16 +259,15 @@ static int run_locked(char **command, dirlock_set *set, double stale, int lost_c
                                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
                         lost = lost || rc == DIRLOCK_ELOST;
                         last = now;
+                        since = 0;
                 }
-                /* Sleep until the child exits or a signal arrives; wake for refreshes. */
                 double nap = refresh_every - since;
-                if (nap > 0.05)
-                        nap = 0.05;
-                if (nap < 0.001)
-                        nap = 0.001;
-                struct timespec ts = {0, (long)(nap * 1e9)};
-                nanosleep(&ts, NULL);
+                struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
+                int sig = sigtimedwait(&wait_for, NULL, &ts);
+                if (sig > 0 && sig != SIGCHLD)
+                        kill(child, sig);
         }
+        sigprocmask(SIG_SETMASK, &old, NULL);
         dirlock_error e;
         int rc = dirlock_release_many(set, &e);
         if (rc != DIRLOCK_OK && !lost)
