@@ -261,7 +261,8 @@ static int cmd_handoff(const char *dir, int rounds)
         while (wait(NULL) > 0)
                 ;
         qsort(lat, (size_t)rounds, sizeof(double), cmp_double);
-        printf("%.1f %.1f %.1f\n", lat[rounds / 2] * 1e6, lat[rounds * 99 / 100] * 1e6, lat[rounds - 1] * 1e6);
+        printf("%.1f %.1f %.1f\n", lat[rounds / 2] * 1e6, lat[rounds * 99 / 100] * 1e6,
+               lat[rounds - 1] * 1e6);
         return 0;
 }
 

@@ -251,7 +251,8 @@ static int run_locked(char **command, dirlock_set *set, double stale, int lost_c
                 }
                 struct timespec now;
                 clock_gettime(CLOCK_MONOTONIC, &now);
-                double since = (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
+                double since =
+                    (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
                 if (since >= refresh_every) {
                         dirlock_error e;
                         int rc = dirlock_refresh_many(set, &e);
@@ -295,23 +296,23 @@ int main(int argc, char **argv)
         dirlock_options_init(&opts);
 
         static const struct option longopts[] = {
-                {"dir", required_argument, NULL, 'd'},
-                {"timeout", required_argument, NULL, 'w'},
-                {"wait", required_argument, NULL, 'w'},
-                {"nonblock", no_argument, NULL, 'n'},
-                {"nb", no_argument, NULL, 'n'},
-                {"stale", required_argument, NULL, OPT_STALE},
-                {"conflict-exit-code", required_argument, NULL, 'E'},
-                {"exclusive", no_argument, NULL, 'x'},
-                {"shared", no_argument, NULL, 's'},
-                {"intent", no_argument, NULL, OPT_INTENT},
-                {"policy", required_argument, NULL, OPT_POLICY},
-                {"fifo", no_argument, NULL, OPT_FIFO},
-                {"force", no_argument, NULL, OPT_FORCE},
-                {"quiet", no_argument, NULL, 'q'},
-                {"help", no_argument, NULL, 'h'},
-                {"version", no_argument, NULL, 'V'},
-                {NULL, 0, NULL, 0},
+            {"dir", required_argument, NULL, 'd'},
+            {"timeout", required_argument, NULL, 'w'},
+            {"wait", required_argument, NULL, 'w'},
+            {"nonblock", no_argument, NULL, 'n'},
+            {"nb", no_argument, NULL, 'n'},
+            {"stale", required_argument, NULL, OPT_STALE},
+            {"conflict-exit-code", required_argument, NULL, 'E'},
+            {"exclusive", no_argument, NULL, 'x'},
+            {"shared", no_argument, NULL, 's'},
+            {"intent", no_argument, NULL, OPT_INTENT},
+            {"policy", required_argument, NULL, OPT_POLICY},
+            {"fifo", no_argument, NULL, OPT_FIFO},
+            {"force", no_argument, NULL, OPT_FORCE},
+            {"quiet", no_argument, NULL, 'q'},
+            {"help", no_argument, NULL, 'h'},
+            {"version", no_argument, NULL, 'V'},
+            {NULL, 0, NULL, 0},
         };
         int c;
         /* '+': stop at the first non-option, so COMMAND's options stay its own. */
@@ -397,14 +398,15 @@ int main(int argc, char **argv)
         }
 
         /* Subcommands take their own options after the word. */
-        if (strcmp(argv[0], "status") == 0 || strcmp(argv[0], "break") == 0 || strcmp(argv[0], "cleanup") == 0) {
+        if (strcmp(argv[0], "status") == 0 || strcmp(argv[0], "break") == 0 ||
+            strcmp(argv[0], "cleanup") == 0) {
                 const char *sub = argv[0];
                 bool is_cleanup = strcmp(sub, "cleanup") == 0, is_break = strcmp(sub, "break") == 0;
                 static const struct option subopts[] = {
-                        {"dir", required_argument, NULL, 'd'},
-                        {"stale", required_argument, NULL, OPT_STALE},
-                        {"force", no_argument, NULL, OPT_FORCE},
-                        {NULL, 0, NULL, 0},
+                    {"dir", required_argument, NULL, 'd'},
+                    {"stale", required_argument, NULL, OPT_STALE},
+                    {"force", no_argument, NULL, OPT_FORCE},
+                    {NULL, 0, NULL, 0},
                 };
                 optind = 0; /* 0, not 1: glibc then starts a fresh scan */
                 opterr = 0;

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "dirlock.h"
 #include "cgi.h"
+#include "dirlock.h"
 
 extern char **environ;
 

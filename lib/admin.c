@@ -30,7 +30,8 @@ static int find_owner_entry(const char *lock_path, char **entry, bool *foreign)
         return 0;
 }
 
-static int open_named(const char *lockdir, const char *name, double stale_age, dirlock **h, dirlock_error *err)
+static int open_named(const char *lockdir, const char *name, double stale_age, dirlock **h,
+                      dirlock_error *err)
 {
         dirlock_options o;
         dirlock_options_init(&o);
@@ -63,8 +64,8 @@ int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dir
         }
         if (found != 0) {
                 rc = found < 0 ? dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path)
-                               : owner->readers ? DIRLOCK_OK
-                                                : dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+                     : owner->readers ? DIRLOCK_OK
+                                      : dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
                 if (rc == DIRLOCK_OK)
                         owner->mode = DIRLOCK_SHARED;
                 dl_handle_free(h);
@@ -128,10 +129,11 @@ int dirlock_break(const char *lockdir, const char *name, double stale_age, int f
                 rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else if (found == 1) {
                 if (!force) {
-                        rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                                     "lock '%s' holds files that are not an owner record; use force to remove "
-                                     "them",
-                                     name);
+                        rc =
+                            dl_fail(err, DIRLOCK_ELIVE, 0,
+                                    "lock '%s' holds files that are not an owner record; use force to remove "
+                                    "them",
+                                    name);
                 } else {
                         dl_lock_clear_foreign(h->lock_path); /* never touches an owner entry */
                         rc = DIRLOCK_OK;
@@ -143,11 +145,12 @@ int dirlock_break(const char *lockdir, const char *name, double stale_age, int f
                         rc = errno == ENOENT ? dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name)
                                              : dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", entry);
                 } else if (!force && !dl_entry_stale(&rec, age, h->opts.stale_age)) {
-                        rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                                     "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); "
-                                     "not broken",
-                                     name, (long)rec.pid, rec.host[0] ? rec.host : "an unknown host", age,
-                                     h->opts.stale_age);
+                        rc = dl_fail(
+                            err, DIRLOCK_ELIVE, 0,
+                            "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); "
+                            "not broken",
+                            name, (long)rec.pid, rec.host[0] ? rec.host : "an unknown host", age,
+                            h->opts.stale_age);
                 } else if (dl_excl_break_entry(h->lock_path, entry) == 0) {
                         rc = DIRLOCK_OK;
                 } else {
@@ -179,7 +182,8 @@ static bool prep_is_garbage(const char *path, const char *leaf)
         bool garbage;
         if (dl_entry_read(entry, &rec, &age) != 0) {
                 struct stat st;
-                garbage = lstat(path, &st) == 0 && (double)(time(NULL) - st.st_mtime) > DIRLOCK_DEFAULT_STALE_AGE;
+                garbage =
+                    lstat(path, &st) == 0 && (double)(time(NULL) - st.st_mtime) > DIRLOCK_DEFAULT_STALE_AGE;
         } else {
                 garbage = dl_entry_stale(&rec, age, rec.stale_ms ? 0 : DIRLOCK_DEFAULT_STALE_AGE);
         }

@@ -43,7 +43,8 @@ double dl_remaining(const dl_time *deadline)
         if (dl_deadline_never(deadline))
                 return 1e12;
         dl_time now = dl_now();
-        double ms = (double)(deadline->tv_sec - now.tv_sec) * 1e3 + (double)(deadline->tv_nsec - now.tv_nsec) / 1e6;
+        double ms =
+            (double)(deadline->tv_sec - now.tv_sec) * 1e3 + (double)(deadline->tv_nsec - now.tv_nsec) / 1e6;
         return ms > 0 ? ms : 0;
 }
 

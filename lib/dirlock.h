@@ -39,18 +39,18 @@ extern "C" {
 
 typedef enum dirlock_code {
         DIRLOCK_OK = 0,
-        DIRLOCK_EBUSY,      /* held by someone else (one try, timeout 0)   */
-        DIRLOCK_ETIMEDOUT,  /* still held by someone else when time ran out */
-        DIRLOCK_ENAME,      /* invalid lock name                            */
-        DIRLOCK_EINVAL,     /* invalid argument or option                   */
-        DIRLOCK_ELOST,      /* our lock was broken as stale (maybe re-taken) */
-        DIRLOCK_ENOTOWNER,  /* handle used by a process that does not own it */
-        DIRLOCK_ELIVE,      /* refused to break a lock whose owner is alive  */
-        DIRLOCK_ENOLOCK,    /* no such lock (inspect, break)                 */
-        DIRLOCK_EUPGRADE,   /* read -> write upgrade refused (use intent)    */
-        DIRLOCK_EBALANCE,   /* reentrant release without a matching acquire  */
-        DIRLOCK_EIO,        /* system call failed; errno is kept             */
-        DIRLOCK_ENOMEM,     /* out of memory                                 */
+        DIRLOCK_EBUSY,     /* held by someone else (one try, timeout 0)   */
+        DIRLOCK_ETIMEDOUT, /* still held by someone else when time ran out */
+        DIRLOCK_ENAME,     /* invalid lock name                            */
+        DIRLOCK_EINVAL,    /* invalid argument or option                   */
+        DIRLOCK_ELOST,     /* our lock was broken as stale (maybe re-taken) */
+        DIRLOCK_ENOTOWNER, /* handle used by a process that does not own it */
+        DIRLOCK_ELIVE,     /* refused to break a lock whose owner is alive  */
+        DIRLOCK_ENOLOCK,   /* no such lock (inspect, break)                 */
+        DIRLOCK_EUPGRADE,  /* read -> write upgrade refused (use intent)    */
+        DIRLOCK_EBALANCE,  /* reentrant release without a matching acquire  */
+        DIRLOCK_EIO,       /* system call failed; errno is kept             */
+        DIRLOCK_ENOMEM,    /* out of memory                                 */
         DIRLOCK_CODE_COUNT
 } dirlock_code;
 
@@ -81,9 +81,9 @@ typedef enum dirlock_policy {
 } dirlock_policy;
 
 /* Flags. */
-#define DIRLOCK_FIFO (1u << 0)      /* serve exclusive waiters in arrival order */
+#define DIRLOCK_FIFO      (1u << 0) /* serve exclusive waiters in arrival order */
 #define DIRLOCK_REENTRANT (1u << 1) /* dirlock_reacquire() counts holds        */
-#define DIRLOCK_NO_MKDIR (1u << 2)  /* do not create a missing lock directory  */
+#define DIRLOCK_NO_MKDIR  (1u << 2) /* do not create a missing lock directory  */
 #define DIRLOCK_NO_NOTIFY (1u << 3) /* never use inotify; back off and poll    */
 
 typedef struct dirlock_options {
@@ -95,7 +95,10 @@ typedef struct dirlock_options {
 } dirlock_options;
 
 /* Defaults: wait forever, stale after 180 s, exclusive, fair. */
-#define DIRLOCK_OPTIONS_INIT {-1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR}
+#define DIRLOCK_OPTIONS_INIT                                                                                 \
+        {                                                                                                    \
+                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR                  \
+        }
 void dirlock_options_init(dirlock_options *opts);
 
 /* An acquired lock.  Opaque. */
@@ -106,14 +109,14 @@ typedef struct dirlock_owner {
         pid_t pid;
         unsigned long long start_time; /* process start, clock ticks since boot */
         char host[256];
-        char token[33];         /* 128-bit random, hex                     */
-        double acquired;        /* wall clock, seconds since the epoch     */
-        double age;             /* seconds since acquire or last refresh   */
-        int same_host;          /* recorded on this host, this boot        */
-        int owner_alive;        /* -1 unknown (other host), 0 dead, 1 alive */
-        int stale;              /* would be broken now with the given age  */
-        int mode;               /* dirlock_mode of this holder             */
-        unsigned readers;       /* shared/intent holders of the name       */
+        char token[33];   /* 128-bit random, hex                     */
+        double acquired;  /* wall clock, seconds since the epoch     */
+        double age;       /* seconds since acquire or last refresh   */
+        int same_host;    /* recorded on this host, this boot        */
+        int owner_alive;  /* -1 unknown (other host), 0 dead, 1 alive */
+        int stale;        /* would be broken now with the given age  */
+        int mode;         /* dirlock_mode of this holder             */
+        unsigned readers; /* shared/intent holders of the name       */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -181,8 +184,8 @@ typedef struct dirlock_set dirlock_set;
 /* Take all `n` named locks or none.  Duplicates collapse; the order the
  * caller gives does not matter and no two callers can deadlock.  Honours
  * opts->timeout over the whole set. */
-int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t n, const dirlock_options *opts,
-                         dirlock_set **out, dirlock_error *err);
+int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t n,
+                         const dirlock_options *opts, dirlock_set **out, dirlock_error *err);
 /* Release all and free.  Returns the first error met; releases the rest. */
 int dirlock_release_many(dirlock_set *set, dirlock_error *err);
 int dirlock_refresh_many(dirlock_set *set, dirlock_error *err);

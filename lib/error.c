@@ -7,19 +7,19 @@
 #include <string.h>
 
 static const char *const descriptions[DIRLOCK_CODE_COUNT] = {
-        [DIRLOCK_OK] = "success",
-        [DIRLOCK_EBUSY] = "lock is busy",
-        [DIRLOCK_ETIMEDOUT] = "timed out waiting for the lock",
-        [DIRLOCK_ENAME] = "invalid lock name",
-        [DIRLOCK_EINVAL] = "invalid argument",
-        [DIRLOCK_ELOST] = "lock was lost (broken as stale)",
-        [DIRLOCK_ENOTOWNER] = "lock is not owned by this process",
-        [DIRLOCK_ELIVE] = "lock is held by a live owner",
-        [DIRLOCK_ENOLOCK] = "no such lock",
-        [DIRLOCK_EUPGRADE] = "cannot upgrade a shared lock (use an intent lock)",
-        [DIRLOCK_EBALANCE] = "release without a matching acquire",
-        [DIRLOCK_EIO] = "system call failed",
-        [DIRLOCK_ENOMEM] = "out of memory",
+    [DIRLOCK_OK] = "success",
+    [DIRLOCK_EBUSY] = "lock is busy",
+    [DIRLOCK_ETIMEDOUT] = "timed out waiting for the lock",
+    [DIRLOCK_ENAME] = "invalid lock name",
+    [DIRLOCK_EINVAL] = "invalid argument",
+    [DIRLOCK_ELOST] = "lock was lost (broken as stale)",
+    [DIRLOCK_ENOTOWNER] = "lock is not owned by this process",
+    [DIRLOCK_ELIVE] = "lock is held by a live owner",
+    [DIRLOCK_ENOLOCK] = "no such lock",
+    [DIRLOCK_EUPGRADE] = "cannot upgrade a shared lock (use an intent lock)",
+    [DIRLOCK_EBALANCE] = "release without a matching acquire",
+    [DIRLOCK_EIO] = "system call failed",
+    [DIRLOCK_ENOMEM] = "out of memory",
 };
 
 const char *dirlock_strerror(int code)

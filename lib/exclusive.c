@@ -86,7 +86,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OWNER_PREFIX "owner."
+#define OWNER_PREFIX     "owner."
 #define OWNER_PREFIX_LEN 6
 /* After this long waiting, the prepared owner record is rewritten so that
  * its acquire time and age start when the lock is actually taken. */
@@ -190,7 +190,8 @@ void dl_lock_clear_foreign(const char *lock_path)
         }
         struct dirent *de;
         while ((de = readdir(dir)) != NULL) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || is_owner_leaf(de->d_name))
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    is_owner_leaf(de->d_name))
                         continue;
                 if (unlinkat(dirfd(dir), de->d_name, 0) != 0 && errno == EISDIR)
                         unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR);
@@ -247,7 +248,8 @@ static int prep_make(dirlock *h, dirlock_error *err)
         if (made != 0 && errno == ENOENT && !(h->opts.flags & DIRLOCK_NO_MKDIR)) {
                 /* The lock directory was removed since we last saw it. */
                 if (dl_make_dirs(h->lockdir) != 0)
-                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'", h->lockdir);
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'",
+                                       h->lockdir);
                 made = mkdir(h->prep_path, 0777);
         }
         if (made != 0) {

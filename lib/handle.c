@@ -51,7 +51,8 @@ int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *
                 return dl_fail(err, DIRLOCK_ENAME, 0,
                                "invalid lock name '%.80s%s': use 1-%d characters of A-Z a-z 0-9 . _ -, "
                                "not starting with a dot",
-                               name ? name : "(null)", name && strlen(name) > 80 ? "..." : "", DIRLOCK_NAME_MAX);
+                               name ? name : "(null)", name && strlen(name) > 80 ? "..." : "",
+                               DIRLOCK_NAME_MAX);
         dirlock *h = calloc(1, sizeof *h);
         if (h == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
@@ -95,10 +96,11 @@ void dl_handle_free(dirlock *h)
 int dl_handle_owned(const dirlock *h, dirlock_error *err)
 {
         if (h->pid != getpid())
-                return dl_fail(err, DIRLOCK_ENOTOWNER, 0,
-                               "lock '%s' belongs to process %ld, not to this process %ld (a child after fork "
-                               "does not own its parent's locks)",
-                               h->name, (long)h->pid, (long)getpid());
+                return dl_fail(
+                    err, DIRLOCK_ENOTOWNER, 0,
+                    "lock '%s' belongs to process %ld, not to this process %ld (a child after fork "
+                    "does not own its parent's locks)",
+                    h->name, (long)h->pid, (long)getpid());
         return DIRLOCK_OK;
 }
 

@@ -16,22 +16,22 @@ enum dl_kind { DL_KIND_DIR = 0, DL_KIND_FLOCK };
 struct dl_rw; /* reader-writer state, owned by rwlock.c */
 
 struct dirlock {
-        int kind;              /* enum dl_kind                                 */
-        int mode;              /* dirlock_mode currently held                  */
-        dirlock_options opts;  /* as given at acquire, normalised              */
-        pid_t pid;             /* process that acquired; others may not touch  */
-        unsigned holds;        /* reentrant hold count (>= 1 while held)       */
-        bool excl_held;        /* we hold <name>.lock                          */
-        int fd;                /* DL_KIND_FLOCK: the locked file, else -1      */
+        int kind;             /* enum dl_kind                                 */
+        int mode;             /* dirlock_mode currently held                  */
+        dirlock_options opts; /* as given at acquire, normalised              */
+        pid_t pid;            /* process that acquired; others may not touch  */
+        unsigned holds;       /* reentrant hold count (>= 1 while held)       */
+        bool excl_held;       /* we hold <name>.lock                          */
+        int fd;               /* DL_KIND_FLOCK: the locked file, else -1      */
         char name[DIRLOCK_NAME_MAX + 1];
-        char token[33];        /* 128-bit random, hex: names our entries       */
-        char *lockdir;         /* absolute path of the lock directory          */
-        char *lock_path;       /* <lockdir>/<name>.lock                        */
-        char *entry_path;      /* <lock_path>/owner.<token>                    */
-        char *prep_path;       /* <lockdir>/.<name>.<token>.new (acquire only)  */
-        long long prep_ns;     /* when the prepared owner record was written   */
-        bool prep_made;        /* prep_path exists                             */
-        struct dl_rw *rw;      /* reader-writer state or NULL                  */
+        char token[33];    /* 128-bit random, hex: names our entries       */
+        char *lockdir;     /* absolute path of the lock directory          */
+        char *lock_path;   /* <lockdir>/<name>.lock                        */
+        char *entry_path;  /* <lock_path>/owner.<token>                    */
+        char *prep_path;   /* <lockdir>/.<name>.<token>.new (acquire only)  */
+        long long prep_ns; /* when the prepared owner record was written   */
+        bool prep_made;    /* prep_path exists                             */
+        struct dl_rw *rw;  /* reader-writer state or NULL                  */
 };
 
 /* Allocate a handle for `name` in `lockdir` with a fresh token (no lock is
@@ -48,7 +48,7 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err);
 /* Fill err (if any) and return code.  Message is printf-formatted; for
  * DIRLOCK_EIO pass the errno, and ": strerror" is appended. */
 int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 void dl_ok(dirlock_error *err);
 
 /* ---- paths (path.c) ---------------------------------------------------- */
@@ -68,11 +68,11 @@ typedef struct dl_record {
         pid_t pid;
         unsigned long long start_time; /* clock ticks since boot (/proc) */
         char token[33];
-        long long acquired_ns;         /* CLOCK_REALTIME at acquire      */
-        char boot_id[37];              /* this machine's boot            */
-        unsigned long long pidns;      /* pid namespace inode            */
-        int mode;                      /* dirlock_mode                   */
-        unsigned long long stale_ms;   /* the holder's stale age (0: none) */
+        long long acquired_ns;       /* CLOCK_REALTIME at acquire      */
+        char boot_id[37];            /* this machine's boot            */
+        unsigned long long pidns;    /* pid namespace inode            */
+        int mode;                    /* dirlock_mode                   */
+        unsigned long long stale_ms; /* the holder's stale age (0: none) */
         char host[256];
 } dl_record;
 
@@ -114,10 +114,10 @@ long long dl_wall_ns(void);
  * watched owner process (pidfd), or a backoff step when notification is
  * not available.  Never sleeps past the deadline. */
 typedef struct dl_waiter {
-        int inotify_fd;   /* -1 when not used                      */
-        int pid_fd;       /* pidfd of the owner we wait for, or -1 */
+        int inotify_fd; /* -1 when not used                      */
+        int pid_fd;     /* pidfd of the owner we wait for, or -1 */
         pid_t pid_watched;
-        bool notify;      /* inotify usable                        */
+        bool notify; /* inotify usable                        */
         double backoff_ms;
         unsigned long long rng;
         double recheck_ms; /* with inotify: re-judge at least this often */

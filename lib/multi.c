@@ -22,8 +22,8 @@ static int compare_names(const void *a, const void *b)
         return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t n, const dirlock_options *opts,
-                         dirlock_set **out, dirlock_error *err)
+int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t n,
+                         const dirlock_options *opts, dirlock_set **out, dirlock_error *err)
 {
         if (out == NULL || (names == NULL && n > 0))
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no names or no place to return the set");

@@ -161,11 +161,12 @@ void dl_record_self(dl_record *rec, const char *token, int mode, double stale_ag
 
 int dl_record_format(const dl_record *rec, char *buf, size_t size)
 {
-        int n = snprintf(buf, size,
-                         "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d stale=%llu "
-                         "host=%s",
-                         (long)rec->pid, rec->start_time, rec->token, rec->acquired_ns, rec->boot_id, rec->pidns,
-                         rec->mode, rec->stale_ms, rec->host);
+        int n = snprintf(
+            buf, size,
+            "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d stale=%llu "
+            "host=%s",
+            (long)rec->pid, rec->start_time, rec->token, rec->acquired_ns, rec->boot_id, rec->pidns,
+            rec->mode, rec->stale_ms, rec->host);
         if (n < 0 || (size_t)n >= size)
                 return -1;
         return n;
@@ -336,7 +337,8 @@ int dl_random_token(char out[33], dirlock_error *err)
                         if (n < 0) {
                                 if (errno == EINTR)
                                         continue;
-                                return dl_fail(err, DIRLOCK_EIO, errno, "cannot get random bytes for a lock token");
+                                return dl_fail(err, DIRLOCK_EIO, errno,
+                                               "cannot get random bytes for a lock token");
                         }
                         got += (size_t)n;
                 }

@@ -36,11 +36,11 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#define RECHECK_MS 100.0
+#define RECHECK_MS       100.0
 #define BACKOFF_START_MS 1.0
-#define BACKOFF_CAP_MS 100.0
+#define BACKOFF_CAP_MS   100.0
 
-#define NFS_SUPER_MAGIC 0x6969
+#define NFS_SUPER_MAGIC  0x6969
 #define CIFS_SUPER_MAGIC 0xFF534D42
 #define SMB2_SUPER_MAGIC 0xFE534D42
 #define FUSE_SUPER_MAGIC 0x65735546
@@ -51,7 +51,8 @@ static bool remote_filesystem(const char *dir)
         if (statfs(dir, &sfs) != 0)
                 return false;
         unsigned long t = (unsigned long)sfs.f_type;
-        return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC || t == FUSE_SUPER_MAGIC;
+        return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC ||
+               t == FUSE_SUPER_MAGIC;
 }
 
 /* ---- the per-thread inotify instance -------------------------------- */

@@ -30,8 +30,8 @@ static char *encode(const struct form *f, size_t *len)
                                 *d++ = '=';
                         for (size_t j = 0; j < lens[k]; j++) {
                                 unsigned char c = (unsigned char)parts[k][j];
-                                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                                    c == '-' || c == '_' || c == '.' || c == '~') {
+                                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~') {
                                         *d++ = (char)c;
                                 } else {
                                         *d++ = '%';

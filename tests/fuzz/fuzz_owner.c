@@ -15,8 +15,9 @@
 static int record_equal(const dl_record *a, const dl_record *b)
 {
         return a->pid == b->pid && a->start_time == b->start_time && strcmp(a->token, b->token) == 0 &&
-               a->acquired_ns == b->acquired_ns && strcmp(a->boot_id, b->boot_id) == 0 && a->pidns == b->pidns &&
-               a->mode == b->mode && a->stale_ms == b->stale_ms && strcmp(a->host, b->host) == 0;
+               a->acquired_ns == b->acquired_ns && strcmp(a->boot_id, b->boot_id) == 0 &&
+               a->pidns == b->pidns && a->mode == b->mode && a->stale_ms == b->stale_ms &&
+               strcmp(a->host, b->host) == 0;
 }
 
 static void check_round_trip(const dl_record *r)

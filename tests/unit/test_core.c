@@ -26,7 +26,8 @@ static char lockdir[256];
 static int setup(void **state)
 {
         (void)state;
-        snprintf(lockdir, sizeof lockdir, "%s/dirlock-unit.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        snprintf(lockdir, sizeof lockdir, "%s/dirlock-unit.XXXXXX",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (mkdtemp(lockdir) == NULL)
                 return -1;
         return 0;
@@ -358,8 +359,12 @@ static void test_record_round_trip(void **state)
         assert_string_equal(back.host, r.host);
         assert_int_equal(dl_record_owner_alive(&back), 1);
         /* Malformed records are refused. */
-        const char *bad[] = {"", "dirlock1", "dirlock1 pid=0 start=1", "dirlock2 pid=1 start=1",
-                             "dirlock1 pid=99999999999999999999999 start=1", NULL};
+        const char *bad[] = {"",
+                             "dirlock1",
+                             "dirlock1 pid=0 start=1",
+                             "dirlock2 pid=1 start=1",
+                             "dirlock1 pid=99999999999999999999999 start=1",
+                             NULL};
         for (int i = 0; bad[i]; i++)
                 assert_int_equal(dl_record_parse(bad[i], strlen(bad[i]), &back), -1);
         /* Truncated anywhere: refused. */
@@ -547,23 +552,23 @@ static void test_threads(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_names),
-                cmocka_unit_test(test_errors_have_text),
-                cmocka_unit_test(test_lockdir_errors),
-                cmocka_unit_test(test_try_and_busy),
-                cmocka_unit_test(test_timeout_accuracy),
-                cmocka_unit_test(test_fork_child_cannot_release),
-                cmocka_unit_test(test_lost_lock_leaves_new_holder),
-                cmocka_unit_test(test_inspect_and_refresh),
-                cmocka_unit_test(test_reentrant),
-                cmocka_unit_test(test_multi),
-                cmocka_unit_test(test_with),
-                cmocka_unit_test(test_record_round_trip),
-                cmocka_unit_test(test_threads),
-                cmocka_unit_test(test_recorded_stale_age),
-                cmocka_unit_test(test_foreign_content),
-                cmocka_unit_test(test_main_thread_exit_keeps_lock),
-                cmocka_unit_test(test_reentrant_intent_reacquire),
+            cmocka_unit_test(test_names),
+            cmocka_unit_test(test_errors_have_text),
+            cmocka_unit_test(test_lockdir_errors),
+            cmocka_unit_test(test_try_and_busy),
+            cmocka_unit_test(test_timeout_accuracy),
+            cmocka_unit_test(test_fork_child_cannot_release),
+            cmocka_unit_test(test_lost_lock_leaves_new_holder),
+            cmocka_unit_test(test_inspect_and_refresh),
+            cmocka_unit_test(test_reentrant),
+            cmocka_unit_test(test_multi),
+            cmocka_unit_test(test_with),
+            cmocka_unit_test(test_record_round_trip),
+            cmocka_unit_test(test_threads),
+            cmocka_unit_test(test_recorded_stale_age),
+            cmocka_unit_test(test_foreign_content),
+            cmocka_unit_test(test_main_thread_exit_keeps_lock),
+            cmocka_unit_test(test_reentrant_intent_reacquire),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
