@@ -10,6 +10,10 @@ $(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
 bench-core: all $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/core-run
 
-bench: bench-core
+# One after the other: running them at once would measure each other.
+bench:
+	$(MAKE) bench-core
+	$(MAKE) bench-rw
+	$(MAKE) bench-board
 
 .PHONY: bench-core
