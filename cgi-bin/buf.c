@@ -53,19 +53,27 @@ int buf_putc(struct buf *b, char c)
 
 int buf_printf(struct buf *b, const char *fmt, ...)
 {
+        /* Format straight into the free space; only output longer than
+         * that is formatted a second time, after growing the buffer. */
+        if (buf_reserve(b, 128) < 0)
+                return -1;
+        size_t room = b->cap - b->len;
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
+        int n = vsnprintf(b->data + b->len, room, fmt, ap);
         va_end(ap);
         if (n < 0) {
+                b->data[b->len] = '\0';
                 b->oom = 1;
                 return -1;
         }
-        if (buf_reserve(b, (size_t)n) < 0)
-                return -1;
-        va_start(ap, fmt);
-        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
+        if ((size_t)n >= room) {
+                if (buf_reserve(b, (size_t)n) < 0)
+                        return -1;
+                va_start(ap, fmt);
+                vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+                va_end(ap);
+        }
         b->len += (size_t)n;
         return 0;
 }

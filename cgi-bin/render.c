@@ -8,43 +8,58 @@
 
 void html_escape(struct buf *out, const char *s, size_t len)
 {
+        /* Runs of bytes that need no change are copied in one append:
+         * p[run..i) is such a run. */
         const unsigned char *p = (const unsigned char *)s;
-        size_t i = 0;
+        size_t i = 0, run = 0;
         while (i < len) {
                 unsigned char c = p[i];
-                switch (c) {
-                case '&':
-                        buf_puts(out, "&amp;");
+                const char *rep;
+                size_t n = 1;
+                if (c >= 0x20 && c < 0x7F) {
+                        switch (c) {
+                        case '&':
+                                rep = "&amp;";
+                                break;
+                        case '<':
+                                rep = "&lt;";
+                                break;
+                        case '>':
+                                rep = "&gt;";
+                                break;
+                        case '"':
+                                rep = "&quot;";
+                                break;
+                        case '\'':
+                                rep = "&#39;";
+                                break;
+                        default:
+                                i++;
+                                continue;
+                        }
+                } else if (c == '\t' || c == '\n' || c == '\r') {
                         i++;
                         continue;
-                case '<':
-                        buf_puts(out, "&lt;");
-                        i++;
-                        continue;
-                case '>':
-                        buf_puts(out, "&gt;");
-                        i++;
-                        continue;
-                case '"':
-                        buf_puts(out, "&quot;");
-                        i++;
-                        continue;
-                case '\'':
-                        buf_puts(out, "&#39;");
-                        i++;
-                        continue;
+                } else {
+                        /* Other control characters and invalid UTF-8 become
+                         * U+FFFD; valid non-ASCII characters pass. */
+                        uint32_t cp = 0;
+                        n = utf8_decode(p + i, len - i, &cp);
+                        int control = cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
+                        if (n != 0 && !control) {
+                                i += n;
+                                continue;
+                        }
+                        rep = "\xEF\xBF\xBD";
+                        if (n == 0)
+                                n = 1;
                 }
-                uint32_t cp = 0;
-                size_t n = utf8_decode(p + i, len - i, &cp);
-                int control = cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
-                if (n == 0 || (control && cp != '\t' && cp != '\n' && cp != '\r')) {
-                        buf_puts(out, "\xEF\xBF\xBD");
-                        i += n ? n : 1;
-                        continue;
-                }
-                buf_append(out, p + i, n);
+                buf_append(out, p + run, i - run);
+                buf_puts(out, rep);
                 i += n;
+                run = i;
         }
+        buf_append(out, p + run, i - run);
 }
 
 static void esc(struct buf *out, const char *s)
