@@ -51,6 +51,20 @@ int buf_putc(struct buf *b, char c)
         return buf_append(b, &c, 1);
 }
 
+int buf_put_ll(struct buf *b, long long v)
+{
+        char digits[24];
+        size_t n = sizeof digits;
+        unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+        do {
+                digits[--n] = (char)('0' + u % 10);
+                u /= 10;
+        } while (u != 0);
+        if (v < 0)
+                digits[--n] = '-';
+        return buf_append(b, digits + n, sizeof digits - n);
+}
+
 int buf_printf(struct buf *b, const char *fmt, ...)
 {
         /* Format straight into the free space; only output longer than

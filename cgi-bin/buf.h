@@ -21,6 +21,8 @@ struct buf {
 int buf_append(struct buf *b, const void *data, size_t len);
 int buf_puts(struct buf *b, const char *s);
 int buf_putc(struct buf *b, char c);
+/* Append a decimal number (no printf on the hot rendering path). */
+int buf_put_ll(struct buf *b, long long v);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_reset(struct buf *b);
 void buf_free(struct buf *b);

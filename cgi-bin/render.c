@@ -159,16 +159,22 @@ static void message(struct buf *out, const struct logrecord *m)
                 shown[19] = '\0';
                 strcat(shown, " UTC");
         }
-        buf_printf(out, "<article class=\"msg\" id=\"m%lld\">\n<header>\n<h3><span class=\"no\">%lld</span> ",
-                   m->no, m->no);
+        buf_puts(out, "<article class=\"msg\" id=\"m");
+        buf_put_ll(out, m->no);
+        buf_puts(out, "\">\n<header>\n<h3><span class=\"no\">");
+        buf_put_ll(out, m->no);
+        buf_puts(out, "</span> ");
         if (m->subject.len)
                 html_escape(out, m->subject.ptr, m->subject.len);
         else
                 buf_puts(out, "<span class=\"nosubject\">(no subject)</span>");
         buf_puts(out, "</h3>\n<p class=\"meta\"><span class=\"name\">");
         html_escape(out, m->name.ptr ? m->name.ptr : "", m->name.len);
-        buf_printf(out, "</span> <time datetime=\"%s\">%s</time></p>\n</header>\n<div class=\"body\">", iso,
-                   shown);
+        buf_puts(out, "</span> <time datetime=\"");
+        buf_puts(out, iso);
+        buf_puts(out, "\">");
+        buf_puts(out, shown);
+        buf_puts(out, "</time></p>\n</header>\n<div class=\"body\">");
         html_escape(out, m->body.ptr ? m->body.ptr : "", m->body.len);
         buf_puts(out, "</div>\n</article>\n");
 }
@@ -178,15 +184,24 @@ static void pager(struct buf *out, const struct page_args *a, long pages)
         if (pages <= 1)
                 return;
         buf_puts(out, "<nav class=\"pager\" aria-label=\"Pages\">\n<ul>\n");
+        struct buf base = BUF_INIT; /* escaped once for all the links */
+        esc(&base, a->cfg->base_path);
         for (long p = 1; p <= pages; p++) {
                 if (p == a->page) {
-                        buf_printf(out, "<li><span aria-current=\"page\">%ld</span></li>\n", p);
+                        buf_puts(out, "<li><span aria-current=\"page\">");
+                        buf_put_ll(out, p);
+                        buf_puts(out, "</span></li>\n");
                 } else {
                         buf_puts(out, "<li><a href=\"");
-                        esc(out, a->cfg->base_path);
-                        buf_printf(out, "?page=%ld\">%ld</a></li>\n", p, p);
+                        buf_append(out, base.data ? base.data : "", base.len);
+                        buf_puts(out, "?page=");
+                        buf_put_ll(out, p);
+                        buf_puts(out, "\">");
+                        buf_put_ll(out, p);
+                        buf_puts(out, "</a></li>\n");
                 }
         }
+        buf_free(&base);
         buf_puts(out, "</ul>\n</nav>\n");
 }
 
