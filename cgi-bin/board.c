@@ -102,18 +102,26 @@ static int log_list(const struct board_config *cfg, struct msglist *out, struct 
         return rc;
 }
 
-/* The list page views read last, kept by this process between requests.
- * A flat log that is still the same file (same path, inode, size, mtime
- * and ctime: every post renames a new file into place, and an in-place
- * write changes size and times) is not read and parsed again.  Checked
- * under the same read lock as a full read, so what a view sees is exactly
- * what reading the file would give. */
+/* The list page views read last, kept by this process between requests,
+ * with the text it was parsed from.  A flat log that is still the same
+ * file (same path, inode, size, mtime and ctime: every post renames a new
+ * file into place, and an in-place write changes size and times) is not
+ * read again.  A changed one is read, and when it is the old text minus
+ * some of its first lines plus new lines at the end (what a post or the
+ * cap makes of it) only the new lines are parsed.  All of it under the
+ * same read lock as a full read, so what a view sees is exactly what
+ * parsing the whole file would give. */
 static struct {
         struct msglist list;
+        struct buf text;
         char *path;
         struct stat id;
         bool valid;
 } view;
+
+/* How many leading lines a changed log may have lost and still be
+ * extended rather than parsed again. */
+#define VIEW_MAX_DROPPED 8
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -125,9 +133,44 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static void view_drop(void)
 {
         msglist_free(&view.list);
+        buf_free(&view.text);
         free(view.path);
         view.path = NULL;
         view.valid = false;
+}
+
+/* Bring the cached list from view.text to `now` by dropping leading
+ * records and parsing only what was appended.  false when `now` is not
+ * such a successor (the caller parses it whole). */
+static bool view_extend(const struct buf *now, const char *path)
+{
+        const char *old = view.text.data ? view.text.data : "";
+        size_t off = 0;
+        for (size_t dropped = 0; dropped <= VIEW_MAX_DROPPED && dropped <= view.list.count; dropped++) {
+                size_t keep = view.text.len - off;
+                if (keep <= now->len && memcmp(now->data, old + off, keep) == 0) {
+                        struct msglist added = MSGLIST_INIT;
+                        struct berr ignored = BERR_INIT;
+                        bool ok =
+                            store_log_parse(now->data + keep, now->len - keep, path, &added, &ignored) == 0;
+                        long long last =
+                            view.list.count > dropped ? view.list.items[view.list.count - 1].no : 0;
+                        if (ok && added.count > 0 && added.items[0].no <= last)
+                                ok = false; /* numbers must keep increasing */
+                        if (ok) {
+                                msglist_cap(&view.list, view.list.count - dropped);
+                                for (size_t i = 0; ok && i < added.count; i++)
+                                        ok = msglist_push(&view.list, &added.items[i]) == 0;
+                        }
+                        msglist_free(&added);
+                        return ok;
+                }
+                const char *nl = memchr(old + off, '\n', view.text.len - off);
+                if (nl == NULL)
+                        return false;
+                off = (size_t)(nl - old) + 1;
+        }
+        return false;
 }
 
 static int log_view(const struct board_config *cfg, const struct msglist **out, struct berr *err)
@@ -140,15 +183,32 @@ static int log_view(const struct board_config *cfg, const struct msglist **out, 
         if (rc == 0) {
                 struct stat st;
                 bool exists = stat(p.log.data, &st) == 0;
+                bool same_path = view.path != NULL && strcmp(view.path, p.log.data) == 0;
                 if (!exists && errno != ENOENT) {
                         rc = berr_set(err, 500, "cannot read the message log: %s", strerror(errno));
-                } else if (!(exists && view.valid && strcmp(view.path, p.log.data) == 0 &&
-                             same_file(&st, &view.id))) {
-                        view_drop();
-                        rc = store_log_read(p.log.data, &view.list, err);
-                        view.path = strdup(p.log.data);
-                        view.id = st;
-                        view.valid = rc == 0 && exists && view.path != NULL;
+                } else if (!(exists && view.valid && same_path && same_file(&st, &view.id))) {
+                        struct buf now = BUF_INIT;
+                        rc = exists ? file_read_all(p.log.data, &now, err) : 1;
+                        if (rc == 1) { /* no log (yet): no messages */
+                                view_drop();
+                                rc = 0;
+                        } else if (rc == 0 && !(view.valid && same_path && view_extend(&now, p.log.data))) {
+                                view_drop();
+                                rc = store_log_parse(now.data ? now.data : "", now.len, p.log.data,
+                                                     &view.list, err);
+                        }
+                        if (rc == 0 && exists) {
+                                buf_free(&view.text);
+                                view.text = now;
+                                now = (struct buf)BUF_INIT;
+                                if (view.path == NULL)
+                                        view.path = strdup(p.log.data);
+                                view.id = st;
+                                view.valid = view.path != NULL;
+                        } else if (rc != 0) {
+                                view_drop();
+                        }
+                        buf_free(&now);
                 }
                 rc = finish(&lk, rc, err);
         }

@@ -1,0 +1,111 @@
+/* test_board_view.c - page views through board_view(): the per-process
+ * cache serves exactly what parsing the whole log would, whether the log
+ * is unchanged, extended by posts, capped at the front, replaced by
+ * something else, or broken. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../cgi-bin/board.h"
+#include "../../cgi-bin/config.h"
+
+static char dir[64];
+static char logpath[128];
+static struct board_config cfg;
+
+static int setup(void **state)
+{
+        (void)state;
+        strcpy(dir, "/tmp/test_board_view_XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        snprintf(logpath, sizeof logpath, "%s/messages.log", dir);
+        char text[256];
+        int n = snprintf(text, sizeof text, "data_dir = %s\nlock_mode = mkdir\n", dir);
+        struct berr e = BERR_INIT;
+        return config_parse(text, (size_t)n, "test.conf", &cfg, &e) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        config_free(&cfg);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Replace the log (as a post does: a new file renamed into place) with
+ * messages first..last, or with `raw` when given. */
+static void write_log(long first, long last, const char *raw)
+{
+        char tmp[160];
+        snprintf(tmp, sizeof tmp, "%s.new", logpath);
+        FILE *f = fopen(tmp, "w");
+        assert_non_null(f);
+        if (raw)
+                fputs(raw, f);
+        for (long i = first; raw == NULL && i <= last; i++)
+                fprintf(f, "%ld\t%ld\tname %ld\tsubject %ld\tbody\\nof %ld\t\n", i, 1700000000 + i, i, i, i);
+        fclose(f);
+        assert_int_equal(rename(tmp, logpath), 0);
+}
+
+static void expect(long first, long last)
+{
+        const struct msglist *l;
+        struct berr e = BERR_INIT;
+        assert_int_equal(board_view(&cfg, &l, &e), 0);
+        assert_int_equal(l->count, (size_t)(last - first + 1));
+        for (size_t i = 0; i < l->count; i++) {
+                assert_int_equal(l->items[i].no, first + (long)i);
+                char want[32];
+                snprintf(want, sizeof want, "body\nof %ld", first + (long)i);
+                assert_int_equal(l->items[i].body.len, strlen(want));
+                assert_memory_equal(l->items[i].body.ptr, want, strlen(want));
+        }
+}
+
+static void test_view_follows_the_log(void **state)
+{
+        (void)state;
+        expect(1, 0); /* no log yet: no messages */
+        write_log(1, 3, NULL);
+        expect(1, 3);
+        expect(1, 3); /* unchanged */
+        write_log(1, 5, NULL);
+        expect(1, 5); /* two posts appended */
+        write_log(3, 6, NULL);
+        expect(3, 6); /* capped: two dropped at the front, one added */
+        write_log(3, 6, NULL);
+        expect(3, 6); /* same content, new file */
+        write_log(20, 21, NULL);
+        expect(20, 21); /* something else altogether */
+        write_log(0, 0, "20\t1700000020\tname 20\tsubject 20\tbody\\nof 20\t\n19\t1\tx\ty\tz\t\n");
+        const struct msglist *l;
+        struct berr e = BERR_INIT;
+        assert_int_equal(board_view(&cfg, &l, &e), -1); /* numbers went back */
+        assert_int_equal(e.status, 500);
+        write_log(20, 22, NULL);
+        expect(20, 22);
+        write_log(0, 0, "20\t1700000020\tname 20\tsubject 20\tbody\\nof 20\t\n21\tbroken");
+        e = (struct berr)BERR_INIT;
+        assert_int_equal(board_view(&cfg, &l, &e), -1); /* incomplete last line */
+        write_log(1, 2, NULL);
+        expect(1, 2);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_view_follows_the_log),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
