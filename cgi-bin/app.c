@@ -140,8 +140,13 @@ static void log_error(char *const *envp, int status, const char *msg)
         const char *u = env_get(envp, "REQUEST_URI");
         if (!u)
                 u = env_get(envp, "DOCUMENT_URI");
-        fprintf(stderr, "board[%ld]: %d %.16s %.200s: %s\n", (long)getpid(), status, m ? m : "-", u ? u : "-",
-                msg);
+        /* DOCUMENT_URI is percent-decoded: no control byte may forge a line. */
+        char uri[201];
+        size_t n = 0;
+        for (const char *c = u ? u : "-"; *c && n < sizeof uri - 1; c++)
+                uri[n++] = ((unsigned char)*c < 0x20 || *c == 0x7F) ? '?' : *c;
+        uri[n] = '\0';
+        fprintf(stderr, "board[%ld]: %d %.16s %s: %s\n", (long)getpid(), status, m ? m : "-", uri, msg);
 }
 
 /* A page with a heading and a message. */

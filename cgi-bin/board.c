@@ -186,7 +186,10 @@ static int log_view(const struct board_config *cfg, const struct msglist **out, 
                 bool same_path = view.path != NULL && strcmp(view.path, p.log.data) == 0;
                 if (!exists && errno != ENOENT) {
                         rc = berr_set(err, 500, "cannot read the message log: %s", strerror(errno));
-                } else if (!(exists && view.valid && same_path && same_file(&st, &view.id))) {
+                } else if (!(exists && view.valid && same_path && same_file(&st, &view.id) &&
+                             cfg->write_method != WRITE_INPLACE)) {
+                        /* (In-place writes keep the inode and can keep the
+                         * size within one timestamp tick: always read.) */
                         struct buf now = BUF_INIT;
                         rc = exists ? file_read_all(p.log.data, &now, err) : 1;
                         if (rc == 1) { /* no log (yet): no messages */
@@ -340,11 +343,13 @@ static int sql_post(const struct board_config *cfg, struct logrecord *msg, const
         }
         if (rc == 0)
                 rc = store_sqlite_cap(db, cfg->max_messages, err);
-        if (rc == 0)
-                rc = store_sqlite_commit(db, err);
         if (rc == 0) {
+                /* Recorded inside the write transaction, which is what
+                 * serialises posts here: after the commit, a post waiting
+                 * in BEGIN IMMEDIATE could check before this is written. */
                 struct berr rerr = BERR_INIT;
                 (void)ratelimit_record(p.rate.data, addr, now, cfg->min_post_interval, &rerr);
+                rc = store_sqlite_commit(db, err);
         }
         if (rc != 0)
                 store_sqlite_rollback(db);

@@ -258,7 +258,8 @@ int file_overwrite_inplace(const char *path, const char *data, size_t len, int c
 
 int ensure_dir(const char *path, struct berr *err)
 {
-        if (mkdir(path, 0755) == 0 || errno == EEXIST)
+        /* 0700: the log holds password hashes, ratelimit addresses. */
+        if (mkdir(path, 0700) == 0 || errno == EEXIST)
                 return 0;
         int e = errno;
         return berr_set(err, 500, "cannot create directory '%s': %s%s", path, strerror(e), storage_hint(e));
