@@ -706,18 +706,27 @@ int dl_rw_check(const dirlock *h, dirlock_error *err)
         return dl_excl_check(h, err);
 }
 
-int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
+/* Upgrade and downgrade both need a directory lock held by this process. */
+static int changeable(const dirlock *lock, int kind_code, const char *verb, dirlock_error *err)
 {
-        dirlock_error local;
-        if (err == NULL)
-                err = &local;
         if (lock == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
         int rc = dl_handle_owned(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (lock->kind != DL_KIND_DIR)
-                return dl_fail(err, DIRLOCK_EUPGRADE, 0, "flock lock '%s' cannot be upgraded", lock->name);
+                return dl_fail(err, kind_code, 0, "flock lock '%s' cannot be %s", lock->name, verb);
+        return DIRLOCK_OK;
+}
+
+int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
+{
+        dirlock_error local;
+        if (err == NULL)
+                err = &local;
+        int rc = changeable(lock, DIRLOCK_EUPGRADE, "upgraded", err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         if (lock->mode == DIRLOCK_EXCLUSIVE)
                 return DIRLOCK_OK;
         if (lock->mode == DIRLOCK_SHARED)
@@ -755,13 +764,9 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        if (lock == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
-        int rc = dl_handle_owned(lock, err);
+        int rc = changeable(lock, DIRLOCK_EINVAL, "downgraded", err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (lock->kind != DL_KIND_DIR)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "flock lock '%s' cannot be downgraded", lock->name);
         if (lock->mode == DIRLOCK_SHARED)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", lock->name);
         rc = dl_rw_state(lock, err);
