@@ -2,10 +2,12 @@
 -- cookie/token pair fetched beforehand (as a browser would have after
 -- loading the form), each with a unique body, then print one RESULT line.
 -- Environment: BOARD_COOKIE, BOARD_TOKEN, BOARD_POST_PATH (e.g.
--- /board/mkdir/post).
+-- /board/mkdir/post), BOARD_POST_INTERVAL_MS (pause of each connection
+-- before each post; 0, the default, posts as fast as answers come).
 local cookie = os.getenv("BOARD_COOKIE") or ""
 local token = os.getenv("BOARD_TOKEN") or ""
 local path = os.getenv("BOARD_POST_PATH") or "/post"
+local interval = tonumber(os.getenv("BOARD_POST_INTERVAL_MS") or "0") or 0
 local counter = 0
 local next_id = 0
 
@@ -18,6 +20,10 @@ function init(args)
    wrk.method = "POST"
    wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
    wrk.headers["Cookie"] = "board_csrf=" .. cookie
+end
+
+function delay()
+   return interval
 end
 
 function request()

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "buf.h"
 #include "fileio.h"
 #include "locking.h"
 #include "password.h"
+#include "postqueue.h"
 #include "ratelimit.h"
 #include "store_log.h"
 #include "store_sqlite.h"
@@ -19,25 +21,27 @@
 struct paths {
         struct buf log;
         struct buf rate;
+        struct buf pending;
 };
+
+static void free_paths(struct paths *p)
+{
+        buf_free(&p->log);
+        buf_free(&p->rate);
+        buf_free(&p->pending);
+}
 
 static int make_paths(const struct board_config *cfg, struct paths *p, struct berr *err)
 {
         memset(p, 0, sizeof *p);
         buf_printf(&p->log, "%s/messages.log", cfg->data_dir);
         buf_printf(&p->rate, "%s/ratelimit", cfg->data_dir);
-        if (p->log.oom || p->rate.oom) {
-                buf_free(&p->log);
-                buf_free(&p->rate);
+        buf_printf(&p->pending, "%s/pending", cfg->data_dir);
+        if (p->log.oom || p->rate.oom || p->pending.oom) {
+                free_paths(p);
                 return berr_set(err, 500, "out of memory");
         }
         return 0;
-}
-
-static void free_paths(struct paths *p)
-{
-        buf_free(&p->log);
-        buf_free(&p->rate);
 }
 
 static int copy_message(struct logrecord *dst, const struct logrecord *src)
@@ -45,6 +49,7 @@ static int copy_message(struct logrecord *dst, const struct logrecord *src)
         memset(dst, 0, sizeof *dst);
         dst->no = src->no;
         dst->time = src->time;
+        memcpy(dst->id, src->id, sizeof dst->id);
         if (lr_text_set(&dst->name, src->name.ptr ? src->name.ptr : "", src->name.len) ||
             lr_text_set(&dst->subject, src->subject.ptr ? src->subject.ptr : "", src->subject.len) ||
             lr_text_set(&dst->body, src->body.ptr ? src->body.ptr : "", src->body.len) ||
@@ -263,6 +268,194 @@ out_free:
         return rc;
 }
 
+/* ---- flat log, group commit (postqueue.h) ------------------------------ */
+
+static bool uses_queue(const struct board_config *cfg)
+{
+        return cfg->group_commit &&
+               (cfg->lock_mode == LOCK_MKDIR || cfg->lock_mode == LOCK_RW || cfg->lock_mode == LOCK_FLOCK);
+}
+
+/* The rate limit of a queued post is checked and recorded before it is
+ * queued, under the board's "ratelimit" lock: the request that commits
+ * the post is often another one. */
+static int rate_charge(const struct board_config *cfg, const struct paths *p, const char *addr, long long now,
+                       struct berr *err)
+{
+        if (cfg->min_post_interval <= 0)
+                return 0;
+        struct board_lock lk;
+        if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, err) < 0)
+                return -1;
+        int rc = rate_limited(cfg, p->rate.data, addr, now, err);
+        if (rc == 0) {
+                struct berr rerr = BERR_INIT; /* failing to note it only weakens the limit */
+                (void)ratelimit_record(p->rate.data, addr, now, cfg->min_post_interval, &rerr);
+        }
+        return finish(&lk, rc, err);
+}
+
+/* A charged post that was certainly not stored does not count. */
+static void rate_refund(const struct board_config *cfg, const struct paths *p, const char *addr,
+                        long long now)
+{
+        if (cfg->min_post_interval <= 0)
+                return;
+        struct board_lock lk;
+        struct berr ignored = BERR_INIT;
+        if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, &ignored) < 0)
+                return;
+        (void)ratelimit_forget(p->rate.data, addr, now, cfg->min_post_interval, &ignored);
+        (void)finish(&lk, 0, &ignored);
+}
+
+static bool log_has_id(const struct msglist *l, const char *id)
+{
+        for (size_t i = l->count; i-- > 0;)
+                if (strcmp(l->items[i].id, id) == 0)
+                        return true;
+        return false;
+}
+
+/* The most messages one rewrite of the log takes from the queue. */
+#define BATCH_MAX 256
+
+static size_t batch_max(const struct board_config *cfg)
+{
+        return (size_t)cfg->max_messages < BATCH_MAX ? (size_t)cfg->max_messages : BATCH_MAX;
+}
+
+/* Under the write lock: steps 4 and 5 of the protocol in postqueue.c.
+ * *own_claimed is set when post `own` was in the batch (committed now, or
+ * found already in the log); *claimed is the size of the batch. */
+static int commit_batch(const struct board_config *cfg, const struct paths *p, struct board_lock *lk,
+                        const char *own, bool *own_claimed, size_t *claimed, struct berr *err)
+{
+        struct msglist list = MSGLIST_INIT;
+        struct pq_batch batch = PQ_BATCH_INIT;
+        int rc = store_log_read(p->log.data, &list, err);
+        if (rc == 0)
+                rc = pq_claim(p->pending.data, batch_max(cfg), &batch, err);
+        *claimed = batch.count;
+        long long next = msglist_max_no(&list) + 1;
+        size_t added = 0;
+        for (size_t i = 0; rc == 0 && i < batch.count; i++) {
+                if (strcmp(batch.items[i].id, own) == 0)
+                        *own_claimed = true;
+                if (log_has_id(&list, batch.items[i].id))
+                        continue; /* its holder died after the log's rename (I4) */
+                struct logrecord copy;
+                if (copy_message(&copy, &batch.items[i]) < 0) {
+                        rc = berr_set(err, 500, "out of memory");
+                        break;
+                }
+                copy.no = next;
+                if (msglist_push(&list, &copy) < 0) {
+                        logrecord_free(&copy);
+                        rc = berr_set(err, 500, "out of memory");
+                        break;
+                }
+                next++;
+                added++;
+        }
+        if (rc == 0 && added > 0) {
+                sleep_ms(cfg->delay_ms);
+                rc = board_lock_write_commit(lk, err);
+                if (rc == 0)
+                        rc = store_log_write(p->log.data, &list, (size_t)cfg->max_messages, cfg->write_method,
+                                             cfg->delay_ms, lock_still_ours, lk, err);
+        }
+        if (rc == 0)
+                pq_settle(p->pending.data, &batch);
+        else
+                pq_give_back(p->pending.data, &batch, own);
+        pq_batch_free(&batch);
+        msglist_free(&list);
+        return rc;
+}
+
+/* Holding the write lock with post t not yet stored: lead until it is. */
+static int lead(const struct board_config *cfg, const struct paths *p, struct board_lock *lk,
+                const struct pq_ticket *t, bool *maybe_stored, struct berr *err)
+{
+        bool own_claimed = false;
+        while (!own_claimed) {
+                size_t claimed = 0;
+                if (commit_batch(cfg, p, lk, t->id, &own_claimed, &claimed, err) < 0) {
+                        *maybe_stored = false; /* given back without it */
+                        return -1;
+                }
+                if (!own_claimed && claimed < batch_max(cfg))
+                        return berr_set(err, 500, "the message was lost from the queue '%s'",
+                                        p->pending.data);
+        }
+        return 0;
+}
+
+static double monotonic_seconds(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A post with group commit: steps 1 to 3 and 6 of the protocol in
+ * postqueue.c. */
+static int log_post_queued(const struct board_config *cfg, struct logrecord *msg, const char *addr,
+                           long long now, struct berr *err)
+{
+        struct paths p;
+        if (make_paths(cfg, &p, err) < 0)
+                return -1;
+        bool maybe_stored = false;
+        struct pq_ticket t;
+        msg->no = 0;
+        msg->time = now;
+        int rc = rate_charge(cfg, &p, addr, now, err);
+        if (rc < 0)
+                goto out;
+        rc = pq_enqueue(p.pending.data, msg, &t, err);
+        if (rc < 0)
+                goto refund;
+        maybe_stored = true;
+        double deadline = monotonic_seconds() + cfg->lock_timeout;
+        for (;;) {
+                if (pq_stored(&t))
+                        break; /* committed by a holder (I3) */
+                double left = deadline - monotonic_seconds();
+                struct board_lock lk;
+                rc = board_lock_write_wait(cfg, &lk, left > 0 ? left : 0, pq_notify_fd(&t), err);
+                if (rc == 1) { /* the entry changed: look again */
+                        pq_notify_drain();
+                        rc = 0;
+                        continue;
+                }
+                if (rc < 0) {
+                        if (pq_withdraw(p.pending.data, &t) == 0) {
+                                maybe_stored = false;
+                        } else {
+                                berr_set(err, 503,
+                                         "busy: your message was already being saved by another request when "
+                                         "this one stopped waiting, so it may appear shortly; please look at "
+                                         "the board before sending it again");
+                                err->retry_after = 1;
+                        }
+                        break;
+                }
+                if (!pq_stored(&t))
+                        rc = lead(cfg, &p, &lk, &t, &maybe_stored, err);
+                rc = finish(&lk, rc, err);
+                break;
+        }
+        pq_ticket_close(&t);
+refund:
+        if (rc < 0 && !maybe_stored)
+                rate_refund(cfg, &p, addr, now);
+out:
+        free_paths(&p);
+        return rc;
+}
+
 static int check_delete(const struct logrecord *m, const char *password, struct berr *err)
 {
         if (!m)
@@ -402,8 +595,10 @@ int board_view(const struct board_config *cfg, const struct msglist **out, struc
 int board_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
                struct berr *err)
 {
-        return cfg->store == STORE_SQLITE ? sql_post(cfg, msg, addr, now, err)
-                                          : log_post(cfg, msg, addr, now, err);
+        if (cfg->store == STORE_SQLITE)
+                return sql_post(cfg, msg, addr, now, err);
+        return uses_queue(cfg) ? log_post_queued(cfg, msg, addr, now, err)
+                               : log_post(cfg, msg, addr, now, err);
 }
 
 int board_delete(const struct board_config *cfg, long long no, const char *password, struct berr *err)

@@ -95,13 +95,14 @@ enum {
         K_PAGE_SIZE,
         K_MIN_POST_INTERVAL,
         K_MAX_BODY,
+        K_GROUP_COMMIT,
         K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
     "title",        "base_path",         "data_dir", "lock_mode",    "store",
     "lock_timeout", "stale_age",         "delay_ms", "write_method", "max_messages",
-    "page_size",    "min_post_interval", "max_body",
+    "page_size",    "min_post_interval", "max_body", "group_commit",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong. */
@@ -109,6 +110,7 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
 {
         static const char *const stores[] = {"log", "sqlite"};
         static const char *const methods[] = {"rename", "inplace"};
+        static const char *const yes_no[] = {"no", "yes"};
         switch (key) {
         case K_TITLE:
                 return set_string(&cfg->title, v, vlen) ? "out of memory" : NULL;
@@ -154,6 +156,8 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                 return parse_long(v, 1, 16L * 1024 * 1024, &cfg->max_body)
                            ? "must be an integer, 1 to 16777216"
                            : NULL;
+        case K_GROUP_COMMIT:
+                return parse_enum(v, yes_no, 2, &cfg->group_commit) ? "must be yes or no" : NULL;
         }
         return "unknown key";
 }
@@ -177,6 +181,7 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         cfg->page_size = 20;
         cfg->min_post_interval = 0;
         cfg->max_body = 65536;
+        cfg->group_commit = 1;
         if (set_string(&cfg->title, "dirlock board", 13) || set_string(&cfg->base_path, "/", 1)) {
                 config_free(cfg);
                 return berr_set(err, 500, "%s: out of memory", filename);

@@ -25,6 +25,7 @@ struct board_config {
         long page_size;
         long min_post_interval; /* seconds, 0 = off */
         long max_body;          /* bytes */
+        int group_commit;       /* posts through the pending queue (postqueue.h) */
 };
 
 /* Parse the text of a configuration file; `filename` is used in messages

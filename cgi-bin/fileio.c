@@ -120,10 +120,20 @@ void hex_encode(const unsigned char *in, size_t n, char *out)
         out[2 * n] = '\0';
 }
 
-/* Temp files of writers that were killed before their rename: entries
- * "<anything>.tmp.<pid>.<16 hex>" next to `path` whose pid is gone.  A live
- * writer's temp file is never touched (its pid exists), so this is safe
- * with or without a lock. */
+int temp_name_is_dead(const char *name)
+{
+        const char *t = strstr(name, ".tmp.");
+        if (t == NULL)
+                return 0;
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (pid <= 0 || *end != '.' || strlen(end + 1) != 16 || pid == (long)getpid())
+                return 0;
+        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Temp files of writers that were killed before their rename, next to
+ * `path` (see temp_name_is_dead). */
 static void remove_dead_temps(const char *path)
 {
         char *copy = strdup(path);
@@ -133,17 +143,9 @@ static void remove_dead_temps(const char *path)
         DIR *d = opendir(dir);
         if (d != NULL) {
                 struct dirent *de;
-                while ((de = readdir(d)) != NULL) {
-                        const char *t = strstr(de->d_name, ".tmp.");
-                        if (t == NULL)
-                                continue;
-                        char *end;
-                        long pid = strtol(t + 5, &end, 10);
-                        if (pid <= 0 || *end != '.' || strlen(end + 1) != 16 || pid == (long)getpid())
-                                continue;
-                        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+                while ((de = readdir(d)) != NULL)
+                        if (temp_name_is_dead(de->d_name))
                                 unlinkat(dirfd(d), de->d_name, 0);
-                }
                 closedir(d);
         }
         free(copy);

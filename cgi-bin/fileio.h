@@ -29,6 +29,12 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
 int file_overwrite_inplace(const char *path, const char *data, size_t len, int chunks, long delay_ms,
                            struct berr *err);
 
+/* 1 when `name` is a temp file "<anything>.tmp.<pid>.<16 hex>" whose
+ * writer (pid) is gone: a writer killed before its rename left it.  A live
+ * writer's temp file is never reported (its pid exists), so removing what
+ * this names is safe with or without a lock. */
+int temp_name_is_dead(const char *name);
+
 /* Sleep `ms` milliseconds, resuming after signals. */
 void sleep_ms(long ms);
 
@@ -38,7 +44,7 @@ int random_bytes(void *buf, size_t n, struct berr *err);
 /* Lower-case hex of n bytes into out (2n+1 bytes). */
 void hex_encode(const unsigned char *in, size_t n, char *out);
 
-/* Create directory `path` (mode 0755) unless it exists. */
+/* Create directory `path` (mode 0700) unless it exists. */
 int ensure_dir(const char *path, struct berr *err);
 
 /* HTTP status for a failed system call: 500 for everything, with a message

@@ -25,8 +25,9 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                         code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
 }
 
-static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
-                struct berr *err)
+/* Take lock `name`; 1 when the wait was canceled through cancel_fd. */
+static int take_named(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
+                      int use_flock, double timeout, int cancel_fd, struct berr *err)
 {
         struct buf dir = BUF_INIT;
         buf_printf(&dir, "%s/locks", cfg->data_dir);
@@ -34,18 +35,45 @@ static int take(const struct board_config *cfg, struct board_lock *lk, int mode,
                 return berr_set(err, 500, "out of memory");
         dirlock_options opts;
         dirlock_options_init(&opts);
-        opts.timeout = cfg->lock_timeout;
+        opts.timeout = timeout;
+        if (cancel_fd >= 0) {
+                opts.flags |= DIRLOCK_CANCEL_FD;
+                opts.cancel_fd = cancel_fd;
+        }
         opts.stale_age = cfg->stale_age;
         opts.mode = mode;
         opts.policy = DIRLOCK_POLICY_FAIR;
         dirlock_error de = {0, 0, ""};
         dirlock *h = NULL;
-        int rc = use_flock ? dirlock_flock_acquire(dir.data, BOARD_LOCK_NAME, &opts, &h, &de)
-                           : dirlock_acquire(dir.data, BOARD_LOCK_NAME, &opts, &h, &de);
+        int rc = use_flock ? dirlock_flock_acquire(dir.data, name, &opts, &h, &de)
+                           : dirlock_acquire(dir.data, name, &opts, &h, &de);
         buf_free(&dir);
+        if (rc == DIRLOCK_ECANCELED)
+                return 1;
         if (rc != DIRLOCK_OK)
                 return lock_error(cfg, rc, &de, err);
         lk->handle = h;
+        return 0;
+}
+
+static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
+                struct berr *err)
+{
+        return take_named(cfg, BOARD_LOCK_NAME, lk, mode, use_flock, cfg->lock_timeout, -1, err);
+}
+
+int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                     struct berr *err)
+{
+        lk->cfg = cfg;
+        lk->handle = NULL;
+        switch (cfg->lock_mode) {
+        case LOCK_MKDIR:
+        case LOCK_RW:
+                return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, cfg->lock_timeout, -1, err);
+        case LOCK_FLOCK:
+                return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 1, cfg->lock_timeout, -1, err);
+        }
         return 0;
 }
 
@@ -66,17 +94,23 @@ int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struc
 
 int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct berr *err)
 {
+        return board_lock_write_wait(cfg, lk, cfg->lock_timeout, -1, err);
+}
+
+int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk, double timeout,
+                          int cancel_fd, struct berr *err)
+{
         lk->cfg = cfg;
         lk->handle = NULL;
         if (cfg->store != STORE_LOG)
                 return 0;
         switch (cfg->lock_mode) {
         case LOCK_MKDIR:
-                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
+                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
         case LOCK_RW:
-                return take(cfg, lk, DIRLOCK_INTENT, 0, err);
+                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_INTENT, 0, timeout, cancel_fd, err);
         case LOCK_FLOCK:
-                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 1, err);
+                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 1, timeout, cancel_fd, err);
         }
         return 0;
 }

@@ -8,7 +8,10 @@
  *   rw     shared lock      intent lock, read, [delay], upgrade, write, release
  *   flock  flock shared     flock exclusive, read, [delay], write, release
  *
- * Lock name "messages" in data_dir/locks. */
+ * With group commit (config group_commit, the default) mkdir, rw and flock
+ * posts go through the pending queue first (postqueue.h); the lock is the
+ * same.  Lock name "messages" in data_dir/locks; "ratelimit" guards the
+ * rate-limit file of queued posts. */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
 
@@ -22,12 +25,23 @@ struct board_lock {
         struct dirlock *handle; /* NULL when nothing is held */
 };
 
-#define BOARD_LOCK_NAME "messages"
+#define BOARD_LOCK_NAME      "messages"
+#define BOARD_RATE_LOCK_NAME "ratelimit"
 
 /* Lock for reading the log (may hold nothing, per mode). */
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct berr *err);
 /* Lock taken before reading in a read-modify-write. */
 int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct berr *err);
+/* board_lock_write_begin() with a timeout of its own, that also gives up
+ * early, returning 1 (nothing held, no error), when `cancel_fd` (>= 0)
+ * polls readable. */
+int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk, double timeout,
+                          int cancel_fd, struct berr *err);
+/* An exclusive lock `name` of the mode's kind (flock for flock, the
+ * library's exclusive lock for mkdir and rw, nothing for none and wrong),
+ * for small side files. */
+int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                     struct berr *err);
 /* Step between reading and writing: "wrong" takes its lock here, "rw"
  * upgrades intent to exclusive. */
 int board_lock_write_commit(struct board_lock *lk, struct berr *err);

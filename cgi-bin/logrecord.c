@@ -96,13 +96,13 @@ int logrecord_parse(const char *line, size_t len, struct logrecord *out)
                 len--;
         if (memchr(line, '\n', len))
                 return LOGRECORD_ELINE;
-        const char *start[6];
-        size_t flen[6];
+        const char *start[7];
+        size_t flen[7];
         size_t nf = 0, i = 0;
         for (;;) {
                 const char *tab = memchr(line + i, '\t', len - i);
                 size_t end = tab ? (size_t)(tab - line) : len;
-                if (nf == 6)
+                if (nf == 7)
                         return LOGRECORD_EFIELDS;
                 start[nf] = line + i;
                 flen[nf] = end - i;
@@ -111,8 +111,10 @@ int logrecord_parse(const char *line, size_t len, struct logrecord *out)
                         break;
                 i = end + 1;
         }
-        if (nf != 6)
+        if (nf < 6)
                 return LOGRECORD_EFIELDS;
+        if (nf == 7 && !logrecord_valid_id(start[6], flen[6]))
+                return LOGRECORD_EID;
         if (parse_number(start[0], flen[0], &out->no) < 0 || out->no < 1)
                 return LOGRECORD_ENUMBER;
         if (parse_number(start[1], flen[1], &out->time) < 0) {
@@ -127,7 +129,19 @@ int logrecord_parse(const char *line, size_t len, struct logrecord *out)
                         return rc;
                 }
         }
+        if (nf == 7)
+                memcpy(out->id, start[6], LOGRECORD_ID_LEN);
         return LOGRECORD_OK;
+}
+
+int logrecord_valid_id(const char *s, size_t len)
+{
+        if (len != LOGRECORD_ID_LEN)
+                return 0;
+        for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return 0;
+        return 1;
 }
 
 static size_t escaped_len(const struct lr_text *t)
@@ -176,12 +190,15 @@ int logrecord_serialize(const struct logrecord *rec, char **out, size_t *out_len
                 return LOGRECORD_ENUMBER;
         if (rec->time < 0)
                 return LOGRECORD_ETIME;
+        size_t idlen = strnlen(rec->id, sizeof rec->id);
+        if (idlen != 0 && !logrecord_valid_id(rec->id, idlen))
+                return LOGRECORD_EID;
         char nums[64];
         int n = snprintf(nums, sizeof nums, "%lld\t%lld\t", rec->no, rec->time);
         if (n < 0 || (size_t)n >= sizeof nums)
                 return LOGRECORD_ENUMBER;
         const struct lr_text *t[4] = {&rec->name, &rec->subject, &rec->body, &rec->pwhash};
-        size_t total = (size_t)n + 3 + 1; /* three TABs, LF */
+        size_t total = (size_t)n + 3 + 1 + (idlen ? 1 + idlen : 0); /* TABs, LF */
         for (int k = 0; k < 4; k++)
                 total += escaped_len(t[k]);
         char *s = malloc(total + 1);
@@ -191,8 +208,15 @@ int logrecord_serialize(const struct logrecord *rec, char **out, size_t *out_len
         char *d = s + n;
         for (int k = 0; k < 4; k++) {
                 d = put_escaped(d, t[k]);
-                *d++ = k < 3 ? '\t' : '\n';
+                if (k < 3)
+                        *d++ = '\t';
         }
+        if (idlen) {
+                *d++ = '\t';
+                memcpy(d, rec->id, idlen);
+                d += idlen;
+        }
+        *d++ = '\n';
         *d = '\0';
         *out = s;
         *out_len = (size_t)(d - s);
@@ -208,7 +232,7 @@ int logrecord_equal(const struct logrecord *a, const struct logrecord *b)
 {
         return a->no == b->no && a->time == b->time && text_equal(&a->name, &b->name) &&
                text_equal(&a->subject, &b->subject) && text_equal(&a->body, &b->body) &&
-               text_equal(&a->pwhash, &b->pwhash);
+               text_equal(&a->pwhash, &b->pwhash) && strcmp(a->id, b->id) == 0;
 }
 
 const char *logrecord_strerror(int code)
@@ -217,7 +241,7 @@ const char *logrecord_strerror(int code)
         case LOGRECORD_OK:
                 return "no error";
         case LOGRECORD_EFIELDS:
-                return "expected six TAB-separated fields";
+                return "expected six or seven TAB-separated fields";
         case LOGRECORD_ENUMBER:
                 return "bad message number";
         case LOGRECORD_ETIME:
@@ -228,6 +252,8 @@ const char *logrecord_strerror(int code)
                 return "line feed inside a record";
         case LOGRECORD_ENOMEM:
                 return "out of memory";
+        case LOGRECORD_EID:
+                return "bad post id (seventh field)";
         }
         return "unknown log record error";
 }

@@ -1,7 +1,11 @@
 /* logrecord.h - one line of the message log: the message type of the board
  * and its serialization (pure, no global state; suitable for fuzzing).
  *
- *   no TAB time TAB name TAB subject TAB body TAB pwhash LF
+ *   no TAB time TAB name TAB subject TAB body TAB pwhash [TAB id] LF
+ *
+ * id, when present, is the post id that the pending-post queue gave the
+ * message (LOGRECORD_ID_LEN lower-case hex digits, see postqueue.h); it is
+ * how a message committed by a writer that then died is recognised.
  *
  * Text fields are written as given except '\' -> "\\", TAB -> "\t",
  * LF -> "\n", CR -> "\r", so any bytes round-trip:
@@ -10,6 +14,8 @@
 #define BOARD_LOGRECORD_H
 
 #include <stddef.h>
+
+#define LOGRECORD_ID_LEN 16
 
 struct lr_text {
         char *ptr; /* NUL-terminated; may contain NUL bytes; NULL = empty */
@@ -22,18 +28,23 @@ struct logrecord {
         struct lr_text name;
         struct lr_text subject;
         struct lr_text body;
-        struct lr_text pwhash; /* crypt(3) hash or empty */
+        struct lr_text pwhash;         /* crypt(3) hash or empty */
+        char id[LOGRECORD_ID_LEN + 1]; /* post id or "" */
 };
 
 enum {
         LOGRECORD_OK = 0,
-        LOGRECORD_EFIELDS, /* not exactly six TAB-separated fields   */
+        LOGRECORD_EFIELDS, /* not six or seven TAB-separated fields  */
         LOGRECORD_ENUMBER, /* bad message number                     */
         LOGRECORD_ETIME,   /* bad time                               */
         LOGRECORD_EESCAPE, /* unknown escape or trailing backslash   */
         LOGRECORD_ELINE,   /* raw LF inside the line                 */
-        LOGRECORD_ENOMEM
+        LOGRECORD_ENOMEM,
+        LOGRECORD_EID /* seventh field not a post id            */
 };
+
+/* 1 when s is a post id: LOGRECORD_ID_LEN lower-case hex digits. */
+int logrecord_valid_id(const char *s, size_t len);
 
 /* Parse one line (`len` bytes, an optional single trailing LF allowed).
  * On success *out owns new strings (all non-NULL); free with

@@ -127,3 +127,44 @@ int ratelimit_record(const char *path, const char *addr, long long now, long int
         buf_free(&out);
         return rc;
 }
+
+struct forget_ctx {
+        const char *key;
+        long long then;
+        struct buf *out;
+        int found;
+};
+
+static void forget_fn(void *p, const char *key, size_t klen, long long t)
+{
+        struct forget_ctx *c = p;
+        if (t == c->then && klen == strlen(c->key) && memcmp(key, c->key, klen) == 0) {
+                c->found = 1;
+                return;
+        }
+        buf_append(c->out, key, klen);
+        buf_printf(c->out, "\t%lld\n", t);
+}
+
+int ratelimit_forget(const char *path, const char *addr, long long then, long interval, struct berr *err)
+{
+        if (interval <= 0)
+                return 0;
+        char key[65];
+        addr_key(addr, key);
+        struct buf old = BUF_INIT, out = BUF_INIT;
+        int rc = file_read_all(path, &old, err);
+        if (rc != 0) {
+                buf_free(&old);
+                return rc < 0 ? -1 : 0;
+        }
+        struct forget_ctx c = {key, then, &out, 0};
+        each_entry(&old, forget_fn, &c);
+        buf_free(&old);
+        if (out.oom)
+                rc = berr_set(err, 500, "out of memory");
+        else if (c.found)
+                rc = file_replace(path, out.data ? out.data : "", out.len, 0644, NULL, NULL, err);
+        buf_free(&out);
+        return rc;
+}

@@ -1,6 +1,7 @@
 /* ratelimit.h - minimum interval between posts from one address, kept in
  * data_dir/ratelimit ("addr TAB seconds" lines).  Callers hold the board's
- * write lock (or the SQLite write transaction) around check and record. */
+ * write lock, its "ratelimit" lock, or the SQLite write transaction around
+ * check and record (and forget). */
 #ifndef BOARD_RATELIMIT_H
 #define BOARD_RATELIMIT_H
 
@@ -14,5 +15,9 @@ int ratelimit_check(const char *path, const char *addr, long long now, long inte
 /* Record a post from `addr` at `now`, dropping entries older than
  * `interval`.  Does nothing when interval is 0. */
 int ratelimit_record(const char *path, const char *addr, long long now, long interval, struct berr *err);
+
+/* Take back the post recorded for `addr` at `then` (it failed): its entry
+ * is removed when it still says `then`. */
+int ratelimit_forget(const char *path, const char *addr, long long then, long interval, struct berr *err);
 
 #endif

@@ -51,6 +51,7 @@ typedef enum dirlock_code {
         DIRLOCK_EBALANCE,  /* reentrant release without a matching acquire  */
         DIRLOCK_EIO,       /* system call failed; errno is kept             */
         DIRLOCK_ENOMEM,    /* out of memory                                 */
+        DIRLOCK_ECANCELED, /* the wait was ended by opts->cancel_fd         */
         DIRLOCK_CODE_COUNT
 } dirlock_code;
 
@@ -85,6 +86,7 @@ typedef enum dirlock_policy {
 #define DIRLOCK_REENTRANT (1u << 1) /* dirlock_reacquire() counts holds        */
 #define DIRLOCK_NO_MKDIR  (1u << 2) /* do not create a missing lock directory  */
 #define DIRLOCK_NO_NOTIFY (1u << 3) /* never use inotify; back off and poll    */
+#define DIRLOCK_CANCEL_FD (1u << 4) /* end the wait when cancel_fd is readable  */
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
@@ -92,12 +94,19 @@ typedef struct dirlock_options {
         unsigned flags;   /* DIRLOCK_* flags                                */
         int mode;         /* dirlock_mode, for dirlock_acquire()            */
         int policy;       /* dirlock_policy, for shared/intent/exclusive    */
+        /* With DIRLOCK_CANCEL_FD: a descriptor the caller owns (an eventfd,
+         * a pipe, an inotify instance...).  When it polls readable while
+         * the acquire call is waiting, the call gives up with
+         * DIRLOCK_ECANCELED, as it would at its timeout (one last try
+         * first).  Only that acquire call watches it; the handle does not
+         * keep it, and it is never read or closed by the library. */
+        int cancel_fd;
 } dirlock_options;
 
 /* Defaults: wait forever, stale after 180 s, exclusive, fair. */
 #define DIRLOCK_OPTIONS_INIT                                                                                 \
         {                                                                                                    \
-                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR                  \
+                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, -1              \
         }
 void dirlock_options_init(dirlock_options *opts);
 

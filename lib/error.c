@@ -20,6 +20,7 @@ static const char *const descriptions[DIRLOCK_CODE_COUNT] = {
     [DIRLOCK_EBALANCE] = "release without a matching acquire",
     [DIRLOCK_EIO] = "system call failed",
     [DIRLOCK_ENOMEM] = "out of memory",
+    [DIRLOCK_ECANCELED] = "wait canceled",
 };
 
 const char *dirlock_strerror(int code)

@@ -37,8 +37,10 @@ int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_o
         dl_time deadline = dl_deadline(h->opts.timeout);
         dl_waiter w;
         dl_waiter_init(&w, h->lockdir, DIRLOCK_NO_NOTIFY, h->token);
+        dl_waiter_cancel_on(&w, h->opts.cancel_fd);
+        bool block = dl_deadline_never(&deadline) && h->opts.cancel_fd < 0;
         for (;;) {
-                int r = flock(h->fd, dl_deadline_never(&deadline) ? op : op | LOCK_NB);
+                int r = flock(h->fd, block ? op : op | LOCK_NB);
                 if (r == 0) {
                         rc = DIRLOCK_OK;
                         break;
@@ -55,11 +57,14 @@ int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_o
                 }
                 if (w.backoff_ms > 8)
                         w.backoff_ms = 8; /* keep polling flock reasonably fair */
-                if (dl_waiter_wait(&w, &deadline) == DIRLOCK_ETIMEDOUT) {
+                int waited = dl_waiter_wait(&w, &deadline);
+                if (waited != 0) {
                         if (flock(h->fd, op | LOCK_NB) == 0)
                                 rc = DIRLOCK_OK;
+                        else if (waited == DIRLOCK_ECANCELED)
+                                rc = dl_fail(err, waited, 0, "canceled waiting for '%s'", path);
                         else
-                                rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0, "timed out waiting for '%s'", path);
+                                rc = dl_fail(err, waited, 0, "timed out waiting for '%s'", path);
                         break;
                 }
         }
@@ -69,6 +74,7 @@ int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_o
                 dl_handle_free(h);
                 return rc;
         }
+        dl_handle_forget_cancel(h);
         h->holds = 1;
         *out = h;
         return DIRLOCK_OK;

@@ -29,9 +29,17 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown lock mode %d", out->mode);
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
-        unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY;
+        unsigned known =
+            DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY | DIRLOCK_CANCEL_FD;
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
+        if (out->flags & DIRLOCK_CANCEL_FD) {
+                if (out->cancel_fd < 0)
+                        return dl_fail(err, DIRLOCK_EINVAL, 0, "DIRLOCK_CANCEL_FD with cancel_fd %d",
+                                       out->cancel_fd);
+        } else {
+                out->cancel_fd = -1;
+        }
         return DIRLOCK_OK;
 }
 
@@ -104,6 +112,12 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+void dl_handle_forget_cancel(dirlock *h)
+{
+        h->opts.flags &= ~DIRLOCK_CANCEL_FD;
+        h->opts.cancel_fd = -1;
+}
+
 int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
                     dirlock_error *err)
 {
@@ -120,6 +134,7 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
                 dl_handle_free(h);
                 return rc;
         }
+        dl_handle_forget_cancel(h);
         h->holds = 1;
         *out = h;
         dl_ok(err);

@@ -40,6 +40,8 @@ struct dirlock {
 int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
                   dirlock_error *err);
 void dl_handle_free(dirlock *h);
+/* After a successful acquire: the cancel descriptor was for that call only. */
+void dl_handle_forget_cancel(dirlock *h);
 /* DIRLOCK_ENOTOWNER unless the calling process acquired h. */
 int dl_handle_owned(const dirlock *h, dirlock_error *err);
 
@@ -122,6 +124,7 @@ typedef struct dl_waiter {
         unsigned long long rng;
         double recheck_ms; /* with inotify: re-judge at least this often */
         bool owner_died;   /* the last wait ended on the owner's death   */
+        int cancel_fd;     /* readable: DIRLOCK_ECANCELED; -1 = none      */
 } dl_waiter;
 
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed);
@@ -132,7 +135,10 @@ void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
 int dl_waiter_watch_dir(dl_waiter *w, const char *dir);
 /* True when the last wait ended because the watched owner died. */
 bool dl_waiter_owner_died(const dl_waiter *w);
-/* Returns 0 after a wake-up or step, or DIRLOCK_ETIMEDOUT at the deadline. */
+/* Also end waits when fd polls readable (DIRLOCK_CANCEL_FD); fd < 0: no. */
+void dl_waiter_cancel_on(dl_waiter *w, int fd);
+/* Returns 0 after a wake-up or step, DIRLOCK_ETIMEDOUT at the deadline,
+ * DIRLOCK_ECANCELED when the cancel descriptor is readable. */
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline);
 void dl_waiter_close(dl_waiter *w);
 

@@ -209,12 +209,23 @@ static int timeout_code(const dirlock *h, const dirlock_options *o)
 static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
 {
         dl_waiter_init(w, h->lockdir, h->opts.flags, h->token);
+        dl_waiter_cancel_on(w, h->opts.cancel_fd);
         const char *extra[2] = {extra1, extra2};
         for (int i = 0; i < 2; i++) {
                 if (extra[i] == NULL || !w->notify)
                         continue;
                 dl_waiter_watch_dir(w, extra[i]); /* a vanished one is fine */
         }
+}
+
+/* How a wait ended without the lock, for messages: "timed out after 2 s"
+ * or "canceled". */
+static const char *gave_up(int waited, double timeout, char buf[48])
+{
+        if (waited == DIRLOCK_ECANCELED)
+                return "canceled";
+        snprintf(buf, 48, "timed out after %.3g s", timeout);
+        return buf;
 }
 
 /* ---- judging W from a reader's side -------------------------------------- */
@@ -373,13 +384,12 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                         break;
                 }
                 dl_waiter_watch_owner(&w, &holder);
-                if (waited == DIRLOCK_ETIMEDOUT) {
-                        rc = dl_fail(
-                            err, DIRLOCK_ETIMEDOUT, 0,
-                            "timed out after %.3g s waiting to read '%s': held for writing by pid %ld "
-                            "on %s",
-                            h->opts.timeout, h->name, (long)holder.pid,
-                            holder.host[0] ? holder.host : "an unknown host");
+                if (waited != 0) {
+                        char why[48];
+                        rc = dl_fail(err, waited, 0,
+                                     "%s waiting to read '%s': held for writing by pid %ld on %s",
+                                     gave_up(waited, h->opts.timeout, why), h->name, (long)holder.pid,
+                                     holder.host[0] ? holder.host : "an unknown host");
                         break;
                 }
         }
@@ -469,12 +479,12 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 double since = (double)(now.tv_sec - last_judged.tv_sec) * 1e3 +
                                (double)(now.tv_nsec - last_judged.tv_nsec) / 1e6;
                 judge = dl_waiter_owner_died(&w) || since >= w.recheck_ms;
-                if (waited == DIRLOCK_ETIMEDOUT) {
+                if (waited != 0) {
+                        char why[48];
                         rc = w_try(h, &holder, true, err);
                         if (rc == DIRLOCK_EBUSY)
-                                rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
-                                             "timed out after %.3g s: lock '%s' is held by pid %ld on %s",
-                                             h->opts.timeout, h->name, (long)holder.pid,
+                                rc = dl_fail(err, waited, 0, "%s: lock '%s' is held by pid %ld on %s",
+                                             gave_up(waited, h->opts.timeout, why), h->name, (long)holder.pid,
                                              holder.host[0] ? holder.host : "an unknown host");
                         break;
                 }
@@ -531,11 +541,11 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 }
                 if (sc.live == 0)
                         break;
-                if (waited == DIRLOCK_ETIMEDOUT) {
-                        rc = dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
-                                     "timed out after %.3g s: lock '%s' is held for reading by %u reader(s), "
-                                     "e.g. pid %ld",
-                                     o->timeout, h->name, sc.live, (long)sc.one.pid);
+                if (waited != 0) {
+                        char why[48];
+                        rc = dl_fail(err, waited, 0,
+                                     "%s: lock '%s' is held for reading by %u reader(s), e.g. pid %ld",
+                                     gave_up(waited, o->timeout, why), h->name, sc.live, (long)sc.one.pid);
                         break;
                 }
         }
@@ -602,7 +612,13 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         continue;
                 }
                 dl_waiter_watch_owner(&w, &holder);
-                dl_waiter_wait(&w, deadline);
+                if (dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED) {
+                        rc = dl_fail(err, DIRLOCK_ECANCELED, 0,
+                                     "canceled: lock '%s' is held (policy reader: waiting for %u reader(s) "
+                                     "and the writer, if any)",
+                                     h->name, sc.live);
+                        break;
+                }
                 /* The readers directory may have been removed and made
                  * again since we started watching: watch it again. */
                 if (w.notify)

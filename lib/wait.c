@@ -9,7 +9,10 @@
  *   - a re-check interval passes (RECHECK_MS), so that what sends no event
  *     is still noticed: a lock aging past its stale age, an owner that died
  *     before we watched it, a release on another NFS client;
- *   - the deadline comes: never later than it (ppoll with a timespec).
+ *   - the deadline comes: never later than it (ppoll with a timespec);
+ *   - the caller's cancel descriptor polls readable (DIRLOCK_CANCEL_FD):
+ *     the wait returns DIRLOCK_ECANCELED and the caller gives up as at its
+ *     deadline.
  * The inotify instance is kept per thread and reused: closing one waits
  * for a kernel grace period (fsnotify's SRCU, ~10 ms here), which would be
  * paid on every contended acquire.  Its watches stay; events that arrive
@@ -105,6 +108,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         memset(w, 0, sizeof *w);
         w->inotify_fd = -1;
         w->pid_fd = -1;
+        w->cancel_fd = -1;
         w->backoff_ms = BACKOFF_START_MS;
         w->recheck_ms = RECHECK_MS;
         w->rng = 0x9E3779B97F4A7C15ULL;
@@ -210,9 +214,23 @@ static struct timespec ms_to_timespec(double ms)
         return ts;
 }
 
+void dl_waiter_cancel_on(dl_waiter *w, int fd)
+{
+        w->cancel_fd = fd;
+}
+
+static bool readable(int fd, const struct timespec *ts)
+{
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        return ppoll(&p, 1, ts, NULL) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 {
+        static const struct timespec now = {0, 0};
         w->owner_died = false;
+        if (w->cancel_fd >= 0 && readable(w->cancel_fd, &now))
+                return DIRLOCK_ECANCELED;
         double left = dl_remaining(deadline);
         if (left <= 0)
                 return DIRLOCK_ETIMEDOUT;
@@ -224,6 +242,11 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                 w->backoff_ms = w->backoff_ms * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : w->backoff_ms * 2;
                 bool last = step >= left;
                 struct timespec ts = ms_to_timespec(last ? left : step);
+                if (w->cancel_fd >= 0) {
+                        if (readable(w->cancel_fd, &ts)) /* EINTR: an early step, harmless */
+                                return DIRLOCK_ECANCELED;
+                        return last && dl_remaining(deadline) <= 0 ? DIRLOCK_ETIMEDOUT : 0;
+                }
                 while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
                         ;
                 return last ? DIRLOCK_ETIMEDOUT : 0;
@@ -238,12 +261,14 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         for (;;) {
                 bool last = span >= left;
                 struct timespec ts = ms_to_timespec(last ? left : span);
-                struct pollfd fds[2];
+                struct pollfd fds[3];
                 nfds_t n = 0;
                 if (w->notify)
                         fds[n++] = (struct pollfd){.fd = w->inotify_fd, .events = POLLIN};
                 if (w->pid_fd >= 0)
                         fds[n++] = (struct pollfd){.fd = w->pid_fd, .events = POLLIN};
+                if (w->cancel_fd >= 0)
+                        fds[n++] = (struct pollfd){.fd = w->cancel_fd, .events = POLLIN};
                 dl_time started = dl_now();
                 int rc = ppoll(fds, n, &ts, NULL);
                 if (rc == 0)
@@ -253,6 +278,8 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                 for (nfds_t i = 0; rc > 0 && i < n; i++) {
                         if (fds[i].revents == 0)
                                 continue;
+                        if (fds[i].fd == w->cancel_fd)
+                                return DIRLOCK_ECANCELED;
                         if (fds[i].fd == w->pid_fd) {
                                 close(w->pid_fd);
                                 w->pid_fd = -1;

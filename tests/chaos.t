@@ -149,7 +149,8 @@ done
 check_log() {
 	LC_ALL=C awk -F'\t' '
 		{
-			if (NF != 6) { print "line " NR ": " NF " fields"; next }
+			if (NF != 6 && NF != 7) { print "line " NR ": " NF " fields"; next }
+			if (NF == 7 && (length($7) != 16 || $7 ~ /[^0-9a-f]/)) print "line " NR ": bad post id " $7
 			if ($1 !~ /^[1-9][0-9]*$/) print "line " NR ": bad number " $1
 			else if (last != "" && $1 + 0 <= last + 0) print "line " NR ": number " $1 " after " last
 			last = $1
@@ -199,6 +200,7 @@ done
 # ---- no lock wedged ------------------------------------------------------------------
 for b in $BOARDS; do
 	tmp_before=$(find "$T/data/$b" -maxdepth 1 -name 'messages.log.tmp.*' | wc -l)
+	queued_before=$(find "$T/data/$b/pending" -type f 2>/dev/null | wc -l)
 	J=$T/$b.fresh.jar
 	tok=$(get_token "$BASE/board/$b/" "$J")
 	t0=$(date +%s.%N)
@@ -217,6 +219,11 @@ for b in $BOARDS; do
 	diag "$b: temp files of killed writers: $tmp_before before the fresh post, $tmp_after after;" \
 		"prepared lock directories of killed acquirers: $prep"
 	is "$tmp_after" 0 "$b: no temp file left in the data directory after the next write (killed writers' are removed)"
+	# What killed posters queued (group commit) is stored by the next post,
+	# and what they were still writing is removed.
+	queued_after=$(find "$T/data/$b/pending" -type f 2>/dev/null | wc -l)
+	diag "$b: pending-queue entries: $queued_before before the fresh post, $queued_after after"
+	is "$queued_after" 0 "$b: the pending queue is empty after the next post"
 done
 
 # With SANITIZE=1 the board is built with ASan+UBSan: a report would only

@@ -34,6 +34,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.page_size, 20);
         assert_int_equal(c.min_post_interval, 0);
         assert_int_equal(c.max_body, 65536);
+        assert_int_equal(c.group_commit, 1);
         config_free(&c);
 }
 
@@ -47,7 +48,7 @@ static void test_all_keys(void **state)
                            "data_dir\t=\t/var/lib/board rw  \n"
                            "lock_mode = rw\nstore = sqlite\nlock_timeout = 0.5\nstale_age = 2\n"
                            "delay_ms = 300\nwrite_method = inplace\nmax_messages = 5\npage_size = 3\n"
-                           "min_post_interval = 10\nmax_body = 1024";
+                           "min_post_interval = 10\nmax_body = 1024\ngroup_commit = no";
         assert_int_equal(parse(text, &c, &e), 0);
         assert_string_equal(c.title, "掲示板 = test");
         assert_string_equal(c.base_path, "/board/rw/");
@@ -62,6 +63,7 @@ static void test_all_keys(void **state)
         assert_int_equal(c.page_size, 3);
         assert_int_equal(c.min_post_interval, 10);
         assert_int_equal(c.max_body, 1024);
+        assert_int_equal(c.group_commit, 0);
         config_free(&c);
 }
 
@@ -94,6 +96,7 @@ static void test_errors(void **state)
         expect_error("data_dir = /x\nbase_path = /a\"b/\n", "key 'base_path'");
         expect_error("data_dir = /x\nwrite_method = copy\n", "key 'write_method'");
         expect_error("data_dir = /x\nmax_body = 99999999999\n", "key 'max_body'");
+        expect_error("data_dir = /x\ngroup_commit = maybe\n", "key 'group_commit'");
         expect_error("data_dir = /x\njust words\n", "board.conf:2: expected 'key = value'");
         expect_error("data_dir = /x\ndata_dir = /y\n", "given twice");
         expect_error("data_dir =\n", "key 'data_dir'");

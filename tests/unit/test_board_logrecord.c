@@ -38,7 +38,7 @@ round_trip(const struct logrecord *in)
 static void test_plain(void **state)
 {
         (void)state;
-        struct logrecord r = {1, 1700000000, T("anonymous", 9), T("hi", 2), T("hello", 5), T("", 0)};
+        struct logrecord r = {1, 1700000000, T("anonymous", 9), T("hi", 2), T("hello", 5), T("", 0), ""};
         char *line;
         size_t len;
         assert_int_equal(logrecord_serialize(&r, &line, &len), LOGRECORD_OK);
@@ -56,7 +56,8 @@ static void test_special_bytes(void **state)
                               T("名前\t", strlen("名前\t")),
                               T("件名\\", strlen("件名\\")),
                               T(body, sizeof body - 1),
-                              T("$y$j9T$abc$def", 14)};
+                              T("$y$j9T$abc$def", 14),
+                              ""};
         char *line;
         size_t len;
         assert_int_equal(logrecord_serialize(&r, &line, &len), LOGRECORD_OK);
@@ -74,7 +75,8 @@ static void test_japanese(void **state)
         (void)state;
         const char *b = "こんにちは、世界。\n二行目です。";
         struct logrecord r = {
-            7, 1795343757, T("太郎", strlen("太郎")), T("挨拶", strlen("挨拶")), T(b, strlen(b)), T("", 0)};
+            7,        1795343757, T("太郎", strlen("太郎")), T("挨拶", strlen("挨拶")), T(b, strlen(b)),
+            T("", 0), ""};
         round_trip(&r);
 }
 
@@ -84,7 +86,7 @@ static void test_all_bytes(void **state)
         char all[256];
         for (int i = 0; i < 256; i++)
                 all[i] = (char)i;
-        struct logrecord r = {123456789012LL, 99, T(all, 256), T(all + 9, 5), T(all, 256), T(all, 1)};
+        struct logrecord r = {123456789012LL, 99, T(all, 256), T(all + 9, 5), T(all, 256), T(all, 1), ""};
         round_trip(&r);
 }
 
@@ -97,7 +99,12 @@ static void test_parse_errors(void **state)
         } cases[] = {
             {"", LOGRECORD_EFIELDS},
             {"1\t2\ta\tb\tc", LOGRECORD_EFIELDS},
-            {"1\t2\ta\tb\tc\td\te", LOGRECORD_EFIELDS},
+            {"1\t2\ta\tb\tc\td\t0123456789abcdef\te", LOGRECORD_EFIELDS},
+            {"1\t2\ta\tb\tc\td\te", LOGRECORD_EID},
+            {"1\t2\ta\tb\tc\td\t", LOGRECORD_EID},
+            {"1\t2\ta\tb\tc\td\t0123456789ABCDEF", LOGRECORD_EID},
+            {"1\t2\ta\tb\tc\td\t0123456789abcde", LOGRECORD_EID},
+            {"1\t2\ta\tb\tc\td\t0123456789abcdef0", LOGRECORD_EID},
             {"0\t2\ta\tb\tc\t", LOGRECORD_ENUMBER},
             {"-1\t2\ta\tb\tc\t", LOGRECORD_ENUMBER},
             {"01\t2\ta\tb\tc\t", LOGRECORD_ENUMBER},
@@ -123,10 +130,34 @@ static void test_parse_errors(void **state)
         }
 }
 
+static void test_post_id(void **state)
+{
+        (void)state;
+        struct logrecord r = {5, 1700000000, T("a", 1), T("s", 1), T("b", 1), T("", 0), "00ff00ff00ff00ff"};
+        char *line;
+        size_t len;
+        assert_int_equal(logrecord_serialize(&r, &line, &len), LOGRECORD_OK);
+        assert_string_equal(line, "5\t1700000000\ta\ts\tb\t\t00ff00ff00ff00ff\n");
+        free(line);
+        round_trip(&r);
+        /* A record without an id is written in the six-field form. */
+        struct logrecord plain = {5, 1700000000, T("a", 1), T("s", 1), T("b", 1), T("", 0), ""};
+        struct logrecord back;
+        assert_int_equal(logrecord_parse("5\t1700000000\ta\ts\tb\t\n", 20, &back), LOGRECORD_OK);
+        assert_true(logrecord_equal(&plain, &back));
+        assert_false(logrecord_equal(&r, &back));
+        logrecord_free(&back);
+        /* An id that is not one is refused, never written. */
+        strcpy(r.id, "not-an-id");
+        line = (char *)1;
+        assert_int_equal(logrecord_serialize(&r, &line, &len), LOGRECORD_EID);
+        assert_null(line);
+}
+
 static void test_serialize_refuses_bad_numbers(void **state)
 {
         (void)state;
-        struct logrecord r = {0, 1, T("", 0), T("", 0), T("x", 1), T("", 0)};
+        struct logrecord r = {0, 1, T("", 0), T("", 0), T("x", 1), T("", 0), ""};
         char *line = (char *)1;
         size_t len = 5;
         assert_int_equal(logrecord_serialize(&r, &line, &len), LOGRECORD_ENUMBER);
@@ -142,6 +173,7 @@ int main(void)
             cmocka_unit_test(test_plain),        cmocka_unit_test(test_special_bytes),
             cmocka_unit_test(test_japanese),     cmocka_unit_test(test_all_bytes),
             cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_serialize_refuses_bad_numbers),
+            cmocka_unit_test(test_post_id),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,13 @@ static void test_interval(void **state)
         assert_int_equal(file_read_all(path, &b, &e), 0);
         assert_string_equal(b.data, "10.0.0.3\t1100\n");
         buf_free(&b);
+        /* a post that failed is taken back, only when the time matches */
+        assert_int_equal(ratelimit_record(path, "10.0.0.4", 1101, 30, &e), 0);
+        assert_int_equal(ratelimit_forget(path, "10.0.0.4", 1100, 30, &e), 0);
+        assert_int_equal(ratelimit_check(path, "10.0.0.4", 1102, 30, &wait, &e), 1);
+        assert_int_equal(ratelimit_forget(path, "10.0.0.4", 1101, 30, &e), 0);
+        assert_int_equal(ratelimit_check(path, "10.0.0.4", 1102, 30, &wait, &e), 0);
+        assert_int_equal(ratelimit_check(path, "10.0.0.3", 1102, 30, &wait, &e), 1);
         /* interval 0 = off, nothing written */
         assert_int_equal(ratelimit_check(path, "10.0.0.3", 1100, 0, &wait, &e), 0);
         /* odd addresses cannot break the file format */

@@ -1,0 +1,341 @@
+/* test_board_postqueue.c - the pending-post queue (cgi-bin/postqueue.c) and
+ * group commit through board_post(): claim order and limits, withdraw
+ * against claim, give-back, unreadable and dead entries, what a holder
+ * killed mid-commit leaves behind (no loss, no duplicate), and concurrent
+ * posters in separate processes (none lost; the same harness without a
+ * lock loses posts, so it can fail). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../cgi-bin/board.h"
+#include "../../cgi-bin/config.h"
+#include "../../cgi-bin/fileio.h"
+#include "../../cgi-bin/postqueue.h"
+
+static char dir[64];
+static char pending[96];
+
+static int setup(void **state)
+{
+        (void)state;
+        strcpy(dir, "/tmp/test_board_postqueue_XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        snprintf(pending, sizeof pending, "%s/pending", dir);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void config_for(struct board_config *cfg, const char *lock_mode, long delay_ms)
+{
+        char text[256];
+        int n = snprintf(text, sizeof text, "data_dir = %s\nlock_mode = %s\ndelay_ms = %ld\n", dir, lock_mode,
+                         delay_ms);
+        struct berr e = BERR_INIT;
+        assert_int_equal(config_parse(text, (size_t)n, "test.conf", cfg, &e), 0);
+}
+
+static struct logrecord message(const char *body, long long time)
+{
+        struct logrecord m;
+        memset(&m, 0, sizeof m);
+        m.time = time;
+        assert_int_equal(lr_text_set(&m.name, "n", 1), 0);
+        assert_int_equal(lr_text_set(&m.subject, "s", 1), 0);
+        assert_int_equal(lr_text_set(&m.body, body, strlen(body)), 0);
+        assert_int_equal(lr_text_set(&m.pwhash, "", 0), 0);
+        return m;
+}
+
+static void enqueue(const char *body, struct pq_ticket *t)
+{
+        struct logrecord m = message(body, 1700000000);
+        struct berr e = BERR_INIT;
+        assert_int_equal(pq_enqueue(pending, &m, t, &e), 0);
+        logrecord_free(&m);
+        assert_false(pq_stored(t));
+}
+
+static int entry_exists(const char *id, const char *suffix)
+{
+        char path[160];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s%s", pending, id, suffix);
+        return lstat(path, &st) == 0;
+}
+
+static size_t count_entries(void)
+{
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "ls -A '%s' 2>/dev/null | wc -l", pending);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        size_t n = 0;
+        assert_int_equal(fscanf(p, "%zu", &n), 1);
+        pclose(p);
+        return n;
+}
+
+/* Claims are taken oldest first and at most `max`; settling them stores
+ * their posts; the rest stay queued. */
+static void test_claim_order_and_settle(void **state)
+{
+        (void)state;
+        struct pq_ticket t[3];
+        for (int i = 0; i < 3; i++) {
+                char body[16];
+                snprintf(body, sizeof body, "m%d", i);
+                enqueue(body, &t[i]);
+                usleep(20000); /* distinct queueing times */
+        }
+        struct pq_batch b = PQ_BATCH_INIT;
+        struct berr e = BERR_INIT;
+        assert_int_equal(pq_claim(pending, 2, &b, &e), 0);
+        assert_int_equal(b.count, 2);
+        assert_string_equal(b.items[0].body.ptr, "m0");
+        assert_string_equal(b.items[1].body.ptr, "m1");
+        assert_string_equal(b.items[0].id, t[0].id);
+        char mine[32];
+        snprintf(mine, sizeof mine, ".claim.%ld", (long)getpid());
+        assert_true(entry_exists(t[0].id, mine));
+        assert_true(entry_exists(t[2].id, ".msg"));
+        pq_settle(pending, &b);
+        pq_batch_free(&b);
+        assert_true(pq_stored(&t[0]));
+        assert_true(pq_stored(&t[1]));
+        assert_false(pq_stored(&t[2]));
+        assert_int_equal(pq_withdraw(pending, &t[2]), 0); /* still queued: withdrawn */
+        for (int i = 0; i < 3; i++)
+                pq_ticket_close(&t[i]);
+        assert_int_equal(count_entries(), 0);
+}
+
+/* Withdraw and claim: exactly one of them wins. */
+static void test_withdraw_against_claim(void **state)
+{
+        (void)state;
+        struct pq_ticket t;
+        enqueue("w", &t);
+        struct pq_batch b = PQ_BATCH_INIT;
+        struct berr e = BERR_INIT;
+        assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
+        assert_int_equal(b.count, 1);
+        assert_int_equal(pq_withdraw(pending, &t), 1); /* claimed: may be stored */
+        /* The commit failed: given back to its poster, who can withdraw. */
+        pq_give_back(pending, &b, NULL);
+        pq_batch_free(&b);
+        assert_true(entry_exists(t.id, ".msg"));
+        assert_false(pq_stored(&t));
+        assert_int_equal(pq_withdraw(pending, &t), 0);
+        pq_ticket_close(&t);
+}
+
+/* A failed commit gives the others back and removes the leader's own. */
+static void test_give_back_removes_own(void **state)
+{
+        (void)state;
+        struct pq_ticket own, other;
+        enqueue("own", &own);
+        enqueue("other", &other);
+        struct pq_batch b = PQ_BATCH_INIT;
+        struct berr e = BERR_INIT;
+        assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
+        assert_int_equal(b.count, 2);
+        pq_give_back(pending, &b, own.id);
+        pq_batch_free(&b);
+        assert_false(entry_exists(own.id, ".msg"));
+        char mine[32];
+        snprintf(mine, sizeof mine, ".claim.%ld", (long)getpid());
+        assert_false(entry_exists(own.id, mine));
+        assert_true(entry_exists(other.id, ".msg"));
+        pq_ticket_close(&own);
+        pq_ticket_close(&other);
+}
+
+/* Entries that do not read back as one record, and temp files of dead
+ * writers, are removed; a live writer's temp file is left alone. */
+static void test_unreadable_and_dead(void **state)
+{
+        (void)state;
+        struct berr e = BERR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        const char *names[] = {"0123456789abcdef.msg", "fedcba9876543210.claim.999999999",
+                               "00000000000000aa.msg.tmp.999999999.0123456789abcdef", NULL};
+        const char *texts[] = {"not a record\n", "1\t2\ta\tb\tc\t\t00000000000000ff\n", "x", NULL};
+        for (int i = 0; names[i]; i++) {
+                char path[200];
+                snprintf(path, sizeof path, "%s/%s", pending, names[i]);
+                FILE *f = fopen(path, "w");
+                assert_non_null(f);
+                fputs(texts[i], f); /* the second: its id is not its name's */
+                fclose(f);
+        }
+        char live[200];
+        snprintf(live, sizeof live, "%s/00000000000000bb.msg.tmp.%ld.0123456789abcdef", pending,
+                 (long)getpid());
+        FILE *f = fopen(live, "w");
+        assert_non_null(f);
+        fclose(f);
+        struct pq_batch b = PQ_BATCH_INIT;
+        assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
+        assert_int_equal(b.count, 0);
+        pq_batch_free(&b);
+        assert_int_equal(count_entries(), 1); /* the live writer's */
+        unlink(live);
+}
+
+static long count_lines_with(const char *path, const char *needle)
+{
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return 0;
+        char line[4096];
+        long n = 0;
+        while (fgets(line, sizeof line, f))
+                if (needle == NULL || strstr(line, needle))
+                        n++;
+        fclose(f);
+        return n;
+}
+
+/* A holder killed after renaming the log but before removing its claims:
+ * the next post commits the claim that is not in the log and drops the
+ * one that is, so nothing is lost and nothing doubled.  The claims of a
+ * live holder (paused, its lock broken) are left to it. */
+static void test_dead_holder_leftovers(void **state)
+{
+        (void)state;
+        struct board_config cfg;
+        config_for(&cfg, "mkdir", 0);
+        struct berr e = BERR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        char log[128], path[200];
+        snprintf(log, sizeof log, "%s/messages.log", dir);
+        FILE *f = fopen(log, "w");
+        assert_non_null(f);
+        fputs("1\t1700000000\tn\ts\talready\t\t00000000000000a1\n", f);
+        fclose(f);
+        const char *claims[][2] = {{"00000000000000a1", "already"}, {"00000000000000b2", "pending"}};
+        for (int i = 0; i < 2; i++) {
+                snprintf(path, sizeof path, "%s/%s.claim.999999999", pending, claims[i][0]);
+                f = fopen(path, "w");
+                assert_non_null(f);
+                fprintf(f, "1\t1700000001\tn\ts\t%s\t\t%s\n", claims[i][1], claims[i][0]);
+                fclose(f);
+        }
+        /* a live holder's claim: pid 1 always exists */
+        snprintf(path, sizeof path, "%s/00000000000000c3.claim.1", pending);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("1\t1700000001\tn\ts\tlive holder's\t\t00000000000000c3\n", f);
+        fclose(f);
+        struct logrecord m = message("new", 1700000002);
+        assert_int_equal(board_post(&cfg, &m, "127.0.0.1", 1700000002, &e), 0);
+        logrecord_free(&m);
+        assert_int_equal(count_lines_with(log, NULL), 3);
+        assert_int_equal(count_lines_with(log, "live holder"), 0);
+        assert_int_equal(access(path, F_OK), 0);
+        unlink(path);
+        assert_int_equal(count_lines_with(log, "\talready\t"), 1);
+        assert_int_equal(count_lines_with(log, "\tpending\t"), 1);
+        assert_int_equal(count_lines_with(log, "\tnew\t"), 1);
+        assert_int_equal(count_lines_with(log, "3\t"), 1);
+        assert_int_equal(count_entries(), 0);
+        config_free(&cfg);
+}
+
+/* `procs` processes post `each` messages at once; returns how many the log
+ * holds, after checking that numbers are 1..n without gaps. */
+static long post_concurrently(const char *lock_mode, long delay_ms, int procs, int each)
+{
+        struct board_config cfg;
+        config_for(&cfg, lock_mode, delay_ms);
+        char log[128];
+        snprintf(log, sizeof log, "%s/messages.log", dir);
+        unlink(log);
+        pid_t pids[16];
+        for (int p = 0; p < procs; p++) {
+                pids[p] = fork();
+                assert_true(pids[p] >= 0);
+                if (pids[p] == 0) {
+                        int failed = 0;
+                        for (int i = 0; i < each; i++) {
+                                char body[32];
+                                snprintf(body, sizeof body, "p%d-%d", p, i);
+                                struct logrecord m = message(body, 1700000000);
+                                struct berr e = BERR_INIT;
+                                if (board_post(&cfg, &m, "127.0.0.1", 1700000000, &e) != 0) {
+                                        fprintf(stderr, "post failed: %d %s\n", e.status, e.msg);
+                                        failed++;
+                                }
+                                logrecord_free(&m);
+                        }
+                        _exit(failed ? 1 : 0);
+                }
+        }
+        for (int p = 0; p < procs; p++) {
+                int st;
+                assert_int_equal(waitpid(pids[p], &st, 0), pids[p]);
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        }
+        long n = 0;
+        FILE *f = fopen(log, "r");
+        char line[4096];
+        while (f && fgets(line, sizeof line, f)) {
+                char want[32];
+                snprintf(want, sizeof want, "%ld\t", ++n);
+                assert_true(strncmp(line, want, strlen(want)) == 0); /* 1..n in order */
+        }
+        if (f)
+                fclose(f);
+        config_free(&cfg);
+        return n;
+}
+
+static void test_concurrent_posters(void **state)
+{
+        (void)state;
+        long stored = post_concurrently("mkdir", 0, 8, 40);
+        print_message("mkdir, group commit: %ld of 320 stored\n", stored);
+        assert_int_equal(stored, 320);
+        assert_int_equal(count_entries(), 0);
+        stored = post_concurrently("flock", 0, 8, 40);
+        assert_int_equal(stored, 320);
+        stored = post_concurrently("rw", 0, 8, 40);
+        assert_int_equal(stored, 320);
+        /* The same harness without a lock loses posts. */
+        stored = post_concurrently("none", 2, 8, 20);
+        print_message("none: %ld of 160 stored\n", stored);
+        assert_true(stored < 160);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_claim_order_and_settle, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_withdraw_against_claim, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_give_back_removes_own, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_unreadable_and_dead, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_dead_holder_leftovers, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_concurrent_posters, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
