@@ -574,6 +574,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
         bool waiting = false;
         dl_scan sc = {.active = "raw"}; /* waiting readers go first */
         int rc;
+        bool canceled = false;
         for (;;) {
                 rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err);
                 if (rc != 0) {
@@ -597,11 +598,11 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                                 break;
                         }
                 }
-                if (dl_deadline_passed(deadline)) {
-                        rc = dl_fail(err, timeout_code(h, &h->opts), 0,
-                                     "lock '%s' is held (policy reader: waiting for %u reader(s) and the "
+                if (canceled || dl_deadline_passed(deadline)) {
+                        rc = dl_fail(err, canceled ? DIRLOCK_ECANCELED : timeout_code(h, &h->opts), 0,
+                                     "%slock '%s' is held (policy reader: waiting for %u reader(s) and the "
                                      "writer, if any)",
-                                     h->name, sc.live);
+                                     canceled ? "canceled: " : "", h->name, sc.live);
                         break;
                 }
                 if (!waiting) {
@@ -612,13 +613,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         continue;
                 }
                 dl_waiter_watch_owner(&w, &holder);
-                if (dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED) {
-                        rc = dl_fail(err, DIRLOCK_ECANCELED, 0,
-                                     "canceled: lock '%s' is held (policy reader: waiting for %u reader(s) "
-                                     "and the writer, if any)",
-                                     h->name, sc.live);
-                        break;
-                }
+                canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
                 /* The readers directory may have been removed and made
                  * again since we started watching: watch it again. */
                 if (w.notify)

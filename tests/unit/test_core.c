@@ -110,7 +110,7 @@ static void *cancel_later_fn(void *arg)
 /* Wait for `name` in `mode` (flock: the kernel lock) with a 5 s timeout
  * and an eventfd written after 100 ms: DIRLOCK_ECANCELED, long before the
  * timeout; and the handle, once acquired, does not keep the descriptor. */
-static void cancel_case(const char *name, int mode, int use_flock)
+static void cancel_case(const char *name, int mode, int policy, int use_flock)
 {
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.mode = DIRLOCK_EXCLUSIVE;
@@ -126,6 +126,7 @@ static void cancel_case(const char *name, int mode, int use_flock)
         pthread_t th;
         assert_int_equal(pthread_create(&th, NULL, cancel_later_fn, &c), 0);
         o.mode = mode;
+        o.policy = policy;
         o.timeout = 5;
         o.flags = DIRLOCK_CANCEL_FD;
         o.cancel_fd = efd;
@@ -156,10 +157,11 @@ static void cancel_case(const char *name, int mode, int use_flock)
 static void test_cancel_fd(void **state)
 {
         (void)state;
-        cancel_case("cancel-x", DIRLOCK_EXCLUSIVE, 0);
-        cancel_case("cancel-i", DIRLOCK_INTENT, 0);
-        cancel_case("cancel-s", DIRLOCK_SHARED, 0);
-        cancel_case("cancel-f", DIRLOCK_EXCLUSIVE, 1);
+        cancel_case("cancel-x", DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, 0);
+        cancel_case("cancel-i", DIRLOCK_INTENT, DIRLOCK_POLICY_FAIR, 0);
+        cancel_case("cancel-s", DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 0);
+        cancel_case("cancel-r", DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_READER, 0);
+        cancel_case("cancel-f", DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, 1);
         /* The flag without a descriptor is refused. */
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.flags = DIRLOCK_CANCEL_FD;
