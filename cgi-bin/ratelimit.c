@@ -84,22 +84,53 @@ int ratelimit_check(const char *path, const char *addr, long long now, long inte
         return 0;
 }
 
-struct record_ctx {
+/* Rewrite the file without some of its entries: record drops the
+ * address's old entry and every entry older than the interval, then adds
+ * the new one; forget drops only the address's entry at `then`. */
+struct rewrite_ctx {
         const char *key;
-        long long now;
-        long interval;
+        long long now;  /* record */
+        long interval;  /* record */
+        long long then; /* forget; -1 when recording */
         struct buf *out;
+        int dropped;
 };
 
-static void record_fn(void *p, const char *key, size_t klen, long long t)
+static void rewrite_fn(void *p, const char *key, size_t klen, long long t)
 {
-        struct record_ctx *c = p;
-        if (klen == strlen(c->key) && memcmp(key, c->key, klen) == 0)
+        struct rewrite_ctx *c = p;
+        int same = klen == strlen(c->key) && memcmp(key, c->key, klen) == 0;
+        int drop = c->then >= 0 ? same && t == c->then : same || c->now - t >= c->interval;
+        if (drop) {
+                c->dropped = 1;
                 return;
-        if (c->now - t >= c->interval)
-                return;
+        }
         buf_append(c->out, key, klen);
         buf_printf(c->out, "\t%lld\n", t);
+}
+
+static int rewrite(const char *path, struct rewrite_ctx *c, struct berr *err)
+{
+        struct buf old = BUF_INIT, out = BUF_INIT;
+        int rc = file_read_all(path, &old, err);
+        if (rc < 0 || (rc == 1 && c->then >= 0)) { /* error, or nothing to forget */
+                buf_free(&old);
+                return rc < 0 ? -1 : 0;
+        }
+        c->out = &out;
+        if (rc == 0)
+                each_entry(&old, rewrite_fn, c);
+        buf_free(&old);
+        if (c->then < 0)
+                buf_printf(&out, "%s\t%lld\n", c->key, c->now);
+        if (out.oom)
+                rc = berr_set(err, 500, "out of memory");
+        else if (c->then < 0 || c->dropped)
+                rc = file_replace(path, out.data ? out.data : "", out.len, 0644, NULL, NULL, err);
+        else
+                rc = 0;
+        buf_free(&out);
+        return rc;
 }
 
 int ratelimit_record(const char *path, const char *addr, long long now, long interval, struct berr *err)
@@ -108,42 +139,8 @@ int ratelimit_record(const char *path, const char *addr, long long now, long int
                 return 0;
         char key[65];
         addr_key(addr, key);
-        struct buf old = BUF_INIT, out = BUF_INIT;
-        int rc = file_read_all(path, &old, err);
-        if (rc < 0) {
-                buf_free(&old);
-                return -1;
-        }
-        struct record_ctx c = {key, now, interval, &out};
-        if (rc == 0)
-                each_entry(&old, record_fn, &c);
-        buf_printf(&out, "%s\t%lld\n", key, now);
-        buf_free(&old);
-        if (out.oom) {
-                buf_free(&out);
-                return berr_set(err, 500, "out of memory");
-        }
-        rc = file_replace(path, out.data, out.len, 0644, NULL, NULL, err);
-        buf_free(&out);
-        return rc;
-}
-
-struct forget_ctx {
-        const char *key;
-        long long then;
-        struct buf *out;
-        int found;
-};
-
-static void forget_fn(void *p, const char *key, size_t klen, long long t)
-{
-        struct forget_ctx *c = p;
-        if (t == c->then && klen == strlen(c->key) && memcmp(key, c->key, klen) == 0) {
-                c->found = 1;
-                return;
-        }
-        buf_append(c->out, key, klen);
-        buf_printf(c->out, "\t%lld\n", t);
+        struct rewrite_ctx c = {key, now, interval, -1, NULL, 0};
+        return rewrite(path, &c, err);
 }
 
 int ratelimit_forget(const char *path, const char *addr, long long then, long interval, struct berr *err)
@@ -152,19 +149,6 @@ int ratelimit_forget(const char *path, const char *addr, long long then, long in
                 return 0;
         char key[65];
         addr_key(addr, key);
-        struct buf old = BUF_INIT, out = BUF_INIT;
-        int rc = file_read_all(path, &old, err);
-        if (rc != 0) {
-                buf_free(&old);
-                return rc < 0 ? -1 : 0;
-        }
-        struct forget_ctx c = {key, then, &out, 0};
-        each_entry(&old, forget_fn, &c);
-        buf_free(&old);
-        if (out.oom)
-                rc = berr_set(err, 500, "out of memory");
-        else if (c.found)
-                rc = file_replace(path, out.data ? out.data : "", out.len, 0644, NULL, NULL, err);
-        buf_free(&out);
-        return rc;
+        struct rewrite_ctx c = {key, 0, interval, then, NULL, 0};
+        return rewrite(path, &c, err);
 }
