@@ -52,5 +52,10 @@ long long dl_wall_ns(void)
 {
         struct timespec t;
         clock_gettime(CLOCK_REALTIME, &t);
-        return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+        return dl_ts_ns(&t);
+}
+
+long long dl_ts_ns(const struct timespec *ts)
+{
+        return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
 }

@@ -37,6 +37,13 @@ extern "C" {
 /* Default age after which an unrefreshed lock is stale (seconds). */
 #define DIRLOCK_DEFAULT_STALE_AGE 180.0
 
+/* Smallest stale age accepted (seconds); smaller ones are DIRLOCK_EINVAL.
+ * A holder keeps its lock by calling dirlock_refresh() at least every
+ * stale_age / 3 (33 ms at this minimum), so the stale age must leave room
+ * for ordinary scheduling and disk delays between two refreshes.  Below
+ * 0.1 s they would break live holders. */
+#define DIRLOCK_MIN_STALE_AGE 0.1
+
 typedef enum dirlock_code {
         DIRLOCK_OK = 0,
         DIRLOCK_EBUSY,     /* held by someone else (one try, timeout 0)   */
@@ -52,6 +59,8 @@ typedef enum dirlock_code {
         DIRLOCK_EIO,       /* system call failed; errno is kept             */
         DIRLOCK_ENOMEM,    /* out of memory                                 */
         DIRLOCK_ECANCELED, /* the wait was ended by opts->cancel_fd         */
+        DIRLOCK_EPERM,     /* the lock is in the way but may not be broken
+                              or replaced by this user (see docs/sharing.md) */
         DIRLOCK_CODE_COUNT
 } dirlock_code;
 
@@ -90,7 +99,8 @@ typedef enum dirlock_policy {
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
-        double stale_age; /* seconds; <= 0 means DIRLOCK_DEFAULT_STALE_AGE  */
+        double stale_age; /* seconds; <= 0 means DIRLOCK_DEFAULT_STALE_AGE,
+                             else at least DIRLOCK_MIN_STALE_AGE          */
         unsigned flags;   /* DIRLOCK_* flags                                */
         int mode;         /* dirlock_mode, for dirlock_acquire()            */
         int policy;       /* dirlock_policy, for shared/intent/exclusive    */
@@ -101,12 +111,21 @@ typedef struct dirlock_options {
          * first).  Only that acquire call watches it; the handle does not
          * keep it, and it is never read or closed by the library. */
         int cancel_fd;
+        /* 0, or a process of this host (normally the caller's child) that
+         * holds the lock together with the caller, the way a command run
+         * by flock(1) holds its lock: the owner record names both, and a
+         * judge on this host counts the lock as held while either lives.
+         * If the caller dies first (nobody refreshes any more), the lock
+         * stays held until the partner exits too; judges on other hosts
+         * still break it after the stale age.  The partner cannot release
+         * or refresh; bin/dirlock passes the command it runs. */
+        pid_t partner_pid;
 } dirlock_options;
 
 /* Defaults: wait forever, stale after 180 s, exclusive, fair. */
 #define DIRLOCK_OPTIONS_INIT                                                                                 \
         {                                                                                                    \
-                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, -1              \
+                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, -1, 0           \
         }
 void dirlock_options_init(dirlock_options *opts);
 
@@ -126,6 +145,7 @@ typedef struct dirlock_owner {
         int stale;        /* would be broken now with the given age  */
         int mode;         /* dirlock_mode of this holder             */
         unsigned readers; /* shared/intent holders of the name       */
+        pid_t partner;    /* 0, or the process holding with it       */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -149,11 +169,14 @@ int dirlock_release(dirlock *lock, dirlock_error *err);
 /* Release whatever the handle still holds and free it (any handle). */
 int dirlock_free(dirlock *lock, dirlock_error *err);
 
-/* Renew the lock's age so a long holder is not judged stale.  Call it well
- * within the stale age (every stale_age / 3, say). */
+/* Renew the lock's age so a long holder is not judged stale.  A holder
+ * that calls it at least every stale_age / 3 never loses its lock to a
+ * judge: a lock's age counts from its acquisition (the rename that made
+ * it, exclusive.c) or its last refresh, whichever is later. */
 int dirlock_refresh(dirlock *lock, dirlock_error *err);
 
-/* DIRLOCK_OK while we still hold the lock, DIRLOCK_ELOST otherwise. */
+/* DIRLOCK_OK while we still hold the lock, DIRLOCK_ELOST otherwise
+ * (DIRLOCK_ENOTOWNER in a child after fork(), as for release). */
 int dirlock_check(const dirlock *lock, dirlock_error *err);
 
 /* Reentrant locks (DIRLOCK_REENTRANT): count one more hold on the handle;

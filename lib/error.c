@@ -21,6 +21,7 @@ static const char *const descriptions[DIRLOCK_CODE_COUNT] = {
     [DIRLOCK_EIO] = "system call failed",
     [DIRLOCK_ENOMEM] = "out of memory",
     [DIRLOCK_ECANCELED] = "wait canceled",
+    [DIRLOCK_EPERM] = "lock may not be broken or taken by this user",
 };
 
 const char *dirlock_strerror(int code)

@@ -4,8 +4,7 @@
  * LAYOUT.  Lock NAME in lock directory D is the directory D/NAME.lock.  A
  * held lock contains exactly one entry, owner.<T>: a symbolic link whose
  * target text is the owner record (owner.c) of the holder, where T is a
- * 128-bit random token drawn for this one acquisition.  The symlink's mtime
- * is the lock's age; refresh renews it.
+ * 128-bit random token drawn for this one acquisition.
  *
  * INVARIANT A: a directory at D/NAME.lock is either empty (the lock is free)
  * or holds an owner entry (the lock is held by that entry's token).  A held
@@ -16,6 +15,19 @@
  * acquisition with token T holds the lock.  Tokens are never reused, so an
  * operation on that path can only ever affect that one acquisition.
  *
+ * INVARIANT C (age): a lock's age is the time since the latest of its
+ * acquisition and its last refresh, never more.  The age is measured as
+ * now minus the latest of the owner entry's mtime and ctime and the lock
+ * directory's ctime.  rename(2) sets the renamed directory's ctime (every
+ * Linux filesystem does, and so do NFS servers on them), so the rename
+ * that makes a lock also makes its age zero, in the same atomic step,
+ * however long ago its owner record was written; refresh sets the entry's
+ * mtime and ctime.  A judge reads its clock before it reads those times, so
+ * the age it computes is never more than the true age at the moment it
+ * looked.  Hence a holder that refreshes at least every stale age / 3
+ * (dirlock.h) is never judged stale, and an acquire never returns a lock
+ * that was already stale when it was taken.
+ *
  * ACQUIRE (dl_excl_try, take_once):
  *   1. mkdir D/.NAME.<T>.new and create owner.<T> in it (private: the
  *      leading dot keeps it out of every other process's way).
@@ -24,12 +36,14 @@
  *      EEXIST when the target holds an entry: by invariant A exactly the
  *      free case succeeds, and of many concurrent renames at most one can
  *      find the target empty.  (Works the same over NFS, where rename is
- *      atomic on the server.)
+ *      atomic on the server.)  Success makes the lock's age zero (C).
  *   3. On failure, judge the holder (below); if stale, break it and go to 2.
- *      The prepared directory is kept across retries and removed at the end;
- *      if its record grew old while we waited it is rewritten first, and if
- *      it was taken for a crash's leftover and moved away (dirlock_cleanup)
- *      it is made again.
+ *      The prepared directory is kept across retries and removed at the
+ *      end.  Its record is rewritten once a second while we wait, so that
+ *      its acquire time stays true and it stays young in the eyes of
+ *      cleaners on other hosts (the age of the lock itself does not depend
+ *      on it, by C).  If it vanished at any step (a cleaner took it for a
+ *      crash's leftover), it is made again.
  *
  * RELEASE (dl_excl_release):
  *   1. unlink(D/NAME.lock/owner.<T>).  By invariant B this succeeds only if
@@ -43,22 +57,28 @@
  *      ever remove an empty, i.e. free, lock.  A crash between 1 and 2
  *      leaves an empty directory, which is a free lock.
  *
- * STALE JUDGEMENT (dl_excl_judge): read the owner entry's name, record and
- * mtime.  The lock is stale when its age exceeds the stale age (the larger
- * of the judge's and the one the holder recorded), or at once when the
- * owner is on this host (same host name, boot and pid namespace) and
- * provably dead: no such pid, a zombie, or a different start time.  Ages
- * compare the file's mtime with this host's wall clock: hosts sharing a
- * lock directory over NFS need synchronised clocks (NTP), and a wall-clock
- * step larger than the stale age ages every lock at once.
+ * STALE JUDGEMENT (dl_excl_judge, dl_lock_look): read the owner entry's
+ * name, record and age (C).  The lock is stale when its age exceeds the
+ * stale age (the larger of the judge's and the one the holder recorded),
+ * or at once when the owner is on this host (same host name, boot and pid
+ * namespace) and provably dead: no such pid, a zombie, or a different
+ * start time.  A record naming a partner process (dirlock_options) is
+ * dead only when both are, and while only the partner lives it is held
+ * whatever its age (nobody is left to refresh it; as with flock(1), the
+ * command keeps the lock).  Ages compare file times with this host's wall
+ * clock: hosts sharing a lock directory over NFS need synchronised clocks
+ * (NTP), and stale ages well above their attribute cache time; a
+ * wall-clock step larger than the stale age ages every lock at once.
  *
  * BREAK (dl_excl_break_entry): unlink(D/NAME.lock/owner.<T>) for the judged
- * token T,
- * then rmdir as in release.  Race-free by invariant B: when many processes
- * judge the same lock stale, exactly one unlink succeeds (the others get
- * ENOENT and simply retry the acquire); a breaker that judged lock T and was
- * paused until after T was broken and NAME re-taken with token U unlinks a
- * path that no longer exists: it can never remove U.
+ * token T, then rmdir as in release.  Race-free by invariant B: when many
+ * processes judge the same lock stale, exactly one unlink succeeds (the
+ * others get ENOENT and simply retry the acquire); a breaker that judged
+ * lock T and was paused until after T was broken and NAME re-taken with
+ * token U unlinks a path that no longer exists: it can never remove U.
+ * An unlink refused for lack of permission (another user's lock in a
+ * sticky or read-only directory) leaves the lock held: the judge reports
+ * DIRLOCK_EPERM naming the owner, and never takes the lock for free.
  *
  * FOREIGN CONTENT (dl_lock_clear_foreign): a lock directory holding names
  * that are not owner entries was not made by this library (or was damaged).
@@ -68,11 +88,22 @@
  * directory is never renamed away: nothing taken after the judgement can
  * be removed.
  *
+ * LEFTOVER PREPARED DIRECTORIES (dl_sweep_preps): a process killed while
+ * it waited leaves D/.NAME.<T>.new.  One whose owner is provably dead on
+ * this host is removed at once by whoever notices: a judge that breaks a
+ * lock of NAME sweeps NAME's, and dirlock_cleanup() all of them.  Others
+ * (other hosts, unreadable records) only once much older than any waiter
+ * keeps its own (dirlock_cleanup: the default stale age or the recorded
+ * one, whichever is longer).  A prepared directory is removed by renaming
+ * it aside first; its owner, should it be alive after all, either renamed
+ * it onto the lock first (the cleaner's rename then fails) or finds it
+ * gone and makes it again.
+ *
  * What no protocol can prevent: a holder that stops refreshing for longer
  * than the stale age (paused, swapped out, on a partitioned host) is
  * treated as gone.  It learns so from refresh, check or release
  * (DIRLOCK_ELOST); it must check before committing work (as the board does
- * right before it renames its new log into place).
+ * right before it renames its new log into place), or use a fence.
  */
 #include "internal.h"
 
@@ -88,17 +119,19 @@
 
 #define OWNER_PREFIX     "owner."
 #define OWNER_PREFIX_LEN 6
-/* After this long waiting, the prepared owner record is rewritten so that
- * its acquire time and age start when the lock is actually taken. */
-#define PREP_MAX_AGE_NS 500000000LL
-/* A lock whose record is older than this when taken gets its age renewed. */
-#define PREP_RENEW_NS 100000000LL
+/* While we wait, the prepared owner record is rewritten this often. */
+#define PREP_REWRITE_NS 1000000000LL
+/* An unreadable prepared directory (a crash between its mkdir and its
+ * record) is garbage once this old. */
+#define PREP_UNREADABLE_AGE DIRLOCK_DEFAULT_STALE_AGE
+
+/* ---- entries and their age (INVARIANT C) ----------------------------- */
 
 int dl_entry_create(const char *path, const dirlock *h, int mode)
 {
         dl_record rec;
         char text[DL_RECORD_MAX];
-        dl_record_self(&rec, h->token, mode, h->opts.stale_age);
+        dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
         if (dl_record_format(&rec, text, sizeof text) < 0) {
                 errno = ENAMETOOLONG;
                 return -1;
@@ -106,38 +139,62 @@ int dl_entry_create(const char *path, const dirlock *h, int mode)
         return symlink(text, path);
 }
 
-static double age_of(const struct timespec *mtime)
+/* When an inode last changed: the later of its mtime and ctime. */
+static long long changed_ns(const struct stat *st)
 {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        return (double)(now.tv_sec - mtime->tv_sec) + (double)(now.tv_nsec - mtime->tv_nsec) / 1e9;
+        long long m = dl_ts_ns(&st->st_mtim), c = dl_ts_ns(&st->st_ctim);
+        return m > c ? m : c;
 }
 
-int dl_entry_read(const char *path, dl_record *rec, double *age_s)
+static double age_s(long long now_ns, long long then_ns)
+{
+        return (double)(now_ns - then_ns) / 1e9;
+}
+
+/* Read entry `leaf` relative to dirfd: record (zeroed when unreadable) and
+ * the time it last changed.  0, or -1 with errno. */
+static int entry_readat(int dirfd, const char *leaf, dl_record *rec, long long *changed)
 {
         char text[DL_RECORD_MAX];
-        ssize_t n = readlink(path, text, sizeof text);
+        ssize_t n = readlinkat(dirfd, leaf, text, sizeof text);
         if (n < 0)
                 return -1;
         struct stat st;
-        if (lstat(path, &st) != 0)
+        if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
                 return -1;
-        if ((size_t)n >= sizeof text || dl_record_parse(text, (size_t)n, rec) != 0) {
-                /* Unreadable record: judge by age alone. */
-                memset(rec, 0, sizeof *rec);
-        }
-        *age_s = age_of(&st.st_mtim);
+        if ((size_t)n >= sizeof text || dl_record_parse(text, (size_t)n, rec) != 0)
+                memset(rec, 0, sizeof *rec); /* unreadable record: judge by age alone */
+        *changed = changed_ns(&st);
         return 0;
 }
 
-bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age)
+int dl_entry_read(const char *path, dl_record *rec, double *age)
+{
+        long long now = dl_wall_ns(), changed; /* the clock first: see C */
+        if (entry_readat(AT_FDCWD, path, rec, &changed) != 0)
+                return -1;
+        *age = age_s(now, changed);
+        return 0;
+}
+
+bool dl_entry_stale(const dl_record *rec, double age, double stale_age)
 {
         double limit = stale_age;
         if ((double)rec->stale_ms / 1e3 > limit)
                 limit = (double)rec->stale_ms / 1e3; /* the holder asked for longer */
-        if (age_s > limit)
-                return true;
-        return rec->pid > 0 && dl_record_owner_alive(rec) == 0;
+        if (rec->pid <= 0)
+                return age > limit; /* unreadable record */
+        if (age > limit)
+                return !dl_record_partner_only(rec);
+        return dl_record_owner_alive(rec) == 0;
+}
+
+int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *rec, int e)
+{
+        return dl_fail(err, DIRLOCK_EPERM, e,
+                       "%s is stale (pid %ld on %s) but this user may not break it; its owner's user or "
+                       "root can (dirlock break), see docs/sharing.md",
+                       what, (long)rec->pid, rec->host[0] ? rec->host : "an unknown host");
 }
 
 /* ---- looking into a lock directory ----------------------------------- */
@@ -147,14 +204,17 @@ static bool is_owner_leaf(const char *leaf)
         return strncmp(leaf, OWNER_PREFIX, OWNER_PREFIX_LEN) == 0 && strlen(leaf) == OWNER_PREFIX_LEN + 32;
 }
 
-int dl_lock_list(const char *lock_path, char owner_leaf[OWNER_LEAF_SIZE], bool *foreign, double *dir_age)
+int dl_lock_look(const char *lock_path, dl_lock_view *v)
 {
-        owner_leaf[0] = '\0';
-        *foreign = false;
-        *dir_age = 0;
+        memset(v, 0, sizeof *v);
+        long long now = dl_wall_ns(); /* before any time is read: see C */
         int dfd = open(lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -1;
+        if (dfd < 0) {
+                if (errno != ENOENT)
+                        return -1;
+                v->state = DL_LOCK_ABSENT;
+                return 0;
+        }
         DIR *dir = fdopendir(dfd);
         if (dir == NULL) {
                 int e = errno;
@@ -162,18 +222,45 @@ int dl_lock_list(const char *lock_path, char owner_leaf[OWNER_LEAF_SIZE], bool *
                 errno = e;
                 return -1;
         }
+        struct stat dst;
+        if (fstat(dfd, &dst) != 0) {
+                int e = errno;
+                closedir(dir);
+                errno = e;
+                return -1;
+        }
+        bool foreign = false;
         struct dirent *de;
         while ((de = readdir(dir)) != NULL) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 if (is_owner_leaf(de->d_name))
-                        memcpy(owner_leaf, de->d_name, OWNER_LEAF_SIZE);
+                        memcpy(v->leaf, de->d_name, OWNER_LEAF_SIZE);
                 else
-                        *foreign = true;
+                        foreign = true;
         }
-        struct stat st;
-        if (fstat(dirfd(dir), &st) == 0)
-                *dir_age = age_of(&st.st_mtim);
+        v->state = v->leaf[0] ? DL_LOCK_OWNED : foreign ? DL_LOCK_FOREIGN : DL_LOCK_EMPTY;
+        long long changed = changed_ns(&dst); /* the rename that took it, at least */
+        if (v->state == DL_LOCK_OWNED) {
+                /* Relative to the directory we listed: the entry is that
+                 * lock's (tokens are unique, lock directories never move). */
+                long long entry_changed;
+                if (entry_readat(dfd, v->leaf, &v->rec, &entry_changed) != 0) {
+                        int e = errno;
+                        closedir(dir);
+                        if (e != ENOENT) {
+                                errno = e;
+                                return -1;
+                        }
+                        memset(v, 0, sizeof *v);
+                        v->state = DL_LOCK_EMPTY; /* released while we looked */
+                        return 0;
+                }
+                if (entry_changed > changed)
+                        changed = entry_changed; /* refreshed since */
+                v->token = v->leaf + OWNER_PREFIX_LEN;
+        }
+        v->age = age_s(now, changed);
         closedir(dir);
         return 0;
 }
@@ -200,43 +287,183 @@ void dl_lock_clear_foreign(const char *lock_path)
         rmdir(lock_path); /* only if it is empty now, i.e. free */
 }
 
-int dl_excl_break_entry(const char *lock_path, const char *entry_path)
+int dl_excl_break_entry(const char *lock_path, const char *leaf)
 {
-        /* Test hook: stop between judgement and removal, so tests can show
-         * that a breaker resumed late cannot remove a newer lock. */
+#ifdef DIRLOCK_TEST_HOOKS
+        /* Test builds only: stop between judgement and removal, so tests
+         * can show that a breaker resumed late cannot remove a newer lock. */
         if (getenv("DIRLOCK_TEST_STOP_BEFORE_BREAK") != NULL)
                 raise(SIGSTOP);
-        if (unlink(entry_path) != 0)
-                return -1; /* ENOENT: someone else broke or released it */
+#endif
+        char *entry = dl_join(lock_path, leaf, NULL);
+        if (entry == NULL) {
+                errno = ENOMEM;
+                return -1;
+        }
+        int rc = unlink(entry); /* ENOENT: someone else broke or released it */
+        int e = errno;
+        free(entry);
+        if (rc != 0) {
+                errno = e;
+                return -1;
+        }
         rmdir(lock_path);
         return 0;
 }
 
-/* ---- preparing and taking -------------------------------------------- */
+/* ---- prepared directories ---------------------------------------------- */
 
-static int prep_write_record(dirlock *h, dirlock_error *err)
+/* ".NAME.<32 hex>.new" (of lock `name`, any lock when NULL): the token in
+ * *token, else NULL. */
+static const char *prep_token(const char *leaf, const char *name)
 {
-        char *entry = dl_join(h->prep_path, OWNER_PREFIX, h->token);
+        size_t n = strlen(leaf);
+        if (n < 1 + 1 + 1 + 32 + 4 || leaf[0] != '.' || strcmp(leaf + n - 4, ".new") != 0)
+                return NULL;
+        const char *token = leaf + n - 4 - 32;
+        if (token[-1] != '.')
+                return NULL;
+        for (int i = 0; i < 32; i++)
+                if (!((token[i] >= '0' && token[i] <= '9') || (token[i] >= 'a' && token[i] <= 'f')))
+                        return NULL;
+        if (name != NULL) {
+                size_t k = strlen(name);
+                if ((size_t)(token - 1 - (leaf + 1)) != k || strncmp(leaf + 1, name, k) != 0)
+                        return NULL;
+        }
+        return token;
+}
+
+/* Remove a flat directory (entries, then itself). */
+static void remove_flat_dir(const char *path)
+{
+        DIR *d = opendir(path);
+        if (d != NULL) {
+                struct dirent *de;
+                while ((de = readdir(d)) != NULL)
+                        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                                unlinkat(dirfd(d), de->d_name, 0);
+                closedir(d);
+        }
+        rmdir(path);
+}
+
+/* Whether prepared directory `path` (token `token`) is garbage. */
+static bool prep_is_garbage(const char *path, const char *token, double remote_age)
+{
+        char leaf[OWNER_LEAF_SIZE];
+        snprintf(leaf, sizeof leaf, OWNER_PREFIX "%.32s", token);
+        int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return false;
+        long long now = dl_wall_ns(), changed;
+        dl_record rec;
+        bool garbage = false;
+        if (entry_readat(dfd, leaf, &rec, &changed) == 0 && rec.pid > 0) {
+                if (dl_record_same_host(&rec))
+                        garbage = dl_record_owner_alive(&rec) == 0;
+                else if (remote_age > 0) {
+                        double limit =
+                            (double)rec.stale_ms / 1e3 > remote_age ? (double)rec.stale_ms / 1e3 : remote_age;
+                        garbage = age_s(now, changed) > limit;
+                }
+        } else if (remote_age > 0) {
+                struct stat st;
+                garbage = fstat(dfd, &st) == 0 && age_s(now, changed_ns(&st)) > PREP_UNREADABLE_AGE;
+        }
+        close(dfd);
+        return garbage;
+}
+
+void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
+{
+        DIR *d = opendir(lockdir);
+        if (d == NULL)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                const char *leaf = de->d_name;
+                if (leaf[0] != '.')
+                        continue;
+                char *path = dl_join(lockdir, leaf, NULL);
+                if (path == NULL)
+                        break;
+                const char *token = prep_token(leaf, name);
+                if (token != NULL && prep_is_garbage(path, token, remote_age)) {
+                        /* Aside first: if its owner is alive after all and
+                         * renames it onto the lock at this moment, exactly
+                         * one of the two renames wins. */
+                        char aside_token[33];
+                        char *aside = NULL;
+                        if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
+                                aside = dl_join(lockdir, ".aside.", aside_token);
+                        if (aside != NULL && rename(path, aside) == 0)
+                                remove_flat_dir(aside);
+                        free(aside);
+                } else if (name == NULL &&
+                           ((strncmp(leaf, ".aside.", 7) == 0 && strlen(leaf) == 7 + 32) ||
+                            (strlen(leaf) > 7 && strcmp(leaf + strlen(leaf) - 7, ".broken") == 0))) {
+                        remove_flat_dir(path); /* left by an interrupted sweep */
+                }
+                free(path);
+        }
+        closedir(d);
+}
+
+static char *prep_entry_path(const dirlock *h)
+{
+        return dl_join(h->prep_path, OWNER_PREFIX, h->token);
+}
+
+/* Write (or rewrite) the owner record in the prepared directory.  ENOENT
+ * in *gone when the directory itself has vanished. */
+static int prep_write_record(dirlock *h, bool *gone, dirlock_error *err)
+{
+        *gone = false;
+        char *entry = prep_entry_path(h);
         if (entry == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         if (h->prep_made)
-                unlink(entry); /* rewriting a record that aged while we waited */
+                unlink(entry); /* rewriting: the acquire time starts now */
         int rc = dl_entry_create(entry, h, h->mode);
         int saved = errno;
         free(entry);
-        if (rc != 0)
+        if (rc != 0) {
+                if (saved == ENOENT) {
+                        *gone = true;
+                        return DIRLOCK_OK;
+                }
                 return dl_fail(err, DIRLOCK_EIO, saved, "cannot write owner record in '%s'", h->prep_path);
+        }
         h->prep_ns = dl_wall_ns();
         return DIRLOCK_OK;
 }
 
+static int prep_mkdir(dirlock *h, dirlock_error *err)
+{
+        int made = dl_mkdir_in(h->prep_path, h->lockdir_mode);
+        if (made != 0 && errno == ENOENT && !(h->opts.flags & DIRLOCK_NO_MKDIR)) {
+                /* The lock directory was removed since we last saw it. */
+                if (dl_make_dirs(h->lockdir) != 0)
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'",
+                                       h->lockdir);
+                made = dl_mkdir_in(h->prep_path, h->lockdir_mode);
+        }
+        if (made == 0)
+                return DIRLOCK_OK;
+        int e = errno;
+        if (e == ENOENT)
+                return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' is missing", h->lockdir);
+        if (e == EACCES || e == EPERM)
+                return dl_fail(err, DIRLOCK_EPERM, e, "cannot create '%s' (see docs/sharing.md)",
+                               h->prep_path);
+        return dl_fail(err, DIRLOCK_EIO, e, "cannot create '%s'", h->prep_path);
+}
+
+/* Make sure the prepared directory exists with a young record: made when
+ * missing (first attempt, or it vanished), rewritten once a second. */
 static int prep_make(dirlock *h, dirlock_error *err)
 {
-        if (h->prep_made) {
-                if (dl_wall_ns() - h->prep_ns > PREP_MAX_AGE_NS)
-                        return prep_write_record(h, err);
-                return DIRLOCK_OK;
-        }
         if (h->prep_path == NULL) {
                 char leaf[DIRLOCK_NAME_MAX + 48];
                 snprintf(leaf, sizeof leaf, ".%s.%s.new", h->name, h->token);
@@ -244,34 +471,38 @@ static int prep_make(dirlock *h, dirlock_error *err)
                 if (h->prep_path == NULL)
                         return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
-        int made = mkdir(h->prep_path, 0777);
-        if (made != 0 && errno == ENOENT && !(h->opts.flags & DIRLOCK_NO_MKDIR)) {
-                /* The lock directory was removed since we last saw it. */
-                if (dl_make_dirs(h->lockdir) != 0)
-                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'",
-                                       h->lockdir);
-                made = mkdir(h->prep_path, 0777);
+        bool gone;
+        int rc;
+        if (h->prep_made) {
+                if (dl_wall_ns() - h->prep_ns <= PREP_REWRITE_NS)
+                        return DIRLOCK_OK;
+                rc = prep_write_record(h, &gone, err);
+                if (rc != DIRLOCK_OK || !gone)
+                        return rc;
+                h->prep_made = false; /* taken away: make it again */
         }
-        if (made != 0) {
-                int e = errno;
-                if (e == ENOENT)
-                        return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' is missing", h->lockdir);
-                return dl_fail(err, DIRLOCK_EIO, e, "cannot create '%s'", h->prep_path);
+        for (int round = 0; round < 8; round++) {
+                rc = prep_mkdir(h, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                rc = prep_write_record(h, &gone, err);
+                if (rc != DIRLOCK_OK) {
+                        rmdir(h->prep_path);
+                        return rc;
+                }
+                if (!gone) {
+                        h->prep_made = true;
+                        return DIRLOCK_OK;
+                }
         }
-        int rc = prep_write_record(h, err);
-        if (rc != DIRLOCK_OK) {
-                rmdir(h->prep_path);
-                return rc;
-        }
-        h->prep_made = true;
-        return DIRLOCK_OK;
+        return dl_fail(err, DIRLOCK_EIO, ENOENT, "prepared directory '%s' keeps vanishing", h->prep_path);
 }
 
 void dl_excl_discard_prep(dirlock *h)
 {
         if (!h->prep_made)
                 return;
-        char *entry = dl_join(h->prep_path, OWNER_PREFIX, h->token);
+        char *entry = prep_entry_path(h);
         if (entry != NULL) {
                 unlink(entry);
                 free(entry);
@@ -287,46 +518,43 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         memset(holder, 0, sizeof *holder);
         if (holder_token != NULL)
                 holder_token[0] = '\0';
-        char leaf[OWNER_LEAF_SIZE];
-        bool foreign;
-        double dir_age;
-        if (dl_lock_list(h->lock_path, leaf, &foreign, &dir_age) != 0) {
-                if (errno == ENOENT)
-                        return DL_FREE;
+        dl_lock_view v;
+        if (dl_lock_look(h->lock_path, &v) != 0) {
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
                 return DL_ERROR;
         }
-        if (leaf[0] == '\0') {
-                if (!foreign)
-                        return DL_FREE; /* empty: free by invariant A */
-                if (dir_age <= h->opts.stale_age)
+        switch (v.state) {
+        case DL_LOCK_ABSENT:
+        case DL_LOCK_EMPTY:
+                return DL_FREE; /* free by invariant A */
+        case DL_LOCK_FOREIGN:
+                if (v.age <= h->opts.stale_age)
                         return DL_HELD;
                 dl_lock_clear_foreign(h->lock_path);
                 return DL_FREE;
+        case DL_LOCK_OWNED:
+                break;
         }
+        *holder = v.rec;
         if (holder_token != NULL)
-                memcpy(holder_token, leaf + OWNER_PREFIX_LEN, 33);
-        char *entry = dl_join(h->lock_path, leaf, NULL);
-        if (entry == NULL) {
-                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                return DL_ERROR;
-        }
-        double age;
-        if (dl_entry_read(entry, holder, &age) != 0) {
-                int e = errno;
-                free(entry);
-                if (e == ENOENT)
-                        return DL_FREE; /* released while we looked */
-                dl_fail(err, DIRLOCK_EIO, e, "cannot read owner record of '%s'", h->lock_path);
-                return DL_ERROR;
-        }
-        if (dl_entry_stale(holder, age, h->opts.stale_age))
-                dl_excl_break_entry(h->lock_path, entry); /* ENOENT: someone else did */
-        else {
-                free(entry);
+                memcpy(holder_token, v.token, 33);
+        if (!dl_entry_stale(&v.rec, v.age, h->opts.stale_age))
                 return DL_HELD;
+        if (dl_excl_break_entry(h->lock_path, v.leaf) != 0) {
+                int e = errno;
+                if (e == ENOENT)
+                        return DL_FREE; /* someone else broke or released it */
+                char what[DIRLOCK_NAME_MAX + 16];
+                snprintf(what, sizeof what, "lock '%s'", h->name);
+                if (e == EPERM || e == EACCES)
+                        dl_fail_unbreakable(err, what, &v.rec, e);
+                else
+                        dl_fail(err, DIRLOCK_EIO, e, "cannot break stale lock '%s'", h->lock_path);
+                return DL_ERROR;
         }
-        free(entry);
+        /* Its holder may have left prepared directories behind too. */
+        if (v.rec.pid > 0 && dl_record_owner_alive(&v.rec) == 0)
+                dl_sweep_preps(h->lockdir, h->name, 0);
         return DL_FREE;
 }
 
@@ -344,23 +572,23 @@ static int take_once(dirlock *h, dirlock_error *err)
                 int e = errno;
                 if (e == ENOTEMPTY || e == EEXIST)
                         return DIRLOCK_EBUSY;
-                if (e == ENOENT && again == 0) {
+                if (e == ENOENT && again < 8) {
                         /* Our prepared directory was moved away as a crash's
-                         * leftover (dirlock_cleanup): make it again. */
+                         * leftover (dl_sweep_preps): make it again. */
                         h->prep_made = false;
                         continue;
                 }
                 if (e == ENOTDIR)
                         return dl_fail(err, DIRLOCK_EIO, e, "'%s' is in the way of the lock", h->lock_path);
+                if (e == EPERM || e == EACCES)
+                        return dl_fail(err, DIRLOCK_EPERM, e,
+                                       "cannot take lock '%s': '%s' belongs to another user (see "
+                                       "docs/sharing.md)",
+                                       h->name, h->lock_path);
                 return dl_fail(err, DIRLOCK_EIO, e, "cannot take lock '%s'", h->lock_path);
         }
-        h->prep_made = false; /* it is the lock now */
+        h->prep_made = false; /* it is the lock now, and its age is zero (C) */
         h->excl_held = true;
-        /* A record prepared a while ago (we were descheduled, or stopped,
-         * between writing it and the rename) would make the new lock look
-         * old: renew its age. */
-        if (dl_wall_ns() - h->prep_ns > PREP_RENEW_NS)
-                utimensat(AT_FDCWD, h->entry_path, NULL, AT_SYMLINK_NOFOLLOW);
         return DIRLOCK_OK;
 }
 

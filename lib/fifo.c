@@ -132,7 +132,16 @@ int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
                 if (dl_entry_read(path, &rec, &age) != 0)
                         continue;
                 if (dl_entry_stale(&rec, age, h->opts.stale_age)) {
-                        unlink(path); /* a dead waiter's ticket is skipped */
+                        /* A dead waiter's ticket is skipped -- once it is
+                         * gone: one we may not remove still holds its place. */
+                        if (unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
+                                int e = errno;
+                                char what[4200];
+                                snprintf(what, sizeof what, "queue ticket '%s'", path);
+                                dl_fail_unbreakable(err, what, &rec, e);
+                                closedir(d);
+                                return -1;
+                        }
                         continue;
                 }
                 first = 0;

@@ -36,7 +36,7 @@ int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_o
         int op = h->opts.mode == DIRLOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
         dl_time deadline = dl_deadline(h->opts.timeout);
         dl_waiter w;
-        dl_waiter_init(&w, h->lockdir, DIRLOCK_NO_NOTIFY, h->token);
+        dl_waiter_init(&w, h->lockdir, DIRLOCK_NO_NOTIFY, h->token, 0);
         dl_waiter_cancel_on(&w, h->opts.cancel_fd);
         bool block = dl_deadline_never(&deadline) && h->opts.cancel_fd < 0;
         for (;;) {

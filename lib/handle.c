@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,15 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
                 *out = *in;
         if (isnan(out->timeout))
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "timeout is not a number");
-        if (isnan(out->stale_age) || out->stale_age <= 0)
+        if (isnan(out->stale_age))
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "stale age is not a number");
+        if (out->stale_age <= 0)
                 out->stale_age = DIRLOCK_DEFAULT_STALE_AGE;
+        if (out->stale_age < DIRLOCK_MIN_STALE_AGE)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "stale age %.3g s is below the smallest accepted, %.1f s: a holder refreshes "
+                               "every third of it, and shorter gaps lose live holders to scheduling delays",
+                               out->stale_age, DIRLOCK_MIN_STALE_AGE);
         if (out->mode < DIRLOCK_EXCLUSIVE || out->mode > DIRLOCK_INTENT)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown lock mode %d", out->mode);
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
@@ -34,12 +42,16 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
         if (out->flags & DIRLOCK_CANCEL_FD) {
-                if (out->cancel_fd < 0)
-                        return dl_fail(err, DIRLOCK_EINVAL, 0, "DIRLOCK_CANCEL_FD with cancel_fd %d",
+                if (out->cancel_fd < 0 || fcntl(out->cancel_fd, F_GETFD) < 0)
+                        return dl_fail(err, DIRLOCK_EINVAL, 0,
+                                       "DIRLOCK_CANCEL_FD with cancel_fd %d, which is not an open descriptor",
                                        out->cancel_fd);
         } else {
                 out->cancel_fd = -1;
         }
+        if (out->partner_pid < 0)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "partner_pid %ld is not a process id",
+                               (long)out->partner_pid);
         return DIRLOCK_OK;
 }
 
@@ -69,7 +81,14 @@ int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *
         if (rc == DIRLOCK_OK)
                 rc = dl_random_token(h->token, err);
         if (rc == DIRLOCK_OK)
-                rc = dl_lockdir_prepare(lockdir, !(h->opts.flags & DIRLOCK_NO_MKDIR), &h->lockdir, err);
+                rc = dl_lockdir_prepare(lockdir, !(h->opts.flags & DIRLOCK_NO_MKDIR), &h->lockdir,
+                                        &h->lockdir_mode, err);
+        if (rc == DIRLOCK_OK && h->opts.partner_pid > 0) {
+                h->partner_start = dl_process_start_time(h->opts.partner_pid);
+                if (h->partner_start == 0)
+                        rc = dl_fail(err, DIRLOCK_EINVAL, 0, "partner process %ld does not exist",
+                                     (long)h->opts.partner_pid);
+        }
         if (rc != DIRLOCK_OK) {
                 dl_handle_free(h);
                 return rc;
@@ -260,6 +279,9 @@ int dirlock_check(const dirlock *lock, dirlock_error *err)
 {
         if (lock == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        int rc = dl_handle_owned(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         if (lock->kind == DL_KIND_FLOCK)
                 return DIRLOCK_OK;
         return dl_rw_check(lock, err);

@@ -5,10 +5,13 @@
  * Record text (one line, fields separated by single spaces, host last):
  *   dirlock1 pid=<pid> start=<ticks> token=<32 hex> acquired=<ns epoch>
  *            boot=<boot id> pidns=<inode> mode=<0|1|2> stale=<ms>
- *            host=<hostname>
+ *            [partner=<pid>:<ticks>] host=<hostname>
  * `stale` is the holder's own stale age: a judge with a shorter one still
  * waits that long (dl_entry_stale), so callers with different settings
- * cannot break each other's fresh locks.
+ * cannot break each other's fresh locks.  `partner` (only when there is
+ * one) names a second process of the same host that holds the lock with
+ * the recording one (dirlock_options.partner_pid): the command that
+ * bin/dirlock runs.
  *
  * "Provably dead" needs the same host name, the same boot id and the same
  * pid namespace as ours; then the pid is looked up in /proc: gone, a
@@ -142,7 +145,8 @@ static void load_identity_locked(void)
         }
 }
 
-void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age)
+void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age, pid_t partner,
+                    unsigned long long partner_start)
 {
         memset(rec, 0, sizeof *rec);
         pthread_mutex_lock(&self.mutex);
@@ -157,16 +161,22 @@ void dl_record_self(dl_record *rec, const char *token, int mode, double stale_ag
         rec->acquired_ns = dl_wall_ns();
         rec->mode = mode;
         rec->stale_ms = stale_age > 0 && stale_age < 1e12 ? (unsigned long long)(stale_age * 1e3) : 0;
+        rec->partner = partner > 0 ? partner : 0;
+        rec->partner_start = partner > 0 ? partner_start : 0;
 }
 
 int dl_record_format(const dl_record *rec, char *buf, size_t size)
 {
+        char partner[64] = "";
+        if (rec->partner > 0)
+                snprintf(partner, sizeof partner, " partner=%ld:%llu", (long)rec->partner,
+                         rec->partner_start);
         int n = snprintf(
             buf, size,
-            "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d stale=%llu "
+            "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d stale=%llu%s "
             "host=%s",
             (long)rec->pid, rec->start_time, rec->token, rec->acquired_ns, rec->boot_id, rec->pidns,
-            rec->mode, rec->stale_ms, rec->host);
+            rec->mode, rec->stale_ms, partner, rec->host);
         if (n < 0 || (size_t)n >= size)
                 return -1;
         return n;
@@ -246,6 +256,12 @@ int dl_record_parse(const char *buf, size_t len, dl_record *rec)
         rec->mode = (int)v;
         if (!take_prefix(&p, end, " stale=") || !take_ull(&p, end, 1000000000000000ULL, &rec->stale_ms))
                 return -1;
+        if (take_prefix(&p, end, " partner=")) {
+                if (!take_ull(&p, end, 0x7fffffff, &v) || v == 0 || !take_prefix(&p, end, ":") ||
+                    !take_ull(&p, end, ~0ULL, &rec->partner_start))
+                        return -1;
+                rec->partner = (pid_t)v;
+        }
         if (!take_prefix(&p, end, " host="))
                 return -1;
         size_t hl = (size_t)(end - p);
@@ -277,28 +293,43 @@ int dl_record_same_host(const dl_record *rec)
         return same;
 }
 
-int dl_record_owner_alive(const dl_record *rec)
+int dl_process_alive(pid_t pid, unsigned long long start_time)
 {
-        if (!dl_record_same_host(rec))
-                return -1;
         unsigned long long start;
         char state;
-        if (read_proc_stat(rec->pid, &start, &state) != 0) {
+        if (read_proc_stat(pid, &start, &state) != 0) {
                 if (errno != ENOENT)
                         return -1;
                 /* /proc may hide other users' processes (hidepid): ask the kernel. */
-                if (kill(rec->pid, 0) == 0 || errno == EPERM)
+                if (kill(pid, 0) == 0 || errno == EPERM)
                         return -1;
                 return 0;
         }
-        if (start != rec->start_time)
+        if (start != start_time)
                 return 0; /* the pid was reused */
         if (state == 'Z' || state == 'X') {
                 /* Exited and not yet reaped -- unless only the main thread
                  * exited (pthread_exit) and the others run on. */
-                return thread_count(rec->pid) > 1 ? 1 : 0;
+                return thread_count(pid) > 1 ? 1 : 0;
         }
         return 1;
+}
+
+int dl_record_owner_alive(const dl_record *rec)
+{
+        if (!dl_record_same_host(rec))
+                return -1;
+        int alive = dl_process_alive(rec->pid, rec->start_time);
+        if (alive != 0 || rec->partner <= 0)
+                return alive;
+        return dl_process_alive(rec->partner, rec->partner_start);
+}
+
+int dl_record_partner_only(const dl_record *rec)
+{
+        return rec->partner > 0 && dl_record_same_host(rec) &&
+               dl_process_alive(rec->pid, rec->start_time) == 0 &&
+               dl_process_alive(rec->partner, rec->partner_start) == 1;
 }
 
 /* Tokens only need to be unique, never secret (they are visible in the

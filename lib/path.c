@@ -56,7 +56,22 @@ int dl_make_dirs(char *path)
         return 0;
 }
 
-int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, dirlock_error *err)
+int dl_mkdir_in(const char *path, unsigned lockdir_mode)
+{
+        if (mkdir(path, 0777) != 0)
+                return -1;
+        /* A shared lock directory (writable by group or others): the new
+         * directory gets its permissions whatever our umask, so that the
+         * other users can add and break entries in it (or, in a sticky
+         * directory, are kept from breaking each other's: docs/sharing.md).
+         * A failed chmod leaves the umask's permissions: not an error. */
+        if (lockdir_mode & (S_IWGRP | S_IWOTH))
+                chmod(path, (mode_t)(lockdir_mode & 07777));
+        return 0;
+}
+
+int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, unsigned *mode_out,
+                       dirlock_error *err)
 {
         *abs_out = NULL;
         if (lockdir == NULL || lockdir[0] == '\0')
@@ -84,8 +99,11 @@ int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, dirlock
          * directory's mkdir fails with ENOENT and the lock code creates it
          * again (exclusive.c). */
         static _Thread_local char verified[512];
+        static _Thread_local unsigned verified_mode;
         if (strcmp(verified, abs) == 0) {
                 *abs_out = abs;
+                if (mode_out != NULL)
+                        *mode_out = verified_mode;
                 return DIRLOCK_OK;
         }
         struct stat st;
@@ -99,13 +117,17 @@ int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, dirlock
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot use lock directory '%s'", abs);
                 free(abs);
                 return DIRLOCK_EIO;
-        } else if (dl_make_dirs(abs) != 0) {
+        } else if (dl_make_dirs(abs) != 0 || stat(abs, &st) != 0) {
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'", abs);
                 free(abs);
                 return DIRLOCK_EIO;
         }
-        if (strlen(abs) < sizeof verified)
+        if (strlen(abs) < sizeof verified) {
                 strcpy(verified, abs);
+                verified_mode = (unsigned)st.st_mode;
+        }
+        if (mode_out != NULL)
+                *mode_out = (unsigned)st.st_mode;
         *abs_out = abs;
         return DIRLOCK_OK;
 }

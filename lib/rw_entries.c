@@ -24,7 +24,7 @@ int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mo
                         return 0;
                 if (errno != ENOENT)
                         return -1;
-                if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                if (dl_mkdir_in(dir, h->lockdir_mode) != 0 && errno != EEXIST)
                         return -1;
         }
         errno = EAGAIN;
@@ -96,7 +96,17 @@ int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err
                 if (dl_entry_read(path, &rec, &age) != 0)
                         continue; /* gone meanwhile */
                 if (dl_entry_stale(&rec, age, stale_age)) {
-                        unlink(path); /* exactly the judged entry */
+                        /* Exactly the judged entry.  One we may not remove
+                         * (another user's, in a sticky directory) is still
+                         * there: never count it as gone. */
+                        if (unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
+                                int e = errno;
+                                char what[4200];
+                                snprintf(what, sizeof what, "entry '%s'", path);
+                                dl_fail_unbreakable(err, what, &rec, e);
+                                closedir(d);
+                                return -1;
+                        }
                         continue;
                 }
                 if (s->remember && (n[0] == 'r' || n[0] == 'w') && s->nknown < 4096) {

@@ -14,7 +14,8 @@
  *   D/NAME.up.<T>          intent holder T upgrades: new readers wait
  *   D/NAME.wq/x.<T>        writer T waits (policy `writer`): readers wait
  *   D/NAME.fifo/t.<SEQ>    FIFO ticket (DIRLOCK_FIFO), record names the waiter
- * Every entry is a symlink holding an owner record; its mtime is its age. */
+ * Every entry is a symlink holding an owner record; its age counts from
+ * its last change (INVARIANT C in exclusive.c). */
 struct dl_rw {
         char *readers_dir;        /* D/NAME.readers                      */
         char *r_path;             /* D/NAME.readers/r.<T>                */

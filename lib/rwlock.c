@@ -4,7 +4,8 @@
  *
  * ======================================================================
  * FILES (lock directory D; every entry is a symlink holding an owner
- * record, its mtime is its age, T is the holder's per-acquisition token)
+ * record, its age counts from its last change (creation, rename, refresh:
+ * INVARIANT C in exclusive.c), T is the holder's per-acquisition token)
  *
  *   D/NAME.lock/owner.<T>   W: the exclusive lock.  Held by a writer (record
  *                           mode exclusive, or shared for a `simple` reader)
@@ -96,7 +97,8 @@
  *   W.  We are a registered reader before W is free: no writer slips in.
  * RELEASE: reader: unlink our entry (ENOENT -> DIRLOCK_ELOST), rmdir
  *   NAME.readers if empty.  W holder: unlink U if ours, release W.
- * REFRESH renews our entry's mtime (reader entry, U, W's owner entry).
+ * REFRESH renews our entry's age (reader entry, U, W's owner entry).
+ * A writer draining readers (and an upgrader) renews W and U as it waits.
  *
  * ======================================================================
  * BOUNDS (and why they hold)
@@ -131,9 +133,11 @@
  * readers', waiting readers' and waiting writers' entries and FIFO tickets.
  * U counts only while its token owns W, so a dead upgrader's U is inert
  * (dirlock_cleanup removes it).  Waiters watch one live holder's pidfd and
- * re-judge at least every 100 ms (wait.c), so survivors on this host go on
- * well within 1 s; across hosts after the stale age (refresh renews reader
- * entries and U too).
+ * re-judge at least every 100 ms or third of the stale age (wait.c), so
+ * survivors on this host go on well within 1 s; across hosts after the
+ * stale age (refresh renews reader entries and U too).  An entry that this
+ * user may not remove (another user's, in a sticky directory) is reported
+ * (DIRLOCK_EPERM, docs/sharing.md), never counted as gone.
  */
 #include "rw_internal.h"
 
@@ -208,7 +212,7 @@ static int timeout_code(const dirlock *h, const dirlock_options *o)
  * that vanished meanwhile must not turn inotify off). */
 static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
 {
-        dl_waiter_init(w, h->lockdir, h->opts.flags, h->token);
+        dl_waiter_init(w, h->lockdir, h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(w, h->opts.cancel_fd);
         const char *extra[2] = {extra1, extra2};
         for (int i = 0; i < 2; i++) {
@@ -498,8 +502,24 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         return rc;
 }
 
+/* While we hold W (and U) and wait, we renew them as a holder would
+ * (every quarter of the stale age): otherwise a long drain would let our
+ * own W age into staleness and be broken under us.  DIRLOCK_ELOST when it
+ * was broken all the same (we were paused past the stale age). */
+static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
+{
+        long long now = dl_wall_ns();
+        if ((double)(now - *renewed_ns) < h->opts.stale_age * 1e9 / 4)
+                return DIRLOCK_OK;
+        *renewed_ns = now;
+        if (h->rw->up_held)
+                utimensat(AT_FDCWD, h->rw->up_path, NULL, AT_SYMLINK_NOFOLLOW);
+        return dl_excl_refresh(h, err);
+}
+
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
- * writer's first scan lets the waiting readers in first. */
+ * writer's first scan lets the waiting readers in first.  DIRLOCK_ELOST
+ * when W was broken while we waited. */
 static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit,
                  dirlock_error *err)
 {
@@ -529,12 +549,15 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         int rc = DIRLOCK_OK;
         sc.remember = false;
         sc.admit_known = true;
+        long long renewed = dl_wall_ns();
         /* The watch exists before the next scan, so a reader leaving after
          * that scan always wakes us. */
         for (bool first = true;; first = false) {
                 if (sc.have_one)
                         dl_waiter_watch_owner(&w, &sc.one);
                 int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK)
+                        break;
                 if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
                         rc = err->code;
                         break;
@@ -554,16 +577,21 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         return rc;
 }
 
-/* Writer (and `simple` holder): take W, then drain. */
+/* Writer (and `simple` holder): take W, then drain.  A W broken while we
+ * drained (we were paused past the stale age) is taken again. */
 static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        int rc = take_w(h, deadline, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, err);
-        if (rc != DIRLOCK_OK)
+        for (;;) {
+                int rc = take_w(h, deadline, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, err);
+                if (rc == DIRLOCK_OK)
+                        return rc;
                 dl_excl_release(h, NULL);
-        return rc;
+                if (rc != DIRLOCK_ELOST)
+                        return rc;
+        }
 }
 
 /* Writer, policy `reader`: hold W only when no reader is there. */
@@ -626,22 +654,25 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
 
 static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        int rc = take_w(h, deadline, err);
-        if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
-                return rc;
-        if (dl_entry_create(h->rw->up_path, h, DIRLOCK_INTENT) != 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", h->rw->up_path);
-        } else {
-                h->rw->up_held = true;
-                rc = drain(h, &h->opts, deadline, false, err);
-        }
-        if (rc != DIRLOCK_OK) {
+        for (;;) {
+                int rc = take_w(h, deadline, err);
+                if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
+                        return rc;
+                if (dl_entry_create(h->rw->up_path, h, DIRLOCK_INTENT) != 0) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", h->rw->up_path);
+                } else {
+                        h->rw->up_held = true;
+                        rc = drain(h, &h->opts, deadline, false, err);
+                }
+                if (rc == DIRLOCK_OK)
+                        return rc;
                 if (h->rw->up_held)
                         unlink(h->rw->up_path);
                 h->rw->up_held = false;
                 dl_excl_release(h, NULL);
+                if (rc != DIRLOCK_ELOST) /* else: broken while we drained, take it again */
+                        return rc;
         }
-        return rc;
 }
 
 /* ---- the layer's entry points ------------------------------------------------ */

@@ -6,9 +6,12 @@
  *     watched directory (dl_waiter_watch_dir), ignoring
  *     names that start with '.' (other processes' prepared directories);
  *   - the owner we were told to watch exits (a pidfd polls readable);
- *   - a re-check interval passes (RECHECK_MS), so that what sends no event
- *     is still noticed: a lock aging past its stale age, an owner that died
- *     before we watched it, a release on another NFS client;
+ *   - a re-check interval passes (RECHECK_MS, or a third of the stale age
+ *     when that is shorter), so that what sends no event is still noticed:
+ *     a lock aging past its stale age, an owner that died before we
+ *     watched it, a release on another NFS client; and so that the caller
+ *     renews its own waiting entries (FIFO ticket, ...) at least every
+ *     third of the stale age, as a holder renews its lock;
  *   - the deadline comes: never later than it (ppoll with a timespec);
  *   - the caller's cancel descriptor polls readable (DIRLOCK_CANCEL_FD):
  *     the wait returns DIRLOCK_ECANCELED and the caller gives up as at its
@@ -23,8 +26,9 @@
  *
  * Without inotify (NFS, CIFS or FUSE lock directories, inotify limits
  * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead:
- * BACKOFF_START_MS doubling up to BACKOFF_CAP_MS, each step scaled by a
- * random factor in [0.5, 1.5) so that waiters spread out. */
+ * BACKOFF_START_MS doubling up to BACKOFF_CAP_MS (or a third of the stale
+ * age), each step scaled by a random factor in [0.5, 1.5) so that waiters
+ * spread out. */
 #include "internal.h"
 
 #include <errno.h>
@@ -103,7 +107,7 @@ static double next_unit(dl_waiter *w)
         return (double)((w->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
-int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed)
+int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age)
 {
         memset(w, 0, sizeof *w);
         w->inotify_fd = -1;
@@ -111,6 +115,11 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         w->cancel_fd = -1;
         w->backoff_ms = BACKOFF_START_MS;
         w->recheck_ms = RECHECK_MS;
+        w->cap_ms = BACKOFF_CAP_MS;
+        if (stale_age > 0 && stale_age * 1e3 / 3 < w->recheck_ms) {
+                w->recheck_ms = stale_age * 1e3 / 3;
+                w->cap_ms = w->recheck_ms;
+        }
         w->rng = 0x9E3779B97F4A7C15ULL;
         for (const char *c = seed; c && *c; c++)
                 w->rng = (w->rng ^ (unsigned char)*c) * 0x100000001B3ULL;
@@ -154,9 +163,36 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
         return 0;
 }
 
+/* A pidfd on process pid if it is still the one started at `start`, else -1. */
+static int open_pidfd(pid_t pid, unsigned long long start)
+{
+#ifdef SYS_pidfd_open
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+                return -1;
+        /* pidfd_open descriptors are close-on-exec by definition.  Make sure
+         * the pid still names the recorded process and not a reuse. */
+        if (dl_process_start_time(pid) != start) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+#else
+        (void)pid;
+        (void)start;
+        return -1;
+#endif
+}
+
 void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner)
 {
-        if (owner == NULL || owner->pid <= 0 || owner->pid == w->pid_watched)
+        if (owner == NULL || owner->pid <= 0)
+                return;
+        /* The owner itself; once it is gone, its partner (which then holds
+         * the lock alone, see dirlock_options.partner_pid). */
+        if (owner->pid == w->pid_watched && w->pid_fd >= 0)
+                return;
+        if (owner->partner > 0 && owner->partner == w->pid_watched && w->pid_fd >= 0)
                 return;
         if (w->pid_fd >= 0) {
                 close(w->pid_fd);
@@ -165,18 +201,12 @@ void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner)
         w->pid_watched = owner->pid;
         if (!dl_record_same_host(owner))
                 return;
-#ifdef SYS_pidfd_open
-        int fd = (int)syscall(SYS_pidfd_open, owner->pid, 0);
-        if (fd < 0)
-                return;
-        /* pidfd_open descriptors are close-on-exec by definition.  Make sure
-         * the pid still names the recorded process and not a reuse. */
-        if (dl_process_start_time(owner->pid) != owner->start_time) {
-                close(fd);
-                return;
+        w->pid_fd = open_pidfd(owner->pid, owner->start_time);
+        if (w->pid_fd < 0 && owner->partner > 0) {
+                w->pid_fd = open_pidfd(owner->partner, owner->partner_start);
+                if (w->pid_fd >= 0)
+                        w->pid_watched = owner->partner;
         }
-        w->pid_fd = fd;
-#endif
 }
 
 bool dl_waiter_owner_died(const dl_waiter *w)
@@ -219,10 +249,11 @@ void dl_waiter_cancel_on(dl_waiter *w, int fd)
         w->cancel_fd = fd;
 }
 
+/* POLLNVAL too: a cancel descriptor closed under the wait ends it. */
 static bool readable(int fd, const struct timespec *ts)
 {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        return ppoll(&p, 1, ts, NULL) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+        return ppoll(&p, 1, ts, NULL) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
 }
 
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
@@ -237,9 +268,9 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 
         if (!w->notify && w->pid_fd < 0) {
                 double step = w->backoff_ms * (0.5 + next_unit(w));
-                if (step > BACKOFF_CAP_MS)
-                        step = BACKOFF_CAP_MS;
-                w->backoff_ms = w->backoff_ms * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : w->backoff_ms * 2;
+                if (step > w->cap_ms)
+                        step = w->cap_ms;
+                w->backoff_ms = w->backoff_ms * 2 > w->cap_ms ? w->cap_ms : w->backoff_ms * 2;
                 bool last = step >= left;
                 struct timespec ts = ms_to_timespec(last ? left : step);
                 if (w->cancel_fd >= 0) {
@@ -254,10 +285,10 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 
         /* Without inotify but with a pidfd, still re-check on the backoff. */
         double span = w->notify ? w->recheck_ms : w->backoff_ms * (0.5 + next_unit(w));
-        if (span > BACKOFF_CAP_MS)
-                span = BACKOFF_CAP_MS;
+        if (span > w->cap_ms)
+                span = w->cap_ms;
         if (!w->notify)
-                w->backoff_ms = w->backoff_ms * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : w->backoff_ms * 2;
+                w->backoff_ms = w->backoff_ms * 2 > w->cap_ms ? w->cap_ms : w->backoff_ms * 2;
         for (;;) {
                 bool last = span >= left;
                 struct timespec ts = ms_to_timespec(last ? left : span);

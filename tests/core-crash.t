@@ -4,7 +4,7 @@
 # refresh keeping a long holder, and a paused breaker that must not remove
 # a lock taken after its judgement.
 . "$(dirname "$0")/tap.sh"
-plan 14
+plan 16
 L="$T/locks"
 mkdir -p "$L"
 
@@ -38,15 +38,23 @@ read -r code ms <<<"$("$PROGS/lockworker" wait "$L" remote 2 1.5)"
 is "$code" 0 "broken once older than the stale age"
 
 # 3. Crash during acquire (prepared directory left) and during release
-#    (empty lock directory left): neither wedges the lock.
-mkdir -p "$L/.crash.0123456789abcdef0123456789abcdef.new"
+#    (empty lock directory left): neither wedges the lock; a dead waiter's
+#    prepared directory goes at once (cleanup, or the judge that breaks
+#    its lock), a live one's stays.
+dead=$(forge_prep "$L" crash "$(dead_pid)" "$(hostname)")
+live=$(forge_prep "$L" crash $$ "$(hostname)" "$(start_time $$)")
 mkdir -p "$L/crash.lock"
 read -r code ms <<<"$("$PROGS/lockworker" wait "$L" crash 0)"
 is "$code" 0 "an empty lock directory (crash mid-release) is a free lock"
-touch -d '1 hour ago' "$L/.crash.0123456789abcdef0123456789abcdef.new"
 "$DIRLOCK" cleanup -d "$L"
-[ ! -e "$L/.crash.0123456789abcdef0123456789abcdef.new" ]
-ok $? "cleanup removes a prepared directory left by a crash mid-acquire"
+[ ! -e "$dead" ] && [ -e "$live" ]
+ok $? "cleanup removes a dead waiter's prepared directory at once and keeps a live one's"
+rm -rf "$live"
+dead=$(forge_prep "$L" crash2 "$(dead_pid)" "$(hostname)")
+forge_lock "$L" crash2 "$(dead_pid)" "$(hostname)"
+read -r code ms <<<"$("$PROGS/lockworker" wait "$L" crash2 2)"
+[ "$code" = 0 ] && [ ! -e "$dead" ]
+ok $? "breaking a dead holder's lock also removes its dead waiters' prepared directories"
 
 # 4. Refresh keeps a long holder (stale age 0.6 s, holding 2 s).
 "$PROGS/lockworker" hold "$L" long 2 0.6 0.15 >"$T/long" &
@@ -85,3 +93,10 @@ is "$(tail -1 "$T/fresh")" released "the fresh holder keeps its lock although th
 wait "$bp"
 read -r code ms <"$T/breaker"
 is "$code" 0 "the resumed breaker gets the lock after the fresh holder releases it"
+
+# 6. That test seam is in the test build of the library only: the shipped
+#    command breaks a dead owner's lock with the variable set, and never
+#    stops.
+forge_lock "$L" hooked "$(dead_pid)" "$(hostname)"
+DIRLOCK_TEST_STOP_BEFORE_BREAK=1 timeout -s KILL 5 "$DIRLOCK" -d "$L" -w 2 hooked -- true
+ok $? "the shipped library ignores DIRLOCK_TEST_STOP_BEFORE_BREAK"

@@ -52,6 +52,21 @@ forge_lock() {
 		"$1/$2.lock/owner.$_tok"
 }
 
+# A prepared directory of a waiter, forged (as one killed while waiting
+# leaves it): forge_prep LOCKDIR NAME PID HOST [START]; prints its path.
+forge_prep() {
+	_tok=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+	_boot=$(cat /proc/sys/kernel/random/boot_id)
+	_ns=$(stat -L -c %i /proc/self/ns/pid)
+	mkdir -p "$1/.$2.$_tok.new"
+	ln -s "dirlock1 pid=$3 start=${5:-1} token=$_tok acquired=$(date +%s)000000000 boot=$_boot pidns=$_ns mode=0 stale=0 host=$4" \
+		"$1/.$2.$_tok.new/owner.$_tok"
+	echo "$1/.$2.$_tok.new"
+}
+
+# Start time of a running process (field 22 of /proc/PID/stat).
+start_time() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $20}'; }
+
 # A pid that is certainly not running now.
 dead_pid() {
 	sh -c 'echo $$' 

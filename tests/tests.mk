@@ -23,6 +23,19 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
+# Test seams exist only in a second build of the library, compiled with
+# DIRLOCK_TEST_HOOKS, that the shipped library and programs never link:
+# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t).
+HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
+HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
+$(BUILD)/hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DDIRLOCK_TEST_HOOKS -MMD -MP -c -o $@ $<
+$(HOOK_LIB_A): $(HOOK_LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
+
 test-build: all $(UNIT_BINS) $(PROG_BINS)
 
 # make test installs what is missing first (tools/install-deps is quick

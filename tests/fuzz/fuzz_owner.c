@@ -5,8 +5,9 @@
  *      to the same text again (the canonical form);
  *   2. a valid record built from the input bytes (pid 1..2^31-1, any start
  *      time, 32 hex digit token, acquired >= 0, boot id of [0-9a-z-],
- *      any pid namespace, mode 0..2, stale age 0..10^15 ms, host of 1..255
- *      bytes without NUL):
+ *      any pid namespace, mode 0..2, stale age 0..10^15 ms, no partner or
+ *      a partner pid 1..2^31-1 with any start time, host of 1..255 bytes
+ *      without NUL):
  *      parse(format(r)) == r. */
 #include "fuzz.h"
 
@@ -17,6 +18,7 @@ static int record_equal(const dl_record *a, const dl_record *b)
         return a->pid == b->pid && a->start_time == b->start_time && strcmp(a->token, b->token) == 0 &&
                a->acquired_ns == b->acquired_ns && strcmp(a->boot_id, b->boot_id) == 0 &&
                a->pidns == b->pidns && a->mode == b->mode && a->stale_ms == b->stale_ms &&
+               a->partner == b->partner && a->partner_start == b->partner_start &&
                strcmp(a->host, b->host) == 0;
 }
 
@@ -47,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(r.host[0] != '\0');
                 FUZZ_CHECK(r.acquired_ns >= 0);
                 FUZZ_CHECK(r.stale_ms <= 1000000000000000ULL);
+                FUZZ_CHECK(r.partner >= 0 && (r.partner > 0 || r.partner_start == 0));
                 check_round_trip(&r);
         }
 
@@ -68,6 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r.pidns = fuzz_u64(&in, 8);
         r.mode = (int)(fuzz_u64(&in, 1) % 3);
         r.stale_ms = fuzz_u64(&in, 8) % (1000000000000000ULL + 1);
+        r.partner = (pid_t)(fuzz_u64(&in, 4) & 0x7fffffff);
+        if (r.partner > 0)
+                r.partner_start = fuzz_u64(&in, 8);
         const uint8_t *h;
         size_t hl = fuzz_bytes(&in, sizeof r.host - 1, &h);
         size_t k = 0;

@@ -170,6 +170,18 @@ static void test_cancel_fd(void **state)
         dirlock_error e;
         assert_int_equal(dirlock_acquire(lockdir, "cancel-bad", &o, &h, &e), DIRLOCK_EINVAL);
         assert_non_null(strstr(e.message, "cancel_fd"));
+        /* So is a descriptor that is not open: an argument error at once,
+         * not a wait that ends as if canceled. */
+        int fd = eventfd(0, EFD_CLOEXEC);
+        assert_true(fd >= 0);
+        close(fd);
+        o.cancel_fd = fd;
+        o.timeout = 5;
+        dirlock *holder = take("cancel-closed", 0);
+        assert_non_null(holder);
+        assert_int_equal(dirlock_acquire(lockdir, "cancel-closed", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "not an open descriptor"));
+        dirlock_release(holder, NULL);
 }
 
 static void *release_later_fn(void *arg)
@@ -318,6 +330,29 @@ static void test_fork_child_cannot_release(void **state)
         assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
 }
 
+/* A child after fork() does not hold its parent's lock: check says so as
+ * release and refresh do. */
+static void test_fork_child_check(void **state)
+{
+        (void)state;
+        dirlock *a = take("forked-check", 0);
+        assert_non_null(a);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dirlock_error e;
+                int c = dirlock_check(a, &e), r = dirlock_refresh(a, NULL);
+                _exit(c == DIRLOCK_ENOTOWNER && r == DIRLOCK_ENOTOWNER && strstr(e.message, "after fork")
+                          ? 0
+                          : 1);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(dirlock_check(a, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
+}
+
 static void test_lost_lock_leaves_new_holder(void **state)
 {
         (void)state;
@@ -343,11 +378,21 @@ static void test_lost_lock_leaves_new_holder(void **state)
         assert_int_equal(dirlock_break(lockdir, "lost", 0, 1, &e), DIRLOCK_ENOLOCK);
 }
 
+static void sleep_ms(long ms)
+{
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
 static void test_inspect_and_refresh(void **state)
 {
         (void)state;
-        dirlock *a = take("seen", 0);
-        assert_non_null(a);
+        dirlock_options opts = DIRLOCK_OPTIONS_INIT;
+        opts.timeout = 0;
+        opts.stale_age = 0.2;
+        dirlock *a = NULL;
+        assert_int_equal(dirlock_acquire(lockdir, "seen", &opts, &a, NULL), DIRLOCK_OK);
         dirlock_owner o;
         dirlock_error e;
         assert_int_equal(dirlock_inspect(lockdir, "seen", 0, &o, &e), DIRLOCK_OK);
@@ -357,21 +402,43 @@ static void test_inspect_and_refresh(void **state)
         assert_int_equal(o.same_host, 1);
         assert_false(o.stale);
         assert_string_equal(o.token, dirlock_token(a));
-        assert_true(o.age >= 0 && o.age < 5);
+        assert_true(o.age >= 0 && o.age < 0.1);
         assert_int_equal(o.mode, DIRLOCK_EXCLUSIVE);
-        /* Age it artificially, then refresh renews it. */
+        /* Unrefreshed, it ages; refresh renews it. */
+        sleep_ms(300);
+        assert_int_equal(dirlock_inspect(lockdir, "seen", 0.2, &o, &e), DIRLOCK_OK);
+        assert_true(o.age > 0.25);
+        assert_true(o.stale);
+        assert_int_equal(dirlock_refresh(a, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_inspect(lockdir, "seen", 0.2, &o, &e), DIRLOCK_OK);
+        assert_true(o.age < 0.1);
+        assert_false(o.stale);
+        /* An mtime set into the past does not age a lock: the age counts
+         * from the entry's last change (its ctime), INVARIANT C. */
         char path[512];
         snprintf(path, sizeof path, "%s/seen.lock/owner.%s", lockdir, dirlock_token(a));
         struct timespec old[2] = {{time(NULL) - 1000, 0}, {time(NULL) - 1000, 0}};
         assert_int_equal(utimensat(AT_FDCWD, path, old, AT_SYMLINK_NOFOLLOW), 0);
-        assert_int_equal(dirlock_inspect(lockdir, "seen", 600, &o, &e), DIRLOCK_OK);
-        assert_true(o.age > 999);
-        assert_true(o.stale);
-        assert_int_equal(dirlock_refresh(a, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_inspect(lockdir, "seen", 600, &o, &e), DIRLOCK_OK);
-        assert_true(o.age < 5);
-        assert_false(o.stale);
+        assert_int_equal(dirlock_inspect(lockdir, "seen", 0.2, &o, &e), DIRLOCK_OK);
+        assert_true(o.age < 0.1);
         dirlock_release(a, NULL);
+}
+
+/* The smallest stale age: below it, a clear refusal. */
+static void test_min_stale_age(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.stale_age = DIRLOCK_MIN_STALE_AGE / 2;
+        dirlock *h = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(lockdir, "tiny", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "below the smallest accepted"));
+        assert_null(h);
+        o.stale_age = DIRLOCK_MIN_STALE_AGE;
+        assert_int_equal(dirlock_acquire(lockdir, "tiny", &o, &h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
 }
 
 static void test_reentrant(void **state)
@@ -462,7 +529,7 @@ static void test_record_round_trip(void **state)
 {
         (void)state;
         dl_record r, back;
-        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5);
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5, 0, 0);
         char text[DL_RECORD_MAX];
         int n = dl_record_format(&r, text, sizeof text);
         assert_true(n > 0);
@@ -475,8 +542,28 @@ static void test_record_round_trip(void **state)
         assert_int_equal(back.pidns, r.pidns);
         assert_int_equal(back.mode, DIRLOCK_INTENT);
         assert_int_equal(back.stale_ms, 42500);
+        assert_int_equal(back.partner, 0);
         assert_string_equal(back.host, r.host);
         assert_int_equal(dl_record_owner_alive(&back), 1);
+        /* With a partner: it round-trips, and it keeps a dead recorder's
+         * lock alive (dl_record_partner_only). */
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_EXCLUSIVE, 1, getpid(),
+                       dl_process_start_time(getpid()));
+        n = dl_record_format(&r, text, sizeof text);
+        assert_true(n > 0 && strstr(text, " partner=") != NULL);
+        assert_int_equal(dl_record_parse(text, (size_t)n, &back), 0);
+        assert_int_equal(back.partner, getpid());
+        assert_int_equal(back.partner_start, dl_process_start_time(getpid()));
+        assert_int_equal(dl_record_partner_only(&back), 0);
+        back.start_time += 12345; /* the recorder "died": only the partner lives */
+        assert_int_equal(dl_record_owner_alive(&back), 1);
+        assert_int_equal(dl_record_partner_only(&back), 1);
+        assert_false(dl_entry_stale(&back, 1e6, 1)); /* held whatever its age */
+        back.partner_start += 12345;
+        assert_int_equal(dl_record_owner_alive(&back), 0);
+        assert_true(dl_entry_stale(&back, 0, 1));
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5, 0, 0);
+        n = dl_record_format(&r, text, sizeof text);
         /* Malformed records are refused. */
         const char *bad[] = {"",
                              "dirlock1",
@@ -498,29 +585,21 @@ static void test_record_round_trip(void **state)
         assert_int_equal(dl_record_owner_alive(&back), -1);
 }
 
-static void age_entry(const char *name, const dirlock *h, time_t seconds)
-{
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s.lock/owner.%s", lockdir, name, dirlock_token(h));
-        struct timespec old[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
-        assert_int_equal(utimensat(AT_FDCWD, path, old, AT_SYMLINK_NOFOLLOW), 0);
-}
-
 /* A judge with a shorter stale age still waits the holder's own. */
 static void test_recorded_stale_age(void **state)
 {
         (void)state;
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.timeout = 0;
-        o.stale_age = 1000;
+        o.stale_age = 0.8;
         dirlock *a;
         assert_int_equal(dirlock_acquire(lockdir, "long", &o, &a, NULL), DIRLOCK_OK);
-        age_entry("long", a, 100);
+        sleep_ms(400); /* older than the judge's 0.2 s, younger than its own 0.8 s */
         dirlock *b = NULL;
-        o.stale_age = 10;
+        o.stale_age = 0.2;
         assert_int_equal(dirlock_acquire(lockdir, "long", &o, &b, NULL), DIRLOCK_EBUSY);
         assert_int_equal(dirlock_check(a, NULL), DIRLOCK_OK);
-        age_entry("long", a, 2000); /* older than the holder's own 1000 s */
+        sleep_ms(500); /* older than the holder's own 0.8 s */
         assert_int_equal(dirlock_acquire(lockdir, "long", &o, &b, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_release(a, NULL), DIRLOCK_ELOST);
         dirlock_release(b, NULL);
@@ -540,17 +619,15 @@ static void test_foreign_content(void **state)
         fclose(f);
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.timeout = 0;
-        o.stale_age = 60;
+        o.stale_age = 0.2;
         dirlock *h = NULL;
         assert_int_equal(dirlock_acquire(lockdir, "foreign", &o, &h, NULL), DIRLOCK_EBUSY);
         dirlock_owner own;
-        assert_int_equal(dirlock_inspect(lockdir, "foreign", 60, &own, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_inspect(lockdir, "foreign", 0.2, &own, NULL), DIRLOCK_OK);
         assert_int_equal(own.pid, 0);
         dirlock_error e;
-        assert_int_equal(dirlock_break(lockdir, "foreign", 60, 0, &e), DIRLOCK_ELIVE);
-        snprintf(path, sizeof path, "%s/foreign.lock", lockdir);
-        struct timespec old[2] = {{time(NULL) - 120, 0}, {time(NULL) - 120, 0}};
-        assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+        assert_int_equal(dirlock_break(lockdir, "foreign", 0.2, 0, &e), DIRLOCK_ELIVE);
+        sleep_ms(300);
         assert_int_equal(dirlock_acquire(lockdir, "foreign", &o, &h, NULL), DIRLOCK_OK);
         snprintf(path, sizeof path, "%s/foreign.lock/junk", lockdir);
         struct stat st;
@@ -677,6 +754,8 @@ int main(void)
             cmocka_unit_test(test_try_and_busy),
             cmocka_unit_test(test_timeout_accuracy),
             cmocka_unit_test(test_fork_child_cannot_release),
+            cmocka_unit_test(test_fork_child_check),
+            cmocka_unit_test(test_min_stale_age),
             cmocka_unit_test(test_lost_lock_leaves_new_holder),
             cmocka_unit_test(test_inspect_and_refresh),
             cmocka_unit_test(test_reentrant),
