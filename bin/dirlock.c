@@ -7,16 +7,21 @@
  *   dirlock break   [-d LOCKDIR] [--stale SECONDS] [--force] NAME
  *   dirlock cleanup [-d LOCKDIR]
  *
- * While COMMAND runs, dirlock stays its parent, refreshes the locks every
- * stale/3 seconds and forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to it.
- * If dirlock itself is killed (SIGKILL), its locks are owned by a dead
- * process: waiters on this host break them at once, others after the stale
- * age.  COMMAND then runs on unprotected: it is started in dirlock's own
- * process group, so `kill -- -PGID` of the group stops both together. */
+ * COMMAND is forked first and waits on a pipe; the locks are then taken
+ * with COMMAND as their partner (dirlock_options.partner_pid), and only
+ * then does COMMAND run.  While it runs, dirlock stays its parent,
+ * refreshes the locks every stale/3 seconds and passes on every signal it
+ * can catch (all but SIGKILL, SIGSTOP, the job-control signals, which stop
+ * and continue both, and the fault signals): the locks cannot end before
+ * COMMAND does.  If dirlock itself is killed (SIGKILL, the OOM killer),
+ * the owner records still name COMMAND: judges on this host keep the locks
+ * held until it exits, as flock(1) does; judges on other hosts break them
+ * after the stale age, since nobody refreshes them any more. */
 #include "dirlock.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -105,6 +110,8 @@ static void print_status_line(const char *dir, const char *name, double stale)
         const char *alive = o.owner_alive == 1 ? "alive" : o.owner_alive == 0 ? "dead" : "unknown";
         printf("%-24s pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", name, (long)o.pid, o.host, o.age,
                o.mode >= 0 && o.mode <= 2 ? modes[o.mode] : "?", alive, o.stale ? "STALE" : "fresh");
+        if (o.partner)
+                printf(" command=%ld", (long)o.partner);
         if (o.readers)
                 printf(" readers=%u", o.readers);
         printf("\n");
@@ -205,37 +212,82 @@ static int cmd_cleanup(const char *dir)
 
 /* ---- running a command under the locks ------------------------------- */
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-
-/* Run the command and wait for it.  SIGCHLD and the forwarded signals are
- * blocked and taken with sigtimedwait(): the command's exit is seen at
- * once, a signal is passed on at once, and between them the locks are
- * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
-static int run_locked(char **command, dirlock_set *set, double stale, int lost_code)
+/* Signals dirlock passes on to COMMAND: every one it can catch except
+ * SIGCHLD (its own), the job-control signals (a terminal's ^Z stops both,
+ * and the shell's SIGCONT continues both, as with flock(1)) and the
+ * signals the kernel sends for a fault of dirlock itself. */
+static void forwarded_signals(sigset_t *set)
 {
-        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
-        sigset_t wait_for, old;
-        sigemptyset(&wait_for);
-        sigaddset(&wait_for, SIGCHLD);
-        for (size_t i = 0; i < NFORWARDED; i++)
-                sigaddset(&wait_for, forwarded[i]);
-        sigprocmask(SIG_BLOCK, &wait_for, &old);
+        static const int kept[] = {SIGKILL, SIGSTOP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
+                                   SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGTRAP, SIGSYS};
+        sigfillset(set);
+        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+                sigdelset(set, kept[i]);
+}
 
+/* The command, forked but held back until the locks are taken. */
+struct pending_command {
+        pid_t pid;
+        int go_fd; /* write end: one byte lets it run; closing kills it */
+};
+
+/* Fork COMMAND; it waits for one byte on a pipe before it execs, and exits
+ * without running when the pipe closes first (the locks were not had, or
+ * dirlock died).  The signal mask is restored in the child. */
+static int fork_command(char **command, const sigset_t *old_mask, struct pending_command *pc)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) != 0)
+                return -1;
         pid_t child = fork();
         if (child < 0) {
-                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
-                sigprocmask(SIG_SETMASK, &old, NULL);
-                dirlock_release_many(set, NULL);
-                return 126;
+                close(p[0]);
+                close(p[1]);
+                return -1;
         }
         if (child == 0) {
-                sigprocmask(SIG_SETMASK, &old, NULL);
+                close(p[1]);
+                sigprocmask(SIG_SETMASK, old_mask, NULL);
+                char go;
+                ssize_t n;
+                while ((n = read(p[0], &go, 1)) < 0 && errno == EINTR)
+                        ;
+                if (n != 1)
+                        _exit(125); /* no locks: never run */
+                close(p[0]);
                 execvp(command[0], command);
                 int e = errno;
                 fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
                 _exit(e == ENOENT ? 127 : 126);
         }
+        close(p[0]);
+        pc->pid = child;
+        pc->go_fd = p[1];
+        return 0;
+}
+
+static void abandon_command(struct pending_command *pc)
+{
+        close(pc->go_fd);
+        while (waitpid(pc->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+}
+
+/* Let the command run and wait for it.  SIGCHLD and the forwarded signals
+ * are blocked and taken with sigtimedwait(): the command's exit is seen
+ * at once, a signal is passed on at once, and between them the locks are
+ * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
+static int run_locked(struct pending_command *pc, const sigset_t *wait_for, const sigset_t *old,
+                      dirlock_set *set, double stale, int lost_code)
+{
+        pid_t child = pc->pid;
+        if (write(pc->go_fd, "g", 1) != 1) {
+                fprintf(stderr, "%s: cannot start the command: %s\n", progname, strerror(errno));
+                abandon_command(pc);
+                dirlock_release_many(set, NULL);
+                return 126;
+        }
+        close(pc->go_fd);
         double refresh_every = stale / 3.0;
         struct timespec last;
         clock_gettime(CLOCK_MONOTONIC, &last);
@@ -264,11 +316,11 @@ static int run_locked(char **command, dirlock_set *set, double stale, int lost_c
                 }
                 double nap = refresh_every - since;
                 struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
-                int sig = sigtimedwait(&wait_for, NULL, &ts);
+                int sig = sigtimedwait(wait_for, NULL, &ts);
                 if (sig > 0 && sig != SIGCHLD)
                         kill(child, sig);
         }
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        sigprocmask(SIG_SETMASK, old, NULL);
         dirlock_error e;
         int rc = dirlock_release_many(set, &e);
         if (rc != DIRLOCK_OK && !lost)
@@ -456,14 +508,28 @@ int main(int argc, char **argv)
         }
         opts.timeout = timeout;
         opts.stale_age = stale;
+
+        /* From here on every signal to pass on waits for sigtimedwait(). */
+        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
+        sigset_t wait_for, old;
+        forwarded_signals(&wait_for);
+        sigaddset(&wait_for, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &wait_for, &old);
+        struct pending_command pc;
+        if (fork_command(argv + sep + 1, &old, &pc) != 0) {
+                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
+                return 126;
+        }
+        opts.partner_pid = pc.pid;
         dirlock_set *set;
         dirlock_error e;
         int rc = dirlock_acquire_many(dir, (const char *const *)argv, (size_t)sep, &opts, &set, &e);
         if (rc != DIRLOCK_OK) {
+                abandon_command(&pc);
                 bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
                 if (!conflict || !quiet)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
                 return conflict ? conflict_code : 2;
         }
-        return run_locked(argv + sep + 1, set, stale, conflict_code);
+        return run_locked(&pc, &wait_for, &old, set, stale, conflict_code);
 }

@@ -1,10 +1,11 @@
 #!/bin/bash
 # core-cli.t - the dirlock command as shell users meet it: exit statuses,
 # -n/-w/-E, fractional timeouts, the default directory, status, break,
-# cleanup, invalid names, signal forwarding, and exclusion between two
+# cleanup, invalid names, signal forwarding, a SIGKILLed dirlock whose
+# command keeps the lock, the stale age's floor, and exclusion between two
 # commands.
 . "$(dirname "$0")/tap.sh"
-plan 19
+plan 26
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -63,13 +64,39 @@ is "$?" 9 "SIGTERM is forwarded to the command"
 "$DIRLOCK" -d "$L" -n sig -- true
 is "$?" 0 "and the lock is free afterwards"
 
-# A killed dirlock leaves a dead owner: the next one breaks it at once.
-"$DIRLOCK" -d "$L" killed -- sleep 5 &
+# Every signal dirlock can catch goes to the command, and dirlock (with
+# the lock) lives on as long as the command does.
+"$DIRLOCK" -d "$L" sigs -- sh -c 'for s in USR1 USR2 PIPE ALRM HUP; do trap "echo $s >>'"$T"'/got" $s; done
+	while [ ! -e '"$T"'/stop ]; do sleep 0.02; done' &
+p=$!
+sleep 0.3
+for s in USR1 USR2 PIPE ALRM HUP; do kill -$s $p; sleep 0.1; done
+sleep 0.2
+is "$(sort "$T/got" 2>/dev/null | tr '\n' ' ')" "ALRM HUP PIPE USR1 USR2 " "USR1, USR2, PIPE, ALRM and HUP are passed on to the command"
+kill -0 $p 2>/dev/null
+ok $? "dirlock lives on while its command does"
+"$DIRLOCK" -d "$L" -n sigs -- true 2>/dev/null
+is "$?" 1 "and the lock stays held"
+touch "$T/stop"
+wait $p
+is "$?" 0 "dirlock exits with the command's status once it ends"
+
+# A SIGKILLed dirlock: its command holds the lock on (flock(1) does the
+# same), and the next taker gets it the moment the command ends.
+"$DIRLOCK" -d "$L" killed -- sh -c 'sleep 1.2; echo done >"'"$T"'/killed-done"' &
 p=$!
 sleep 0.3
 kill -9 $p
 wait $p 2>/dev/null
-"$DIRLOCK" -d "$L" -w 2 killed -- true
-is "$?" 0 "a SIGKILLed dirlock's lock is broken by the next taker"
+"$DIRLOCK" -d "$L" -n killed -- true 2>/dev/null
+is "$?" 1 "a SIGKILLed dirlock's lock stays held while its command runs"
+"$DIRLOCK" -d "$L" -w 5 killed -- sh -c 'cat "'"$T"'/killed-done"' >"$T/killed-seen" 2>&1
+is "$?/$(cat "$T/killed-seen")" "0/done" "the next taker gets it once the command has ended, not before"
+
+# The stale age has a floor, refused with a clear message.
+"$DIRLOCK" -d "$L" --stale 0.05 tiny -- true 2>"$T/err"
+is "$?" 2 "a stale age below 0.1 s is refused (status 2)"
+grep -q "below the smallest" "$T/err"
+ok $? "... saying why: $(cat "$T/err")"
 "$DIRLOCK" --help | grep -q -- "--shared"
 ok $? "--help documents the options"
