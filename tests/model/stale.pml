@@ -2,12 +2,15 @@
  * take (rename of a prepared directory onto an empty or absent lock),
  * release (unlink our owner entry, then rmdir), stale judgement and break
  * (unlink of the judged token's entry, then rmdir), with crashes at every
- * step, holders paused past the stale age, and breakers paused between
- * their judgement and their unlink.
+ * step, holders paused past the stale age, breakers paused between their
+ * judgement and their unlink, prepared records that age while their
+ * waiters wait, and a cleaner (dirlock_cleanup) running beside them.
  *
- * verify-config: -DCONFIG_SAFETY
+ * verify-config: -DCONFIG_SAFETY -DWITH_CLEANUP
  * verify-config: -DCONFIG_LIVE
  * verify-expect-error: -DCONFIG_SAFETY -DBUG_BREAK_CURRENT
+ * verify-expect-error: -DCONFIG_SAFETY -DBUG_PREP_AGE
+ * verify-expect-error: -DCONFIG_SAFETY -DWITH_CLEANUP -DBUG_CLEANUP
  *
  * Checked by `make verify` (tests/model/model.mk; the lines above):
  *   -DCONFIG_SAFETY  3 processes (2, 2 and 1 acquisitions), at most 1 crash,
@@ -16,9 +19,24 @@
  *                    holding: under weak fairness (pan -a -f) the lock of
  *                    a dead holder is always broken (LTL dead_freed) and
  *                    some live process keeps getting the lock (progress).
+ *   -DCONFIG_SAFETY -DWITH_CLEANUP  the same with a cleaner (the
+ *                    dirlock_cleanup loop) running beside them, and waiters
+ *                    that may be killed while they wait.  The cleaner may
+ *                    also never act, so this covers -DCONFIG_SAFETY alone
+ *                    (about 3.4e7 states, 1.5 GB, a minute and a half).
  *   -DCONFIG_SAFETY -DBUG_BREAK_CURRENT  a wrong breaker that re-reads the
  *                    lock and unlinks whatever entry is there: the model
  *                    must find the violation (make verify expects errors).
+ *   -DCONFIG_SAFETY -DBUG_PREP_AGE  the earlier age rule: a lock's age was
+ *                    its owner entry's mtime, written when the prepared
+ *                    record was (renewed only after 0.5 s of waiting) and
+ *                    renewed by a separate utimensat after the rename: a
+ *                    short stale age lets judges break the new lock in
+ *                    between (refuted: LIVE_KEEPS, OK_HELD).
+ *   -DCONFIG_SAFETY -DWITH_CLEANUP -DBUG_CLEANUP  the earlier cleanup: a
+ *                    prepared directory was garbage once its record was
+ *                    older than its stale age, so a live waiter's was moved
+ *                    aside and its rewrite failed (refuted: WAITER_OK).
  *
  * Properties (CONFIG_SAFETY):
  *   ONE_HOLDER     never two holders: at most one process holds the lock,
@@ -33,6 +51,24 @@
  *   LOST_KNOWN     a holder whose entry is gone finds out (check/release
  *                  see ENOENT, DIRLOCK_ELOST) and it was broken, not lost
  *                  otherwise; rmdir never removes a held lock.
+ *   OK_HELD        an acquire that returns OK still holds the lock: it was
+ *                  not broken before it returned.
+ *   WAITER_OK      a live waiter's acquire never fails with an error
+ *                  because a cleaner took its prepared directory.
+ *
+ * Time and age (INVARIANT C of exclusive.c): "older than the stale age"
+ * is a flag.  A waiter's prepared record can grow old while it waits
+ * (prep_old: time passes at every wait); the lock itself is old (lock_old)
+ * only by the rule under test: the fixed rule makes the rename itself set
+ * the lock's age to zero (the renamed directory's ctime); BUG_PREP_AGE
+ * gives the new lock its prepared record's age until the holder's separate
+ * utimensat step.  A running holder refreshes within the stale age, so
+ * otherwise only a paused or crashed holder's lock is stale.
+ * Cleanup: the cleaner moves a prepared directory aside (rename, atomic)
+ * when it judges it garbage: its owner crashed (the fix; same host), or
+ * its record is old (BUG_CLEANUP).  A waiter that finds its prepared
+ * directory gone makes it again (the fix); with BUG_CLEANUP its rewrite of
+ * an old record fails (the EIO that was seen).
  *
  * Abstractions: tokens are fresh small integers (128 random bits in C;
  * never reused).  The lock directory is `dir` (exists) and `entry` (token
@@ -75,6 +111,9 @@ bool incs[NP];          /* i believes it holds the lock (renamed, not yet releas
 bool crashed[NP];
 bool paused[NP];
 byte crashes = 0;
+bool prep[NP];       /* i's prepared directory D/.NAME.<T>.new is in place */
+bool prep_old[NP];   /* its record is older than the stale age             */
+bool lock_old = false; /* the current lock's age exceeds the stale age     */
 
 /* i holds the lock: it took it and no breaker removed its entry. */
 #define HOLDS(i) (incs[i] && !broken[cur[i]])
@@ -129,7 +168,9 @@ acquire:
                 t = next_tok;
                 next_tok++;
                 owner[t] = i;
-                cur[i] = t
+                cur[i] = t;
+                prep[i] = true;
+                prep_old[i] = false
         };
 #else
         atomic {
@@ -137,24 +178,57 @@ acquire:
                 g = 1 - g;
                 owner[t] = i;
                 broken[t] = false;
-                cur[i] = t
+                cur[i] = t;
+                prep[i] = true;
+                prep_old[i] = false
         };
 #endif
         waspaused = false;
 
 try:
+        /* prep_make before every attempt: an old record is rewritten
+         * (unlink + symlink inside the prepared directory) -- or not yet
+         * (the rewrite interval has not passed). */
+        if
+        :: prep_old[i] ->
+                atomic {
+                        if
+                        :: prep[i] -> prep_old[i] = false
+                        :: else ->
+#ifdef BUG_CLEANUP
+                                /* the directory was moved aside: EIO */
+                                assert(false) /* WAITER_OK */
+#else
+                                prep[i] = true; /* made again */
+                                prep_old[i] = false
+#endif
+                        fi
+                }
+        :: true -> skip
+        fi;
         /* take_once: rename(D/.NAME.<T>.new, D/NAME.lock): succeeds onto
          * an absent or empty directory, else ENOTEMPTY/EEXIST */
         atomic {
                 if
-                :: !dir || entry == 0 ->
+                :: !prep[i] ->
+                        /* ENOENT: a cleaner moved it aside: make it again */
+                        prep[i] = true;
+                        prep_old[i] = false;
+                        goto try
+                :: prep[i] && (!dir || entry == 0) ->
                         dir = true;
                         entry = t;
                         incs[i] = true;
+                        prep[i] = false; /* it is the lock now */
+#ifdef BUG_PREP_AGE
+                        lock_old = prep_old[i]; /* the entry's old mtime */
+#else
+                        lock_old = false; /* the rename set its age to 0 */
+#endif
 #ifndef CONFIG_LIVE
                         assert(HOLDERS <= 1); /* ONE_HOLDER */
 #endif
-                        goto held
+                        goto taken
                 :: else -> skip
                 fi
         };
@@ -169,14 +243,28 @@ try:
                 jt = entry;
                 if
                 :: jt == 0 -> goto try /* empty or gone: J_FREE, take again */
-                :: jt != 0 && (crashed[owner[jt]] || paused[owner[jt]]) ->
+                :: jt != 0 && (crashed[owner[jt]] || paused[owner[jt]] || lock_old) ->
                         seen = next_tok - 1 /* stale: break it */
                 :: jt != 0 && !crashed[owner[jt]] ->
                         jt = 0;
-                        goto try /* J_HELD: wait (dl_waiter_wait), try again */
+                        /* J_HELD: wait (dl_waiter_wait), during which time
+                         * passes: our prepared record may grow old */
+                        if
+                        :: prep_old[i] = true
+                        :: true -> skip
+                        fi;
+                        goto waiting
                 fi
         };
 
+        goto judged;
+waiting:
+#ifdef WITH_CLEANUP
+        /* killed while waiting: its prepared directory stays behind */
+        CRASH_POINT;
+#endif
+        goto try;
+judged:
         /* Here the breaker may be paused for any length of time
          * (DIRLOCK_TEST_STOP_BEFORE_BREAK in tests/core-breakrace.t):
          * every interleaving of the others' steps is explored. */
@@ -213,6 +301,19 @@ try:
         :: else -> skip
         fi;
         goto try; /* J_FREE: dl_excl_try takes again at once */
+
+taken:
+#ifdef BUG_PREP_AGE
+        /* the separate utimensat that renewed the new lock's age */
+        atomic {
+                if
+                :: entry == t -> lock_old = false
+                :: else -> skip
+                fi
+        };
+#endif
+        /* dirlock_acquire returns DIRLOCK_OK */
+        assert(entry == t || crashed[i]); /* OK_HELD */
 
 held:
         /* The critical section (the board: read, delay_ms, write the temp
@@ -282,6 +383,26 @@ finished:
         skip
 }
 
+#ifdef WITH_CLEANUP
+/* dirlock_cleanup in a loop: a prepared directory it judges garbage is
+ * renamed aside (atomic: it fails if its owner renamed it onto the lock
+ * first). */
+#ifdef BUG_CLEANUP
+#define GARBAGE(k) (prep[k] && prep_old[k])
+#else
+#define GARBAGE(k) (prep[k] && crashed[k])
+#endif
+proctype Cleaner()
+{
+end_clean:
+        do
+        :: atomic { GARBAGE(0) -> prep[0] = false }
+        :: atomic { GARBAGE(1) -> prep[1] = false }
+        :: atomic { NP > 2 && GARBAGE(NP - 1) -> prep[NP - 1] = false }
+        od
+}
+#endif
+
 init
 {
         atomic {
@@ -289,5 +410,8 @@ init
                 for (k : 0 .. NP - 1) {
                         run P(k)
                 }
+#ifdef WITH_CLEANUP
+                run Cleaner()
+#endif
         }
 }
