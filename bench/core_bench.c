@@ -7,7 +7,7 @@
  *
  *   core_bench uncontended DIR SECONDS
  *   core_bench contended DIR SECONDS CS_MS LOCKING PROCS   (dirlock|flock|seed)
- *   core_bench handoff DIR ROUNDS
+ *   core_bench handoff DIR WAITERS SECONDS
  * Each prints one line of numbers for bench/core-run to tabulate. */
 #include "dirlock.h"
 
@@ -221,48 +221,61 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-/* Two processes pass the lock back and forth; each records the time from
- * the other's release call to its own acquire returning. */
-static int cmd_handoff(const char *dir, int rounds)
+/* WAITERS + 1 processes take the lock in turn: each holds it 0.2 ms,
+ * notes the time and its number just before it releases, then stays away
+ * for 1-2 ms.  A hand-off is the time from a release call to the next
+ * holder's acquire returning, counted when that holder is another process
+ * that was already waiting when the release began. */
+#define HANDOFF_MAX 200000
+struct handoff_shared {
+        _Atomic double release_at;
+        _Atomic int releaser;
+        _Atomic long n;
+        double lat[HANDOFF_MAX];
+};
+
+static int cmd_handoff(const char *dir, int waiters, double seconds)
 {
-        struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        double *lat = mmap(NULL, sizeof(double) * (size_t)rounds * 2, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (sh == MAP_FAILED || lat == MAP_FAILED)
+        struct handoff_shared *sh =
+            mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (sh == MAP_FAILED || waiters < 1)
                 return 1;
-        sh->turn = 0;
-        for (int me = 0; me < 2; me++) {
-                if (fork() == 0) {
-                        for (int i = 0; i < rounds; i++) {
-                                /* Wait until it is our turn to be the waiter. */
-                                while (sh->turn != me * 2 + 0 && sh->turn != 4)
-                                        ;
-                                dirlock *h;
-                                dirlock_options o = DIRLOCK_OPTIONS_INIT;
-                                if (me == 0) {
-                                        /* Holder: take, let the other start waiting, release. */
-                                        dirlock_acquire(dir, "handoff", &o, &h, NULL);
-                                        sh->turn = 2;
-                                        sleep_s(0.002); /* the other is blocked by now */
-                                        sh->release_at = now_s();
-                                        dirlock_release(h, NULL);
-                                        while (sh->turn != 0)
-                                                ;
-                                } else {
-                                        dirlock_acquire(dir, "handoff", &o, &h, NULL);
-                                        lat[i] = now_s() - sh->release_at;
-                                        dirlock_release(h, NULL);
-                                        sh->turn = 0;
-                                }
+        sh->releaser = -1;
+        double start = now_s() + 0.05, end = start + seconds;
+        for (int me = 0; me <= waiters; me++) {
+                if (fork() != 0)
+                        continue;
+                unsigned seed = (unsigned)getpid();
+                while (now_s() < start)
+                        sleep_s(0.001);
+                while (now_s() < end) {
+                        dirlock *h;
+                        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                        double asked = now_s();
+                        if (dirlock_acquire(dir, "handoff", &o, &h, NULL) != DIRLOCK_OK)
+                                _exit(1);
+                        double t = now_s();
+                        if (sh->releaser >= 0 && sh->releaser != me && asked < sh->release_at) {
+                                long i = sh->n++;
+                                if (i < HANDOFF_MAX)
+                                        sh->lat[i] = t - sh->release_at;
                         }
-                        _exit(0);
+                        sleep_s(0.0002);
+                        sh->releaser = me;
+                        sh->release_at = now_s();
+                        dirlock_release(h, NULL);
+                        sleep_s(0.001 + (double)(rand_r(&seed) % 1000) / 1e6);
                 }
+                _exit(0);
         }
         while (wait(NULL) > 0)
                 ;
-        qsort(lat, (size_t)rounds, sizeof(double), cmp_double);
-        printf("%.1f %.1f %.1f\n", lat[rounds / 2] * 1e6, lat[rounds * 99 / 100] * 1e6,
-               lat[rounds - 1] * 1e6);
+        long n = sh->n < HANDOFF_MAX ? sh->n : HANDOFF_MAX;
+        if (n == 0)
+                return 1;
+        qsort(sh->lat, (size_t)n, sizeof(double), cmp_double);
+        printf("%.1f %.1f %.1f %ld\n", sh->lat[n / 2] * 1e6, sh->lat[n * 99 / 100] * 1e6,
+               sh->lat[n - 1] * 1e6, n);
         return 0;
 }
 
@@ -273,8 +286,8 @@ int main(int argc, char **argv)
                 return cmd_uncontended(argv[2], atof(argv[3]));
         if (argc >= 7 && strcmp(argv[1], "contended") == 0)
                 return cmd_contended(argv[2], atof(argv[3]), atof(argv[4]), argv[5], atoi(argv[6]));
-        if (argc >= 4 && strcmp(argv[1], "handoff") == 0)
-                return cmd_handoff(argv[2], atoi(argv[3]));
+        if (argc >= 5 && strcmp(argv[1], "handoff") == 0)
+                return cmd_handoff(argv[2], atoi(argv[3]), atof(argv[4]));
         fprintf(stderr, "usage: core_bench uncontended|contended|handoff ...\n");
         return 2;
 }
