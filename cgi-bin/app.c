@@ -430,6 +430,24 @@ static void handle_api(struct req *q, struct resp *r)
         }
 }
 
+/* GET api/info: how this board runs, for pages that explain what they
+ * show (htdocs/race.html).  Only settings a visitor may know: never a
+ * path, a secret or an address. */
+static void handle_info(struct req *q, struct resp *r)
+{
+        const char *mode = config_lock_mode_name(q->cfg->lock_mode);
+        const char *store = q->cfg->store == STORE_SQLITE ? "sqlite" : "log";
+        r->status = 200;
+        r->content_type = "application/json; charset=utf-8";
+        buf_reset(&r->body);
+        buf_puts(&r->body, "{\"mode\":");
+        json_string(&r->body, mode, strlen(mode));
+        buf_puts(&r->body, ",\"store\":");
+        json_string(&r->body, store, strlen(store));
+        buf_printf(&r->body, ",\"delay_ms\":%ld,\"max_messages\":%ld}\n", q->cfg->delay_ms,
+                   q->cfg->max_messages);
+}
+
 static void plain_error(struct buf *out, int status, const char *msg)
 {
         buf_printf(
@@ -527,6 +545,14 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
         } else if (strcmp(route, "api/messages") == 0) {
                 if (is_get) {
                         handle_api(&q, &r);
+                } else {
+                        r.allow = "GET, HEAD";
+                        berr_set(&e, 405, "use GET");
+                        api_error(&r, &e);
+                }
+        } else if (strcmp(route, "api/info") == 0) {
+                if (is_get) {
+                        handle_info(&q, &r);
                 } else {
                         r.allow = "GET, HEAD";
                         berr_set(&e, 405, "use GET");

@@ -142,6 +142,37 @@ static void test_post_and_read(void **state)
         end_world(&w);
 }
 
+/* GET api/info: the board's lock mode, store, demonstration delay and cap
+ * as JSON, for pages that show how a board runs; nothing secret. */
+static void test_api_info(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = flock\ndelay_ms = 20\nmax_messages = 300\n");
+        struct buf out = BUF_INIT;
+        assert_int_equal(request(&w, "GET", "/b/api/info", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "Content-Type: application/json; charset=utf-8\r\n"));
+        assert_null(strstr(out.data, "Set-Cookie"));
+        const char *json = strstr(out.data, "\r\n\r\n");
+        assert_non_null(json);
+        assert_string_equal(json + 4,
+                            "{\"mode\":\"flock\",\"store\":\"log\",\"delay_ms\":20,\"max_messages\":300}\n");
+        assert_null(strstr(out.data, w.data)); /* no path leaves the server */
+        assert_int_equal(request(&w, "HEAD", "/b/api/info", NULL, NULL, NULL, &out, NULL), 200);
+        assert_null(strstr(out.data, "{\"mode\""));
+        assert_int_equal(request(&w, "POST", "/b/api/info", NULL, "x=1", w.cookie, &out, NULL), 405);
+        assert_non_null(strstr(out.data, "Allow: GET, HEAD\r\n"));
+        assert_non_null(strstr(out.data, "{\"error\":"));
+        end_world(&w);
+
+        make_world(&w, "store = sqlite\n");
+        assert_int_equal(request(&w, "GET", "/b/api/info", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(
+            out.data, "{\"mode\":\"mkdir\",\"store\":\"sqlite\",\"delay_ms\":0,\"max_messages\":1000}\n"));
+        buf_free(&out);
+        end_world(&w);
+}
+
 static void test_csrf_and_errors(void **state)
 {
         (void)state;
@@ -433,6 +464,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_post_and_read),
+            cmocka_unit_test(test_api_info),
             cmocka_unit_test(test_csrf_and_errors),
             cmocka_unit_test(test_delete),
             cmocka_unit_test(test_pages_and_cap),
