@@ -3,15 +3,23 @@
  * with raw flock(2) as the kernel's answer and with no lock at all, and
  * prints what each waiter waited and how many reads were torn.
  *
- * Usage: dirlock-demo [-d LOCKDIR] [-s SECONDS]            the whole table
- *        dirlock-demo [-d LOCKDIR] [-s SECONDS] SCENARIO LOCK
+ * Usage: dirlock-demo [-d LOCKDIR] [-s SECONDS] [--trace FILE]   the whole table
+ *        dirlock-demo [-d LOCKDIR] [-s SECONDS] [--trace FILE] SCENARIO LOCK
  *   SCENARIO: torn | read-attack | write-attack
  *   LOCK:     fair | writer | reader | simple | flock | none
- * One scenario prints one line of key=value pairs (read by tests/rw-*.t). */
+ * One scenario prints one line of key=value pairs (read by tests/rw-*.t).
+ *
+ * --trace FILE writes, as JSON, every lock request of the read and write
+ * attacks: which process asked for which lock, when it got it and when it
+ * let go, each time read by that process itself from CLOCK_MONOTONIC (ms
+ * since the experiment's start).  Torn-read runs are not traced (thousands
+ * of short holds).  The format is in docs/rw-trace.md; htdocs/rw-timeline.html
+ * draws it.  The file is written beside FILE and renamed over it at the end. */
 #include "dirlock.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +33,8 @@
 #include <unistd.h>
 
 #define MAX_SAMPLES 20000
+#define MAX_SPANS   4096 /* lock requests traced per experiment */
+#define TRACE_PROCS 3    /* two attackers and a victim */
 #define LINES       4
 #define LINE_LEN    32
 
@@ -35,9 +45,19 @@ typedef struct samples {
         double ms[MAX_SAMPLES];
 } samples;
 
+/* One lock request of a traced process, in ms since the experiment's
+ * start: asked for it, got it (or gave up: got_lock 0), let it go. */
+typedef struct span {
+        int proc;
+        int got_lock;
+        double asked, got, released;
+} span;
+
 typedef struct shared {
         samples rwait, wwait;
         unsigned long reads, torn, writes, failures;
+        unsigned nspans; /* may exceed MAX_SPANS: the rest were dropped */
+        span spans[MAX_SPANS];
 } shared;
 
 typedef struct demo {
@@ -46,7 +66,10 @@ typedef struct demo {
         int lock; /* dirlock_policy, LK_FLOCK or LK_NONE */
         double seconds;
         double t0; /* CLOCK_MONOTONIC seconds at start */
+        int proc;  /* in a traced child: its lane (0, 1 attackers, 2 victim) */
         shared *sh;
+        FILE *trace;     /* --trace: the JSON being written, or NULL */
+        int traced_runs; /* experiments written so far */
 } demo;
 
 static double now_s(void)
@@ -92,6 +115,19 @@ static void stats(samples *s, double *p50, double *max)
         qsort(s->ms, n, sizeof s->ms[0], cmp_double);
         *p50 = s->ms[n / 2];
         *max = s->ms[n - 1];
+}
+
+static double since_start_ms(const demo *d)
+{
+        return (now_s() - d->t0) * 1000;
+}
+
+/* Record one lock request of this process (shared memory, any process). */
+static void trace_span(demo *d, int got_lock, double asked, double got, double released)
+{
+        unsigned i = __atomic_fetch_add(&d->sh->nspans, 1, __ATOMIC_RELAXED);
+        if (i < MAX_SPANS)
+                d->sh->spans[i] = (span){d->proc, got_lock, asked, got, released};
 }
 
 /* Take the lock as a reader or writer; returns a handle (NULL for none) or
@@ -214,9 +250,12 @@ static void attacker(demo *d, int shared_mode, double start_s, double hold_ms, d
         while (now_s() < d->t0 + d->seconds) {
                 double w;
                 int ok;
+                double asked = since_start_ms(d);
                 dirlock *h = lock_take(d, shared_mode, d->seconds + 5, &w, &ok);
+                double got = since_start_ms(d);
                 sleep_ms(hold_ms);
                 lock_drop(h);
+                trace_span(d, ok, asked, got, ok ? since_start_ms(d) : got);
                 if (gap_ms > 0)
                         sleep_ms(gap_ms);
         }
@@ -229,10 +268,13 @@ static void victim(demo *d, int shared_mode)
         sleep_until(d, 1.0);
         double w;
         int ok;
+        double asked = since_start_ms(d);
         dirlock *h = lock_take(d, shared_mode, d->seconds + 5, &w, &ok);
+        double got = since_start_ms(d);
         add_sample(shared_mode ? &d->sh->rwait : &d->sh->wwait, w);
         sleep_ms(10);
         lock_drop(h);
+        trace_span(d, ok, asked, got, ok ? since_start_ms(d) : got);
 }
 
 /* ---- running a scenario ------------------------------------------------------ */
@@ -248,6 +290,7 @@ static pid_t spawn(demo *d, int role, int k)
         }
         if (pid > 0)
                 return pid;
+        d->proc = role == 4 || role == 5 ? 2 : k;
         switch (role) {
         case 0:
                 torn_writer(d);
@@ -271,6 +314,81 @@ static pid_t spawn(demo *d, int role, int k)
         _exit(0);
 }
 
+/* ---- the trace (--trace FILE) ----------------------------------------------- */
+
+static const char *lock_name(int lock);
+
+static int trace_open(demo *d, const char *path, char *tmp, size_t tmp_size)
+{
+        snprintf(tmp, tmp_size, "%s.tmp.%ld", path, (long)getpid());
+        d->trace = fopen(tmp, "w");
+        if (d->trace == NULL) {
+                fprintf(stderr, "dirlock-demo: cannot write the trace '%s': %s\n", tmp, strerror(errno));
+                return -1;
+        }
+        char when[32] = "";
+        time_t t = time(NULL);
+        struct tm tm;
+        if (gmtime_r(&t, &tm) != NULL)
+                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        fprintf(d->trace,
+                "{\"format\":\"dirlock-demo trace 1\",\"recorded\":\"%s\",\"cpus\":%ld,\"seconds\":%g,"
+                "\"experiments\":[",
+                when, sysconf(_SC_NPROCESSORS_ONLN), d->seconds);
+        return 0;
+}
+
+/* One experiment: a lane per process, each lock request as
+ * [asked, got, released] in ms (got is null when the wait timed out). */
+static void trace_experiment(demo *d, int scenario)
+{
+        static const char *const read_attack[TRACE_PROCS][3] = {{"reader 1", "attacker", "read"},
+                                                                {"reader 2", "attacker", "read"},
+                                                                {"writer", "victim", "write"}};
+        static const char *const write_attack[TRACE_PROCS][3] = {{"writer 1", "attacker", "write"},
+                                                                 {"writer 2", "attacker", "write"},
+                                                                 {"reader", "victim", "read"}};
+        const char *const(*procs)[3] = scenario == SC_READ_ATTACK ? read_attack : write_attack;
+        unsigned n = d->sh->nspans < MAX_SPANS ? d->sh->nspans : MAX_SPANS;
+        fprintf(d->trace, "%s\n{\"scenario\":\"%s\",\"lock\":\"%s\",\"dropped\":%u,\"processes\":[",
+                d->traced_runs++ ? "," : "", scenario == SC_READ_ATTACK ? "read-attack" : "write-attack",
+                lock_name(d->lock), d->sh->nspans - n);
+        for (int p = 0; p < TRACE_PROCS; p++) {
+                fprintf(d->trace, "%s\n {\"name\":\"%s\",\"role\":\"%s\",\"mode\":\"%s\",\"spans\":[",
+                        p ? "," : "", procs[p][0], procs[p][1], procs[p][2]);
+                int first = 1;
+                for (unsigned i = 0; i < n; i++) {
+                        const span *sp = &d->sh->spans[i];
+                        if (sp->proc != p)
+                                continue;
+                        if (sp->got_lock)
+                                fprintf(d->trace, "%s[%.1f,%.1f,%.1f]", first ? "" : ",", sp->asked, sp->got,
+                                        sp->released);
+                        else
+                                fprintf(d->trace, "%s[%.1f,null,%.1f]", first ? "" : ",", sp->asked,
+                                        sp->released);
+                        first = 0;
+                }
+                fputs("]}", d->trace);
+        }
+        fputs("]}", d->trace);
+}
+
+static int trace_close(demo *d, const char *path, const char *tmp)
+{
+        fputs("\n]}\n", d->trace);
+        int bad = ferror(d->trace);
+        if (fclose(d->trace) != 0)
+                bad = 1;
+        d->trace = NULL;
+        if (bad || rename(tmp, path) != 0) {
+                fprintf(stderr, "dirlock-demo: cannot write the trace '%s': %s\n", path, strerror(errno));
+                unlink(tmp);
+                return -1;
+        }
+        return 0;
+}
+
 static void run(demo *d, int scenario)
 {
         memset(d->sh, 0, sizeof *d->sh);
@@ -281,6 +399,11 @@ static void run(demo *d, int scenario)
         }
         write_record(fd, 1, false);
         close(fd);
+        /* Nothing buffered may be inherited: a child that exits on an error
+         * would write it a second time. */
+        fflush(stdout);
+        if (d->trace != NULL)
+                fflush(d->trace);
         d->t0 = now_s() + 0.05;
         pid_t pids[8];
         int n = 0;
@@ -305,6 +428,8 @@ static void run(demo *d, int scenario)
                         exit(2);
                 }
         }
+        if (d->trace != NULL && scenario != SC_TORN)
+                trace_experiment(d, scenario);
 }
 
 static const char *const lock_names[] = {"fair", "writer", "reader", "simple"};
@@ -382,19 +507,44 @@ static void table(demo *d)
 int main(int argc, char **argv)
 {
         demo d = {.lockdir = NULL, .seconds = 5};
+        const char *trace_path = NULL;
+        static const struct option longopts[] = {
+            {"trace", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
         int opt;
-        while ((opt = getopt(argc, argv, "d:s:h")) != -1) {
+        while ((opt = getopt_long(argc, argv, "d:s:h", longopts, NULL)) != -1) {
                 if (opt == 'd')
                         d.lockdir = optarg;
                 else if (opt == 's')
                         d.seconds = atof(optarg);
+                else if (opt == 't')
+                        trace_path = optarg;
                 else {
-                        fprintf(
-                            stderr,
-                            "usage: dirlock-demo [-d LOCKDIR] [-s SECONDS] [torn|read-attack|write-attack "
-                            "fair|writer|reader|simple|flock|none]\n");
+                        fprintf(stderr,
+                                "usage: dirlock-demo [-d LOCKDIR] [-s SECONDS] [--trace FILE] "
+                                "[torn|read-attack|write-attack fair|writer|reader|simple|flock|none]\n");
                         return opt == 'h' ? 0 : 2;
                 }
+        }
+        int scenario = -1; /* -1: the whole table */
+        if (optind + 2 == argc) {
+                const char *sc = argv[optind];
+                d.lock = parse_lock(argv[optind + 1]);
+                scenario = strcmp(sc, "torn") == 0           ? SC_TORN
+                           : strcmp(sc, "read-attack") == 0  ? SC_READ_ATTACK
+                           : strcmp(sc, "write-attack") == 0 ? SC_WRITE_ATTACK
+                                                             : -1;
+                if (d.lock < 0 || scenario < 0) {
+                        fprintf(stderr, "dirlock-demo: unknown scenario or lock\n");
+                        return 2;
+                }
+                if (scenario == SC_TORN && trace_path != NULL) {
+                        fprintf(stderr, "dirlock-demo: --trace records the read and write attacks, not torn "
+                                        "reads\n");
+                        return 2;
+                }
+        } else if (optind != argc) {
+                fprintf(stderr, "dirlock-demo: give both a scenario and a lock\n");
+                return 2;
         }
         char tmp[] = "/tmp/dirlock-demo.XXXXXX";
         if (d.lockdir == NULL) {
@@ -412,24 +562,16 @@ int main(int argc, char **argv)
                 perror("dirlock-demo: mmap");
                 return 2;
         }
-        if (optind == argc) {
-                table(&d);
-        } else if (optind + 2 == argc) {
-                const char *sc = argv[optind];
-                d.lock = parse_lock(argv[optind + 1]);
-                int scenario = strcmp(sc, "torn") == 0           ? SC_TORN
-                               : strcmp(sc, "read-attack") == 0  ? SC_READ_ATTACK
-                               : strcmp(sc, "write-attack") == 0 ? SC_WRITE_ATTACK
-                                                                 : -1;
-                if (d.lock < 0 || scenario < 0) {
-                        fprintf(stderr, "dirlock-demo: unknown scenario or lock\n");
-                        return 2;
-                }
-                one_line(&d, scenario);
-        } else {
-                fprintf(stderr, "dirlock-demo: give both a scenario and a lock\n");
+        char trace_tmp[4096 + 32];
+        if (trace_path != NULL && trace_open(&d, trace_path, trace_tmp, sizeof trace_tmp) < 0)
                 return 2;
-        }
+        if (scenario < 0)
+                table(&d);
+        else
+                one_line(&d, scenario);
+        int rc = 0;
+        if (d.trace != NULL && trace_close(&d, trace_path, trace_tmp) < 0)
+                rc = 2;
         unlink(data);
         if (d.lockdir == tmp) {
                 char cmd[256];
@@ -437,5 +579,5 @@ int main(int argc, char **argv)
                 if (system(cmd) != 0)
                         fprintf(stderr, "dirlock-demo: could not remove %s\n", tmp);
         }
-        return 0;
+        return rc;
 }
