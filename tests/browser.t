@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/browser.t - a real browser uses the board: headless Chromium,
-# driven through chromedriver's WebDriver HTTP interface (curl + jq),
+# driven through chromedriver's WebDriver HTTP interface (curl + jq,
+# tests/browser-lib.sh),
 # loads a board of a private nginx deployment, fills in and submits the
 # form, and must see its message on the page it is sent back to.  Saves
 # screenshots to tests/results/browser/; with UPDATE_SCREENSHOT=1 also
@@ -9,10 +10,9 @@ set -eu
 # shellcheck source=tests/http-lib.sh
 . "$(dirname "$0")/http-lib.sh"
 
-CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
-CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver || true)}
-[ -n "$CHROMIUM" ] || skip_all "chromium is not installed (make deps)"
-[ -n "$CHROMEDRIVER" ] || skip_all "chromedriver is not installed (make deps: chromium-driver)"
+# shellcheck source=tests/browser-lib.sh
+. "$(dirname "$0")/browser-lib.sh"
+browser_need
 need_board
 need_cmd nginx spawn-fcgi curl jq base64
 
@@ -30,58 +30,10 @@ post "$BASE/board/mkdir/post" "$J" "$TOK" "name=alice" "subject=Welcome" \
 post "$BASE/board/mkdir/post" "$J" "$TOK" "name=山田" "subject=こんにちは" \
 	"body=日本語も使えます。" >/dev/null
 
-# chromedriver on a free port of 127.0.0.1, stopped by the trap.
-DPORT=$(free_port) || bail_out "no free port"
-HOME=$T "$CHROMEDRIVER" --port="$DPORT" --allowed-ips=127.0.0.1 --log-path="$T/chromedriver.log" >/dev/null 2>&1 &
-driver=$!
-at_exit "kill $driver 2>/dev/null; wait $driver 2>/dev/null"
-WD=http://127.0.0.1:$DPORT
-for _ in $(seq 1 50); do
-	curl -s --max-time 1 "$WD/status" | jq -e '.value.ready' >/dev/null 2>&1 && break
-	sleep 0.1
-done
-
-# wd METHOD PATH [JSON]: one WebDriver command; prints the response.
-wd() {
-	if [ $# -ge 3 ]; then
-		curl -s --max-time 30 -X "$1" -H 'Content-Type: application/json' -d "$3" "$WD$2"
-	else
-		curl -s --max-time 30 -X "$1" "$WD$2"
-	fi
-}
-
-caps=$(jq -n --arg bin "$CHROMIUM" --arg prof "$T/profile" '{capabilities: {alwaysMatch: {
-	browserName: "chrome",
-	"goog:chromeOptions": {binary: $bin, args: [
-		"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--user-data-dir=" + $prof, "--window-size=1000,1200",
-		"--lang=en-US"]}}}}')
-session=$(wd POST /session "$caps" | jq -r '.value.sessionId // empty')
-if [ -z "$session" ]; then
-	diag "chromedriver log:"
-	tail -n 20 "$T/chromedriver.log" | sed 's/^/#   /'
-	bail_out "could not start a Chromium session"
-fi
-S=/session/$session
-at_exit "curl -s --max-time 10 -X DELETE '$WD$S' >/dev/null"
-ok 0 "Chromium session started"
-
-# find CSS: the element id of the first match.
-wd_find() {
-	wd POST "$S/element" "$(jq -n --arg v "$1" '{using: "css selector", value: $v}')" |
-		jq -r '.value | to_entries[0].value // empty'
-}
-type_into() {
-	local el
-	el=$(wd_find "$1")
-	[ -n "$el" ] || return 1
-	wd POST "$S/element/$el/value" "$(jq -n --arg t "$2" '{text: $t}')" >/dev/null
-}
-screenshot() { wd GET "$S/screenshot" | jq -r '.value' | base64 -d >"$1"; }
+browser_start 1000,1200
 
 U=$BASE/board/mkdir/
-wd POST "$S/url" "$(jq -n --arg u "$U" '{url: $u}')" >/dev/null
+wd_go "$U"
 is "$(wd GET "$S/title" | jq -r '.value')" "dirlock board" "the board page loads in the browser"
 ok "$([ -n "$(wd_find 'input[name=token]')" ] && echo 0 || echo 1)" "the form has its hidden token"
 
@@ -110,9 +62,8 @@ is "$(api "$U" | jq -r '.messages[-1].body')" "$body" "the API has the message e
 is "$(curl -s "$BASE/static/style.css" -o /dev/null -w '%{http_code}')" 200 "the style sheet loads"
 
 screenshot "$out/board.png"
-ok "$([ "$(head -c 8 "$out/board.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] && echo 0 || echo 1)" \
-	"screenshot saved: tests/results/browser/board.png"
-wd POST "$S/url" "$(jq -n --arg u "$BASE/" '{url: $u}')" >/dev/null
+ok "$(is_png "$out/board.png" && echo 0 || echo 1)" "screenshot saved: tests/results/browser/board.png"
+wd_go "$BASE/"
 screenshot "$out/index.png"
 if [ "${UPDATE_SCREENSHOT:-0}" = 1 ]; then
 	cp "$out/board.png" "$TOP/docs/screenshot.png"

@@ -1,0 +1,93 @@
+# tests/browser-lib.sh - headless Chromium for the browser tests
+# (tests/browser*.t), driven through chromedriver's WebDriver HTTP
+# interface with curl and jq.  Source after tests/http-lib.sh:
+#   browser_need             skips the whole script without chromium/chromedriver
+#   browser_start [W,H]      chromedriver on a free port and a session ($S),
+#                            both stopped by the exit trap; one TAP line
+#   wd METHOD PATH [JSON]    one WebDriver command, prints the response
+#   wd_go URL                load URL in the session
+#   wd_find CSS              the element id of the first match
+#   wd_js SCRIPT [ARGS-JSON] run SCRIPT (a function body) in the page,
+#                            print its return value as JSON
+#   wd_wait_js SECONDS SCRIPT  poll SCRIPT until it returns true
+#   type_into CSS TEXT, screenshot FILE, is_png FILE
+# shellcheck shell=bash
+
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+CHROMEDRIVER=${CHROMEDRIVER:-$(command -v chromedriver || true)}
+
+browser_need() {
+	[ -n "$CHROMIUM" ] || skip_all "chromium is not installed (make deps)"
+	[ -n "$CHROMEDRIVER" ] || skip_all "chromedriver is not installed (make deps: chromium-driver)"
+}
+
+wd() {
+	if [ $# -ge 3 ]; then
+		curl -s --max-time 30 -X "$1" -H 'Content-Type: application/json' -d "$3" "$WD$2"
+	else
+		curl -s --max-time 30 -X "$1" "$WD$2"
+	fi
+}
+
+# browser_start [WIDTH,HEIGHT]: a private profile under $T, no network
+# beyond 127.0.0.1 (no first-run, sync, component or background fetches).
+browser_start() {
+	local size=${1:-1000,1200} dport caps session
+	dport=$(free_port) || bail_out "no free port"
+	HOME=$T "$CHROMEDRIVER" --port="$dport" --allowed-ips=127.0.0.1 --log-path="$T/chromedriver.log" >/dev/null 2>&1 &
+	driver=$!
+	at_exit "kill $driver 2>/dev/null; wait $driver 2>/dev/null"
+	WD=http://127.0.0.1:$dport
+	for _ in $(seq 1 50); do
+		curl -s --max-time 1 "$WD/status" | jq -e '.value.ready' >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	caps=$(jq -n --arg bin "$CHROMIUM" --arg prof "$T/profile" --arg size "$size" '{capabilities: {alwaysMatch: {
+		browserName: "chrome",
+		"goog:chromeOptions": {binary: $bin, args: [
+			"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--disable-dev-shm-usage", "--user-data-dir=" + $prof, "--window-size=" + $size,
+			"--lang=en-US"]}}}}')
+	session=$(wd POST /session "$caps" | jq -r '.value.sessionId // empty')
+	if [ -z "$session" ]; then
+		diag "chromedriver log:"
+		tail -n 20 "$T/chromedriver.log" | sed 's/^/#   /'
+		bail_out "could not start a Chromium session"
+	fi
+	S=/session/$session
+	at_exit "curl -s --max-time 10 -X DELETE '$WD$S' >/dev/null"
+	ok 0 "Chromium session started"
+}
+
+wd_go() { wd POST "$S/url" "$(jq -n --arg u "$1" '{url: $u}')" >/dev/null; }
+
+wd_find() {
+	wd POST "$S/element" "$(jq -n --arg v "$1" '{using: "css selector", value: $v}')" |
+		jq -r '.value | to_entries[0].value // empty'
+}
+
+wd_js() {
+	wd POST "$S/execute/sync" "$(jq -n --arg s "$1" --argjson a "${2:-[]}" '{script: $s, args: $a}')" |
+		jq -c '.value'
+}
+
+wd_wait_js() {
+	local end=$((SECONDS + $1))
+	while [ "$SECONDS" -lt "$end" ]; do
+		[ "$(wd_js "$2")" = true ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+type_into() {
+	local el
+	el=$(wd_find "$1")
+	[ -n "$el" ] || return 1
+	wd POST "$S/element/$el/value" "$(jq -n --arg t "$2" '{text: $t}')" >/dev/null
+}
+
+screenshot() { wd GET "$S/screenshot" | jq -r '.value' | base64 -d >"$1"; }
+
+is_png() { [ "$(head -c 8 "$1" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ]; }
