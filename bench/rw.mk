@@ -1,7 +1,8 @@
 # bench/rw.mk - the reader-writer lock's demonstration command, benchmark
 # and model check.
 #   bin/dirlock-demo   replays torn reads, read and write attacks per policy
-#   make demo-rw       runs it (5 s per run)
+#   make demo-rw       runs it (5 s per run) and writes the trace of the
+#                      attacks that htdocs/rw-timeline.html draws
 #   make bench-rw      throughput and wait benchmark -> bench/results/rw-*.md
 #   make verify-rw     checks tests/model/rwlock.pml with spin
 
@@ -17,8 +18,10 @@ $(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_A)
 $(RW_BENCH_BIN): $(BUILD)/bench/rw_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lm
 
+RW_TRACE ?= htdocs/rw-trace.json
+
 demo-rw: $(DEMO_BIN)
-	$(DEMO_BIN) -s 5
+	$(DEMO_BIN) -s 5 --trace $(RW_TRACE)
 
 bench-rw: $(RW_BENCH_BIN) $(DEMO_BIN)
 	bench/rw-run $(RW_BENCH_BIN)
