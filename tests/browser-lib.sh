@@ -10,7 +10,9 @@
 #   wd_js SCRIPT [ARGS-JSON] run SCRIPT (a function body) in the page,
 #                            print its return value as JSON
 #   wd_wait_js SECONDS SCRIPT  poll SCRIPT until it returns true
-#   type_into CSS TEXT, screenshot FILE, is_png FILE
+#   type_into CSS TEXT, is_png FILE
+#   screenshot FILE          the window as PNG
+#   screenshot_page FILE     the whole page, however long, as PNG
 # shellcheck shell=bash
 
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
@@ -89,5 +91,16 @@ type_into() {
 }
 
 screenshot() { wd GET "$S/screenshot" | jq -r '.value' | base64 -d >"$1"; }
+
+# Through chromedriver's Chrome DevTools passthrough: the page's full size,
+# then one capture of all of it.
+screenshot_page() {
+	local size
+	size=$(wd POST "$S/goog/cdp/execute" '{"cmd": "Page.getLayoutMetrics", "params": {}}' |
+		jq -c '.value.cssContentSize | {x: 0, y: 0, width: (.width | ceil), height: (.height | ceil), scale: 1}')
+	wd POST "$S/goog/cdp/execute" "$(jq -n --argjson clip "$size" \
+		'{cmd: "Page.captureScreenshot", params: {format: "png", captureBeyondViewport: true, clip: $clip}}')" |
+		jq -r '.value.data' | base64 -d >"$1"
+}
 
 is_png() { [ "$(head -c 8 "$1" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ]; }
