@@ -4,7 +4,8 @@
 #   make stop                      stop everything make start started
 #   make demo [PORT=8080]          deps + start with DELAY_MS=20 from empty
 #                                  boards + the lost-update and torn-read
-#                                  demonstration; the boards stay up
+#                                  demonstration; the boards stay up (and
+#                                  /race.html runs the race from a browser)
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
 
@@ -39,6 +40,7 @@ demo: deps
 		http://127.0.0.1:$(PORT)/board/ || rc=$$?; \
 	echo; \
 	echo "The boards are up: http://127.0.0.1:$(PORT)/   (make stop to stop them)"; \
+	echo "Watch the race in a browser: http://127.0.0.1:$(PORT)/race.html"; \
 	exit $$rc
 
 .PHONY: status
