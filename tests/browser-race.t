@@ -10,8 +10,8 @@
 #   htdocs/rw-timeline.html must draw one lane per process of the shipped
 #   trace, each with its holds.
 # Screenshots go to tests/results/browser-race/; UPDATE_SCREENSHOT=1 also
-# copies them to docs/race.png and docs/rw-timeline.png (take those from a
-# `make demo` instance, see README).
+# copies them to docs/race.png and docs/rw-timeline.png (the ones there
+# were taken the same way against `make demo`).
 # Environment: RACE_DELAY_MS [20], RACE_CLIENTS [8], RACE_POSTS [10].
 set -eu
 # shellcheck source=tests/http-lib.sh
