@@ -151,6 +151,9 @@ static bool view_extend(const struct buf *now, const char *path)
 {
         const char *old = view.text.data ? view.text.data : "";
         size_t off = 0;
+        long long last_held = view.list.count ? view.list.items[view.list.count - 1].no : 0;
+        if (msglist_max_no(&view.list) > last_held)
+                return false; /* the old text ends in the high-water mark: nothing may follow it */
         for (size_t dropped = 0; dropped <= VIEW_MAX_DROPPED && dropped <= view.list.count; dropped++) {
                 size_t keep = view.text.len - off;
                 if (keep <= now->len && memcmp(now->data, old + off, keep) == 0) {
@@ -166,6 +169,7 @@ static bool view_extend(const struct buf *now, const char *path)
                                 msglist_cap(&view.list, view.list.count - dropped);
                                 for (size_t i = 0; ok && i < added.count; i++)
                                         ok = msglist_push(&view.list, &added.items[i]) == 0;
+                                msglist_note_no(&view.list, msglist_max_no(&added));
                         }
                         msglist_free(&added);
                         return ok;

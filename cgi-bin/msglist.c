@@ -14,6 +14,8 @@ int msglist_push(struct msglist *l, struct logrecord *rec)
                 l->items = n;
                 l->cap = ncap;
         }
+        if (rec->no > l->last_no)
+                l->last_no = rec->no;
         l->items[l->count++] = *rec;
         memset(rec, 0, sizeof *rec);
         return 0;
@@ -21,11 +23,17 @@ int msglist_push(struct msglist *l, struct logrecord *rec)
 
 long long msglist_max_no(const struct msglist *l)
 {
-        long long m = 0;
-        for (size_t i = 0; i < l->count; i++)
+        long long m = l->last_no;
+        for (size_t i = 0; i < l->count; i++) /* items whose number was set after the push */
                 if (l->items[i].no > m)
                         m = l->items[i].no;
         return m;
+}
+
+void msglist_note_no(struct msglist *l, long long no)
+{
+        if (no > l->last_no)
+                l->last_no = no;
 }
 
 long msglist_find(const struct msglist *l, long long no)
@@ -63,4 +71,5 @@ void msglist_free(struct msglist *l)
         free(l->items);
         l->items = NULL;
         l->count = l->cap = 0;
+        l->last_no = 0;
 }

@@ -7,6 +7,26 @@
 #include "buf.h"
 #include "config.h"
 
+/* The high-water mark line (see store_log.h). */
+#define MARK_PREFIX     "#last_no\t"
+#define MARK_PREFIX_LEN (sizeof MARK_PREFIX - 1)
+
+/* "#last_no TAB N": 1 and *no set, or 0 when `line` is not a mark. */
+static int parse_mark(const char *line, size_t len, long long *no)
+{
+        if (len <= MARK_PREFIX_LEN || len > MARK_PREFIX_LEN + 18 ||
+            memcmp(line, MARK_PREFIX, MARK_PREFIX_LEN) != 0 || line[MARK_PREFIX_LEN] == '0')
+                return 0;
+        long long v = 0;
+        for (size_t i = MARK_PREFIX_LEN; i < len; i++) {
+                if (line[i] < '0' || line[i] > '9')
+                        return 0;
+                v = v * 10 + (line[i] - '0');
+        }
+        *no = v;
+        return 1;
+}
+
 int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out, struct berr *err)
 {
         size_t pos = 0;
@@ -19,6 +39,19 @@ int store_log_parse(const char *text, size_t len, const char *path, struct msgli
                         return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
                                         "incomplete last line (no line feed)");
                 size_t end = (size_t)(nl - text);
+                if (text[pos] == '#') {
+                        long long mark = 0;
+                        if (!parse_mark(text + pos, end - pos, &mark))
+                                return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
+                                                "bad high-water mark (expected '#last_no TAB number')");
+                        if (end + 1 < len || mark <= last)
+                                return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
+                                                "the high-water mark must be the last line and above every "
+                                                "message number");
+                        msglist_note_no(out, mark);
+                        pos = end + 1;
+                        continue;
+                }
                 struct logrecord rec;
                 int rc = logrecord_parse(text + pos, end - pos, &rec);
                 if (rc != LOGRECORD_OK)
@@ -69,6 +102,12 @@ int store_log_write(const char *path, const struct msglist *l, size_t cap, int m
                 buf_append(&out, line, n);
                 free(line);
         }
+        /* The mark, when the highest number given is no longer in the
+         * file (the newest messages were deleted). */
+        long long last_kept = l->count > first ? l->items[l->count - 1].no : 0;
+        long long high = msglist_max_no(l);
+        if (high > last_kept)
+                buf_printf(&out, MARK_PREFIX "%lld\n", high);
         if (out.oom) {
                 buf_free(&out);
                 return berr_set(err, 500, "out of memory writing '%s'", path);

@@ -1,6 +1,12 @@
 /* store_log.h - the flat message log data_dir/messages.log: read it whole,
  * write it whole (temp + fsync + rename + directory fsync, or in place for
- * the torn-read demonstration).  No locking here: see locking.h. */
+ * the torn-read demonstration).  No locking here: see locking.h.
+ *
+ * Besides one line per message (logrecord.h) the log may end with the
+ * board's high-water mark, "#last_no TAB N LF": the highest number ever
+ * given, written only when that message is no longer in the file (it was
+ * deleted), so that numbers are never given twice.  Invariant: N is above
+ * every message number in the file. */
 #ifndef BOARD_STORE_LOG_H
 #define BOARD_STORE_LOG_H
 
@@ -11,13 +17,15 @@
 #include "msglist.h"
 
 /* Parse a whole log; a line that does not parse, or numbers that do not
- * increase, are an error naming `path` and the line number (500). */
+ * increase, are an error naming `path` and the line number (500).  The
+ * mark sets out->last_no. */
 int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out, struct berr *err);
 
 /* Read `path` into *out (appended); a missing file is an empty log. */
 int store_log_read(const char *path, struct msglist *out, struct berr *err);
 
-/* Write the newest `cap` messages of `l` as the new log.  method
+/* Write the newest `cap` messages of `l` as the new log, and the mark
+ * when msglist_max_no(l) is above the last of them.  method
  * WRITE_RENAME: crash-safe replacement, `check` runs right before the
  * rename; WRITE_INPLACE: overwrite in chunks with delay_ms between them
  * (`check` runs before the first byte is written). */

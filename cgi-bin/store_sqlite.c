@@ -32,7 +32,14 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
                              " name TEXT NOT NULL,"
                              " subject TEXT NOT NULL,"
                              " body TEXT NOT NULL,"
-                             " pwhash TEXT NOT NULL)";
+                             " pwhash TEXT NOT NULL);"
+                             /* The high-water mark: row 'last_no' holds the highest
+                              * number ever given, written in the transaction that
+                              * gives it, so a deleted newest message's number is
+                              * never given again. */
+                             "CREATE TABLE IF NOT EXISTS board_meta ("
+                             " key TEXT PRIMARY KEY,"
+                             " value INTEGER NOT NULL)";
 
 int store_sqlite_open(const struct board_config *cfg, sqlite3 **out, struct berr *err)
 {
@@ -137,7 +144,10 @@ int store_sqlite_list(sqlite3 *db, struct msglist *out, struct berr *err)
 int store_sqlite_max_no(sqlite3 *db, long long *out, struct berr *err)
 {
         sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(no), 0) FROM messages", -1, &st, NULL);
+        int rc = sqlite3_prepare_v2(db,
+                                    "SELECT MAX(COALESCE((SELECT MAX(no) FROM messages), 0),"
+                                    " COALESCE((SELECT value FROM board_meta WHERE key = 'last_no'), 0))",
+                                    -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return db_error(db, rc, "numbering", err);
         rc = sqlite3_step(st);
@@ -171,6 +181,18 @@ int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct be
         return result;
 }
 
+static int exec_int(sqlite3 *db, const char *sql, long long v, const char *what, struct berr *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, what, err);
+        sqlite3_bind_int64(st, 1, v);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? 0 : db_error(db, rc, what, err);
+}
+
 static void bind_text(sqlite3_stmt *st, int i, const struct lr_text *t)
 {
         sqlite3_bind_text(st, i, t->ptr ? t->ptr : "", (int)t->len, SQLITE_TRANSIENT);
@@ -192,19 +214,12 @@ int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct berr *e
         bind_text(st, 6, &rec->pwhash);
         rc = sqlite3_step(st);
         sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? 0 : db_error(db, rc, "storing the message", err);
-}
-
-static int exec_int(sqlite3 *db, const char *sql, long long v, const char *what, struct berr *err)
-{
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return db_error(db, rc, what, err);
-        sqlite3_bind_int64(st, 1, v);
-        rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? 0 : db_error(db, rc, what, err);
+        if (rc != SQLITE_DONE)
+                return db_error(db, rc, "storing the message", err);
+        return exec_int(db,
+                        "INSERT INTO board_meta (key, value) VALUES ('last_no', ?1)"
+                        " ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)",
+                        rec->no, "storing the high-water mark", err);
 }
 
 int store_sqlite_delete(sqlite3 *db, long long no, struct berr *err)

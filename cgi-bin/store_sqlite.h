@@ -20,10 +20,11 @@ void store_sqlite_rollback(struct sqlite3 *db);
 
 /* All messages, oldest first (appended to *out). */
 int store_sqlite_list(struct sqlite3 *db, struct msglist *out, struct berr *err);
-/* Highest message number (0 when empty). */
+/* Highest number ever given (the high-water mark; 0 for a new board). */
 int store_sqlite_max_no(struct sqlite3 *db, long long *out, struct berr *err);
 /* Message `no` into *out: 0 found, 1 absent, -1 error. */
 int store_sqlite_get(struct sqlite3 *db, long long no, struct logrecord *out, struct berr *err);
+/* Insert and raise the high-water mark to rec->no (same transaction). */
 int store_sqlite_insert(struct sqlite3 *db, const struct logrecord *rec, struct berr *err);
 int store_sqlite_delete(struct sqlite3 *db, long long no, struct berr *err);
 /* Keep only the newest `cap` messages. */

@@ -460,6 +460,106 @@ static void test_sqlite(void **state)
         end_world(&w);
 }
 
+/* Numbers are never given twice: not after the newest message is deleted,
+ * not after every message is deleted, not across the cap, not after a
+ * restart (a new process: a new struct app).  A poller that walks with
+ * ?since=<last seen> sees every new message. */
+static long long newest_no(struct world *w, struct buf *out)
+{
+        assert_int_equal(request(w, "GET", "/b/api/messages", NULL, NULL, NULL, out, NULL), 200);
+        const char *p = out->data, *last = NULL;
+        while ((p = strstr(p, "\"no\":")) != NULL)
+                last = p++;
+        return last ? atoll(last + strlen("\"no\":")) : 0;
+}
+
+static int delete_no(struct world *w, long long no, const char *password, struct buf *out)
+{
+        char body[200];
+        snprintf(body, sizeof body, "token=%s&no=%lld&password=%s", w->token, no, password);
+        return request(w, "POST", "/b/delete", NULL, body, w->cookie, out, NULL);
+}
+
+static void numbers_never_reused(const char *extra)
+{
+        struct world w;
+        make_world(&w, extra);
+        struct buf out = BUF_INIT;
+        for (int i = 1; i <= 3; i++)
+                assert_int_equal(post(&w, "body=m&password=pw", &out), 303);
+        assert_int_equal(newest_no(&w, &out), 3);
+        /* delete the newest, post: 4, and since=3 shows it */
+        assert_int_equal(delete_no(&w, 3, "pw", &out), 303);
+        assert_int_equal(post(&w, "body=after-delete&password=pw", &out), 303);
+        assert_int_equal(newest_no(&w, &out), 4);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", "since=3", NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"no\":4,"));
+        /* delete everything, post: 5 */
+        for (long long no = 1; no <= 4; no++)
+                if (no != 3)
+                        assert_int_equal(delete_no(&w, no, "pw", &out), 303);
+        assert_non_null(strstr(out.data, "Location: /b/"));
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "{\"messages\":[]}"));
+        assert_int_equal(post(&w, "body=after-all-deleted&password=pw", &out), 303);
+        assert_int_equal(newest_no(&w, &out), 5);
+        /* a restart (a fresh process state), then delete the newest, post */
+        assert_int_equal(delete_no(&w, 5, "pw", &out), 303);
+        app_free(&w.app);
+        w.app = (struct app)APP_INIT;
+        assert_int_equal(post(&w, "body=after-restart&password=pw", &out), 303);
+        assert_int_equal(newest_no(&w, &out), 6);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", "since=5", NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "after-restart"));
+        /* past the cap (max_messages = 3): numbers go on from the highest */
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(post(&w, "body=cap&password=pw", &out), 303);
+        assert_int_equal(newest_no(&w, &out), 10);
+        assert_int_equal(delete_no(&w, 10, "pw", &out), 303);
+        assert_int_equal(post(&w, "body=after-cap&password=pw", &out), 303);
+        assert_int_equal(newest_no(&w, &out), 11);
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_numbers_never_reused_none(void **state)
+{
+        (void)state;
+        numbers_never_reused("lock_mode = none\nmax_messages = 3\n");
+}
+
+static void test_numbers_never_reused_wrong(void **state)
+{
+        (void)state;
+        numbers_never_reused("lock_mode = wrong\nmax_messages = 3\n");
+}
+
+static void test_numbers_never_reused_mkdir(void **state)
+{
+        (void)state;
+        numbers_never_reused("lock_mode = mkdir\nmax_messages = 3\n");
+        numbers_never_reused("lock_mode = mkdir\nmax_messages = 3\ngroup_commit = no\n");
+}
+
+static void test_numbers_never_reused_rw(void **state)
+{
+        (void)state;
+        numbers_never_reused("lock_mode = rw\nmax_messages = 3\n");
+        numbers_never_reused("lock_mode = rw\nmax_messages = 3\nwrite_method = inplace\n");
+}
+
+static void test_numbers_never_reused_flock(void **state)
+{
+        (void)state;
+        numbers_never_reused("lock_mode = flock\nmax_messages = 3\n");
+}
+
+static void test_numbers_never_reused_sqlite(void **state)
+{
+        (void)state;
+        numbers_never_reused("store = sqlite\nmax_messages = 3\n");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -476,6 +576,12 @@ int main(void)
             cmocka_unit_test(test_lock_lost_before_rename),
             cmocka_unit_test(test_storage_failure),
             cmocka_unit_test(test_sqlite),
+            cmocka_unit_test(test_numbers_never_reused_none),
+            cmocka_unit_test(test_numbers_never_reused_wrong),
+            cmocka_unit_test(test_numbers_never_reused_mkdir),
+            cmocka_unit_test(test_numbers_never_reused_rw),
+            cmocka_unit_test(test_numbers_never_reused_flock),
+            cmocka_unit_test(test_numbers_never_reused_sqlite),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

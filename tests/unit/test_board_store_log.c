@@ -191,12 +191,49 @@ static void test_write_failure_keeps_old(void **state)
         msglist_free(&l);
 }
 
+/* The high-water mark: written only when the highest number is no longer
+ * in the file, read back into last_no, and refused anywhere but last. */
+static void test_high_water_mark(void **state)
+{
+        struct fixture *f = *state;
+        struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
+        struct berr e = BERR_INIT;
+        add(&l, 1, "one");
+        add(&l, 2, "two");
+        msglist_remove(&l, 1); /* the newest deleted */
+        assert_int_equal(msglist_max_no(&l), 2);
+        assert_int_equal(store_log_write(f->path, &l, 10, WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(back.count, 1);
+        assert_int_equal(msglist_max_no(&back), 2);
+        msglist_free(&back);
+        msglist_remove(&l, 0); /* every message deleted */
+        assert_int_equal(store_log_write(f->path, &l, 10, WRITE_INPLACE, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(back.count, 0);
+        assert_int_equal(msglist_max_no(&back), 2);
+        msglist_free(&back);
+        msglist_free(&l);
+        write_text(f->path, "#last_no\t3\n4\t1\ta\tb\tc\t\n");
+        assert_int_equal(store_log_read(f->path, &back, &e), -1);
+        assert_non_null(strstr(e.msg, "line 1"));
+        msglist_free(&back);
+        write_text(f->path, "4\t1\ta\tb\tc\t\n#last_no\t4\n");
+        assert_int_equal(store_log_read(f->path, &back, &e), -1);
+        assert_non_null(strstr(e.msg, "line 2"));
+        msglist_free(&back);
+        write_text(f->path, "4\t1\ta\tb\tc\t\n#last_no\tx\n");
+        assert_int_equal(store_log_read(f->path, &back, &e), -1);
+        msglist_free(&back);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_missing_is_empty, setup, teardown),
             cmocka_unit_test_setup_teardown(test_write_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_high_water_mark, setup, teardown),
             cmocka_unit_test_setup_teardown(test_corrupt_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_check_cancels, setup, teardown),
             cmocka_unit_test_setup_teardown(test_write_failure_keeps_old, setup, teardown),

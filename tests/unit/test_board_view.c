@@ -100,6 +100,17 @@ static void test_view_follows_the_log(void **state)
         assert_int_equal(board_view(&cfg, &l, &e), -1); /* incomplete last line */
         write_log(1, 2, NULL);
         expect(1, 2);
+        /* A log ending in the high-water mark, then one that (wrongly)
+         * continues after it: the view refuses it as a full read does. */
+        write_log(0, 0, "1\t1700000001\tname 1\tsubject 1\tbody\\nof 1\t\n#last_no\t3\n");
+        expect(1, 1);
+        write_log(0, 0,
+                  "1\t1700000001\tname 1\tsubject 1\tbody\\nof 1\t\n#last_no\t3\n"
+                  "4\t1700000004\tname 4\tsubject 4\tbody\\nof 4\t\n");
+        e = (struct berr)BERR_INIT;
+        assert_int_equal(board_view(&cfg, &l, &e), -1);
+        write_log(0, 0, "#last_no\t3\n");
+        expect(1, 0);
 }
 
 int main(void)
