@@ -154,13 +154,15 @@ static bool view_extend(const struct buf *now, const char *path)
         long long last_held = view.list.count ? view.list.items[view.list.count - 1].no : 0;
         if (msglist_max_no(&view.list) > last_held)
                 return false; /* the old text ends in the high-water mark: nothing may follow it */
+        /* An empty buffer may have no storage at all: never hand its NULL
+         * to memcmp or pointer arithmetic, even for zero bytes. */
+        const char *text = now->data ? now->data : "";
         for (size_t dropped = 0; dropped <= VIEW_MAX_DROPPED && dropped <= view.list.count; dropped++) {
                 size_t keep = view.text.len - off;
-                if (keep <= now->len && memcmp(now->data, old + off, keep) == 0) {
+                if (keep <= now->len && (keep == 0 || memcmp(text, old + off, keep) == 0)) {
                         struct msglist added = MSGLIST_INIT;
                         struct berr ignored = BERR_INIT;
-                        bool ok =
-                            store_log_parse(now->data + keep, now->len - keep, path, &added, &ignored) == 0;
+                        bool ok = store_log_parse(text + keep, now->len - keep, path, &added, &ignored) == 0;
                         long long last =
                             view.list.count > dropped ? view.list.items[view.list.count - 1].no : 0;
                         if (ok && added.count > 0 && added.items[0].no <= last)

@@ -14,7 +14,8 @@ BOARDS_FILE=$(boards_file \
 	"main lock_mode=mkdir" \
 	"slow lock_mode=mkdir lock_timeout=1" \
 	"limited lock_mode=mkdir min_post_interval=60" \
-	"ro lock_mode=mkdir")
+	"ro lock_mode=mkdir" \
+	"empty lock_mode=mkdir")
 instance_start BOARDS_FILE="$BOARDS_FILE" WORKERS=2
 diag "private deployment on $BASE"
 
@@ -109,6 +110,30 @@ is "$code" 303 "delete with the right password: 303"
 loc=$(header Location)
 ok "$([[ "$loc" == "/board/main/" || "$loc" == "$U" ]] && echo 0 || echo 1)" "delete 303 Location is the base path"
 is "$(api "$U" | jq --argjson n "$no" '[.messages[] | select(.no == $n)] | length')" 0 "the message is gone"
+
+# ---- an empty log: every message deleted, then the log emptied -------------------
+# (board_view keeps the last log it read: an empty one after a cached one
+# once called memcmp(NULL, ..., 0), which aborts a sanitizer build.)
+
+EU=$BASE/board/empty/
+EJ=$T/empty-board.jar
+ETOK=$(get_token "$EU" "$EJ")
+views() { # views URL: the status of four page views (both workers)
+	local c="" _
+	for _ in 1 2 3 4; do c="$c$(curl -s -o /dev/null -w '%{http_code} ' "$1")"; done
+	echo "$c"
+}
+is "$(post "${EU}post" "$EJ" "$ETOK" "body=only one" "password=pw")" 303 "empty board: one post"
+views "$EU" >/dev/null # every worker caches the log
+: >"$T/data/empty/messages.log"
+is "$(views "$EU")" "200 200 200 200 " "a zero-byte log after a cached one: 200 from every worker (no crash, no 502)"
+is "$(api "$EU" | jq -c '.messages')" "[]" "api/messages of a zero-byte log: []"
+is "$(post "${EU}post" "$EJ" "$ETOK" "body=after empty" "password=pw")" 303 "posting works after the log was emptied"
+views "$EU" >/dev/null
+eno=$(api "$EU" | jq '.messages[0].no')
+is "$(post "${EU}delete" "$EJ" "$ETOK" "no=$eno" "password=pw")" 303 "delete the last message"
+is "$(views "$EU")" "200 200 200 200 " "the page of a board whose last message was deleted: 200 from every worker"
+is "$(api "$EU" | jq -c '.messages')" "[]" "api/messages of that board: []"
 
 # ---- CSRF ---------------------------------------------------------------------
 

@@ -111,6 +111,15 @@ static void test_view_follows_the_log(void **state)
         assert_int_equal(board_view(&cfg, &l, &e), -1);
         write_log(0, 0, "#last_no\t3\n");
         expect(1, 0);
+        /* An empty log after a cached one (every line gone): no message,
+         * and no undefined behaviour on the way (make test SANITIZE=1). */
+        write_log(1, 2, NULL);
+        expect(1, 2);
+        write_log(0, 0, "");
+        expect(1, 0);
+        expect(1, 0);
+        write_log(1, 1, NULL);
+        expect(1, 1);
 }
 
 int main(void)
