@@ -10,6 +10,7 @@
 
 #include "board.h"
 #include "cookie.h"
+#include "errlog.h"
 #include "fileio.h"
 #include "form.h"
 #include "json.h"
@@ -134,19 +135,14 @@ static void emit(struct buf *out, const struct board_config *cfg, struct resp *r
                 buf_append(out, r->body.data, r->body.len);
 }
 
-static void log_error(char *const *envp, int status, const char *msg)
+/* One error line (errlog.h); `cfg` is NULL when no configuration loaded. */
+static void log_error(const struct board_config *cfg, char *const *envp, int status, const char *msg)
 {
-        const char *m = env_get(envp, "REQUEST_METHOD");
         const char *u = env_get(envp, "REQUEST_URI");
         if (!u)
                 u = env_get(envp, "DOCUMENT_URI");
-        /* DOCUMENT_URI is percent-decoded: no control byte may forge a line. */
-        char uri[201];
-        size_t n = 0;
-        for (const char *c = u ? u : "-"; *c && n < sizeof uri - 1; c++)
-                uri[n++] = ((unsigned char)*c < 0x20 || *c == 0x7F) ? '?' : *c;
-        uri[n] = '\0';
-        fprintf(stderr, "board[%ld]: %d %.16s %s: %s\n", (long)getpid(), status, m ? m : "-", uri, msg);
+        errlog_write(cfg ? cfg->error_log : NULL, cfg ? cfg->base_path : "-", status,
+                     env_get(envp, "REQUEST_METHOD"), u, msg);
 }
 
 /* A page with a heading and a message. */
@@ -229,7 +225,7 @@ static void show_board(struct req *q, struct resp *r, int status, const char *er
         int listed = board_view(q->cfg, &list, &lerr);
         if (listed < 0 && status == 200) {
                 message_page(r, q->cfg, &lerr);
-                log_error(q->envp, lerr.status, lerr.msg);
+                log_error(q->cfg, q->envp, lerr.status, lerr.msg);
                 return;
         }
         struct page_args a;
@@ -276,7 +272,7 @@ static void redirect_home(struct req *q, struct resp *r)
 static void fail(struct req *q, struct resp *r, const struct berr *e)
 {
         if (e->status >= 500)
-                log_error(q->envp, e->status, e->msg);
+                log_error(q->cfg, q->envp, e->status, e->msg);
         message_page(r, q->cfg, e);
 }
 
@@ -420,7 +416,7 @@ static void handle_api(struct req *q, struct resp *r)
         const struct msglist *list;
         if (board_view(q->cfg, &list, &e) < 0) {
                 if (e.status >= 500)
-                        log_error(q->envp, e.status, e.msg);
+                        log_error(q->cfg, q->envp, e.status, e.msg);
                 api_error(r, &e);
         } else {
                 r->status = 200;
@@ -463,14 +459,14 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
         if (!conf || !*conf)
                 conf = getenv("BOARD_CONF");
         if (!conf || !*conf) {
-                log_error(envp, 500, "BOARD_CONF is not set");
+                log_error(NULL, envp, 500, "BOARD_CONF is not set");
                 plain_error(out, 500, "The board is not configured (BOARD_CONF is not set).");
                 return 500;
         }
         struct berr e = BERR_INIT;
         const struct app_board *board;
         if (app_load(app, conf, &board, &e) < 0) {
-                log_error(envp, 500, e.msg);
+                log_error(NULL, envp, 500, e.msg);
                 plain_error(out, 500, "The board's configuration could not be loaded; see the server log.");
                 return 500;
         }
@@ -498,7 +494,7 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
         }
         if (!q.token_cookie) {
                 if (csrf_new_cookie(r.new_cookie, &e) < 0) {
-                        log_error(envp, 500, e.msg);
+                        log_error(cfg, envp, 500, e.msg);
                         cookie_jar_free(&jar);
                         plain_error(out, 500, "Cannot make a session cookie.");
                         return 500;

@@ -21,6 +21,7 @@ void config_free(struct board_config *cfg)
         free(cfg->title);
         free(cfg->base_path);
         free(cfg->data_dir);
+        free(cfg->error_log);
         memset(cfg, 0, sizeof *cfg);
 }
 
@@ -96,13 +97,14 @@ enum {
         K_MIN_POST_INTERVAL,
         K_MAX_BODY,
         K_GROUP_COMMIT,
+        K_ERROR_LOG,
         K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
     "title",        "base_path",         "data_dir", "lock_mode",    "store",
     "lock_timeout", "stale_age",         "delay_ms", "write_method", "max_messages",
-    "page_size",    "min_post_interval", "max_body", "group_commit",
+    "page_size",    "min_post_interval", "max_body", "group_commit", "error_log",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong. */
@@ -158,6 +160,10 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                            : NULL;
         case K_GROUP_COMMIT:
                 return parse_enum(v, yes_no, 2, &cfg->group_commit) ? "must be yes or no" : NULL;
+        case K_ERROR_LOG:
+                if (vlen == 0 || v[0] != '/')
+                        return "must be an absolute path";
+                return set_string(&cfg->error_log, v, vlen) ? "out of memory" : NULL;
         }
         return "unknown key";
 }

@@ -26,6 +26,7 @@ struct board_config {
         long min_post_interval; /* seconds, 0 = off */
         long max_body;          /* bytes */
         int group_commit;       /* posts through the pending queue (postqueue.h) */
+        char *error_log;        /* file the board appends its error lines to, or NULL (errlog.h) */
 };
 
 /* Parse the text of a configuration file; `filename` is used in messages

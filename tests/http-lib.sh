@@ -196,3 +196,72 @@ smoke() {
 	is "$(post "${u}post" "$jar" "" "body=no token")" 403 "$l: post without a token: 403"
 	is "$(api "$u" | jq '.messages | length')" 1 "$l: only the valid post was stored"
 }
+
+# ---- the board's error lines ------------------------------------------------
+
+# error_line_ok BOARD STATUS CAUSE-REGEX DESCRIPTION: the board's error log
+# ($T/run/log/BOARD-errors.log, its error_log setting) has a line for a
+# POST to BOARD's post answered STATUS: time, board, status, request, and a
+# cause matching CAUSE-REGEX (grep -E, case-insensitive).
+error_line_ok() {
+	local f=$T/run/log/$1-errors.log line
+	line=$(grep -E "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z /board/$1/ $2 POST /board/$1/post \[pid [0-9]+\]: " \
+		"$f" 2>/dev/null | grep -Ei -- "$3" | tail -n 1)
+	ok "$([ -n "$line" ] && echo 0 || echo 1)" "$4"
+	[ -n "$line" ] && diag "$line"
+	[ -z "$line" ] && [ -f "$f" ] && diag "$f:" && tail -n 5 "$f" | sed 's/^/#   /'
+	[ -f "$f" ] || diag "$f does not exist"
+	return 0
+}
+
+# readonly_on DIR: makes DIR read-only for the board (a read-only bind
+# mount as root, chmod otherwise); sets RO_HOW to mount or chmod, or to
+# nothing when neither is possible here.  readonly_off DIR undoes it.
+readonly_on() {
+	RO_HOW=""
+	if [ "$(id -u)" -ne 0 ]; then
+		chmod a-w "$1" && RO_HOW=chmod
+	elif mount --bind "$1" "$1" 2>/dev/null; then
+		if mount -o remount,ro,bind "$1" 2>/dev/null; then
+			RO_HOW=mount
+			at_exit "umount '$1' 2>/dev/null"
+		else
+			umount "$1" 2>/dev/null || true
+		fi
+	fi
+}
+readonly_off() {
+	case "$RO_HOW" in
+	chmod) chmod u+w "$1" ;;
+	mount) umount "$1" ;;
+	esac
+}
+
+# forced_errors LABEL: a 503 (lock held past lock_timeout) on board "slow"
+# (lock_mode=mkdir lock_timeout=1) and a 500 (read-only data directory) on
+# board "ro" each leave a line in the board's error log: 6 TAP lines.
+forced_errors() {
+	local l=$1 u=$BASE/board/slow/ j=$T/forced-slow.jar tok holder
+	local dirlock=${DIRLOCK:-$TOP/bin/dirlock}
+	tok=$(get_token "$u" "$j")
+	is "$(post "${u}post" "$j" "$tok" "body=slow first")" 303 "$l: slow board: a first post"
+	"$dirlock" -d "$T/data/slow/locks" messages -- sleep 2.5 &
+	holder=$!
+	sleep 0.5
+	is "$(post "${u}post" "$j" "$tok" "body=while locked")" 503 "$l: post while the lock is held: 503"
+	wait "$holder" || true
+	error_line_ok slow 503 'busy' "$l: the 503 is a line of run/log/slow-errors.log"
+	u=$BASE/board/ro/
+	j=$T/forced-ro.jar
+	tok=$(get_token "$u" "$j")
+	is "$(post "${u}post" "$j" "$tok" "body=before read-only")" 303 "$l: ro board: a first post"
+	readonly_on "$T/data/ro"
+	if [ -n "$RO_HOW" ]; then
+		is "$(post "${u}post" "$j" "$tok" "body=while read-only")" 500 "$l: post to a read-only data directory: 500"
+		readonly_off "$T/data/ro"
+		error_line_ok ro 500 'read-only' "$l: the 500 is a line of run/log/ro-errors.log"
+	else
+		skip "$l: 500 on a read-only data directory" "no read-only bind mount or chmod here"
+		skip "$l: the 500 in run/log/ro-errors.log" "no read-only data directory here"
+	fi
+}

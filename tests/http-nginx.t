@@ -213,11 +213,12 @@ if [ -n "$ro_how" ]; then
 	is "$code" 500 "post to a read-only data directory: 500 ($ro_how)"
 	ok "$(grep -qi 'error\|fail\|could not\|cannot' "$T/last.body" && echo 0 || echo 1)" "the 500 page says what went wrong"
 	is "$(sha256sum "$rodir/messages.log" | cut -d' ' -f1)" "$sum_before" "the log is unchanged"
+	error_line_ok ro 500 'read-only' "the 500 is a line of run/log/ro-errors.log"
 	is "$(api "$RU" | jq '.messages | length')" 1 "the board still reads its log"
 	if [ "$ro_how" = chmod ]; then chmod u+w "$rodir"; else umount "$rodir"; fi
 	is "$(post "${RU}post" "$RJ" "$RTOK" "body=after read-only")" 303 "posting works again once writable"
 else
-	for d in "500" "message" "log unchanged" "still reads" "works again"; do
+	for d in "500" "message" "log unchanged" "error log" "still reads" "works again"; do
 		skip "read-only data directory: $d" "root ignores permissions and bind mounts are not allowed here"
 	done
 fi
@@ -239,13 +240,14 @@ if [ -x "$DIRLOCK" ]; then
 	is "$code" 503 "post while the lock is held elsewhere: 503 after lock_timeout"
 	is "$(header Retry-After)" 1 "503 has Retry-After: 1"
 	ok "$(grep -qi 'busy' "$T/last.body" && echo 0 || echo 1)" "503 page says busy, please try again"
+	error_line_ok slow 503 'busy' "the 503 is a line of run/log/slow-errors.log"
 	ok "$(awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 0.8 && b - a < 2.9) }' && echo 0 || echo 1)" \
 		"the board waited about lock_timeout (1 s) before giving up"
 	wait "$holder" || true
 	is "$(post "${SU}post" "$SJ" "$STOK" "body=after the lock")" 303 "posting works once the lock is released"
 	is "$(api "$SU" | jq -c '[.messages[].body]')" '["slow first","after the lock"]' "the timed-out post was not stored"
 else
-	for d in 503 Retry-After busy waited "works again" "not stored"; do
+	for d in 503 Retry-After busy "error log" waited "works again" "not stored"; do
 		skip "lock timeout: $d" "bin/dirlock is not built"
 	done
 fi
