@@ -17,6 +17,10 @@ diag "private lighttpd on $BASE"
 smoke "$BASE/board/mkdir/" "lighttpd mkdir"
 smoke "$BASE/board/sqlite/" "lighttpd sqlite"
 is "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/board/mkdir/api/messages?since=1")" 200 "api/messages?since=1"
+code=$(curl -s -o /dev/null -D "$T/redir.headers" -w '%{http_code}' "$BASE/board/mkdir")
+is "$code" 301 "/board/mkdir (no slash) redirects, as under nginx"
+is "$(tr -d '\r' <"$T/redir.headers" | sed -n 's/^[Ll]ocation: //p' | sed 's|^http://[^/]*||')" /board/mkdir/ \
+	"... to /board/mkdir/"
 forced_errors lighttpd
 instance_stop
 is "$(find "$T/run" -name '*.pid' | wc -l)" 0 "stop removed the pid file"
