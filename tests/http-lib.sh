@@ -220,7 +220,7 @@ error_line_ok() {
 readonly_on() {
 	RO_HOW=""
 	if [ "$(id -u)" -ne 0 ]; then
-		chmod a-w "$1" && RO_HOW=chmod
+		chmod a-w "$1" && RO_HOW="chmod"
 	elif mount --bind "$1" "$1" 2>/dev/null; then
 		if mount -o remount,ro,bind "$1" 2>/dev/null; then
 			RO_HOW=mount
