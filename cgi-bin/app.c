@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,7 @@ struct resp {
         const char *content_type;
         struct buf location;
         const char *allow;
+        const char *accept_post;              /* Accept-Post, with a 415 */
         char new_cookie[CSRF_COOKIE_LEN + 1]; /* set when the client needs one */
         struct buf body;
 };
@@ -94,6 +96,8 @@ static const char *reason(int status)
                 return "Content Too Large";
         case 414:
                 return "URI Too Long";
+        case 415:
+                return "Unsupported Media Type";
         case 429:
                 return "Too Many Requests";
         case 503:
@@ -124,6 +128,8 @@ static void emit(struct buf *out, const struct board_config *cfg, struct resp *r
                 buf_printf(out, "Retry-After: %d\r\n", r->retry_after);
         if (r->allow)
                 buf_printf(out, "Allow: %s\r\n", r->allow);
+        if (r->accept_post)
+                buf_printf(out, "Accept-Post: %s\r\n", r->accept_post);
         if (r->new_cookie[0] && cfg && !r->content_type) { /* HTML pages only */
                 const char *https = env_get(envp, "HTTPS");
                 buf_printf(out, "Set-Cookie: %s=%s; Path=%s; HttpOnly; SameSite=Strict%s\r\n",
@@ -158,6 +164,9 @@ static void message_page(struct resp *r, const struct board_config *cfg, const s
                 break;
         case 413:
                 heading = "Too large";
+                break;
+        case 415:
+                heading = "Not a form";
                 break;
         case 429:
                 heading = "Too many posts";
@@ -377,6 +386,46 @@ static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
         form_free(&f);
 }
 
+#define FORM_TYPE "application/x-www-form-urlencoded"
+
+/* 1 when the request body is the board's form: media type FORM_TYPE
+ * (any case, parameters such as charset allowed). */
+static int is_form_type(const char *ct)
+{
+        if (!ct)
+                return 0;
+        while (*ct == ' ' || *ct == '\t')
+                ct++;
+        size_t n = strlen(FORM_TYPE);
+        if (strncasecmp(ct, FORM_TYPE, n) != 0)
+                return 0;
+        ct += n;
+        while (*ct == ' ' || *ct == '\t')
+                ct++;
+        return *ct == '\0' || *ct == ';';
+}
+
+/* Refuse any body but the form's before reading it: 415 naming the type. */
+static int form_type_ok(struct req *q, struct resp *r)
+{
+        const char *ct = env_get(q->envp, "CONTENT_TYPE");
+        if (is_form_type(ct))
+                return 1;
+        struct berr e = BERR_INIT;
+        char shown[64];
+        size_t n = 0;
+        for (const char *c = ct && *ct ? ct : "none"; *c && *c != ';' && n < sizeof shown - 1; c++)
+                shown[n++] = ((unsigned char)*c < 0x20 || *c == 0x7F) ? '?' : *c;
+        shown[n] = '\0';
+        berr_set(&e, 415,
+                 "This address accepts only the board's form, sent as " FORM_TYPE " (the request's "
+                 "Content-Type was %s).",
+                 shown);
+        fail(q, r, &e);
+        r->accept_post = FORM_TYPE;
+        return 0;
+}
+
 static void api_error(struct resp *r, const struct berr *e)
 {
         r->status = e->status;
@@ -528,7 +577,7 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                         r.allow = "POST";
                         berr_set(&e, 405, "This address only accepts the board's forms (POST).");
                         fail(&q, &r, &e);
-                } else {
+                } else if (form_type_ok(&q, &r)) {
                         struct buf body = BUF_INIT;
                         if (request_read_body(envp, cfg->max_body, rd, rdctx, &body, &e) < 0)
                                 fail(&q, &r, &e);

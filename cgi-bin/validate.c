@@ -1,6 +1,7 @@
 /* validate.c - form field checks (see validate.h). */
 #include "validate.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,11 +49,38 @@ static int check_text(const char *label, const char *s, size_t len, size_t max, 
         return 0;
 }
 
-static int only_spaces(const char *s, size_t len)
+/* Code points that show nothing: Unicode White_Space, the zero-width
+ * and other format characters, variation selectors, fillers and blanks
+ * that render as space. */
+static int invisible(uint32_t cp)
 {
-        for (size_t i = 0; i < len; i++)
-                if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+        static const uint32_t ranges[][2] = {
+            {0x0009, 0x000D},   {0x0020, 0x0020},   {0x0085, 0x0085},   {0x00A0, 0x00A0}, {0x00AD, 0x00AD},
+            {0x034F, 0x034F},   {0x061C, 0x061C},   {0x115F, 0x1160},   {0x1680, 0x1680}, {0x17B4, 0x17B5},
+            {0x180B, 0x180F},   {0x2000, 0x200F},   {0x2028, 0x202F},   {0x205F, 0x206F}, {0x2800, 0x2800},
+            {0x3000, 0x3000},   {0x3164, 0x3164},   {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0},
+            {0x1D173, 0x1D17A}, {0xE0000, 0xE007F}, {0xE0100, 0xE01EF},
+        };
+        for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+                if (cp >= ranges[i][0] && cp <= ranges[i][1])
+                        return 1;
+        return 0;
+}
+
+/* 1 when s (valid UTF-8) shows nothing: empty, or invisible characters
+ * only (U+FEFF, U+200B, U+3000, whitespace, ...).  Such a field counts as
+ * empty. */
+static int only_invisible(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+        while (i < len) {
+                uint32_t cp;
+                size_t n = utf8_decode(p + i, len - i, &cp);
+                if (n == 0 || !invisible(cp))
                         return 0;
+                i += n;
+        }
         return 1;
 }
 
@@ -85,7 +113,7 @@ int validate_post(const struct form *f, struct post_input *in, struct berr *err)
         if (once(f, "name", &name, err) || once(f, "subject", &subject, err) || once(f, "body", &body, err) ||
             once(f, "password", &password, err) || once(f, "token", &token, err))
                 return -1;
-        if (!body || only_spaces(body->value, body->value_len))
+        if (!body || body->value_len == 0)
                 return berr_set(err, 400, "Please write a message (the message field is empty)");
         if (name && check_text("The name", name->value, name->value_len, NAME_MAX_BYTES, 0, err))
                 return -1;
@@ -99,6 +127,10 @@ int validate_post(const struct form *f, struct post_input *in, struct berr *err)
          * line breaks are LF. */
         if (check_text("The message", body->value, body->value_len, (size_t)-1, 1, err))
                 return -1;
+        if (only_invisible(body->value, body->value_len))
+                return berr_set(err, 400,
+                                "Please write a message (the message field is empty: it holds only spaces "
+                                "or invisible characters)");
         if (normalize_newlines(body->value, body->value_len, &in->msg.body) < 0)
                 return berr_set(err, 500, "out of memory");
         if (in->msg.body.len > BODY_MAX_BYTES) {
@@ -108,11 +140,14 @@ int validate_post(const struct form *f, struct post_input *in, struct berr *err)
                 return -1;
         }
         int oom = 0;
-        if (!name || only_spaces(name->value, name->value_len))
+        if (!name || only_invisible(name->value, name->value_len))
                 oom |= lr_text_set(&in->msg.name, DEFAULT_NAME, strlen(DEFAULT_NAME));
         else
                 oom |= lr_text_set(&in->msg.name, name->value, name->value_len);
-        oom |= lr_text_set(&in->msg.subject, subject ? subject->value : "", subject ? subject->value_len : 0);
+        if (!subject || only_invisible(subject->value, subject->value_len))
+                oom |= lr_text_set(&in->msg.subject, "", 0);
+        else
+                oom |= lr_text_set(&in->msg.subject, subject->value, subject->value_len);
         oom |= lr_text_set(&in->msg.pwhash, "", 0);
         in->password = strdup(password ? password->value : "");
         if (oom || !in->password) {

@@ -169,6 +169,19 @@ is "$(post "${U}post" "$J" "$TOK" "subject=$(printf '%0129d' 0)" "body=x")" 400 
 is "$(post "${U}post" "$J" "$TOK" "password=$(printf '%0129d' 0)" "body=x")" 400 "password over 128 bytes: 400"
 is "$(post "${U}post" "$J" "$TOK" "name=$(printf '%064d' 0)" "body=$(head -c 8000 /dev/zero | tr '\0' 'c')")" 303 \
 	"name of 64 and body of 8,000 bytes are accepted"
+code=$(curl -s --max-time 10 -b "$J" -D "$T/last.headers" -o "$T/last.body" -w '%{http_code}' \
+	-F "token=$TOK" -F "body=multipart" "${U}post")
+is "$code" 415 "a multipart/form-data post: 415"
+ok "$(grep -qF 'application/x-www-form-urlencoded' "$T/last.body" && echo 0 || echo 1)" "the 415 page names the accepted type"
+is "$(header Accept-Post)" "application/x-www-form-urlencoded" "415 has Accept-Post"
+code=$(curl -s --max-time 10 -b "$J" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+	--data-binary "{\"token\":\"$TOK\",\"body\":\"json\"}" "${U}post")
+is "$code" 415 "a JSON post: 415"
+code=$(curl -s --max-time 10 -b "$J" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+	--data-binary "{\"no\":1}" "${U}delete")
+is "$code" 415 "a JSON delete: 415"
+is "$(post "${U}post" "$J" "$TOK" "name=x" "body=$(printf '\xef\xbb\xbf\xe2\x80\x8b\xe3\x80\x80 ')")" 400 \
+	"a body of U+FEFF U+200B U+3000 and a space only: 400"
 is "$(count)" "$((before + 1))" "only the valid post was stored"
 
 # ---- escaping and UTF-8 -------------------------------------------------------------

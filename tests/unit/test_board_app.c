@@ -23,6 +23,8 @@ struct world {
         struct app app;
         char cookie[80];
         char token[CSRF_TOKEN_LEN + 1];
+        const char *content_type; /* of POSTs; NULL: the form's */
+        const char *extra_env;    /* one more NAME=value, or NULL */
 };
 
 struct body_src {
@@ -54,7 +56,15 @@ static int request(struct world *w, const char *method, const char *uri, const c
         snprintf(e_query, sizeof e_query, "QUERY_STRING=%s", query ? query : "");
         snprintf(e_len, sizeof e_len, "CONTENT_LENGTH=%zu", body ? strlen(body) : 0);
         snprintf(e_cookie, sizeof e_cookie, "HTTP_COOKIE=%s", cookie ? cookie : "");
-        char *envp[] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, "REMOTE_ADDR=192.0.2.1", NULL};
+        char e_type[128];
+        snprintf(e_type, sizeof e_type, "CONTENT_TYPE=%s",
+                 strcmp(method, "POST") != 0 ? ""
+                 : w->content_type           ? w->content_type
+                                             : "application/x-www-form-urlencoded");
+        char e_extra[256];
+        snprintf(e_extra, sizeof e_extra, "%s", w->extra_env ? w->extra_env : "X_NONE=");
+        char *envp[] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, "REMOTE_ADDR=192.0.2.1",
+                        e_type, e_extra,  NULL};
         struct body_src src = {body ? body : "", body ? strlen(body) : 0, 0};
         buf_reset(out);
         int status = app_handle(&w->app, envp, mem_read, &src, out);
@@ -560,6 +570,62 @@ static void test_numbers_never_reused_sqlite(void **state)
         numbers_never_reused("store = sqlite\nmax_messages = 3\n");
 }
 
+/* Posts and deletes take the form's encoding only: anything else is 415
+ * naming it (not a misleading "form expired"); parameters are fine. */
+static void test_content_type(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "");
+        struct buf out = BUF_INIT;
+        const char *refused[] = {"multipart/form-data; boundary=x", "application/json", "text/plain", ""};
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+                w.content_type = refused[i];
+                assert_int_equal(post(&w, "body=x", &out), 415);
+                assert_non_null(strstr(out.data, "application/x-www-form-urlencoded"));
+                assert_non_null(strstr(out.data, "Accept-Post: application/x-www-form-urlencoded\r\n"));
+                char body[200];
+                snprintf(body, sizeof body, "token=%s&no=1&password=x", w.token);
+                assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 415);
+        }
+        w.content_type = "Application/X-WWW-Form-Urlencoded ; charset=UTF-8";
+        assert_int_equal(post(&w, "body=accepted", &out), 303);
+        w.content_type = NULL;
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"body\":\"accepted\""));
+        assert_int_equal(strstr(out.data, "\"no\":2"), NULL);
+        buf_free(&out);
+        end_world(&w);
+}
+
+/* A body of invisible characters only is empty (400); such a name or
+ * subject is empty too (the name is then "anonymous"). */
+static void test_invisible_is_empty(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "");
+        struct buf out = BUF_INIT;
+        /* U+FEFF U+200B U+3000 U+00A0 U+2060 space TAB LF */
+        const char *invisible = "%EF%BB%BF%E2%80%8B%E3%80%80%C2%A0%E2%81%A0%20%09%0A";
+        char f[300];
+        snprintf(f, sizeof f, "name=n&body=%s", invisible);
+        assert_int_equal(post(&w, f, &out), 400);
+        assert_non_null(strstr(out.data, "empty"));
+        const char *invisible_line = "%EF%BB%BF%E2%80%8B%E3%80%80%C2%A0%20"; /* no TAB, LF: one line */
+        snprintf(f, sizeof f, "name=%s&subject=%s&body=visible", invisible_line, invisible_line);
+        assert_int_equal(post(&w, f, &out), 303);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"name\":\"anonymous\",\"subject\":\"\",\"body\":\"visible\""));
+        /* visible text with invisible characters around it is kept as sent */
+        assert_int_equal(post(&w, "name=%E2%80%8Bx&body=%EF%BB%BFy", &out), 303);
+        assert_int_equal(request(&w, "GET", "/b/api/messages", "since=1", NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "\"name\":\"\xe2\x80\x8bx\""));
+        assert_non_null(strstr(out.data, "\"body\":\"\xef\xbb\xbfy\""));
+        buf_free(&out);
+        end_world(&w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -582,6 +648,8 @@ int main(void)
             cmocka_unit_test(test_numbers_never_reused_rw),
             cmocka_unit_test(test_numbers_never_reused_flock),
             cmocka_unit_test(test_numbers_never_reused_sqlite),
+            cmocka_unit_test(test_content_type),
+            cmocka_unit_test(test_invisible_is_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
