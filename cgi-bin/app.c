@@ -437,10 +437,27 @@ static void api_error(struct resp *r, const struct berr *e)
         buf_puts(&r->body, "}\n");
 }
 
+/* One whole-number query parameter: 1 when given (*out set), 0 when
+ * absent, -1 when bad (err set). */
+static int query_number(const struct form *f, const char *name, long long min, long long max, long long *out,
+                        struct berr *err)
+{
+        const struct form_field *v = form_get(f, name);
+        if (!v)
+                return 0;
+        long long n = form_count(f, name) == 1 ? parse_decimal(v->value, v->value_len) : -1;
+        if (n < min || n > max)
+                return berr_set(err, 400, "%s must be given once, as a whole number from %lld to %lld", name,
+                                min, max);
+        *out = n;
+        return 1;
+}
+
+/* GET api/messages[?since=N|before=N][&limit=N] (json.h says which). */
 static void handle_api(struct req *q, struct resp *r)
 {
         struct berr e = BERR_INIT;
-        long long since = 0;
+        struct json_page page = {0, 0, 0, JSON_PAGE_DEFAULT_LIMIT};
         const char *qs = env_get(q->envp, "QUERY_STRING");
         if (qs && *qs) {
                 struct form f;
@@ -450,14 +467,17 @@ static void handle_api(struct req *q, struct resp *r)
                         api_error(r, &e);
                         return;
                 }
-                const struct form_field *s = form_get(&f, "since");
-                if (s) {
-                        since = parse_decimal(s->value, s->value_len);
-                        if (since < 0)
-                                berr_set(&e, 400, "since must be a whole number from 0");
+                long long limit = JSON_PAGE_DEFAULT_LIMIT;
+                int rc = query_number(&f, "since", 0, 999999999999999999LL, &page.since, &e);
+                if (rc >= 0) {
+                        page.has_since = rc;
+                        rc = query_number(&f, "before", 1, 999999999999999999LL, &page.before, &e);
                 }
+                if (rc >= 0)
+                        rc = query_number(&f, "limit", 1, JSON_PAGE_MAX_LIMIT, &limit, &e);
+                page.limit = (size_t)limit;
                 form_free(&f);
-                if (e.status) {
+                if (rc < 0) {
                         api_error(r, &e);
                         return;
                 }
@@ -471,7 +491,7 @@ static void handle_api(struct req *q, struct resp *r)
                 r->status = 200;
                 r->content_type = "application/json; charset=utf-8";
                 buf_reset(&r->body);
-                json_messages(&r->body, list, since);
+                json_messages(&r->body, list, &page);
         }
 }
 

@@ -55,14 +55,24 @@ void format_time_iso(long long t, char out[32])
         }
 }
 
-void json_messages(struct buf *out, const struct msglist *l, long long since)
+void json_messages(struct buf *out, const struct msglist *l, const struct json_page *page)
 {
+        /* [lo, hi): the messages numbered above since and below before. */
+        size_t lo = 0, hi = l->count;
+        while (lo < hi && l->items[lo].no <= page->since)
+                lo++;
+        while (hi > lo && page->before > 0 && l->items[hi - 1].no >= page->before)
+                hi--;
+        if (hi - lo > page->limit) {
+                if (page->has_since)
+                        hi = lo + page->limit;
+                else
+                        lo = hi - page->limit;
+        }
         buf_puts(out, "{\"messages\":[");
         int first = 1;
-        for (size_t i = 0; i < l->count; i++) {
+        for (size_t i = lo; i < hi; i++) {
                 const struct logrecord *m = &l->items[i];
-                if (m->no <= since)
-                        continue;
                 char when[32];
                 format_time_iso(m->time, when);
                 buf_printf(out, "%s{\"no\":%lld,\"name\":", first ? "" : ",", m->no);

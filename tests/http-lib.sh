@@ -177,8 +177,24 @@ header() {
 			v = substr($0, i + 1); sub(/^ +/, "", v); print v; exit } }'
 }
 
-# api URL: the board's api/messages JSON.
+# api URL [QUERY]: the board's api/messages JSON (at most 100 messages
+# unless QUERY says otherwise).
 api() { curl -s --max-time 10 "${1}api/messages${2:-}"; }
+
+# api_all URL [SINCE]: every message numbered above SINCE (default 0), as
+# one {"messages":[...]}, read a page at a time as clients must (since =
+# the last number seen, limit=1000, until an empty page).
+api_all() {
+	local since=${2:-0} page all='[]' n
+	while :; do
+		page=$(curl -sf --max-time 10 "${1}api/messages?since=$since&limit=1000") || return 1
+		n=$(jq '.messages | length' <<<"$page") || return 1
+		[ "$n" -eq 0 ] && break
+		all=$(jq -c --argjson a "$all" '$a + .messages' <<<"$page")
+		since=$(jq '.messages[-1].no' <<<"$page")
+	done
+	jq -c '{messages: .}' <<<"$all"
+}
 
 # smoke URL LABEL: list, post, read back, CSRF rejection: 7 TAP lines.
 smoke() {

@@ -81,6 +81,11 @@ is "$fails" 0 "24 more posts answered 303"
 is "$(api "$U" | jq '.messages | length')" 25 "api/messages lists 25"
 is "$(api "$U" | jq -c '[.messages[].no] == [range(1;26)]')" true "numbers are 1..25, oldest first"
 is "$(api "$U" '?since=20' | jq -c '[.messages[].no]')" "[21,22,23,24,25]" "api/messages?since=20"
+is "$(api "$U" '?since=20&limit=2' | jq -c '[.messages[].no]')" "[21,22]" "api/messages?since=20&limit=2: the oldest two"
+is "$(api "$U" '?limit=2' | jq -c '[.messages[].no]')" "[24,25]" "api/messages?limit=2: the newest two"
+is "$(api "$U" '?before=3' | jq -c '[.messages[].no]')" "[1,2]" "api/messages?before=3"
+is "$(curl -s -o /dev/null -w '%{http_code}' "${U}api/messages?limit=1001")" 400 "api/messages?limit=1001: 400"
+is "$(api_all "$U" | jq -c '[.messages[].no] == [range(1;26)]')" true "paging with since and limit reads every message"
 p1=$(curl -s --max-time 10 -b "$J" "$U")
 p2=$(curl -s --max-time 10 -b "$J" -w '\n%{http_code}' "$U?page=2")
 ok "$(grep -qF 'message number 25' <<<"$p1" && echo 0 || echo 1)" "page 1 shows the newest"

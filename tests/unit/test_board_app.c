@@ -626,6 +626,61 @@ static void test_invisible_is_empty(void **state)
         end_world(&w);
 }
 
+/* The numbers of an api/messages answer, as "1,2,3". */
+static void api_numbers(struct world *w, const char *query, int want_status, char *got, size_t n)
+{
+        struct buf out = BUF_INIT;
+        assert_int_equal(request(w, "GET", "/b/api/messages", query, NULL, NULL, &out, NULL), want_status);
+        got[0] = '\0';
+        size_t len = 0;
+        for (const char *p = out.data; (p = strstr(p, "\"no\":")) != NULL; p++)
+                len += (size_t)snprintf(got + len, n - len, "%s%lld", len ? "," : "", atoll(p + 5));
+        buf_free(&out);
+}
+
+/* api/messages pages: limit (default 100, at most 1000), since walks
+ * forward from the oldest, before walks back from the newest; bad
+ * values are 400 JSON errors. */
+static void test_api_pages(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = mkdir\ngroup_commit = no\n");
+        struct buf out = BUF_INIT;
+        for (int i = 1; i <= 130; i++)
+                assert_int_equal(post(&w, "body=m&password=pw", &out), 303);
+        assert_int_equal(delete_no(&w, 5, "pw", &out), 303);
+        char got[2048];
+        api_numbers(&w, NULL, 200, got, sizeof got); /* the newest 100 */
+        assert_true(strncmp(got, "31,32,", 6) == 0);
+        assert_true(strlen(got) > 4 && strcmp(got + strlen(got) - 4, ",130") == 0);
+        api_numbers(&w, "limit=3", 200, got, sizeof got);
+        assert_string_equal(got, "128,129,130");
+        api_numbers(&w, "since=0&limit=4", 200, got, sizeof got);
+        assert_string_equal(got, "1,2,3,4");
+        api_numbers(&w, "since=3&limit=3", 200, got, sizeof got); /* 5 was deleted */
+        assert_string_equal(got, "4,6,7");
+        api_numbers(&w, "since=128", 200, got, sizeof got);
+        assert_string_equal(got, "129,130");
+        api_numbers(&w, "since=130", 200, got, sizeof got);
+        assert_string_equal(got, "");
+        api_numbers(&w, "before=7&limit=3", 200, got, sizeof got);
+        assert_string_equal(got, "3,4,6");
+        api_numbers(&w, "before=3", 200, got, sizeof got);
+        assert_string_equal(got, "1,2");
+        api_numbers(&w, "since=2&before=7", 200, got, sizeof got);
+        assert_string_equal(got, "3,4,6");
+        api_numbers(&w, "since=0&limit=1000", 200, got, sizeof got);
+        assert_true(strncmp(got, "1,2,3,4,6,", 10) == 0);
+        const char *bad[] = {"limit=0", "limit=1001", "limit=x", "before=0", "since=-1", "since=1&since=2"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                assert_int_equal(request(&w, "GET", "/b/api/messages", bad[i], NULL, NULL, &out, NULL), 400);
+                assert_non_null(strstr(out.data, "{\"error\":"));
+        }
+        buf_free(&out);
+        end_world(&w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -649,6 +704,7 @@ int main(void)
             cmocka_unit_test(test_numbers_never_reused_flock),
             cmocka_unit_test(test_numbers_never_reused_sqlite),
             cmocka_unit_test(test_content_type),
+            cmocka_unit_test(test_api_pages),
             cmocka_unit_test(test_invisible_is_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

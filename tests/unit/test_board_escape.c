@@ -69,18 +69,21 @@ static void test_json_messages(void **state)
         };
         struct msglist l = {items, 2, 2, 0};
         struct buf b = BUF_INIT;
-        json_messages(&b, &l, 0);
+        struct json_page all = {0, 0, 0, JSON_PAGE_DEFAULT_LIMIT};
+        json_messages(&b, &l, &all);
         assert_string_equal(
             b.data, "{\"messages\":[{\"no\":1,\"name\":\"anonymous\",\"subject\":\"hi\",\"body\":"
                     "\"line1\\nline2\",\"time\":\"1970-01-01T00:00:00Z\"},{\"no\":2,\"name\":"
                     "\"太郎\",\"subject\":\"\",\"body\":\"x\",\"time\":\"2026-11-22T10:35:57Z\"}]}\n");
         assert_null(strstr(b.data, "secret"));
         buf_reset(&b);
-        json_messages(&b, &l, 1);
+        struct json_page since1 = {1, 0, 1, JSON_PAGE_DEFAULT_LIMIT};
+        json_messages(&b, &l, &since1);
         assert_non_null(strstr(b.data, "\"no\":2"));
         assert_null(strstr(b.data, "\"no\":1"));
         buf_reset(&b);
-        json_messages(&b, &l, 2);
+        struct json_page since2 = {2, 0, 1, JSON_PAGE_DEFAULT_LIMIT};
+        json_messages(&b, &l, &since2);
         assert_string_equal(b.data, "{\"messages\":[]}\n");
         buf_free(&b);
 }
