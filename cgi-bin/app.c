@@ -2,6 +2,7 @@
  * status codes and the response (see app.h). */
 #include "app.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,69 @@ static const char *reason(int status)
         return status >= 500 ? "Internal Server Error" : "Error";
 }
 
+/* 1 when the server says the request came over HTTPS: HTTPS=on (or 1),
+ * or REQUEST_SCHEME=https. */
+static int over_https(char *const *envp)
+{
+        const char *https = env_get(envp, "HTTPS");
+        const char *scheme = env_get(envp, "REQUEST_SCHEME");
+        return (https && (strcasecmp(https, "on") == 0 || strcmp(https, "1") == 0)) ||
+               (scheme && strcasecmp(scheme, "https") == 0);
+}
+
+/* The origin ("scheme://host[:port]", lower case, no default port) of
+ * `url` (an Origin or Referer value) into out; 0, or -1 when it has none. */
+static int origin_of(const char *url, char *out, size_t n)
+{
+        const char *sep = strstr(url, "://");
+        if (!sep || sep == url)
+                return -1;
+        size_t slen = (size_t)(sep - url);
+        const char *host = sep + 3;
+        size_t hlen = strcspn(host, "/?#");
+        if (hlen == 0 || slen + 3 + hlen >= n)
+                return -1;
+        size_t k = 0;
+        for (size_t i = 0; i < slen; i++)
+                out[k++] = (char)tolower((unsigned char)url[i]);
+        memcpy(out + k, "://", 3);
+        k += 3;
+        for (size_t i = 0; i < hlen; i++)
+                out[k++] = (char)tolower((unsigned char)host[i]);
+        out[k] = '\0';
+        size_t ol = strlen(out);
+        if (strncmp(out, "http://", 7) == 0 && ol > 3 && strcmp(out + ol - 3, ":80") == 0)
+                out[ol - 3] = '\0';
+        else if (strncmp(out, "https://", 8) == 0 && ol > 4 && strcmp(out + ol - 4, ":443") == 0)
+                out[ol - 4] = '\0';
+        return 0;
+}
+
+/* 1 when a state-changing request came from a page of another origin: its
+ * Origin header (or, without one, its Referer) names a different scheme,
+ * host or port than this request's own (scheme from over_https(), host
+ * from the Host header).  "Origin: null" (sandboxed or privacy-stripped)
+ * counts as another.  Without either header, or without a Host to compare
+ * with, nothing is refused here (the token still is checked). */
+static int cross_origin(char *const *envp, char *shown, size_t shown_len)
+{
+        const char *origin = env_get(envp, "HTTP_ORIGIN");
+        const char *from = origin && *origin ? origin : env_get(envp, "HTTP_REFERER");
+        const char *host = env_get(envp, "HTTP_HOST");
+        if (!from || !*from || !host || !*host)
+                return 0;
+        char own[300], own_norm[300], theirs[300];
+        snprintf(own, sizeof own, "%s://%s", over_https(envp) ? "https" : "http", host);
+        if (origin_of(own, own_norm, sizeof own_norm) < 0)
+                return 0;
+        int bad = origin_of(from, theirs, sizeof theirs) < 0;
+        size_t n = 0;
+        for (const char *c = bad ? "an address without an origin" : theirs; *c && n < shown_len - 1; c++)
+                shown[n++] = ((unsigned char)*c < 0x20 || *c == 0x7F) ? '?' : *c;
+        shown[n] = '\0';
+        return bad || strcmp(own_norm, theirs) != 0;
+}
+
 static void emit(struct buf *out, const struct board_config *cfg, struct resp *r, char *const *envp,
                  int head_only)
 {
@@ -130,12 +194,10 @@ static void emit(struct buf *out, const struct board_config *cfg, struct resp *r
                 buf_printf(out, "Allow: %s\r\n", r->allow);
         if (r->accept_post)
                 buf_printf(out, "Accept-Post: %s\r\n", r->accept_post);
-        if (r->new_cookie[0] && cfg && !r->content_type) { /* HTML pages only */
-                const char *https = env_get(envp, "HTTPS");
+        if (r->new_cookie[0] && cfg && !r->content_type) /* HTML pages only */
                 buf_printf(out, "Set-Cookie: %s=%s; Path=%s; HttpOnly; SameSite=Strict%s\r\n",
                            CSRF_COOKIE_NAME, r->new_cookie, cfg->base_path,
-                           https && strcmp(https, "on") == 0 ? "; Secure" : "");
-        }
+                           over_https(envp) ? "; Secure" : "");
         buf_printf(out, "Content-Length: %zu\r\n\r\n", r->body.len);
         if (!head_only && r->body.len)
                 buf_append(out, r->body.data, r->body.len);
@@ -386,6 +448,21 @@ static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
         form_free(&f);
 }
 
+/* Refuse a post or delete sent by a page of another site: 403. */
+static int same_origin_ok(struct req *q, struct resp *r)
+{
+        char shown[128];
+        if (!cross_origin(q->envp, shown, sizeof shown))
+                return 1;
+        struct berr e = BERR_INIT;
+        berr_set(&e, 403,
+                 "This form was sent from another site (%s), not from this board; nothing was done. To post "
+                 "or delete, use the board's own page.",
+                 shown);
+        fail(q, r, &e);
+        return 0;
+}
+
 #define FORM_TYPE "application/x-www-form-urlencoded"
 
 /* 1 when the request body is the board's form: media type FORM_TYPE
@@ -558,11 +635,11 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
         if (ch && strlen(ch) <= REQUEST_COOKIE_MAX &&
             cookie_parse(ch, strlen(ch), MAX_COOKIES, &jar) == COOKIE_OK) {
                 const struct cookie *c = cookie_find(&jar, CSRF_COOKIE_NAME);
-                if (c && csrf_cookie_valid(c->value, c->value_len))
+                if (c && csrf_cookie_valid(board->secret, c->value, c->value_len))
                         q.token_cookie = c->value;
         }
         if (!q.token_cookie) {
-                if (csrf_new_cookie(r.new_cookie, &e) < 0) {
+                if (csrf_new_cookie(board->secret, r.new_cookie, &e) < 0) {
                         log_error(cfg, envp, 500, e.msg);
                         cookie_jar_free(&jar);
                         plain_error(out, 500, "Cannot make a session cookie.");
@@ -597,7 +674,7 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                         r.allow = "POST";
                         berr_set(&e, 405, "This address only accepts the board's forms (POST).");
                         fail(&q, &r, &e);
-                } else if (form_type_ok(&q, &r)) {
+                } else if (same_origin_ok(&q, &r) && form_type_ok(&q, &r)) {
                         struct buf body = BUF_INIT;
                         if (request_read_body(envp, cfg->max_body, rd, rdctx, &body, &e) < 0)
                                 fail(&q, &r, &e);

@@ -87,16 +87,40 @@ int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN]
         return rc;
 }
 
-int csrf_new_cookie(char out[CSRF_COOKIE_LEN + 1], struct berr *err)
+#define COOKIE_RANDOM_HEX (CSRF_COOKIE_LEN / 2)
+#define COOKIE_MAC_TAG    "board_csrf cookie:"
+
+/* The MAC half of a cookie for its random half (hex, COOKIE_RANDOM_HEX
+ * characters), into out (CSRF_COOKIE_LEN / 2 hex + NUL); -1 when libcrypto
+ * fails. */
+static int cookie_mac(const unsigned char secret[CSRF_SECRET_LEN], const char *random_hex,
+                      char out[CSRF_COOKIE_LEN / 2 + 1])
 {
-        unsigned char r[CSRF_COOKIE_LEN / 2];
-        if (random_bytes(r, sizeof r, err) < 0)
+        unsigned char msg[sizeof COOKIE_MAC_TAG - 1 + COOKIE_RANDOM_HEX];
+        memcpy(msg, COOKIE_MAC_TAG, sizeof COOKIE_MAC_TAG - 1);
+        memcpy(msg + sizeof COOKIE_MAC_TAG - 1, random_hex, COOKIE_RANDOM_HEX);
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned int mac_len = 0;
+        if (!HMAC(EVP_sha256(), secret, CSRF_SECRET_LEN, msg, sizeof msg, mac, &mac_len) ||
+            mac_len < CSRF_COOKIE_LEN / 4)
                 return -1;
-        hex_encode(r, sizeof r, out);
+        hex_encode(mac, CSRF_COOKIE_LEN / 4, out);
         return 0;
 }
 
-int csrf_cookie_valid(const char *value, size_t len)
+int csrf_new_cookie(const unsigned char secret[CSRF_SECRET_LEN], char out[CSRF_COOKIE_LEN + 1],
+                    struct berr *err)
+{
+        unsigned char r[COOKIE_RANDOM_HEX / 2];
+        if (random_bytes(r, sizeof r, err) < 0)
+                return -1;
+        hex_encode(r, sizeof r, out);
+        if (cookie_mac(secret, out, out + COOKIE_RANDOM_HEX) < 0)
+                return berr_set(err, 500, "cannot compute the cookie's HMAC (libcrypto failed)");
+        return 0;
+}
+
+int csrf_cookie_valid(const unsigned char secret[CSRF_SECRET_LEN], const char *value, size_t len)
 {
         if (len != CSRF_COOKIE_LEN)
                 return 0;
@@ -105,7 +129,10 @@ int csrf_cookie_valid(const char *value, size_t len)
                 if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
                         return 0;
         }
-        return 1;
+        char want[CSRF_COOKIE_LEN / 2 + 1];
+        if (cookie_mac(secret, value, want) < 0)
+                return 0;
+        return CRYPTO_memcmp(want, value + COOKIE_RANDOM_HEX, CSRF_COOKIE_LEN / 2) == 0;
 }
 
 void csrf_token(const unsigned char secret[CSRF_SECRET_LEN], const char *cookie, size_t cookie_len,
@@ -127,7 +154,8 @@ void csrf_token(const unsigned char secret[CSRF_SECRET_LEN], const char *cookie,
 int csrf_verify(const unsigned char secret[CSRF_SECRET_LEN], const char *cookie, size_t cookie_len,
                 const char *token, size_t token_len)
 {
-        if (!cookie || !token || !csrf_cookie_valid(cookie, cookie_len) || token_len != CSRF_TOKEN_LEN)
+        if (!cookie || !token || !csrf_cookie_valid(secret, cookie, cookie_len) ||
+            token_len != CSRF_TOKEN_LEN)
                 return 0;
         char want[CSRF_TOKEN_LEN + 1];
         csrf_token(secret, cookie, cookie_len, want);

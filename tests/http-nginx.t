@@ -31,7 +31,7 @@ ok "$([ -n "$cookie" ] && echo 0 || echo 1)" "the page sets the board_csrf cooki
 ok "$(echo "$cookie" | grep -qi 'httponly' && echo 0 || echo 1)" "cookie is HttpOnly"
 ok "$(echo "$cookie" | grep -qi 'samesite=strict' && echo 0 || echo 1)" "cookie is SameSite=Strict"
 ok "$(echo "$cookie" | grep -qi 'path=/board/main/' && echo 0 || echo 1)" "cookie Path is the base path"
-ok "$(echo "$cookie" | grep -Eqi 'board_csrf=[0-9a-f]{32}(;|$)' && echo 0 || echo 1)" "cookie value is 128 bits in hex"
+ok "$(echo "$cookie" | grep -Eqi 'board_csrf=[0-9a-f]{64}(;|$)' && echo 0 || echo 1)" "cookie value is 128 random bits and a 128-bit MAC, in hex"
 TOK=$(get_token "$U" "$J")
 ok "$([[ "$TOK" =~ ^[0-9a-f]{64}$ ]] && echo 0 || echo 1)" "the form carries a 64-hex-digit token"
 is "$(get_token "$U" "$J")" "$TOK" "the token stays the same for the same cookie"
@@ -151,7 +151,32 @@ is "$(post "${U}post" "$T/empty.jar" "$TOK" "body=no cookie")" 403 "post with a 
 J2=$T/other.jar
 get_token "$U" "$J2" >/dev/null # J2 gets a cookie of its own
 is "$(post "${U}post" "$J2" "$TOK" "body=other cookie")" 403 "post with another cookie's token: 403"
+# A cookie the board did not issue (planted from a sibling subdomain or
+# over plain HTTP) gets no working token: the page replaces it.
+planted=0123456789abcdef0123456789abcdef
+printf '127.0.0.1\tFALSE\t/board/main/\tFALSE\t0\tboard_csrf\t%s\n' "$planted" >"$T/planted.jar"
+ptok=$(curl -s --max-time 10 -b "$T/planted.jar" -D "$T/planted.h" "$U" | tr '\n' ' ' |
+	grep -o '<input[^>]*name="token"[^>]*>' | head -n 1 | sed -n 's/.*value="\([0-9a-f]*\)".*/\1/p')
+ok "$(grep -qi '^set-cookie: board_csrf=' "$T/planted.h" && echo 0 || echo 1)" "a planted cookie is replaced by an issued one"
+ok "$([[ "$ptok" =~ ^[0-9a-f]{64}$ ]] && echo 0 || echo 1)" "the page with the planted cookie carries a token"
+code=$(curl -s --max-time 10 -b "$T/planted.jar" -o /dev/null -w '%{http_code}' \
+	--data-urlencode "token=$ptok" --data-urlencode "body=planted cookie" "${U}post")
+is "$code" 403 "post with a planted cookie and the token the page gave for it: 403"
+# Origin, or failing that Referer, of another site: 403; the same origin
+# (a page under /static/ posting with the board's cookie and token) works.
+xpost() { # xpost HEADER BODY: a post with the main jar and token and one more header
+	curl -s --max-time 10 -b "$J" -o "$T/last.body" -w '%{http_code}' -H "$1" \
+		--data-urlencode "token=$TOK" --data-urlencode "body=$2" "${U}post"
+}
+is "$(xpost 'Origin: http://evil.example' 'cross origin')" 403 "post with Origin of another site: 403"
+ok "$(grep -qF 'another site' "$T/last.body" && echo 0 || echo 1)" "the 403 page says the form came from another site"
+is "$(xpost 'Origin: null' 'null origin')" 403 "post with Origin: null: 403"
+is "$(xpost 'Referer: http://evil.example/page' 'cross referer')" 403 "post with Referer of another site (no Origin): 403"
+is "$(xpost "Origin: http://127.0.0.1:$((PORT + 1))" 'other port')" 403 "post with Origin of another port: 403"
 is "$(count)" "$before" "no rejected post was stored"
+is "$(xpost "Origin: $BASE" 'same origin')" 303 "post with the board's own Origin: 303"
+is "$(xpost "Referer: $BASE/static/page.html" 'same origin referer')" 303 "post with a Referer of the same origin: 303"
+before=$((before + 2))
 
 # ---- size limits and input validation --------------------------------------------
 

@@ -21,10 +21,10 @@ struct world {
         char conf[128];
         char data[128];
         struct app app;
-        char cookie[80];
+        char cookie[160];
         char token[CSRF_TOKEN_LEN + 1];
         const char *content_type; /* of POSTs; NULL: the form's */
-        const char *extra_env;    /* one more NAME=value, or NULL */
+        const char *extra_env[4]; /* more NAME=value, NULL-terminated */
 };
 
 struct body_src {
@@ -49,7 +49,7 @@ static long mem_read(void *ctx, char *dst, size_t n)
 static int request(struct world *w, const char *method, const char *uri, const char *query, const char *body,
                    const char *cookie, struct buf *out, int *reads)
 {
-        char e_conf[160], e_method[32], e_uri[256], e_query[256], e_len[48], e_cookie[128];
+        char e_conf[160], e_method[32], e_uri[256], e_query[256], e_len[48], e_cookie[256];
         snprintf(e_conf, sizeof e_conf, "BOARD_CONF=%s", w->conf);
         snprintf(e_method, sizeof e_method, "REQUEST_METHOD=%s", method);
         snprintf(e_uri, sizeof e_uri, "DOCUMENT_URI=%s", uri);
@@ -61,10 +61,9 @@ static int request(struct world *w, const char *method, const char *uri, const c
                  strcmp(method, "POST") != 0 ? ""
                  : w->content_type           ? w->content_type
                                              : "application/x-www-form-urlencoded");
-        char e_extra[256];
-        snprintf(e_extra, sizeof e_extra, "%s", w->extra_env ? w->extra_env : "X_NONE=");
-        char *envp[] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, "REMOTE_ADDR=192.0.2.1",
-                        e_type, e_extra,  NULL};
+        char *envp[16] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, "REMOTE_ADDR=192.0.2.1", e_type};
+        for (int i = 0; i < 4 && w->extra_env[i]; i++)
+                envp[8 + i] = (char *)w->extra_env[i];
         struct body_src src = {body ? body : "", body ? strlen(body) : 0, 0};
         buf_reset(out);
         int status = app_handle(&w->app, envp, mem_read, &src, out);
@@ -92,7 +91,8 @@ static void make_world(struct world *w, const char *extra)
         assert_int_equal(request(w, "GET", "/b/", NULL, NULL, NULL, &out, NULL), 200);
         const char *c = strstr(out.data, "Set-Cookie: board_csrf=");
         assert_non_null(c);
-        snprintf(w->cookie, sizeof w->cookie, "board_csrf=%.32s", c + strlen("Set-Cookie: board_csrf="));
+        const char *v = c + strlen("Set-Cookie: board_csrf=");
+        snprintf(w->cookie, sizeof w->cookie, "board_csrf=%.*s", (int)strcspn(v, ";\r"), v);
         assert_non_null(strstr(out.data, "; Path=/b/; HttpOnly; SameSite=Strict"));
         const char *t = strstr(out.data, "<input type=\"hidden\" name=\"token\" value=\"");
         assert_non_null(t);
@@ -681,12 +681,82 @@ static void test_api_pages(void **state)
         end_world(&w);
 }
 
+/* The token the board's page hands out for cookie header `cookie`, and
+ * whether the page set a new cookie. */
+static int page_token(struct world *w, const char *cookie, char token[CSRF_TOKEN_LEN + 1])
+{
+        struct buf out = BUF_INIT;
+        assert_int_equal(request(w, "GET", "/b/", NULL, NULL, cookie, &out, NULL), 200);
+        const char *t = strstr(out.data, "<input type=\"hidden\" name=\"token\" value=\"");
+        assert_non_null(t);
+        memcpy(token, t + strlen("<input type=\"hidden\" name=\"token\" value=\""), CSRF_TOKEN_LEN);
+        token[CSRF_TOKEN_LEN] = '\0';
+        int set = strstr(out.data, "Set-Cookie: board_csrf=") != NULL;
+        buf_free(&out);
+        return set;
+}
+
+/* A cookie the board did not issue (planted by a sibling subdomain or
+ * over plain HTTP) is replaced, never given a token that works; a POST
+ * whose Origin, or failing that Referer, is another site is 403. */
+static void test_csrf_planted_cookie_and_origin(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "");
+        struct buf out = BUF_INIT;
+        const char *planted[] = {
+            "board_csrf=0123456789abcdef0123456789abcdef",
+            "board_csrf=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"};
+        for (size_t i = 0; i < 2; i++) {
+                char tok[CSRF_TOKEN_LEN + 1];
+                assert_true(page_token(&w, planted[i], tok)); /* a new cookie instead */
+                char body[200];
+                snprintf(body, sizeof body, "token=%s&body=planted", tok);
+                assert_int_equal(request(&w, "POST", "/b/post", NULL, body, planted[i], &out, NULL), 403);
+        }
+        /* the issued cookie still works, from the same origin */
+        w.extra_env[0] = "HTTP_HOST=board.example:8080";
+        w.extra_env[1] = "HTTP_ORIGIN=http://board.example:8080";
+        assert_int_equal(post(&w, "body=same-origin", &out), 303);
+        w.extra_env[1] = "HTTP_REFERER=http://board.example:8080/static/page.html";
+        assert_int_equal(post(&w, "body=same-origin-referer", &out), 303);
+        const char *cross[] = {
+            "HTTP_ORIGIN=http://evil.example", "HTTP_ORIGIN=null", "HTTP_ORIGIN=https://board.example:8080",
+            "HTTP_ORIGIN=http://board.example:8081", "HTTP_REFERER=http://evil.example/board.example:8080/"};
+        for (size_t i = 0; i < sizeof cross / sizeof cross[0]; i++) {
+                w.extra_env[1] = cross[i];
+                assert_int_equal(post(&w, "body=cross", &out), 403);
+                assert_non_null(strstr(out.data, "another site"));
+                char body[200];
+                snprintf(body, sizeof body, "token=%s&no=1&password=pw", w.token);
+                assert_int_equal(request(&w, "POST", "/b/delete", NULL, body, w.cookie, &out, NULL), 403);
+        }
+        /* HTTPS (as the server says it) gets a Secure cookie */
+        w.extra_env[0] = "REQUEST_SCHEME=https";
+        w.extra_env[1] = NULL;
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "; Secure"));
+        w.extra_env[0] = "HTTPS=on";
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "; Secure"));
+        w.extra_env[0] = NULL;
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, NULL, &out, NULL), 200);
+        assert_null(strstr(out.data, "; Secure"));
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_null(strstr(out.data, "planted"));
+        assert_null(strstr(out.data, "cross"));
+        buf_free(&out);
+        end_world(&w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_post_and_read),
             cmocka_unit_test(test_api_info),
             cmocka_unit_test(test_csrf_and_errors),
+            cmocka_unit_test(test_csrf_planted_cookie_and_origin),
             cmocka_unit_test(test_delete),
             cmocka_unit_test(test_pages_and_cap),
             cmocka_unit_test(test_rate_limit),

@@ -48,11 +48,11 @@ static void test_tokens(void **state)
         memset(secret, 7, sizeof secret);
         char cookie[CSRF_COOKIE_LEN + 1], other[CSRF_COOKIE_LEN + 1];
         struct berr e = BERR_INIT;
-        assert_int_equal(csrf_new_cookie(cookie, &e), 0);
-        assert_int_equal(csrf_new_cookie(other, &e), 0);
+        assert_int_equal(csrf_new_cookie(secret, cookie, &e), 0);
+        assert_int_equal(csrf_new_cookie(secret, other, &e), 0);
         assert_int_equal(strlen(cookie), CSRF_COOKIE_LEN);
         assert_string_not_equal(cookie, other);
-        assert_true(csrf_cookie_valid(cookie, strlen(cookie)));
+        assert_true(csrf_cookie_valid(secret, cookie, strlen(cookie)));
 
         char token[CSRF_TOKEN_LEN + 1];
         csrf_token(secret, cookie, strlen(cookie), token);
@@ -84,14 +84,35 @@ static void test_known_hmac(void **state)
         assert_string_equal(token, "336160767d9249e6516f5d06b1ab86c3178bf5a17a8fe8b4e67ed660297ac6de");
 }
 
+/* Only cookies the board issued are valid: right shape and a MAC under
+ * this board's secret over the random half. */
 static void test_cookie_shape(void **state)
 {
         (void)state;
-        assert_true(csrf_cookie_valid("0123456789abcdef0123456789abcdef", 32));
-        assert_false(csrf_cookie_valid("0123456789ABCDEF0123456789abcdef", 32));
-        assert_false(csrf_cookie_valid("0123456789abcdef0123456789abcde", 31));
-        assert_false(csrf_cookie_valid("0123456789abcdef0123456789abcdeg", 32));
-        assert_false(csrf_cookie_valid("", 0));
+        unsigned char secret[CSRF_SECRET_LEN], other_secret[CSRF_SECRET_LEN];
+        memset(secret, 7, sizeof secret);
+        memset(other_secret, 9, sizeof other_secret);
+        char cookie[CSRF_COOKIE_LEN + 1];
+        struct berr e = BERR_INIT;
+        assert_int_equal(csrf_new_cookie(secret, cookie, &e), 0);
+        assert_true(csrf_cookie_valid(secret, cookie, CSRF_COOKIE_LEN));
+        assert_false(csrf_cookie_valid(other_secret, cookie, CSRF_COOKIE_LEN)); /* another board's */
+        char forged[CSRF_COOKIE_LEN + 1];
+        memcpy(forged, cookie, sizeof forged);
+        forged[3] = forged[3] == 'a' ? 'b' : 'a'; /* random half changed, MAC kept */
+        assert_false(csrf_cookie_valid(secret, forged, CSRF_COOKIE_LEN));
+        memcpy(forged, cookie, sizeof forged);
+        forged[40] = forged[40] == 'a' ? 'b' : 'a'; /* MAC changed */
+        assert_false(csrf_cookie_valid(secret, forged, CSRF_COOKIE_LEN));
+        memcpy(forged, cookie, sizeof forged);
+        for (size_t i = 0; i < CSRF_COOKIE_LEN; i++)
+                if (forged[i] >= 'a')
+                        forged[i] = (char)(forged[i] - 'a' + 'A');
+        if (strcmp(forged, cookie) != 0) /* (all digits: nothing to change) */
+                assert_false(csrf_cookie_valid(secret, forged, CSRF_COOKIE_LEN)); /* upper case */
+        assert_false(csrf_cookie_valid(secret, cookie, CSRF_COOKIE_LEN - 1));
+        assert_false(csrf_cookie_valid(secret, "0123456789abcdef0123456789abcdef", 32)); /* unsigned */
+        assert_false(csrf_cookie_valid(secret, "", 0));
 }
 
 static void test_password(void **state)
