@@ -439,8 +439,10 @@ static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
         long long no = 0;
         const char *password = NULL;
         rc = validate_delete(&f, &no, &password, &e);
-        if (rc == 0)
-                rc = board_delete(q->cfg, no, password, &e);
+        if (rc == 0) {
+                const char *addr = env_get(q->envp, "REMOTE_ADDR");
+                rc = board_delete(q->cfg, no, password, addr ? addr : "", (long long)time(NULL), &e);
+        }
         if (rc == 0)
                 redirect_home(q, r);
         else

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "deletelimit.h"
 #include "fileio.h"
 #include "locking.h"
 #include "password.h"
@@ -22,6 +23,7 @@ struct paths {
         struct buf log;
         struct buf rate;
         struct buf pending;
+        struct buf delfail;
 };
 
 static void free_paths(struct paths *p)
@@ -29,6 +31,7 @@ static void free_paths(struct paths *p)
         buf_free(&p->log);
         buf_free(&p->rate);
         buf_free(&p->pending);
+        buf_free(&p->delfail);
 }
 
 static int make_paths(const struct board_config *cfg, struct paths *p, struct berr *err)
@@ -37,7 +40,8 @@ static int make_paths(const struct board_config *cfg, struct paths *p, struct be
         buf_printf(&p->log, "%s/messages.log", cfg->data_dir);
         buf_printf(&p->rate, "%s/ratelimit", cfg->data_dir);
         buf_printf(&p->pending, "%s/pending", cfg->data_dir);
-        if (p->log.oom || p->rate.oom || p->pending.oom) {
+        buf_printf(&p->delfail, "%s/delete-failures", cfg->data_dir);
+        if (p->log.oom || p->rate.oom || p->pending.oom || p->delfail.oom) {
                 free_paths(p);
                 return berr_set(err, 500, "out of memory");
         }
@@ -462,18 +466,20 @@ out:
         return rc;
 }
 
-static int check_delete(const struct logrecord *m, const char *password, struct berr *err)
+/* Under the write lock: message `no` is still the one whose hash the
+ * password was checked against before the lock (a string comparison,
+ * no hashing). */
+static int recheck_delete(const struct logrecord *m, const char *verified_hash, struct berr *err)
 {
         if (!m)
                 return berr_set(err, 404, "There is no such message");
-        if (m->pwhash.len == 0)
-                return berr_set(err, 403, "This message was posted without a password and cannot be deleted");
-        if (!password_verify(password, m->pwhash.ptr))
+        if (m->pwhash.len == 0 || strcmp(m->pwhash.ptr, verified_hash) != 0)
                 return berr_set(err, 403, "Wrong password");
         return 0;
 }
 
-static int log_delete(const struct board_config *cfg, long long no, const char *password, struct berr *err)
+static int log_delete(const struct board_config *cfg, long long no, const char *verified_hash,
+                      struct berr *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -487,7 +493,7 @@ static int log_delete(const struct board_config *cfg, long long no, const char *
         long idx = -1;
         if (rc == 0) {
                 idx = msglist_find(&list, no);
-                rc = check_delete(idx >= 0 ? &list.items[idx] : NULL, password, err);
+                rc = recheck_delete(idx >= 0 ? &list.items[idx] : NULL, verified_hash, err);
         }
         if (rc == 0) {
                 msglist_remove(&list, (size_t)idx);
@@ -557,7 +563,8 @@ static int sql_post(const struct board_config *cfg, struct logrecord *msg, const
         return rc;
 }
 
-static int sql_delete(const struct board_config *cfg, long long no, const char *password, struct berr *err)
+static int sql_delete(const struct board_config *cfg, long long no, const char *verified_hash,
+                      struct berr *err)
 {
         struct sqlite3 *db;
         if (store_sqlite_open(cfg, &db, err) < 0)
@@ -567,7 +574,7 @@ static int sql_delete(const struct board_config *cfg, long long no, const char *
         int rc = store_sqlite_begin(db, err);
         if (rc == 0) {
                 int found = store_sqlite_get(db, no, &m, err);
-                rc = found < 0 ? -1 : check_delete(found == 0 ? &m : NULL, password, err);
+                rc = found < 0 ? -1 : recheck_delete(found == 0 ? &m : NULL, verified_hash, err);
         }
         if (rc == 0) {
                 sleep_ms(cfg->delay_ms);
@@ -607,8 +614,80 @@ int board_post(const struct board_config *cfg, struct logrecord *msg, const char
                                : log_post(cfg, msg, addr, now, err);
 }
 
-int board_delete(const struct board_config *cfg, long long no, const char *password, struct berr *err)
+/* The delete-password hash of message `no` (a new string), read without
+ * the write lock: 0, or 404 / 403 (posted without a password) / 5xx. */
+static int read_hash(const struct board_config *cfg, long long no, char **hash, struct berr *err)
 {
-        return cfg->store == STORE_SQLITE ? sql_delete(cfg, no, password, err)
-                                          : log_delete(cfg, no, password, err);
+        *hash = NULL;
+        const struct logrecord *m = NULL;
+        struct logrecord row;
+        memset(&row, 0, sizeof row);
+        if (cfg->store == STORE_SQLITE) {
+                struct sqlite3 *db;
+                if (store_sqlite_open(cfg, &db, err) < 0)
+                        return -1;
+                int found = store_sqlite_get(db, no, &row, err);
+                store_sqlite_close(db);
+                if (found < 0)
+                        return -1;
+                m = found == 0 ? &row : NULL;
+        } else {
+                const struct msglist *list;
+                if (board_view(cfg, &list, err) < 0)
+                        return -1;
+                long idx = msglist_find(list, no);
+                m = idx >= 0 ? &list->items[idx] : NULL;
+        }
+        int rc = 0;
+        if (!m)
+                rc = berr_set(err, 404, "There is no such message");
+        else if (m->pwhash.len == 0)
+                rc = berr_set(err, 403, "This message was posted without a password and cannot be deleted");
+        else if (!(*hash = strdup(m->pwhash.ptr)))
+                rc = berr_set(err, 500, "out of memory");
+        logrecord_free(&row);
+        return rc;
+}
+
+/* A wrong password: counted for the address and the message, under the
+ * board's "deletelimit" lock. */
+static void count_failure(const struct board_config *cfg, const struct paths *p, const char *addr,
+                          long long no, long long now)
+{
+        if (cfg->delete_max_failures <= 0 || cfg->delete_failure_window <= 0)
+                return;
+        struct board_lock lk;
+        struct berr ignored = BERR_INIT; /* failing to count only weakens the limit */
+        if (board_lock_named(cfg, BOARD_DELETE_LOCK_NAME, &lk, &ignored) < 0)
+                return;
+        (void)deletelimit_record(p->delfail.data, addr, no, now, cfg->delete_failure_window, &ignored);
+        (void)finish(&lk, 0, &ignored);
+}
+
+/* The limit, then the password against the hash read without the lock
+ * (yescrypt is the slow part: no lock is held while it runs, so guesses
+ * never hold up posts), then the delete under the lock if the message
+ * still has that hash. */
+int board_delete(const struct board_config *cfg, long long no, const char *password, const char *addr,
+                 long long now, struct berr *err)
+{
+        struct paths p;
+        if (make_paths(cfg, &p, err) < 0)
+                return -1;
+        long wait = 0;
+        char *hash = NULL;
+        int rc = deletelimit_check(p.delfail.data, addr, no, now, cfg->delete_max_failures,
+                                   cfg->delete_failure_window, &wait, err);
+        if (rc == 0)
+                rc = read_hash(cfg, no, &hash, err);
+        if (rc == 0 && !password_verify(password, hash)) {
+                count_failure(cfg, &p, addr, no, now);
+                rc = berr_set(err, 403, "Wrong password");
+        }
+        if (rc == 0)
+                rc = cfg->store == STORE_SQLITE ? sql_delete(cfg, no, hash, err)
+                                                : log_delete(cfg, no, hash, err);
+        free(hash);
+        free_paths(&p);
+        return rc == 0 ? 0 : -1;
 }

@@ -21,8 +21,12 @@ int board_view(const struct board_config *cfg, const struct msglist **out, struc
 int board_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
                struct berr *err);
 
-/* Delete message `no` when `password` matches.  Errors: 404 no such
- * message, 403 wrong password or none set, 503, 500. */
-int board_delete(const struct board_config *cfg, long long no, const char *password, struct berr *err);
+/* Delete message `no` when `password` matches.  The password is checked
+ * before the lock is taken; wrong ones are counted per address (`addr`)
+ * and per message, and past the configured limit a delete is refused
+ * before any hashing (deletelimit.h).  Errors: 404 no such message, 403
+ * wrong password or none set, 429 (err->retry_after), 503, 500. */
+int board_delete(const struct board_config *cfg, long long no, const char *password, const char *addr,
+                 long long now, struct berr *err);
 
 #endif

@@ -98,13 +98,29 @@ enum {
         K_MAX_BODY,
         K_GROUP_COMMIT,
         K_ERROR_LOG,
+        K_DELETE_MAX_FAILURES,
+        K_DELETE_FAILURE_WINDOW,
         K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
-    "title",        "base_path",         "data_dir", "lock_mode",    "store",
-    "lock_timeout", "stale_age",         "delay_ms", "write_method", "max_messages",
-    "page_size",    "min_post_interval", "max_body", "group_commit", "error_log",
+    "title",
+    "base_path",
+    "data_dir",
+    "lock_mode",
+    "store",
+    "lock_timeout",
+    "stale_age",
+    "delay_ms",
+    "write_method",
+    "max_messages",
+    "page_size",
+    "min_post_interval",
+    "max_body",
+    "group_commit",
+    "error_log",
+    "delete_max_failures",
+    "delete_failure_window",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong. */
@@ -164,6 +180,14 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                 if (vlen == 0 || v[0] != '/')
                         return "must be an absolute path";
                 return set_string(&cfg->error_log, v, vlen) ? "out of memory" : NULL;
+        case K_DELETE_MAX_FAILURES:
+                return parse_long(v, 0, 1000000, &cfg->delete_max_failures)
+                           ? "must be an integer, 0 (no limit) to 1000000"
+                           : NULL;
+        case K_DELETE_FAILURE_WINDOW:
+                return parse_long(v, 0, 86400, &cfg->delete_failure_window)
+                           ? "must be an integer, 0 (no limit) to 86400"
+                           : NULL;
         }
         return "unknown key";
 }
@@ -188,6 +212,8 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         cfg->min_post_interval = 0;
         cfg->max_body = 65536;
         cfg->group_commit = 1;
+        cfg->delete_max_failures = 5;
+        cfg->delete_failure_window = 60;
         if (set_string(&cfg->title, "dirlock board", 13) || set_string(&cfg->base_path, "/", 1)) {
                 config_free(cfg);
                 return berr_set(err, 500, "%s: out of memory", filename);

@@ -23,10 +23,12 @@ struct board_config {
         int write_method;
         long max_messages;
         long page_size;
-        long min_post_interval; /* seconds, 0 = off */
-        long max_body;          /* bytes */
-        int group_commit;       /* posts through the pending queue (postqueue.h) */
-        char *error_log;        /* file the board appends its error lines to, or NULL (errlog.h) */
+        long min_post_interval;     /* seconds, 0 = off */
+        long max_body;              /* bytes */
+        int group_commit;           /* posts through the pending queue (postqueue.h) */
+        char *error_log;            /* file the board appends its error lines to, or NULL (errlog.h) */
+        long delete_max_failures;   /* wrong passwords per address or message ... */
+        long delete_failure_window; /* ... within this many seconds, then 429 (0 = off) */
 };
 
 /* Parse the text of a configuration file; `filename` is used in messages

@@ -11,7 +11,7 @@
  * With group commit (config group_commit, the default) mkdir, rw and flock
  * posts go through the pending queue first (postqueue.h); the lock is the
  * same.  Lock name "messages" in data_dir/locks; "ratelimit" guards the
- * rate-limit file of queued posts. */
+ * rate-limit file of queued posts, "deletelimit" the failed-delete counts. */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
 
@@ -25,8 +25,9 @@ struct board_lock {
         struct dirlock *handle; /* NULL when nothing is held */
 };
 
-#define BOARD_LOCK_NAME      "messages"
-#define BOARD_RATE_LOCK_NAME "ratelimit"
+#define BOARD_LOCK_NAME        "messages"
+#define BOARD_RATE_LOCK_NAME   "ratelimit"
+#define BOARD_DELETE_LOCK_NAME "deletelimit"
 
 /* Lock for reading the log (may hold nothing, per mode). */
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct berr *err);

@@ -25,6 +25,7 @@ struct world {
         char token[CSRF_TOKEN_LEN + 1];
         const char *content_type; /* of POSTs; NULL: the form's */
         const char *extra_env[4]; /* more NAME=value, NULL-terminated */
+        const char *addr;         /* REMOTE_ADDR; NULL: 192.0.2.1 */
 };
 
 struct body_src {
@@ -61,7 +62,9 @@ static int request(struct world *w, const char *method, const char *uri, const c
                  strcmp(method, "POST") != 0 ? ""
                  : w->content_type           ? w->content_type
                                              : "application/x-www-form-urlencoded");
-        char *envp[16] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, "REMOTE_ADDR=192.0.2.1", e_type};
+        char e_addr[80];
+        snprintf(e_addr, sizeof e_addr, "REMOTE_ADDR=%s", w->addr ? w->addr : "192.0.2.1");
+        char *envp[16] = {e_conf, e_method, e_uri, e_query, e_len, e_cookie, e_addr, e_type};
         for (int i = 0; i < 4 && w->extra_env[i]; i++)
                 envp[8 + i] = (char *)w->extra_env[i];
         struct body_src src = {body ? body : "", body ? strlen(body) : 0, 0};
@@ -750,6 +753,81 @@ static void test_csrf_planted_cookie_and_origin(void **state)
         end_world(&w);
 }
 
+/* A wrong password is found out without the board's lock: while another
+ * request holds it, a wrong guess is a 403 at once, not a wait and a 503
+ * (the right password still needs the lock to delete). */
+static void wrong_password_without_lock(const char *extra, int lock_kind)
+{
+        struct world w;
+        make_world(&w, extra);
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=guarded&password=right", &out), 303);
+        char lockdir[160];
+        snprintf(lockdir, sizeof lockdir, "%s/locks", w.data);
+        dirlock_options o;
+        dirlock_options_init(&o);
+        o.timeout = 1;
+        o.mode = lock_kind; /* what a post holds while it reads and writes */
+        dirlock *h = NULL;
+        dirlock_error de;
+        assert_int_equal(dirlock_acquire(lockdir, "messages", &o, &h, &de), DIRLOCK_OK);
+        assert_int_equal(delete_no(&w, 1, "wrong", &out), 403);
+        assert_int_equal(delete_no(&w, 1, "right", &out), 503);
+        assert_int_equal(dirlock_release(h, &de), DIRLOCK_OK);
+        assert_int_equal(delete_no(&w, 1, "right", &out), 303);
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_wrong_password_without_lock(void **state)
+{
+        (void)state;
+        wrong_password_without_lock("lock_mode = mkdir\n", DIRLOCK_EXCLUSIVE);
+        wrong_password_without_lock("lock_mode = rw\n", DIRLOCK_INTENT);
+}
+
+/* Failed deletes are limited per address and per message: after
+ * delete_max_failures wrong guesses within delete_failure_window, 429
+ * with Retry-After (before any hashing), for the address on any message
+ * and for the message from any address. */
+static void delete_guess_limit(const char *extra)
+{
+        struct world w;
+        char conf[200];
+        snprintf(conf, sizeof conf, "delete_max_failures = 3\ndelete_failure_window = 60\n%s", extra);
+        make_world(&w, conf);
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=target&password=right", &out), 303);
+        assert_int_equal(post(&w, "body=other&password=right", &out), 303);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(delete_no(&w, 1, "guess", &out), 403);
+        assert_int_equal(delete_no(&w, 1, "guess", &out), 429);
+        const char *ra = strstr(out.data, "Retry-After: ");
+        assert_non_null(ra);
+        long secs = atol(ra + strlen("Retry-After: "));
+        assert_true(secs >= 1 && secs <= 60);
+        assert_int_equal(delete_no(&w, 2, "right", &out), 429); /* this address, any message */
+        /* other addresses: message 1 is limited for everyone, message 2 is not */
+        w.addr = "198.51.100.7";
+        assert_int_equal(delete_no(&w, 1, "right", &out), 429);
+        assert_int_equal(delete_no(&w, 2, "right", &out), 303);
+        w.addr = "198.51.100.8";
+        assert_int_equal(post(&w, "body=third&password=right", &out), 303);
+        assert_int_equal(delete_no(&w, 3, "guess", &out), 403);
+        assert_int_equal(delete_no(&w, 3, "right", &out), 303); /* under the limit */
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "target"));
+        buf_free(&out);
+        end_world(&w);
+}
+
+static void test_delete_guess_limit(void **state)
+{
+        (void)state;
+        delete_guess_limit("lock_mode = mkdir\n");
+        delete_guess_limit("store = sqlite\n");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -774,6 +852,8 @@ int main(void)
             cmocka_unit_test(test_numbers_never_reused_flock),
             cmocka_unit_test(test_numbers_never_reused_sqlite),
             cmocka_unit_test(test_content_type),
+            cmocka_unit_test(test_wrong_password_without_lock),
+            cmocka_unit_test(test_delete_guess_limit),
             cmocka_unit_test(test_api_pages),
             cmocka_unit_test(test_invisible_is_empty),
         };
