@@ -10,7 +10,8 @@ local path = os.getenv("BOARD_DELETE_PATH") or "/delete"
 local no = os.getenv("BOARD_DELETE_NO") or "1"
 local threads = {}
 local counter = 0
-local n403, n429, nother = 0, 0, 0
+-- per thread, read by done() through thread:get (so not local)
+n403, n429, nother = 0, 0, 0
 
 function setup(thread)
    table.insert(threads, thread)

@@ -15,7 +15,8 @@ BOARDS_FILE=$(boards_file \
 	"slow lock_mode=mkdir lock_timeout=1" \
 	"limited lock_mode=mkdir min_post_interval=60" \
 	"ro lock_mode=mkdir" \
-	"empty lock_mode=mkdir")
+	"empty lock_mode=mkdir" \
+	"guess lock_mode=mkdir")
 instance_start BOARDS_FILE="$BOARDS_FILE" WORKERS=2
 diag "private deployment on $BASE"
 
@@ -305,6 +306,21 @@ is "$(post "${LU}post" "$LJ" "$LTOK" "body=second")" 429 "second post at once: 4
 ra=$(header Retry-After)
 ok "$([[ "$ra" =~ ^[0-9]+$ ]] && [ "$ra" -ge 1 ] && [ "$ra" -le 60 ] && echo 0 || echo 1)" "429 has Retry-After ($ra)"
 is "$(api "$LU" | jq '.messages | length')" 1 "the refused post was not stored"
+
+# ---- password guessing -> 429 ------------------------------------------------------------
+
+GU=$BASE/board/guess/
+GJ=$T/guess.jar
+GTOK=$(get_token "$GU" "$GJ")
+is "$(post "${GU}post" "$GJ" "$GTOK" "body=guess my password" "password=the real one")" 303 "guess board: a post with a password"
+gno=$(api "$GU" | jq '.messages[0].no')
+codes=""
+for i in 1 2 3 4 5 6; do codes="$codes$(post "${GU}delete" "$GJ" "$GTOK" "no=$gno" "password=guess $i") "; done
+is "$codes" "403 403 403 403 403 429 " "5 wrong delete passwords are 403, the 6th is 429"
+ra=$(header Retry-After)
+ok "$([[ "$ra" =~ ^[0-9]+$ ]] && [ "$ra" -ge 1 ] && [ "$ra" -le 60 ] && echo 0 || echo 1)" "the 429 has Retry-After ($ra)"
+is "$(post "${GU}delete" "$GJ" "$GTOK" "no=$gno" "password=the real one")" 429 "even the right password waits (limited address and message)"
+is "$(api "$GU" | jq '.messages | length')" 1 "the message is still there"
 
 # ---- other methods and paths ---------------------------------------------------------
 
