@@ -19,7 +19,7 @@ set -eu
 
 need_board
 
-COOKIE=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+COOKIE="" # set from the first page's Set-Cookie (the board only accepts its own)
 STOPPED=""
 at_exit '[ -n "$STOPPED" ] && kill -CONT $STOPPED 2>/dev/null; [ -n "$STOPPED" ] && kill -9 $STOPPED 2>/dev/null; true'
 
@@ -68,8 +68,10 @@ for mode in mkdir rw; do
 		delay_ms = 1500
 		lock_timeout = 10
 	EOF
+	COOKIE=""
 	cgi_start "$CONF" get GET /
 	wait_pid "$CGI_PID" 10
+	COOKIE=$(sed -n 's/^Set-Cookie: board_csrf=\([0-9a-f]*\);.*/\1/p' "$T/get.resp" | tr -d '\r')
 	TOK=$(tr '\n' ' ' <"$T/get.resp" | grep -o '<input[^>]*name="token"[^>]*>' | head -n 1 |
 		sed -n 's/.*value="\([0-9a-f]*\)".*/\1/p')
 	ok "$([ -n "$TOK" ] && echo 0 || echo 1)" "$mode: the page carries a CSRF token"
