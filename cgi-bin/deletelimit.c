@@ -51,7 +51,7 @@ static void each_line(const struct buf *b, void (*fn)(void *, const char *, size
 
 struct count_ctx {
         const char *key;
-        long long since;  /* count failures after this time */
+        long long since; /* count failures after this time */
         long count;
         long long oldest; /* oldest counted failure */
 };

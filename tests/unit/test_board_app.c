@@ -520,16 +520,16 @@ static void numbers_never_reused(const char *extra)
         assert_int_equal(delete_no(&w, 5, "pw", &out), 303);
         app_free(&w.app);
         w.app = (struct app)APP_INIT;
-        assert_int_equal(post(&w, "body=after-restart&password=pw", &out), 303);
+        assert_int_equal(post(&w, "body=after-restart&password=", &out), 303);
         assert_int_equal(newest_no(&w, &out), 6);
         assert_int_equal(request(&w, "GET", "/b/api/messages", "since=5", NULL, NULL, &out, NULL), 200);
         assert_non_null(strstr(out.data, "after-restart"));
         /* past the cap (max_messages = 3): numbers go on from the highest */
-        for (int i = 0; i < 4; i++)
-                assert_int_equal(post(&w, "body=cap&password=pw", &out), 303);
+        for (int i = 0; i < 4; i++) /* 7..10: only 10 is deleted (hashing is slow) */
+                assert_int_equal(post(&w, i == 3 ? "body=cap&password=pw" : "body=cap&password=", &out), 303);
         assert_int_equal(newest_no(&w, &out), 10);
         assert_int_equal(delete_no(&w, 10, "pw", &out), 303);
-        assert_int_equal(post(&w, "body=after-cap&password=pw", &out), 303);
+        assert_int_equal(post(&w, "body=after-cap&password=", &out), 303);
         assert_int_equal(newest_no(&w, &out), 11);
         buf_free(&out);
         end_world(&w);
@@ -650,8 +650,8 @@ static void test_api_pages(void **state)
         struct world w;
         make_world(&w, "lock_mode = mkdir\ngroup_commit = no\n");
         struct buf out = BUF_INIT;
-        for (int i = 1; i <= 130; i++)
-                assert_int_equal(post(&w, "body=m&password=pw", &out), 303);
+        for (int i = 1; i <= 130; i++) /* (only 5, deleted below, needs a password: hashing is slow) */
+                assert_int_equal(post(&w, i == 5 ? "body=m&password=pw" : "body=m&password=", &out), 303);
         assert_int_equal(delete_no(&w, 5, "pw", &out), 303);
         char got[2048];
         api_numbers(&w, NULL, 200, got, sizeof got); /* the newest 100 */
