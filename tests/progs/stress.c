@@ -117,16 +117,18 @@ static void enter(int mode)
                 double quiet = now - s->slot[i].last_renew;
                 if (quiet > delay_limit) {
                         atomic_fetch_add(&s->delayed, 1);
-                        fprintf(stderr,
-                                "stress: delayed: overlap with process %d, which last renewed its lock %.1f ms "
-                                "ago (stale age %.0f ms)\n",
-                                i, quiet * 1e3, stale * 1e3);
+                        fprintf(
+                            stderr,
+                            "stress: delayed: overlap with process %d, which last renewed its lock %.1f ms "
+                            "ago (stale age %.0f ms)\n",
+                            i, quiet * 1e3, stale * 1e3);
                 } else {
                         atomic_fetch_add(&s->overlaps, 1);
-                        fprintf(stderr,
-                                "stress: VIOLATION: modes %d and %d inside at once; the other renewed its lock "
-                                "%.1f ms ago (stale age %.0f ms)\n",
-                                mode, m, quiet * 1e3, stale * 1e3);
+                        fprintf(
+                            stderr,
+                            "stress: VIOLATION: modes %d and %d inside at once; the other renewed its lock "
+                            "%.1f ms ago (stale age %.0f ms)\n",
+                            mode, m, quiet * 1e3, stale * 1e3);
                 }
         }
 }
@@ -148,8 +150,8 @@ static void count_loss(const char *when, double longest_gap, const dirlock_optio
 {
         if (longest_gap > delay_limit) {
                 atomic_fetch_add(&s->delayed, 1);
-                fprintf(stderr, "stress[%d]: delayed: lost %s after a gap of %.1f ms between renewals\n", me, when,
-                        longest_gap * 1e3);
+                fprintf(stderr, "stress[%d]: delayed: lost %s after a gap of %.1f ms between renewals\n", me,
+                        when, longest_gap * 1e3);
                 return;
         }
         atomic_fetch_add(&s->lost, 1);
@@ -185,7 +187,8 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                 atomic_fetch_add(&s->acquisitions, 1);
                 if (dirlock_check(h, &e) != DIRLOCK_OK) {
                         atomic_fetch_add(&s->ok_lost, 1);
-                        fprintf(stderr, "stress[%d]: VIOLATION: acquire returned a lock already broken\n", me);
+                        fprintf(stderr, "stress[%d]: VIOLATION: acquire returned a lock already broken\n",
+                                me);
                         dirlock_release(h, NULL);
                         continue;
                 }
@@ -195,7 +198,8 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                 double span = unit() < 0.1 ? unit() * hold : unit() * stale / 10;
                 double end = now_s() + span, last = now_s(), gap = 0;
                 for (double t = last; t < end; t = now_s()) {
-                        double nap = end - t < refresh_every - (t - last) ? end - t : refresh_every - (t - last);
+                        double nap =
+                            end - t < refresh_every - (t - last) ? end - t : refresh_every - (t - last);
                         sleep_s(nap);
                         if (now_s() - last >= refresh_every) {
                                 if (now_s() - last > gap)
@@ -218,7 +222,8 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                 double before_release = now_s();
                 rc = dirlock_release(h, &e);
                 if (rc == DIRLOCK_ELOST && !lost)
-                        count_loss("at release", before_release - last > gap ? before_release - last : gap, &o);
+                        count_loss("at release", before_release - last > gap ? before_release - last : gap,
+                                   &o);
                 else if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
                         report("release", &e);
                 sleep_s(unit() * stale / 20); /* let the others in */
@@ -290,7 +295,8 @@ int main(int argc, char **argv)
                         return 2;
                 if (pids[i] == 0) {
                         me = i;
-                        rng = (unsigned long long)getpid() * 0x9E3779B97F4A7C15ULL ^ (unsigned long long)time(NULL);
+                        rng = (unsigned long long)getpid() * 0x9E3779B97F4A7C15ULL ^
+                              (unsigned long long)time(NULL);
                         if (rng == 0)
                                 rng = 1;
                         if (i < procs)
