@@ -1,123 +1,97 @@
 /* admin.c - looking at and repairing locks by name, from outside their
- * holders: inspect (owner record and age), break (stale, or forced), and
- * cleanup of what crashed processes leave behind. */
-#include "internal.h"
+ * holders, in any kind of lock space: inspect (owner record and age),
+ * list, break (stale, or forced), and cleanup of what crashed processes
+ * left behind.  Each dispatches to the space's backend (backend.h). */
+#include "backend.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-static int open_named(const char *lockdir, const char *name, double stale_age, dirlock **h,
-                      dirlock_error *err)
-{
-        dirlock_options o;
-        dirlock_options_init(&o);
-        o.stale_age = stale_age > 0 && stale_age < DIRLOCK_MIN_STALE_AGE ? DIRLOCK_MIN_STALE_AGE : stale_age;
-        o.flags = DIRLOCK_NO_MKDIR;
-        return dl_handle_new(lockdir, name, &o, h, err);
-}
-
-int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner,
+int dirlock_inspect(const char *space, const char *name, double stale_age, dirlock_owner *owner,
                     dirlock_error *err)
 {
         if (owner == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the owner");
         memset(owner, 0, sizeof *owner);
-        dirlock *h;
-        int rc = open_named(lockdir, name, stale_age, &h, err);
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->inspect == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks have no owner records to inspect", be->name);
+        if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
+                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
         if (rc != DIRLOCK_OK)
                 return rc;
-        owner->readers = dl_rw_count_readers(h->lockdir, name);
-        dl_lock_view v;
-        if (dl_lock_look(h->lock_path, &v) != 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-        } else if (v.state == DL_LOCK_FOREIGN) {
-                /* Held by something that is not an owner record. */
-                owner->mode = DIRLOCK_EXCLUSIVE;
-                owner->owner_alive = -1;
-                owner->age = v.age;
-                snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
-        } else if (v.state != DL_LOCK_OWNED) {
-                if (owner->readers)
-                        owner->mode = DIRLOCK_SHARED;
-                else
-                        rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-        } else {
-                const dl_record *rec = &v.rec;
-                owner->pid = rec->pid;
-                owner->start_time = rec->start_time;
-                snprintf(owner->host, sizeof owner->host, "%s", rec->host);
-                snprintf(owner->token, sizeof owner->token, "%s", v.token);
-                owner->acquired = (double)rec->acquired_ns / 1e9;
-                owner->age = v.age;
-                owner->same_host = dl_record_same_host(rec);
-                owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
-                owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age);
-                owner->mode = rec->mode;
-                owner->partner = rec->partner;
-        }
-        dl_handle_free(h);
-        return rc;
+        snprintf(owner->name, sizeof owner->name, "%s", name);
+        return be->inspect(spec, name, stale_age, owner, err);
 }
 
-int dirlock_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err)
+int dirlock_break(const char *space, const char *name, double stale_age, int force, dirlock_error *err)
 {
-        dirlock *h;
-        int rc = open_named(lockdir, name, stale_age, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        dl_lock_view v;
-        if (dl_lock_look(h->lock_path, &v) != 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
-        } else if (v.state == DL_LOCK_ABSENT || v.state == DL_LOCK_EMPTY) {
-                rmdir(h->lock_path); /* an empty directory is a free lock: tidy it */
-                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-        } else if (v.state == DL_LOCK_FOREIGN) {
-                if (!force) {
-                        rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                                     "lock '%s' holds files that are not an owner record; use force to "
-                                     "remove them",
-                                     name);
-                } else {
-                        dl_lock_clear_foreign(h->lock_path); /* never touches an owner entry */
-                        rc = DIRLOCK_OK;
-                }
-        } else if (!force && !dl_entry_stale(&v.rec, v.age, h->opts.stale_age)) {
-                rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                             "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); not "
-                             "broken",
-                             name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host", v.age,
-                             h->opts.stale_age);
-        } else if (dl_excl_break_entry(h->lock_path, v.leaf) == 0) {
-                rc = DIRLOCK_OK;
-        } else if (errno == ENOENT) {
-                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-        } else if (errno == EPERM || errno == EACCES) {
-                rc = dl_fail(err, DIRLOCK_EPERM, errno,
-                             "lock '%s' (pid %ld on %s) may not be broken by this user", name,
-                             (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host");
-        } else {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot break '%s/%s'", h->lock_path, v.leaf);
-        }
-        dl_handle_free(h);
-        return rc;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->break_lock == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks cannot be broken from outside", be->name);
+        return rc != DIRLOCK_OK ? rc : be->break_lock(spec, name, stale_age, force, err);
 }
 
-int dirlock_cleanup(const char *lockdir, dirlock_error *err)
+int dirlock_cleanup(const char *space, dirlock_error *err)
 {
-        char *abs;
-        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        /* Same host, dead owner: at once.  Others: only once older than
-         * any waiter leaves its own (exclusive.c, LEFTOVER PREPARED
-         * DIRECTORIES). */
-        dl_sweep_preps(abs, NULL, DIRLOCK_DEFAULT_STALE_AGE);
-        rc = dl_rw_cleanup(abs, err);
-        free(abs);
+        rc = be->cleanup != NULL ? be->cleanup(spec, err) : DIRLOCK_OK; /* nothing is ever left */
         if (rc == DIRLOCK_OK)
                 dl_ok(err);
         return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+        return strcmp(((const dirlock_owner *)a)->name, ((const dirlock_owner *)b)->name);
+}
+
+int dirlock_list(const char *space, double stale_age, dirlock_owner **owners, size_t *count,
+                 dirlock_error *err)
+{
+        if (owners == NULL || count == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the list");
+        *owners = NULL;
+        *count = 0;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->list == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks cannot be listed", be->name);
+        char **names = NULL;
+        size_t n = 0;
+        if (rc == DIRLOCK_OK)
+                rc = be->list(spec, &names, &n, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dirlock_owner *out = calloc(n ? n : 1, sizeof *out);
+        if (out == NULL)
+                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        size_t got = 0;
+        for (size_t i = 0; i < n; i++) {
+                /* A lock released since it was listed is simply left out. */
+                if (rc == DIRLOCK_OK &&
+                    dirlock_inspect(space, names[i], stale_age, &out[got], NULL) == DIRLOCK_OK)
+                        got++;
+                free(names[i]);
+        }
+        free(names);
+        if (rc != DIRLOCK_OK) {
+                free(out);
+                return rc;
+        }
+        qsort(out, got, sizeof *out, by_name);
+        *owners = out;
+        *count = got;
+        dl_ok(err);
+        return DIRLOCK_OK;
 }

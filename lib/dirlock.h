@@ -137,15 +137,16 @@ typedef struct dirlock_owner {
         pid_t pid;
         unsigned long long start_time; /* process start, clock ticks since boot */
         char host[256];
-        char token[33];   /* 128-bit random, hex                     */
-        double acquired;  /* wall clock, seconds since the epoch     */
-        double age;       /* seconds since acquire or last refresh   */
-        int same_host;    /* recorded on this host, this boot        */
-        int owner_alive;  /* -1 unknown (other host), 0 dead, 1 alive */
-        int stale;        /* would be broken now with the given age  */
-        int mode;         /* dirlock_mode of this holder             */
-        unsigned readers; /* shared/intent holders of the name       */
-        pid_t partner;    /* 0, or the process holding with it       */
+        char token[33];                  /* 128-bit random, hex                     */
+        double acquired;                 /* wall clock, seconds since the epoch     */
+        double age;                      /* seconds since acquire or last refresh   */
+        int same_host;                   /* recorded on this host, this boot        */
+        int owner_alive;                 /* -1 unknown (other host), 0 dead, 1 alive */
+        int stale;                       /* would be broken now with the given age  */
+        int mode;                        /* dirlock_mode of this holder             */
+        unsigned readers;                /* shared/intent holders of the name       */
+        pid_t partner;                   /* 0, or the process holding with it       */
+        char name[DIRLOCK_NAME_MAX + 1]; /* the lock's name            */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -194,6 +195,12 @@ int dirlock_mode_of(const dirlock *lock);
 int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner,
                     dirlock_error *err);
 
+/* Every lock that exists in `lockdir` (held, or with readers or waiters),
+ * each as dirlock_inspect() describes it, in name order: *owners is a
+ * malloc'd array of *count entries; free() it. */
+int dirlock_list(const char *lockdir, double stale_age, dirlock_owner **owners, size_t *count,
+                 dirlock_error *err);
+
 /* Break lock `name` if it is stale (DIRLOCK_ELIVE otherwise), or whatever
  * its state when `force` is set.  Never removes a lock taken after the
  * judgement it acted on. */
@@ -235,6 +242,21 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
 
 /* Exclusive -> shared, without letting a writer in between. */
 int dirlock_downgrade(dirlock *lock, dirlock_error *err);
+
+/* ---- processes ---------------------------------------------------------- */
+
+/* How owner records tell a live owner from a dead one, for callers that
+ * record processes of their own (the board's group-commit claims).  A pid
+ * alone is reused; with its start time it names one process for good. */
+
+/* Start time of process `pid` of this host (clock ticks since boot, field
+ * 22 of /proc/PID/stat), or 0 when there is no such process. */
+unsigned long long dirlock_process_start(pid_t pid);
+/* 1 when process `pid` of this host is alive and started at
+ * `start_time`; 0 when it provably is not (no such pid, a zombie, or the
+ * pid now names a later process); -1 when that cannot be told (/proc
+ * hides it). */
+int dirlock_process_alive(pid_t pid, unsigned long long start_time);
 
 /* ---- kernel locks, for comparison ------------------------------------- */
 

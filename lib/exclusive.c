@@ -105,7 +105,7 @@
  * (DIRLOCK_ELOST); it must check before committing work (as the board does
  * right before it renames its new log into place), or use a fence.
  */
-#include "internal.h"
+#include "dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -117,8 +117,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OWNER_PREFIX     "owner."
-#define OWNER_PREFIX_LEN 6
 /* While we wait, the prepared owner record is rewritten this often. */
 #define PREP_REWRITE_NS 1000000000LL
 /* An unreadable prepared directory (a crash between its mkdir and its
@@ -168,13 +166,18 @@ static int entry_readat(int dirfd, const char *leaf, dl_record *rec, long long *
         return 0;
 }
 
-int dl_entry_read(const char *path, dl_record *rec, double *age)
+int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age)
 {
         long long now = dl_wall_ns(), changed; /* the clock first: see C */
-        if (entry_readat(AT_FDCWD, path, rec, &changed) != 0)
+        if (entry_readat(dirfd, leaf, rec, &changed) != 0)
                 return -1;
         *age = age_s(now, changed);
         return 0;
+}
+
+int dl_entry_read(const char *path, dl_record *rec, double *age)
+{
+        return dl_entry_readat(AT_FDCWD, path, rec, age);
 }
 
 bool dl_entry_stale(const dl_record *rec, double age, double stale_age)
@@ -198,11 +201,6 @@ int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *r
 }
 
 /* ---- looking into a lock directory ----------------------------------- */
-
-static bool is_owner_leaf(const char *leaf)
-{
-        return strncmp(leaf, OWNER_PREFIX, OWNER_PREFIX_LEN) == 0 && strlen(leaf) == OWNER_PREFIX_LEN + 32;
-}
 
 int dl_lock_look(const char *lock_path, dl_lock_view *v)
 {
@@ -234,8 +232,8 @@ int dl_lock_look(const char *lock_path, dl_lock_view *v)
         while ((de = readdir(dir)) != NULL) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (is_owner_leaf(de->d_name))
-                        memcpy(v->leaf, de->d_name, OWNER_LEAF_SIZE);
+                if (dl_layout_owner_token(de->d_name) != NULL)
+                        memcpy(v->leaf, de->d_name, DL_OWNER_LEAF_SIZE);
                 else
                         foreign = true;
         }
@@ -258,7 +256,7 @@ int dl_lock_look(const char *lock_path, dl_lock_view *v)
                 }
                 if (entry_changed > changed)
                         changed = entry_changed; /* refreshed since */
-                v->token = v->leaf + OWNER_PREFIX_LEN;
+                v->token = dl_layout_owner_token(v->leaf);
         }
         v->age = age_s(now, changed);
         closedir(dir);
@@ -278,7 +276,7 @@ void dl_lock_clear_foreign(const char *lock_path)
         struct dirent *de;
         while ((de = readdir(dir)) != NULL) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-                    is_owner_leaf(de->d_name))
+                    dl_layout_owner_token(de->d_name) != NULL)
                         continue;
                 if (unlinkat(dirfd(dir), de->d_name, 0) != 0 && errno == EISDIR)
                         unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR);
@@ -313,27 +311,6 @@ int dl_excl_break_entry(const char *lock_path, const char *leaf)
 
 /* ---- prepared directories ---------------------------------------------- */
 
-/* ".NAME.<32 hex>.new" (of lock `name`, any lock when NULL): the token in
- * *token, else NULL. */
-static const char *prep_token(const char *leaf, const char *name)
-{
-        size_t n = strlen(leaf);
-        if (n < 1 + 1 + 1 + 32 + 4 || leaf[0] != '.' || strcmp(leaf + n - 4, ".new") != 0)
-                return NULL;
-        const char *token = leaf + n - 4 - 32;
-        if (token[-1] != '.')
-                return NULL;
-        for (int i = 0; i < 32; i++)
-                if (!((token[i] >= '0' && token[i] <= '9') || (token[i] >= 'a' && token[i] <= 'f')))
-                        return NULL;
-        if (name != NULL) {
-                size_t k = strlen(name);
-                if ((size_t)(token - 1 - (leaf + 1)) != k || strncmp(leaf + 1, name, k) != 0)
-                        return NULL;
-        }
-        return token;
-}
-
 /* Remove a flat directory (entries, then itself). */
 static void remove_flat_dir(const char *path)
 {
@@ -351,8 +328,8 @@ static void remove_flat_dir(const char *path)
 /* Whether prepared directory `path` (token `token`) is garbage. */
 static bool prep_is_garbage(const char *path, const char *token, double remote_age)
 {
-        char leaf[OWNER_LEAF_SIZE];
-        snprintf(leaf, sizeof leaf, OWNER_PREFIX "%.32s", token);
+        char leaf[DL_OWNER_LEAF_SIZE];
+        snprintf(leaf, sizeof leaf, DL_OWNER_PREFIX "%.*s", DL_TOKEN_LEN, token);
         int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return false;
@@ -388,7 +365,7 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                 char *path = dl_join(lockdir, leaf, NULL);
                 if (path == NULL)
                         break;
-                const char *token = prep_token(leaf, name);
+                const char *token = dl_layout_prep_token(leaf, name);
                 if (token != NULL && prep_is_garbage(path, token, remote_age)) {
                         /* Aside first: if its owner is alive after all and
                          * renames it onto the lock at this moment, exactly
@@ -396,13 +373,14 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                         char aside_token[33];
                         char *aside = NULL;
                         if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
-                                aside = dl_join(lockdir, ".aside.", aside_token);
+                                aside = dl_layout_aside(lockdir, aside_token);
                         if (aside != NULL && rename(path, aside) == 0)
                                 remove_flat_dir(aside);
                         free(aside);
                 } else if (name == NULL &&
-                           ((strncmp(leaf, ".aside.", 7) == 0 && strlen(leaf) == 7 + 32) ||
-                            (strlen(leaf) > 7 && strcmp(leaf + strlen(leaf) - 7, ".broken") == 0))) {
+                           ((strncmp(leaf, DL_ASIDE_PREFIX, sizeof DL_ASIDE_PREFIX - 1) == 0 &&
+                             dl_layout_is_token(leaf + sizeof DL_ASIDE_PREFIX - 1, true)) ||
+                            dl_layout_has_suffix(leaf, ".broken"))) {
                         remove_flat_dir(path); /* left by an interrupted sweep */
                 }
                 free(path);
@@ -412,7 +390,7 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
 
 static char *prep_entry_path(const dirlock *h)
 {
-        return dl_join(h->prep_path, OWNER_PREFIX, h->token);
+        return dl_layout_owner_entry(dl_dir_of(h)->prep_path, h->token);
 }
 
 /* Write (or rewrite) the owner record in the prepared directory.  ENOENT
@@ -423,7 +401,7 @@ static int prep_write_record(dirlock *h, bool *gone, dirlock_error *err)
         char *entry = prep_entry_path(h);
         if (entry == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        if (h->prep_made)
+        if (dl_dir_of(h)->prep_made)
                 unlink(entry); /* rewriting: the acquire time starts now */
         int rc = dl_entry_create(entry, h, h->mode);
         int saved = errno;
@@ -433,53 +411,52 @@ static int prep_write_record(dirlock *h, bool *gone, dirlock_error *err)
                         *gone = true;
                         return DIRLOCK_OK;
                 }
-                return dl_fail(err, DIRLOCK_EIO, saved, "cannot write owner record in '%s'", h->prep_path);
+                return dl_fail(err, DIRLOCK_EIO, saved, "cannot write owner record in '%s'",
+                               dl_dir_of(h)->prep_path);
         }
-        h->prep_ns = dl_wall_ns();
+        dl_dir_of(h)->prep_ns = dl_wall_ns();
         return DIRLOCK_OK;
 }
 
 static int prep_mkdir(dirlock *h, dirlock_error *err)
 {
-        int made = dl_mkdir_in(h->prep_path, h->lockdir_mode);
+        int made = dl_mkdir_in(dl_dir_of(h)->prep_path, dl_dir_of(h)->lockdir_mode);
         if (made != 0 && errno == ENOENT && !(h->opts.flags & DIRLOCK_NO_MKDIR)) {
                 /* The lock directory was removed since we last saw it. */
-                if (dl_make_dirs(h->lockdir) != 0)
+                if (dl_make_dirs(dl_dir_of(h)->lockdir) != 0)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'",
-                                       h->lockdir);
-                made = dl_mkdir_in(h->prep_path, h->lockdir_mode);
+                                       dl_dir_of(h)->lockdir);
+                made = dl_mkdir_in(dl_dir_of(h)->prep_path, dl_dir_of(h)->lockdir_mode);
         }
         if (made == 0)
                 return DIRLOCK_OK;
         int e = errno;
         if (e == ENOENT)
-                return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' is missing", h->lockdir);
+                return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' is missing", dl_dir_of(h)->lockdir);
         if (e == EACCES || e == EPERM)
                 return dl_fail(err, DIRLOCK_EPERM, e, "cannot create '%s' (see docs/sharing.md)",
-                               h->prep_path);
-        return dl_fail(err, DIRLOCK_EIO, e, "cannot create '%s'", h->prep_path);
+                               dl_dir_of(h)->prep_path);
+        return dl_fail(err, DIRLOCK_EIO, e, "cannot create '%s'", dl_dir_of(h)->prep_path);
 }
 
 /* Make sure the prepared directory exists with a young record: made when
  * missing (first attempt, or it vanished), rewritten once a second. */
 static int prep_make(dirlock *h, dirlock_error *err)
 {
-        if (h->prep_path == NULL) {
-                char leaf[DIRLOCK_NAME_MAX + 48];
-                snprintf(leaf, sizeof leaf, ".%s.%s.new", h->name, h->token);
-                h->prep_path = dl_join(h->lockdir, leaf, NULL);
-                if (h->prep_path == NULL)
+        if (dl_dir_of(h)->prep_path == NULL) {
+                dl_dir_of(h)->prep_path = dl_layout_prep(dl_dir_of(h)->lockdir, h->name, h->token);
+                if (dl_dir_of(h)->prep_path == NULL)
                         return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
         bool gone;
         int rc;
-        if (h->prep_made) {
-                if (dl_wall_ns() - h->prep_ns <= PREP_REWRITE_NS)
+        if (dl_dir_of(h)->prep_made) {
+                if (dl_wall_ns() - dl_dir_of(h)->prep_ns <= PREP_REWRITE_NS)
                         return DIRLOCK_OK;
                 rc = prep_write_record(h, &gone, err);
                 if (rc != DIRLOCK_OK || !gone)
                         return rc;
-                h->prep_made = false; /* taken away: make it again */
+                dl_dir_of(h)->prep_made = false; /* taken away: make it again */
         }
         for (int round = 0; round < 8; round++) {
                 rc = prep_mkdir(h, err);
@@ -487,28 +464,29 @@ static int prep_make(dirlock *h, dirlock_error *err)
                         return rc;
                 rc = prep_write_record(h, &gone, err);
                 if (rc != DIRLOCK_OK) {
-                        rmdir(h->prep_path);
+                        rmdir(dl_dir_of(h)->prep_path);
                         return rc;
                 }
                 if (!gone) {
-                        h->prep_made = true;
+                        dl_dir_of(h)->prep_made = true;
                         return DIRLOCK_OK;
                 }
         }
-        return dl_fail(err, DIRLOCK_EIO, ENOENT, "prepared directory '%s' keeps vanishing", h->prep_path);
+        return dl_fail(err, DIRLOCK_EIO, ENOENT, "prepared directory '%s' keeps vanishing",
+                       dl_dir_of(h)->prep_path);
 }
 
 void dl_excl_discard_prep(dirlock *h)
 {
-        if (!h->prep_made)
+        if (!dl_dir_of(h)->prep_made)
                 return;
         char *entry = prep_entry_path(h);
         if (entry != NULL) {
                 unlink(entry);
                 free(entry);
         }
-        rmdir(h->prep_path);
-        h->prep_made = false;
+        rmdir(dl_dir_of(h)->prep_path);
+        dl_dir_of(h)->prep_made = false;
 }
 
 /* ---- judging and breaking -------------------------------------------- */
@@ -519,8 +497,8 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         if (holder_token != NULL)
                 holder_token[0] = '\0';
         dl_lock_view v;
-        if (dl_lock_look(h->lock_path, &v) != 0) {
-                dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", h->lock_path);
+        if (dl_lock_look(dl_dir_of(h)->lock_path, &v) != 0) {
+                dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", dl_dir_of(h)->lock_path);
                 return DL_ERROR;
         }
         switch (v.state) {
@@ -530,7 +508,7 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         case DL_LOCK_FOREIGN:
                 if (v.age <= h->opts.stale_age)
                         return DL_HELD;
-                dl_lock_clear_foreign(h->lock_path);
+                dl_lock_clear_foreign(dl_dir_of(h)->lock_path);
                 return DL_FREE;
         case DL_LOCK_OWNED:
                 break;
@@ -540,7 +518,7 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
                 memcpy(holder_token, v.token, 33);
         if (!dl_entry_stale(&v.rec, v.age, h->opts.stale_age))
                 return DL_HELD;
-        if (dl_excl_break_entry(h->lock_path, v.leaf) != 0) {
+        if (dl_excl_break_entry(dl_dir_of(h)->lock_path, v.leaf) != 0) {
                 int e = errno;
                 if (e == ENOENT)
                         return DL_FREE; /* someone else broke or released it */
@@ -549,12 +527,12 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
                 if (e == EPERM || e == EACCES)
                         dl_fail_unbreakable(err, what, &v.rec, e);
                 else
-                        dl_fail(err, DIRLOCK_EIO, e, "cannot break stale lock '%s'", h->lock_path);
+                        dl_fail(err, DIRLOCK_EIO, e, "cannot break stale lock '%s'", dl_dir_of(h)->lock_path);
                 return DL_ERROR;
         }
         /* Its holder may have left prepared directories behind too. */
         if (v.rec.pid > 0 && dl_record_owner_alive(&v.rec) == 0)
-                dl_sweep_preps(h->lockdir, h->name, 0);
+                dl_sweep_preps(dl_dir_of(h)->lockdir, h->name, 0);
         return DL_FREE;
 }
 
@@ -567,7 +545,7 @@ static int take_once(dirlock *h, dirlock_error *err)
                 int rc = prep_make(h, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
-                if (rename(h->prep_path, h->lock_path) == 0)
+                if (rename(dl_dir_of(h)->prep_path, dl_dir_of(h)->lock_path) == 0)
                         break;
                 int e = errno;
                 if (e == ENOTEMPTY || e == EEXIST)
@@ -575,20 +553,21 @@ static int take_once(dirlock *h, dirlock_error *err)
                 if (e == ENOENT && again < 8) {
                         /* Our prepared directory was moved away as a crash's
                          * leftover (dl_sweep_preps): make it again. */
-                        h->prep_made = false;
+                        dl_dir_of(h)->prep_made = false;
                         continue;
                 }
                 if (e == ENOTDIR)
-                        return dl_fail(err, DIRLOCK_EIO, e, "'%s' is in the way of the lock", h->lock_path);
+                        return dl_fail(err, DIRLOCK_EIO, e, "'%s' is in the way of the lock",
+                                       dl_dir_of(h)->lock_path);
                 if (e == EPERM || e == EACCES)
                         return dl_fail(err, DIRLOCK_EPERM, e,
                                        "cannot take lock '%s': '%s' belongs to another user (see "
                                        "docs/sharing.md)",
-                                       h->name, h->lock_path);
-                return dl_fail(err, DIRLOCK_EIO, e, "cannot take lock '%s'", h->lock_path);
+                                       h->name, dl_dir_of(h)->lock_path);
+                return dl_fail(err, DIRLOCK_EIO, e, "cannot take lock '%s'", dl_dir_of(h)->lock_path);
         }
-        h->prep_made = false; /* it is the lock now, and its age is zero (C) */
-        h->excl_held = true;
+        dl_dir_of(h)->prep_made = false; /* it is the lock now, and its age is zero (C) */
+        dl_dir_of(h)->excl_held = true;
         return DIRLOCK_OK;
 }
 
@@ -616,38 +595,39 @@ int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
 
 int dl_excl_release(dirlock *h, dirlock_error *err)
 {
-        if (!h->excl_held)
+        if (!dl_dir_of(h)->excl_held)
                 return DIRLOCK_OK;
-        if (unlink(h->entry_path) != 0) {
+        if (unlink(dl_dir_of(h)->entry_path) != 0) {
                 int e = errno;
                 if (e != ENOENT) /* still ours: the handle keeps it, a retry may work */
-                        return dl_fail(err, DIRLOCK_EIO, e, "cannot release lock '%s'", h->lock_path);
-                h->excl_held = false;
+                        return dl_fail(err, DIRLOCK_EIO, e, "cannot release lock '%s'",
+                                       dl_dir_of(h)->lock_path);
+                dl_dir_of(h)->excl_held = false;
                 return dl_fail(err, DIRLOCK_ELOST, 0,
                                "lock '%s' was broken as stale before release; the lock now there "
                                "(if any) was left alone",
                                h->name);
         }
-        h->excl_held = false;
-        rmdir(h->lock_path); /* ENOTEMPTY: a new holder already took it */
+        dl_dir_of(h)->excl_held = false;
+        rmdir(dl_dir_of(h)->lock_path); /* ENOTEMPTY: a new holder already took it */
         return DIRLOCK_OK;
 }
 
 int dl_excl_refresh(dirlock *h, dirlock_error *err)
 {
-        if (utimensat(AT_FDCWD, h->entry_path, NULL, AT_SYMLINK_NOFOLLOW) == 0)
+        if (utimensat(AT_FDCWD, dl_dir_of(h)->entry_path, NULL, AT_SYMLINK_NOFOLLOW) == 0)
                 return DIRLOCK_OK;
         if (errno == ENOENT)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);
-        return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh lock '%s'", h->lock_path);
+        return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh lock '%s'", dl_dir_of(h)->lock_path);
 }
 
 int dl_excl_check(const dirlock *h, dirlock_error *err)
 {
         struct stat st;
-        if (lstat(h->entry_path, &st) == 0)
+        if (lstat(dl_dir_of(h)->entry_path, &st) == 0)
                 return DIRLOCK_OK;
         if (errno == ENOENT)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);
-        return dl_fail(err, DIRLOCK_EIO, errno, "cannot check lock '%s'", h->lock_path);
+        return dl_fail(err, DIRLOCK_EIO, errno, "cannot check lock '%s'", dl_dir_of(h)->lock_path);
 }

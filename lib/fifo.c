@@ -38,26 +38,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SEQ_DIGITS 20
-
-static bool ticket_seq(const char *name, unsigned long long *seq)
-{
-        if (name[0] != 't' || name[1] != '.' || strlen(name) != 2 + SEQ_DIGITS)
-                return false;
-        char *end;
-        errno = 0;
-        *seq = strtoull(name + 2, &end, 10);
-        return errno == 0 && *end == '\0';
-}
-
-static unsigned long long my_seq(const dirlock *h)
-{
-        unsigned long long seq = 0;
-        const char *slash = strrchr(h->rw->ticket, '/');
-        ticket_seq(slash + 1, &seq);
-        return seq;
-}
-
 /* Largest ticket number present; 0 when none. */
 static int max_seq(const char *dir, unsigned long long *max)
 {
@@ -68,7 +48,7 @@ static int max_seq(const char *dir, unsigned long long *max)
         struct dirent *de;
         unsigned long long seq;
         while ((de = readdir(d)) != NULL)
-                if (ticket_seq(de->d_name, &seq) && seq > *max)
+                if (dl_layout_ticket_seq(de->d_name, &seq) && seq > *max)
                         *max = seq;
         closedir(d);
         return 0;
@@ -76,42 +56,38 @@ static int max_seq(const char *dir, unsigned long long *max)
 
 int dl_fifo_join(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw->ticket != NULL)
                 return DIRLOCK_OK;
-        size_t len = strlen(rw->fifo_dir) + 4 + SEQ_DIGITS;
-        char *path = malloc(len);
-        if (path == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         unsigned long long seq = 0;
         for (int round = 0; round < 1000; round++) {
                 if (round == 0 || errno == ENOENT) {
-                        if (max_seq(rw->fifo_dir, &seq) != 0) {
-                                int e = errno;
-                                free(path);
-                                return dl_fail(err, DIRLOCK_EIO, e, "cannot read queue '%s'", rw->fifo_dir);
-                        }
+                        if (max_seq(rw->fifo_dir, &seq) != 0)
+                                return dl_fail(err, DIRLOCK_EIO, errno, "cannot read queue '%s'",
+                                               rw->fifo_dir);
                 }
                 seq++;
-                snprintf(path, len, "%s/t.%0*llu", rw->fifo_dir, SEQ_DIGITS, seq);
+                char *path = dl_layout_ticket(rw->fifo_dir, seq);
+                if (path == NULL)
+                        return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
                 if (dl_rw_entry_make(rw->fifo_dir, path, h, h->mode) == 0) {
                         rw->ticket = path;
+                        rw->ticket_seq = seq;
                         return DIRLOCK_OK;
                 }
-                if (errno != EEXIST) {
-                        int e = errno;
-                        free(path);
+                int e = errno;
+                free(path);
+                if (e != EEXIST)
                         return dl_fail(err, DIRLOCK_EIO, e, "cannot queue in '%s'", rw->fifo_dir);
-                }
+                errno = e;
         }
-        free(path);
         return dl_fail(err, DIRLOCK_EIO, EAGAIN, "cannot queue in '%s'", rw->fifo_dir);
 }
 
 int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
-        unsigned long long mine = my_seq(h), best = 0;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        unsigned long long mine = rw->ticket_seq, best = 0;
         DIR *d = opendir(rw->fifo_dir);
         if (d == NULL) {
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read queue '%s'", rw->fifo_dir);
@@ -120,24 +96,21 @@ int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
         int first = 1;
         struct dirent *de;
         unsigned long long seq;
-        size_t dlen = strlen(rw->fifo_dir);
-        char path[4096];
         while ((de = readdir(d)) != NULL) {
-                if (!ticket_seq(de->d_name, &seq) || seq >= mine ||
-                    dlen + 2 + strlen(de->d_name) > sizeof path)
+                if (!dl_layout_ticket_seq(de->d_name, &seq) || seq >= mine)
                         continue;
-                snprintf(path, sizeof path, "%s/%s", rw->fifo_dir, de->d_name);
                 dl_record rec;
                 double age;
-                if (dl_entry_read(path, &rec, &age) != 0)
+                if (dl_entry_readat(dirfd(d), de->d_name, &rec, &age) != 0)
                         continue;
                 if (dl_entry_stale(&rec, age, h->opts.stale_age)) {
                         /* A dead waiter's ticket is skipped -- once it is
                          * gone: one we may not remove still holds its place. */
-                        if (unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
+                        if (unlinkat(dirfd(d), de->d_name, 0) != 0 && (errno == EPERM || errno == EACCES)) {
                                 int e = errno;
-                                char what[4200];
-                                snprintf(what, sizeof what, "queue ticket '%s'", path);
+                                char what[DIRLOCK_NAME_MAX + 256 + 64];
+                                snprintf(what, sizeof what, "queue ticket %s of lock '%s'", de->d_name,
+                                         h->name);
                                 dl_fail_unbreakable(err, what, &rec, e);
                                 closedir(d);
                                 return -1;
@@ -156,7 +129,7 @@ int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
 
 void dl_fifo_leave(dirlock *h)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw == NULL || rw->ticket == NULL)
                 return;
         /* Only our own ticket: if it was broken as stale, its number may be
@@ -171,6 +144,6 @@ void dl_fifo_leave(dirlock *h)
 
 void dl_fifo_touch(dirlock *h)
 {
-        if (h->rw != NULL && h->rw->ticket != NULL)
-                utimensat(AT_FDCWD, h->rw->ticket, NULL, AT_SYMLINK_NOFOLLOW);
+        if (dl_dir_of(h)->rw != NULL && dl_dir_of(h)->rw->ticket != NULL)
+                utimensat(AT_FDCWD, dl_dir_of(h)->rw->ticket, NULL, AT_SYMLINK_NOFOLLOW);
 }

@@ -1,12 +1,12 @@
-/* handle.c - the life of a lock handle: options, creation, the public
- * acquire/release/refresh/check entry points, reentrant hold counting, the
- * fork guard, accessors, and dirlock_with(). */
-#include "internal.h"
+/* handle.c - the life of a lock handle, whatever its backend: options,
+ * creation, the public acquire/release/refresh/check/upgrade/downgrade
+ * entry points (each dispatches to the handle's backend, backend.h),
+ * reentrant hold counting, the fork guard, accessors, and dirlock_with(). */
+#include "backend.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,16 +55,8 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         return DIRLOCK_OK;
 }
 
-/* <lock_path>/owner.<token> */
-static char *entry_path_for(const dirlock *h)
-{
-        char leaf[OWNER_LEAF_SIZE];
-        snprintf(leaf, sizeof leaf, "owner.%s", h->token);
-        return dl_join(h->lock_path, leaf, NULL);
-}
-
-int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
-                  dirlock_error *err)
+int dl_handle_open(const dl_backend *be, const char *spec, const char *name, const dirlock_options *opts,
+                   dirlock **out, dirlock_error *err)
 {
         *out = NULL;
         if (!dirlock_name_valid(name))
@@ -76,13 +68,9 @@ int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *
         dirlock *h = calloc(1, sizeof *h);
         if (h == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        h->fd = -1;
         int rc = normalise_options(opts, &h->opts, err);
         if (rc == DIRLOCK_OK)
                 rc = dl_random_token(h->token, err);
-        if (rc == DIRLOCK_OK)
-                rc = dl_lockdir_prepare(lockdir, !(h->opts.flags & DIRLOCK_NO_MKDIR), &h->lockdir,
-                                        &h->lockdir_mode, err);
         if (rc == DIRLOCK_OK && h->opts.partner_pid > 0) {
                 h->partner_start = dl_process_start_time(h->opts.partner_pid);
                 if (h->partner_start == 0)
@@ -90,18 +78,18 @@ int dl_handle_new(const char *lockdir, const char *name, const dirlock_options *
                                      (long)h->opts.partner_pid);
         }
         if (rc != DIRLOCK_OK) {
-                dl_handle_free(h);
+                free(h);
                 return rc;
         }
         strcpy(h->name, name);
         h->mode = h->opts.mode;
         h->pid = getpid();
-        h->lock_path = dl_join(h->lockdir, name, ".lock");
-        h->entry_path = h->lock_path ? entry_path_for(h) : NULL;
-        if (h->entry_path == NULL) {
-                dl_handle_free(h);
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        rc = be->open(h, spec, err);
+        if (rc != DIRLOCK_OK) {
+                free(h);
+                return rc;
         }
+        h->be = be;
         *out = h;
         return DIRLOCK_OK;
 }
@@ -110,13 +98,7 @@ void dl_handle_free(dirlock *h)
 {
         if (h == NULL)
                 return;
-        dl_rw_free(h);
-        if (h->fd >= 0)
-                close(h->fd);
-        free(h->lockdir);
-        free(h->lock_path);
-        free(h->entry_path);
-        free(h->prep_path);
+        h->be->close(h);
         free(h);
 }
 
@@ -131,24 +113,24 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+int dl_handle_usable(const dirlock *h, dirlock_error *err)
+{
+        if (h == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        return dl_handle_owned(h, err);
+}
+
 void dl_handle_forget_cancel(dirlock *h)
 {
         h->opts.flags &= ~DIRLOCK_CANCEL_FD;
         h->opts.cancel_fd = -1;
 }
 
-int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
-                    dirlock_error *err)
+/* Take the lock of a new handle, or free the handle. */
+static int acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
 {
-        if (out == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
-        dirlock *h;
-        int rc = dl_handle_new(lockdir, name, opts, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
         dl_time deadline = dl_deadline(h->opts.timeout);
-        rc = dl_rw_acquire(h, &deadline, err);
-        dl_excl_discard_prep(h);
+        int rc = h->be->acquire(h, &deadline, err);
         if (rc != DIRLOCK_OK) {
                 dl_handle_free(h);
                 return rc;
@@ -160,29 +142,38 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
         return DIRLOCK_OK;
 }
 
-/* A fresh token and entry path for a handle that takes its lock again:
- * tokens are never reused (invariant B in exclusive.c). */
-static int renew_token(dirlock *h, dirlock_error *err)
+int dirlock_acquire(const char *space, const char *name, const dirlock_options *opts, dirlock **out,
+                    dirlock_error *err)
 {
-        int rc = dl_random_token(h->token, err);
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        *out = NULL;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        char *entry = entry_path_for(h);
-        if (entry == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        free(h->entry_path);
-        h->entry_path = entry;
-        free(h->prep_path);
-        h->prep_path = NULL;
-        dl_rw_free(h); /* its entry paths carry the old token: rebuilt on use */
-        return DIRLOCK_OK;
+        dirlock *h;
+        rc = dl_handle_open(be, spec, name, opts, &h, err);
+        return rc != DIRLOCK_OK ? rc : acquire_new(h, out, err);
+}
+
+int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+                          dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        *out = NULL;
+        if (lockdir == NULL || lockdir[0] == '\0')
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock directory given");
+        dirlock *h;
+        int rc = dl_handle_open(&dl_flock_backend, lockdir, name, opts, &h, err);
+        return rc != DIRLOCK_OK ? rc : acquire_new(h, out, err);
 }
 
 int dirlock_reacquire(dirlock *lock, dirlock_error *err)
 {
-        if (lock == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
-        int rc = dl_handle_owned(lock, err);
+        int rc = dl_handle_usable(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (!(lock->opts.flags & DIRLOCK_REENTRANT))
@@ -190,38 +181,34 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                                "lock '%s' was not acquired with DIRLOCK_REENTRANT; a second hold would "
                                "deadlock",
                                lock->name);
-        if (lock->holds == 0) {
-                /* Released to zero earlier: take the lock again. */
-                if (lock->kind == DL_KIND_FLOCK)
-                        return dl_fail(err, DIRLOCK_EINVAL, 0, "kernel locks cannot be re-taken");
-                rc = renew_token(lock, err);
-                if (rc != DIRLOCK_OK)
-                        return rc;
-                lock->mode = lock->opts.mode;
-                dl_time deadline = dl_deadline(lock->opts.timeout);
-                rc = dl_rw_acquire(lock, &deadline, err);
-                dl_excl_discard_prep(lock);
+        if (lock->holds > 0) {
+                rc = lock->be->check(lock, err);
                 if (rc == DIRLOCK_OK)
-                        lock->holds = 1;
+                        lock->holds++;
                 return rc;
         }
-        rc = lock->kind == DL_KIND_FLOCK ? DIRLOCK_OK : dl_rw_check(lock, err);
+        /* Released to zero earlier: take the lock again, with a new token
+         * (tokens are never reused: INVARIANT B in exclusive.c). */
+        if (lock->be->retoken == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "%s locks cannot be taken again through the same handle", lock->be->name);
+        rc = dl_random_token(lock->token, err);
+        if (rc == DIRLOCK_OK)
+                rc = lock->be->retoken(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        lock->holds++;
-        return DIRLOCK_OK;
+        lock->mode = lock->opts.mode;
+        dl_time deadline = dl_deadline(lock->opts.timeout);
+        rc = lock->be->acquire(lock, &deadline, err);
+        if (rc == DIRLOCK_OK)
+                lock->holds = 1;
+        return rc;
 }
 
 /* Let go of the lock itself (not the handle). */
 static int release_lock(dirlock *lock, dirlock_error *err)
 {
-        int rc = DIRLOCK_OK;
-        if (lock->kind == DL_KIND_FLOCK) {
-                close(lock->fd);
-                lock->fd = -1;
-        } else {
-                rc = dl_rw_release(lock, err);
-        }
+        int rc = lock->be->release(lock, err);
         lock->holds = 0;
         if (rc == DIRLOCK_OK)
                 dl_ok(err);
@@ -267,24 +254,36 @@ int dirlock_free(dirlock *lock, dirlock_error *err)
 
 int dirlock_refresh(dirlock *lock, dirlock_error *err)
 {
-        if (lock == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
-        int rc = dl_handle_owned(lock, err);
-        if (rc != DIRLOCK_OK || lock->kind == DL_KIND_FLOCK)
-                return rc;
-        return dl_rw_refresh(lock, err);
+        int rc = dl_handle_usable(lock, err);
+        return rc != DIRLOCK_OK ? rc : lock->be->refresh(lock, err);
 }
 
 int dirlock_check(const dirlock *lock, dirlock_error *err)
 {
-        if (lock == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
-        int rc = dl_handle_owned(lock, err);
+        int rc = dl_handle_usable(lock, err);
+        return rc != DIRLOCK_OK ? rc : lock->be->check(lock, err);
+}
+
+int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
+{
+        int rc = dl_handle_usable(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (lock->kind == DL_KIND_FLOCK)
-                return DIRLOCK_OK;
-        return dl_rw_check(lock, err);
+        if (lock->be->upgrade == NULL)
+                return dl_fail(err, DIRLOCK_EUPGRADE, 0, "%s lock '%s' cannot be upgraded", lock->be->name,
+                               lock->name);
+        return lock->be->upgrade(lock, opts, err);
+}
+
+int dirlock_downgrade(dirlock *lock, dirlock_error *err)
+{
+        int rc = dl_handle_usable(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (lock->be->downgrade == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot be downgraded", lock->be->name,
+                               lock->name);
+        return lock->be->downgrade(lock, err);
 }
 
 const char *dirlock_name(const dirlock *lock)
@@ -302,13 +301,13 @@ int dirlock_mode_of(const dirlock *lock)
         return lock->mode;
 }
 
-int dirlock_with(const char *lockdir, const char *name, const dirlock_options *opts, int (*fn)(void *arg),
+int dirlock_with(const char *space, const char *name, const dirlock_options *opts, int (*fn)(void *arg),
                  void *arg, int *fn_result, dirlock_error *err)
 {
         if (fn == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no function to run");
         dirlock *h;
-        int rc = dirlock_acquire(lockdir, name, opts, &h, err);
+        int rc = dirlock_acquire(space, name, opts, &h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         int result = fn(arg);

@@ -384,3 +384,13 @@ int dl_random_token(char out[33], dirlock_error *err)
         out[32] = '\0';
         return DIRLOCK_OK;
 }
+
+unsigned long long dirlock_process_start(pid_t pid)
+{
+        return pid > 0 ? dl_process_start_time(pid) : 0;
+}
+
+int dirlock_process_alive(pid_t pid, unsigned long long start_time)
+{
+        return pid > 0 ? dl_process_alive(pid, start_time) : 0;
+}

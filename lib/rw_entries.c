@@ -24,7 +24,7 @@ int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mo
                         return 0;
                 if (errno != ENOENT)
                         return -1;
-                if (dl_mkdir_in(dir, h->lockdir_mode) != 0 && errno != EEXIST)
+                if (dl_mkdir_in(dir, dl_dir_of(h)->lockdir_mode) != 0 && errno != EEXIST)
                         return -1;
         }
         errno = EAGAIN;
@@ -38,12 +38,6 @@ int dl_rw_entry_drop(const char *dir, const char *path)
         rmdir(dir); /* ENOTEMPTY: others are still there */
         errno = e;
         return rc;
-}
-
-/* "x.<32 hex>" */
-static bool entry_name(const char *n)
-{
-        return n[0] != '\0' && n[1] == '.' && strlen(n) == 34;
 }
 
 static bool admissible(const dl_scan *s, const char *token)
@@ -61,6 +55,76 @@ void dl_rw_scan_done(dl_scan *s)
         free(s->known);
         s->known = NULL;
         s->nknown = s->cap = 0;
+}
+
+/* Remember the token of a live entry (s->remember); 0, or -1 and err. */
+static int remember(dl_scan *s, const char *token, dirlock_error *err)
+{
+        if (s->nknown == s->cap) {
+                unsigned cap = s->cap ? s->cap * 2 : 16;
+                char(*k)[33] = realloc(s->known, cap * sizeof *k);
+                if (k == NULL) {
+                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                        return -1;
+                }
+                s->known = k;
+                s->cap = cap;
+        }
+        memcpy(s->known[s->nknown++], token, 33);
+        return 0;
+}
+
+static void count_live(dl_scan *s, const dl_record *rec)
+{
+        s->live++;
+        if (!s->have_one) {
+                s->one = *rec;
+                s->have_one = true;
+        }
+}
+
+/* One entry `leaf` of the directory open as dfd (`dir` for messages). */
+static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_age, dl_scan *s,
+                      dirlock_error *err)
+{
+        int kind = dl_layout_entry_kind(leaf);
+        if (kind == 0)
+                return 0;
+        dl_record rec;
+        double age;
+        if (dl_entry_readat(dfd, leaf, &rec, &age) != 0)
+                return 0; /* gone meanwhile */
+        if (dl_entry_stale(&rec, age, stale_age)) {
+                /* Exactly the judged entry.  One we may not remove (another
+                 * user's, in a sticky directory) is still there: never count
+                 * it as gone. */
+                if (unlinkat(dfd, leaf, 0) != 0 && (errno == EPERM || errno == EACCES)) {
+                        int e = errno;
+                        char *path = dl_join(dir, leaf, NULL);
+                        char what[DL_ENTRY_LEAF_SIZE + 4200];
+                        snprintf(what, sizeof what, "entry '%s'", path ? path : leaf);
+                        free(path);
+                        dl_fail_unbreakable(err, what, &rec, e);
+                        return -1;
+                }
+                return 0;
+        }
+        const char *token = leaf + 2;
+        if (s->remember && (kind == DL_ENTRY_READER || kind == DL_ENTRY_WAITING) && s->nknown < 4096 &&
+            remember(s, token, err) != 0)
+                return -1;
+        if (s->admit && s->admit_from != NULL && kind == s->admit_from[0] && admissible(s, token)) {
+                char to[DL_ENTRY_LEAF_SIZE];
+                snprintf(to, sizeof to, "%c.%s", (char)DL_ENTRY_ADMITTED, token);
+                if (renameat(dfd, leaf, dfd, to) == 0) {
+                        s->admitted++;
+                        count_live(s, &rec);
+                }
+                return 0;
+        }
+        if (s->active != NULL && strchr(s->active, kind) != NULL)
+                count_live(s, &rec);
+        return 0;
 }
 
 int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err)
@@ -81,68 +145,10 @@ int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err
                 close(dfd);
                 return -1;
         }
-        size_t dlen = strlen(dir);
-        char path[4096];
+        int rc = 0;
         struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-                const char *n = de->d_name;
-                if (!entry_name(n) || dlen + 2 + strlen(n) > sizeof path)
-                        continue;
-                memcpy(path, dir, dlen);
-                path[dlen] = '/';
-                strcpy(path + dlen + 1, n);
-                dl_record rec;
-                double age;
-                if (dl_entry_read(path, &rec, &age) != 0)
-                        continue; /* gone meanwhile */
-                if (dl_entry_stale(&rec, age, stale_age)) {
-                        /* Exactly the judged entry.  One we may not remove
-                         * (another user's, in a sticky directory) is still
-                         * there: never count it as gone. */
-                        if (unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
-                                int e = errno;
-                                char what[4200];
-                                snprintf(what, sizeof what, "entry '%s'", path);
-                                dl_fail_unbreakable(err, what, &rec, e);
-                                closedir(d);
-                                return -1;
-                        }
-                        continue;
-                }
-                if (s->remember && (n[0] == 'r' || n[0] == 'w') && s->nknown < 4096) {
-                        if (s->nknown == s->cap) {
-                                unsigned cap = s->cap ? s->cap * 2 : 16;
-                                char(*k)[33] = realloc(s->known, cap * sizeof *k);
-                                if (k != NULL) {
-                                        s->known = k;
-                                        s->cap = cap;
-                                }
-                        }
-                        if (s->nknown < s->cap)
-                                memcpy(s->known[s->nknown++], n + 2, 33);
-                }
-                if (s->admit && s->admit_from != NULL && n[0] == s->admit_from[0] && admissible(s, n + 2)) {
-                        char to[4096];
-                        strcpy(to, path);
-                        to[dlen + 1] = 'a';
-                        if (rename(path, to) == 0) {
-                                s->admitted++;
-                                s->live++;
-                                if (!s->have_one) {
-                                        s->one = rec;
-                                        s->have_one = true;
-                                }
-                        }
-                        continue;
-                }
-                if (s->active != NULL && strchr(s->active, n[0]) != NULL) {
-                        s->live++;
-                        if (!s->have_one) {
-                                s->one = rec;
-                                s->have_one = true;
-                        }
-                }
-        }
+        while (rc == 0 && (de = readdir(d)) != NULL)
+                rc = scan_entry(dfd, dir, de->d_name, stale_age, s, err);
         closedir(d);
-        return 0;
+        return rc;
 }

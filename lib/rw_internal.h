@@ -4,31 +4,24 @@
 #ifndef DIRLOCK_RW_INTERNAL_H
 #define DIRLOCK_RW_INTERNAL_H
 
-#include "internal.h"
+#include "dir.h"
 
-/* Paths of one name's reader-writer files, all in the lock directory D:
- *   D/NAME.readers/        shared holders and waiting readers
- *       r.<T>              a reader that announced itself
- *       a.<T>              a waiting reader admitted by a fair writer
- *       w.<T>              a fair reader waiting for a write phase to end
- *   D/NAME.up.<T>          intent holder T upgrades: new readers wait
- *   D/NAME.wq/x.<T>        writer T waits (policy `writer`): readers wait
- *   D/NAME.fifo/t.<SEQ>    FIFO ticket (DIRLOCK_FIFO), record names the waiter
- * Every entry is a symlink holding an owner record; its age counts from
- * its last change (INVARIANT C in exclusive.c). */
+/* Paths of one name's reader-writer files, all in the lock directory D
+ * (the layout is in layout.h). */
 struct dl_rw {
-        char *readers_dir;        /* D/NAME.readers                      */
-        char *r_path;             /* D/NAME.readers/r.<T>                */
-        char *a_path;             /* D/NAME.readers/a.<T>                */
-        char *w_path;             /* D/NAME.readers/w.<T>                */
-        char *up_path;            /* D/NAME.up.<T>                       */
-        char *wq_dir;             /* D/NAME.wq                           */
-        char *wq_entry;           /* D/NAME.wq/x.<T>                     */
-        char *fifo_dir;           /* D/NAME.fifo                         */
-        char *ticket;             /* our ticket path while queued, NULL  */
-        const char *reader_entry; /* r_path or a_path while reading      */
-        bool up_held;             /* up_path is ours                     */
-        bool wq_held;             /* wq_entry is ours                    */
+        char *readers_dir;             /* D/NAME.readers                      */
+        char *r_path;                  /* D/NAME.readers/r.<T>                */
+        char *a_path;                  /* D/NAME.readers/a.<T>                */
+        char *w_path;                  /* D/NAME.readers/w.<T>                */
+        char *up_path;                 /* D/NAME.up.<T>                       */
+        char *wq_dir;                  /* D/NAME.wq                           */
+        char *wq_entry;                /* D/NAME.wq/x.<T>                     */
+        char *fifo_dir;                /* D/NAME.fifo                         */
+        char *ticket;                  /* our ticket path while queued, NULL  */
+        unsigned long long ticket_seq; /* and its number                 */
+        const char *reader_entry;      /* r_path or a_path while reading      */
+        bool up_held;                  /* up_path is ours                     */
+        bool wq_held;                  /* wq_entry is ours                    */
 };
 
 /* Allocate h->rw (idempotent).  DIRLOCK_OK or DIRLOCK_ENOMEM. */

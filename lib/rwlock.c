@@ -152,33 +152,25 @@
 
 /* ---- state --------------------------------------------------------------- */
 
-static char *entry_in(const char *dir, char kind, const char *token)
-{
-        char leaf[40];
-        snprintf(leaf, sizeof leaf, "%c.%s", kind, token);
-        return dl_join(dir, leaf, NULL);
-}
-
 int dl_rw_state(dirlock *h, dirlock_error *err)
 {
-        if (h->rw != NULL)
+        struct dl_dir *d = dl_dir_of(h);
+        if (d->rw != NULL)
                 return DIRLOCK_OK;
         struct dl_rw *rw = calloc(1, sizeof *rw);
         if (rw == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        h->rw = rw;
-        char up[DIRLOCK_NAME_MAX + 48];
-        snprintf(up, sizeof up, "%s.up.%s", h->name, h->token);
-        rw->readers_dir = dl_join(h->lockdir, h->name, ".readers");
-        rw->wq_dir = dl_join(h->lockdir, h->name, ".wq");
-        rw->fifo_dir = dl_join(h->lockdir, h->name, ".fifo");
-        rw->up_path = dl_join(h->lockdir, up, NULL);
+        d->rw = rw;
+        rw->readers_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_READERS);
+        rw->wq_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_WQ);
+        rw->fifo_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_FIFO);
+        rw->up_path = dl_layout_up(d->lockdir, h->name, h->token);
         if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->fifo_dir == NULL || rw->up_path == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        rw->r_path = entry_in(rw->readers_dir, 'r', h->token);
-        rw->a_path = entry_in(rw->readers_dir, 'a', h->token);
-        rw->w_path = entry_in(rw->readers_dir, 'w', h->token);
-        rw->wq_entry = entry_in(rw->wq_dir, 'x', h->token);
+        rw->r_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_READER, h->token);
+        rw->a_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_ADMITTED, h->token);
+        rw->w_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_WAITING, h->token);
+        rw->wq_entry = dl_layout_entry(rw->wq_dir, DL_ENTRY_WRITER, h->token);
         if (rw->r_path == NULL || rw->a_path == NULL || rw->w_path == NULL || rw->wq_entry == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         return DIRLOCK_OK;
@@ -186,7 +178,7 @@ int dl_rw_state(dirlock *h, dirlock_error *err)
 
 void dl_rw_free(dirlock *h)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw == NULL)
                 return;
         free(rw->readers_dir);
@@ -199,7 +191,7 @@ void dl_rw_free(dirlock *h)
         free(rw->fifo_dir);
         free(rw->ticket);
         free(rw);
-        h->rw = NULL;
+        dl_dir_of(h)->rw = NULL;
 }
 
 static int timeout_code(const dirlock *h, const dirlock_options *o)
@@ -212,7 +204,7 @@ static int timeout_code(const dirlock *h, const dirlock_options *o)
  * that vanished meanwhile must not turn inotify off). */
 static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
 {
-        dl_waiter_init(w, h->lockdir, h->opts.flags, h->token, h->opts.stale_age);
+        dl_waiter_init(w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(w, h->opts.cancel_fd);
         const char *extra[2] = {extra1, extra2};
         for (int i = 0; i < 2; i++) {
@@ -252,9 +244,7 @@ static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
         }
         if (token[0] == '\0' || holder->mode != DIRLOCK_INTENT)
                 return W_BLOCK; /* a writer, or foreign content */
-        char up[DIRLOCK_NAME_MAX + 80];
-        snprintf(up, sizeof up, "%s.up.%s", h->name, token);
-        char *up_path = dl_join(h->lockdir, up, NULL);
+        char *up_path = dl_layout_up(dl_dir_of(h)->lockdir, h->name, token);
         if (up_path == NULL) {
                 dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
                 return W_ERROR;
@@ -272,10 +262,10 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
         if (s != W_OPEN || h->opts.policy != DIRLOCK_POLICY_WRITER)
                 return s;
         struct stat st;
-        if (stat(h->rw->wq_dir, &st) != 0)
+        if (stat(dl_dir_of(h)->rw->wq_dir, &st) != 0)
                 return W_OPEN;
         dl_scan sc = {.active = "x"};
-        if (dl_rw_scan(h->rw->wq_dir, h->opts.stale_age, &sc, err) != 0)
+        if (dl_rw_scan(dl_dir_of(h)->rw->wq_dir, h->opts.stale_age, &sc, err) != 0)
                 return W_ERROR;
         if (sc.live == 0)
                 return W_OPEN;
@@ -287,7 +277,7 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
 
 static int announce(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (dl_rw_entry_make(rw->readers_dir, rw->r_path, h, DIRLOCK_SHARED) != 0)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot register as reader in '%s'", rw->readers_dir);
         return DIRLOCK_OK;
@@ -295,7 +285,7 @@ static int announce(dirlock *h, dirlock_error *err)
 
 static void reader_give_up(dirlock *h)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         unlink(rw->r_path);
         unlink(rw->w_path);
         unlink(rw->a_path); /* admitted at the last moment */
@@ -312,7 +302,7 @@ static bool waits_visibly(const dirlock *h)
 /* Withdraw a failed announce (see waits_visibly). */
 static int withdraw(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         int rc =
             waits_visibly(h) ? rename(rw->r_path, rw->w_path) : dl_rw_entry_drop(rw->readers_dir, rw->r_path);
         if (rc != 0 && errno != ENOENT)
@@ -322,7 +312,7 @@ static int withdraw(dirlock *h, dirlock_error *err)
 
 static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         bool fair = waits_visibly(h); /* fair or reader: waits as w.<T> */
         dl_record holder;
         int rc = announce(h, err);
@@ -411,7 +401,7 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 
 static void wq_leave(dirlock *h)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw->wq_held) {
                 dl_rw_entry_drop(rw->wq_dir, rw->wq_entry);
                 rw->wq_held = false;
@@ -422,7 +412,7 @@ static void wq_leave(dirlock *h)
  * the one to watch (W's holder or the waiter ahead). */
 static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
 {
-        if (h->rw->ticket != NULL) {
+        if (dl_dir_of(h)->rw->ticket != NULL) {
                 int first = dl_fifo_first(h, holder, err);
                 if (first < 0)
                         return err->code;
@@ -436,7 +426,7 @@ static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
  * registered in NAME.wq while waiting). */
 static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         bool fifo = (h->opts.flags & DIRLOCK_FIFO) != 0;
         dl_record holder;
         memset(&holder, 0, sizeof holder);
@@ -512,8 +502,8 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
         if ((double)(now - *renewed_ns) < h->opts.stale_age * 1e9 / 4)
                 return DIRLOCK_OK;
         *renewed_ns = now;
-        if (h->rw->up_held)
-                utimensat(AT_FDCWD, h->rw->up_path, NULL, AT_SYMLINK_NOFOLLOW);
+        if (dl_dir_of(h)->rw->up_held)
+                utimensat(AT_FDCWD, dl_dir_of(h)->rw->up_path, NULL, AT_SYMLINK_NOFOLLOW);
         return dl_excl_refresh(h, err);
 }
 
@@ -523,7 +513,7 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
 static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit,
                  dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         struct stat st;
         if (stat(rw->readers_dir, &st) != 0 && errno == ENOENT)
                 return DIRLOCK_OK; /* the fast path: no readers at all */
@@ -597,7 +587,7 @@ static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error 
 /* Writer, policy `reader`: hold W only when no reader is there. */
 static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         dl_waiter w;
         bool waiting = false;
         dl_scan sc = {.active = "raw"}; /* waiting readers go first */
@@ -658,17 +648,18 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                 int rc = take_w(h, deadline, err);
                 if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
                         return rc;
-                if (dl_entry_create(h->rw->up_path, h, DIRLOCK_INTENT) != 0) {
-                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", h->rw->up_path);
+                if (dl_entry_create(dl_dir_of(h)->rw->up_path, h, DIRLOCK_INTENT) != 0) {
+                        rc =
+                            dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", dl_dir_of(h)->rw->up_path);
                 } else {
-                        h->rw->up_held = true;
+                        dl_dir_of(h)->rw->up_held = true;
                         rc = drain(h, &h->opts, deadline, false, err);
                 }
                 if (rc == DIRLOCK_OK)
                         return rc;
-                if (h->rw->up_held)
-                        unlink(h->rw->up_path);
-                h->rw->up_held = false;
+                if (dl_dir_of(h)->rw->up_held)
+                        unlink(dl_dir_of(h)->rw->up_path);
+                dl_dir_of(h)->rw->up_held = false;
                 dl_excl_release(h, NULL);
                 if (rc != DIRLOCK_ELOST) /* else: broken while we drained, take it again */
                         return rc;
@@ -700,7 +691,7 @@ int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 
 int dl_rw_release(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
                 const char *entry = rw->reader_entry;
                 rw->reader_entry = NULL;
@@ -721,7 +712,7 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
 
 int dl_rw_refresh(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = h->rw;
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
                 if (utimensat(AT_FDCWD, rw->reader_entry, NULL, AT_SYMLINK_NOFOLLOW) == 0)
                         return DIRLOCK_OK;
@@ -736,7 +727,7 @@ int dl_rw_refresh(dirlock *h, dirlock_error *err)
 
 int dl_rw_check(const dirlock *h, dirlock_error *err)
 {
-        const struct dl_rw *rw = h->rw;
+        const struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
                 struct stat st;
                 if (lstat(rw->reader_entry, &st) == 0)
@@ -748,27 +739,13 @@ int dl_rw_check(const dirlock *h, dirlock_error *err)
         return dl_excl_check(h, err);
 }
 
-/* Upgrade and downgrade both need a directory lock held by this process. */
-static int changeable(const dirlock *lock, int kind_code, const char *verb, dirlock_error *err)
-{
-        if (lock == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
-        int rc = dl_handle_owned(lock, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (lock->kind != DL_KIND_DIR)
-                return dl_fail(err, kind_code, 0, "flock lock '%s' cannot be %s", lock->name, verb);
-        return DIRLOCK_OK;
-}
-
-int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
+/* The caller (handle.c) checked that this process owns the handle. */
+int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        int rc = changeable(lock, DIRLOCK_EUPGRADE, "upgraded", err);
-        if (rc != DIRLOCK_OK)
-                return rc;
+        int rc;
         if (lock->mode == DIRLOCK_EXCLUSIVE)
                 return DIRLOCK_OK;
         if (lock->mode == DIRLOCK_SHARED)
@@ -784,7 +761,7 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
                 return rc;
         dirlock_options o = opts != NULL ? *opts : lock->opts;
         dl_time deadline = dl_deadline(o.timeout);
-        struct dl_rw *rw = lock->rw;
+        struct dl_rw *rw = dl_dir_of(lock)->rw;
         if (!rw->up_held) {
                 if (dl_entry_create(rw->up_path, lock, DIRLOCK_INTENT) != 0 && errno != EEXIST)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", rw->up_path);
@@ -801,14 +778,12 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
         return DIRLOCK_OK;
 }
 
-int dirlock_downgrade(dirlock *lock, dirlock_error *err)
+int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        int rc = changeable(lock, DIRLOCK_EINVAL, "downgraded", err);
-        if (rc != DIRLOCK_OK)
-                return rc;
+        int rc;
         if (lock->mode == DIRLOCK_SHARED)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", lock->name);
         rc = dl_rw_state(lock, err);
@@ -816,7 +791,7 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
                 rc = dl_excl_check(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        struct dl_rw *rw = lock->rw;
+        struct dl_rw *rw = dl_dir_of(lock)->rw;
         /* Reader first, then let go of W: no writer can slip in between. */
         rc = announce(lock, err);
         if (rc != DIRLOCK_OK)
@@ -838,10 +813,29 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
 
 /* ---- maintenance ------------------------------------------------------------- */
 
-static bool has_suffix(const char *s, const char *suffix)
+/* U of an intent holder T is inert unless T holds W: removed when T does
+ * not and U's owner is gone or U is old. */
+static void clean_up_entry(const char *lockdir, const char *path, const char *leaf)
 {
-        size_t n = strlen(s), m = strlen(suffix);
-        return n > m && strcmp(s + n - m, suffix) == 0;
+        size_t name_len;
+        const char *token = dl_layout_up_token(leaf, &name_len);
+        if (token == NULL || name_len > DIRLOCK_NAME_MAX)
+                return;
+        dl_record rec;
+        double age;
+        if (dl_entry_read(path, &rec, &age) != 0)
+                return;
+        char name[DIRLOCK_NAME_MAX + 1];
+        memcpy(name, leaf, name_len);
+        name[name_len] = '\0';
+        char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
+        char *owner = lock ? dl_layout_owner_entry(lock, token) : NULL;
+        struct stat st;
+        if (owner != NULL && lstat(owner, &st) != 0 &&
+            (dl_entry_stale(&rec, age, DIRLOCK_DEFAULT_STALE_AGE) || dl_record_owner_alive(&rec) == 0))
+                unlink(path);
+        free(owner);
+        free(lock);
 }
 
 int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
@@ -850,36 +844,23 @@ int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
         if (d == NULL)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", lockdir);
         struct dirent *de;
-        char path[4096];
         while ((de = readdir(d)) != NULL) {
                 const char *n = de->d_name;
                 if (n[0] == '.')
                         continue;
-                snprintf(path, sizeof path, "%s/%s", lockdir, n);
-                if (has_suffix(n, ".readers") || has_suffix(n, ".wq") || has_suffix(n, ".fifo")) {
+                char *path = dl_join(lockdir, n, NULL);
+                if (path == NULL)
+                        break;
+                if (dl_layout_has_suffix(n, DL_SUFFIX_READERS) || dl_layout_has_suffix(n, DL_SUFFIX_WQ) ||
+                    dl_layout_has_suffix(n, DL_SUFFIX_FIFO)) {
                         dl_scan sc = {.active = "rawxt"};
                         if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, &sc, NULL) == 0)
                                 rmdir(path); /* only if empty */
-                        continue;
+                        dl_rw_scan_done(&sc);
+                } else {
+                        clean_up_entry(lockdir, path, n);
                 }
-                const char *up = strstr(n, ".up.");
-                if (up != NULL && strlen(up) == 4 + 32) {
-                        dl_record rec;
-                        double age;
-                        if (dl_entry_read(path, &rec, &age) != 0)
-                                continue;
-                        /* Inert unless its token holds W; remove it when that is
-                         * not so and its owner is gone or it is old. */
-                        char lockentry[4096];
-                        snprintf(lockentry, sizeof lockentry, "%s/%.*s.lock/owner.%s", lockdir, (int)(up - n),
-                                 n, up + 4);
-                        struct stat st;
-                        if (lstat(lockentry, &st) != 0 &&
-                            dl_entry_stale(&rec, age, DIRLOCK_DEFAULT_STALE_AGE))
-                                unlink(path);
-                        else if (lstat(lockentry, &st) != 0 && dl_record_owner_alive(&rec) == 0)
-                                unlink(path);
-                }
+                free(path);
         }
         closedir(d);
         dl_ok(err);
@@ -888,29 +869,19 @@ int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
 
 unsigned dl_rw_count_readers(const char *lockdir, const char *name)
 {
-        char *dir = dl_join(lockdir, name, ".readers");
+        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
         if (dir == NULL)
                 return 0;
         dl_scan sc = {.active = "ra"};
         unsigned n = dl_rw_scan(dir, DIRLOCK_DEFAULT_STALE_AGE, &sc, NULL) == 0 ? sc.live : 0;
+        dl_rw_scan_done(&sc);
         free(dir);
         /* An intent holder is a reader too. */
-        char *lock = dl_join(lockdir, name, ".lock");
-        DIR *d = lock ? opendir(lock) : NULL;
-        if (d != NULL) {
-                struct dirent *de;
-                while ((de = readdir(d)) != NULL) {
-                        if (strncmp(de->d_name, "owner.", 6) != 0)
-                                continue;
-                        char *p = dl_join(lock, de->d_name, NULL);
-                        dl_record rec;
-                        double age;
-                        if (p != NULL && dl_entry_read(p, &rec, &age) == 0 && rec.mode == DIRLOCK_INTENT)
-                                n++;
-                        free(p);
-                }
-                closedir(d);
-        }
+        char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
+        dl_lock_view v;
+        if (lock != NULL && dl_lock_look(lock, &v) == 0 && v.state == DL_LOCK_OWNED &&
+            v.rec.mode == DIRLOCK_INTENT)
+                n++;
         free(lock);
         return n;
 }

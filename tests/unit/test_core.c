@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../lib/internal.h"
+#include "dir.h"
 
 #include <errno.h>
 #include <fcntl.h>

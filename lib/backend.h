@@ -1,0 +1,73 @@
+/* backend.h - the seam between the public calls and the lock backends.
+ *
+ * A lock space is named by a string: a directory path (the directory
+ * backend, dir.h), "flock:PATH" (the kernel's flock(2) on files in PATH,
+ * flock.c), or "SCHEME://..." for backends that keep their locks
+ * elsewhere.  space.c picks the backend from the string; handle.c,
+ * multi.c and admin.c call it only through this table, and no backend
+ * knows of another.
+ *
+ * A backend implements what it can; a NULL entry means the operation is
+ * not available in that kind of space, and the public call says so
+ * (DIRLOCK_EINVAL or DIRLOCK_EUPGRADE, naming the backend).  Every entry
+ * returns DIRLOCK_OK or a dirlock_code, filling err. */
+#ifndef DIRLOCK_BACKEND_H
+#define DIRLOCK_BACKEND_H
+
+#include "internal.h"
+
+typedef struct dl_backend {
+        const char *name; /* "directory", "flock", ... for messages */
+
+        /* ---- one lock, through its handle ------------------------------ */
+
+        /* Set up h->impl for lock h->name in space `spec` (the space string
+         * without its scheme) with h->opts; no lock is taken.  May create
+         * the space (a directory) unless DIRLOCK_NO_MKDIR. */
+        int (*open)(dirlock *h, const char *spec, dirlock_error *err);
+        /* Free h->impl (the lock is released or was never taken). */
+        void (*close)(dirlock *h);
+        /* The handle drew a new token (dirlock_reacquire): rebuild what
+         * depends on it.  NULL: a lock of this kind cannot be taken again
+         * through the same handle. */
+        int (*retoken)(dirlock *h, dirlock_error *err);
+        /* Take the lock in h->opts.mode by the deadline, waiting as this
+         * backend can wait (how to learn of a release is the backend's:
+         * inotify and pidfds for directories, notifications for a
+         * server).  Honours h->opts.cancel_fd. */
+        int (*acquire)(dirlock *h, const dl_time *deadline, dirlock_error *err);
+        /* Let go of whatever h holds; DIRLOCK_ELOST when it had been
+         * broken (another holder's lock is left alone). */
+        int (*release)(dirlock *h, dirlock_error *err);
+        int (*refresh)(dirlock *h, dirlock_error *err);
+        int (*check)(const dirlock *h, dirlock_error *err);
+        /* Intent -> exclusive, exclusive -> shared (NULL: not offered). */
+        int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+        int (*downgrade)(dirlock *h, dirlock_error *err);
+
+        /* ---- the space, from outside its holders ------------------------ */
+
+        int (*inspect)(const char *spec, const char *name, double stale_age, dirlock_owner *owner,
+                       dirlock_error *err);
+        int (*break_lock)(const char *spec, const char *name, double stale_age, int force,
+                          dirlock_error *err);
+        int (*cleanup)(const char *spec, dirlock_error *err);
+        /* The names of the locks that exist (held, or with readers or
+         * waiters), each once, in any order: malloc'd array of malloc'd
+         * strings in *names, their number in *count. */
+        int (*list)(const char *spec, char ***names, size_t *count, dirlock_error *err);
+} dl_backend;
+
+extern const dl_backend dl_dir_backend;
+extern const dl_backend dl_flock_backend;
+
+/* The backend of lock space `space` and its spec (a pointer into space,
+ * after the scheme).  DIRLOCK_EINVAL for an empty or unknown one. */
+int dl_space_resolve(const char *space, const dl_backend **be, const char **spec, dirlock_error *err);
+
+/* A handle of backend `be` for lock `name` in `spec`: validates the name
+ * and the options, draws a token, opens it (be->open). */
+int dl_handle_open(const dl_backend *be, const char *spec, const char *name, const dirlock_options *opts,
+                   dirlock **out, dirlock_error *err);
+
+#endif

@@ -1,0 +1,127 @@
+/* dir.h - what the files of the directory backend share (exclusive.c,
+ * rwlock.c, rw_entries.c, fifo.c, dir_backend.c): the handle's directory
+ * state, the exclusive primitive the reader-writer layer builds on, and
+ * entries with their ages.  Names on disk are in layout.h; the protocols
+ * at the top of exclusive.c and rwlock.c. */
+#ifndef DIRLOCK_DIR_H
+#define DIRLOCK_DIR_H
+
+#include "internal.h"
+#include "layout.h"
+
+struct dl_rw; /* reader-writer state, owned by rwlock.c */
+
+/* A handle's state in a directory space (h->impl). */
+struct dl_dir {
+        char *lockdir;         /* absolute path of the lock directory          */
+        unsigned lockdir_mode; /* its st_mode: new directories in it follow it */
+        char *lock_path;       /* <lockdir>/<name>.lock                        */
+        char *entry_path;      /* <lock_path>/owner.<token>                    */
+        char *prep_path;       /* <lockdir>/.<name>.<token>.new (acquire only) */
+        long long prep_ns;     /* when the prepared owner record was written   */
+        bool prep_made;        /* prep_path exists                             */
+        bool excl_held;        /* we hold <name>.lock                          */
+        struct dl_rw *rw;      /* reader-writer state or NULL                  */
+};
+
+static inline struct dl_dir *dl_dir_of(const dirlock *h)
+{
+        return (struct dl_dir *)h->impl;
+}
+
+/* A handle of lock `name` in lock directory `lockdir` for looking at and
+ * repairing it from outside (inspect, break): never creates the directory. */
+int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
+                      dirlock_error *err);
+
+/* ---- the exclusive primitive (exclusive.c) ----------------------------- */
+
+/* One attempt to take h->lock_path; with `judge`, a failed attempt looks
+ * at the holder and breaks it if stale, then tries again.  DIRLOCK_OK
+ * (h->excl_held set), DIRLOCK_EBUSY (holder in *holder if not NULL;
+ * holder->pid == 0 when unknown or not judged), or an error.  Waiting is
+ * the caller's (rwlock.c take_w): a cheap attempt on every wake-up, a
+ * judging one when the watched owner died or the re-check interval passed. */
+int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
+/* Release h->lock_path if it is still ours: DIRLOCK_OK or DIRLOCK_ELOST. */
+int dl_excl_release(dirlock *h, dirlock_error *err);
+int dl_excl_refresh(dirlock *h, dirlock_error *err);
+int dl_excl_check(const dirlock *h, dirlock_error *err);
+/* Look at the holder of h->lock_path; break it if stale (see BREAK in
+ * exclusive.c).  DL_FREE: absent, empty, or just broken (retry at once).
+ * DL_HELD: *holder filled (pid 0 when the record is unreadable) and, if
+ * holder_token is not NULL, the holder's token (from its entry name).
+ * DL_ERROR: err filled; DIRLOCK_EPERM when the lock is stale but this
+ * user may not break it. */
+enum dl_judgement { DL_FREE, DL_HELD, DL_ERROR };
+enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err);
+/* Remove the prepared directory of a failed or finished acquire. */
+void dl_excl_discard_prep(dirlock *h);
+
+/* What a lock directory D/NAME.lock holds, seen at one moment. */
+enum dl_lock_state {
+        DL_LOCK_ABSENT,  /* no directory: free                        */
+        DL_LOCK_EMPTY,   /* empty directory: free (invariant A)       */
+        DL_LOCK_FOREIGN, /* names that are not owner entries, no owner */
+        DL_LOCK_OWNED    /* held by the owner entry `leaf`            */
+};
+typedef struct dl_lock_view {
+        enum dl_lock_state state;
+        char leaf[DL_OWNER_LEAF_SIZE]; /* DL_LOCK_OWNED: "owner.<token>"          */
+        const char *token;          /* DL_LOCK_OWNED: inside leaf             */
+        dl_record rec;              /* DL_LOCK_OWNED: zeroed when unreadable  */
+        double age;                 /* OWNED: seconds since taken or last refreshed (AGE in
+                                       exclusive.c); FOREIGN: since the directory changed */
+} dl_lock_view;
+/* Look into lock directory `lock_path`.  0, or -1 with errno. */
+int dl_lock_look(const char *lock_path, dl_lock_view *v);
+/* Remove the names in a lock directory that are not owner entries, then
+ * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
+void dl_lock_clear_foreign(const char *lock_path);
+/* BREAK: unlink the judged owner entry `leaf` of `lock_path`, then rmdir.
+ * 0, or -1 with errno (ENOENT: already broken or released; EPERM or
+ * EACCES: not ours to break). */
+int dl_excl_break_entry(const char *lock_path, const char *leaf);
+/* Remove the prepared directories of lock `name` (all names when NULL)
+ * whose owners are provably dead on this host; with `remote_age` > 0
+ * also those of other hosts (and unreadable ones) older than that. */
+void dl_sweep_preps(const char *lockdir, const char *name, double remote_age);
+
+/* Generic entry judging, shared with the reader-writer layer: an entry is a
+ * symlink whose target is an owner record; its age counts from its last
+ * change (creation, rename, refresh: the later of its mtime and ctime).
+ * Reads it; returns 0, or -1 with errno (ENOENT when gone). */
+int dl_entry_read(const char *path, dl_record *rec, double *age_s);
+/* The same for entry `leaf` of the directory open as dirfd. */
+int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age_s);
+/* Stale: older than the larger of stale_age and the holder's recorded
+ * stale age (unless only its partner lives: dl_record_partner_only), or
+ * owner provably dead on this host. */
+bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age);
+/* Create entry `path` (a symlink holding h's record: h's token, stale age
+ * and partner, the given mode).  0 or -1/errno. */
+int dl_entry_create(const char *path, const dirlock *h, int mode);
+/* A DIRLOCK_EPERM error for a stale entry `what` of `rec`'s owner that
+ * this user may not remove (errno e); returns DIRLOCK_EPERM. */
+int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *rec, int e);
+
+/* ---- reader-writer layer (rwlock.c) ------------------------------------ */
+
+/* Upgrade and downgrade (the backend's entries). */
+int dl_rw_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+int dl_rw_downgrade(dirlock *h, dirlock_error *err);
+
+/* Take the lock in h->opts.mode (exclusive, shared or intent) by the
+ * deadline.  Exclusive means: <name>.lock and no readers. */
+int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+/* Release whatever h holds (exclusive, shared or intent). */
+int dl_rw_release(dirlock *h, dirlock_error *err);
+int dl_rw_refresh(dirlock *h, dirlock_error *err);
+int dl_rw_check(const dirlock *h, dirlock_error *err);
+void dl_rw_free(dirlock *h);
+/* Break leftovers of dead readers of every name in lockdir. */
+int dl_rw_cleanup(const char *lockdir, dirlock_error *err);
+/* Number of shared/intent holders of `name` (for inspect). */
+unsigned dl_rw_count_readers(const char *lockdir, const char *name);
+
+#endif

@@ -1,0 +1,257 @@
+/* dir_backend.c - the directory backend (backend.h): a lock space that is
+ * a directory, and each lock a directory in it (exclusive.c, rwlock.c).
+ * Here: a handle's directory state, the table of entry points, and the
+ * calls that look at locks from outside their holders (inspect, break,
+ * cleanup, list). */
+#include "backend.h"
+#include "dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- a handle's directory state -------------------------------------- */
+
+static void dir_free_state(struct dl_dir *d)
+{
+        free(d->lockdir);
+        free(d->lock_path);
+        free(d->entry_path);
+        free(d->prep_path);
+        free(d);
+}
+
+static int dir_open(dirlock *h, const char *spec, dirlock_error *err)
+{
+        struct dl_dir *d = calloc(1, sizeof *d);
+        if (d == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        int rc = dl_lockdir_prepare(spec, !(h->opts.flags & DIRLOCK_NO_MKDIR), &d->lockdir, &d->lockdir_mode, err);
+        if (rc != DIRLOCK_OK) {
+                free(d);
+                return rc;
+        }
+        d->lock_path = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_LOCK);
+        d->entry_path = d->lock_path ? dl_layout_owner_entry(d->lock_path, h->token) : NULL;
+        if (d->entry_path == NULL) {
+                dir_free_state(d);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        h->impl = d;
+        return DIRLOCK_OK;
+}
+
+static void dir_close(dirlock *h)
+{
+        if (h->impl == NULL)
+                return;
+        dl_rw_free(h);
+        dir_free_state(dl_dir_of(h));
+        h->impl = NULL;
+}
+
+/* A new token: the owner entry's path and the reader-writer paths carry it. */
+static int dir_retoken(dirlock *h, dirlock_error *err)
+{
+        struct dl_dir *d = dl_dir_of(h);
+        char *entry = dl_layout_owner_entry(d->lock_path, h->token);
+        if (entry == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        free(d->entry_path);
+        d->entry_path = entry;
+        free(d->prep_path);
+        d->prep_path = NULL;
+        dl_rw_free(h); /* rebuilt on use */
+        return DIRLOCK_OK;
+}
+
+static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        int rc = dl_rw_acquire(h, deadline, err);
+        dl_excl_discard_prep(h);
+        return rc;
+}
+
+int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
+                      dirlock_error *err)
+{
+        dirlock_options o;
+        dirlock_options_init(&o);
+        o.stale_age = stale_age > 0 && stale_age < DIRLOCK_MIN_STALE_AGE ? DIRLOCK_MIN_STALE_AGE : stale_age;
+        o.flags = DIRLOCK_NO_MKDIR;
+        return dl_handle_open(&dl_dir_backend, lockdir, name, &o, out, err);
+}
+
+/* ---- from outside the holders ---------------------------------------- */
+
+static int dir_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner,
+                       dirlock_error *err)
+{
+        dirlock *h;
+        int rc = dl_dir_handle_for(lockdir, name, stale_age, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        struct dl_dir *d = dl_dir_of(h);
+        owner->readers = dl_rw_count_readers(d->lockdir, name);
+        dl_lock_view v;
+        if (dl_lock_look(d->lock_path, &v) != 0) {
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
+        } else if (v.state == DL_LOCK_FOREIGN) {
+                /* Held by something that is not an owner record. */
+                owner->mode = DIRLOCK_EXCLUSIVE;
+                owner->owner_alive = -1;
+                owner->age = v.age;
+                snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
+        } else if (v.state != DL_LOCK_OWNED) {
+                if (owner->readers)
+                        owner->mode = DIRLOCK_SHARED;
+                else
+                        rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+        } else {
+                const dl_record *rec = &v.rec;
+                owner->pid = rec->pid;
+                owner->start_time = rec->start_time;
+                snprintf(owner->host, sizeof owner->host, "%s", rec->host);
+                snprintf(owner->token, sizeof owner->token, "%s", v.token);
+                owner->acquired = (double)rec->acquired_ns / 1e9;
+                owner->age = v.age;
+                owner->same_host = dl_record_same_host(rec);
+                owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
+                owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age);
+                owner->mode = rec->mode;
+                owner->partner = rec->partner;
+        }
+        dl_handle_free(h);
+        return rc;
+}
+
+static int dir_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err)
+{
+        dirlock *h;
+        int rc = dl_dir_handle_for(lockdir, name, stale_age, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        const char *lock_path = dl_dir_of(h)->lock_path;
+        dl_lock_view v;
+        if (dl_lock_look(lock_path, &v) != 0) {
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", lock_path);
+        } else if (v.state == DL_LOCK_ABSENT || v.state == DL_LOCK_EMPTY) {
+                rmdir(lock_path); /* an empty directory is a free lock: tidy it */
+                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+        } else if (v.state == DL_LOCK_FOREIGN) {
+                if (!force) {
+                        rc = dl_fail(err, DIRLOCK_ELIVE, 0,
+                                     "lock '%s' holds files that are not an owner record; use force to "
+                                     "remove them",
+                                     name);
+                } else {
+                        dl_lock_clear_foreign(lock_path); /* never touches an owner entry */
+                        rc = DIRLOCK_OK;
+                }
+        } else if (!force && !dl_entry_stale(&v.rec, v.age, h->opts.stale_age)) {
+                rc = dl_fail(err, DIRLOCK_ELIVE, 0,
+                             "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); not "
+                             "broken",
+                             name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host", v.age,
+                             h->opts.stale_age);
+        } else if (dl_excl_break_entry(lock_path, v.leaf) == 0) {
+                rc = DIRLOCK_OK;
+        } else if (errno == ENOENT) {
+                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+        } else if (errno == EPERM || errno == EACCES) {
+                rc = dl_fail(err, DIRLOCK_EPERM, errno, "lock '%s' (pid %ld on %s) may not be broken by this user",
+                             name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host");
+        } else {
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot break '%s/%s'", lock_path, v.leaf);
+        }
+        dl_handle_free(h);
+        return rc;
+}
+
+static int dir_cleanup(const char *lockdir, dirlock_error *err)
+{
+        char *abs;
+        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        /* Same host, dead owner: at once.  Others: only once older than
+         * any waiter leaves its own (exclusive.c, LEFTOVER PREPARED
+         * DIRECTORIES). */
+        dl_sweep_preps(abs, NULL, DIRLOCK_DEFAULT_STALE_AGE);
+        rc = dl_rw_cleanup(abs, err);
+        free(abs);
+        return rc;
+}
+
+/* Every NAME that has a NAME.lock, NAME.readers, NAME.wq or NAME.fifo. */
+static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlock_error *err)
+{
+        char *abs;
+        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        DIR *dp = opendir(abs);
+        if (dp == NULL) {
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", abs);
+                free(abs);
+                return rc;
+        }
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        while (rc == DIRLOCK_OK && (de = readdir(dp)) != NULL) {
+                char name[DIRLOCK_NAME_MAX + 1];
+                if (!dl_layout_lock_name(de->d_name, name))
+                        continue;
+                bool seen = false;
+                for (size_t i = 0; i < n && !seen; i++)
+                        seen = strcmp(names[i], name) == 0;
+                if (seen)
+                        continue;
+                if (n == cap) {
+                        size_t grown_cap = cap ? cap * 2 : 16;
+                        char **grown = realloc(names, grown_cap * sizeof *names);
+                        if (grown == NULL) {
+                                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                                break;
+                        }
+                        names = grown;
+                        cap = grown_cap;
+                }
+                if ((names[n] = strdup(name)) == NULL)
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                else
+                        n++;
+        }
+        closedir(dp);
+        free(abs);
+        if (rc != DIRLOCK_OK) {
+                while (n > 0)
+                        free(names[--n]);
+                free(names);
+                return rc;
+        }
+        *names_out = names;
+        *count = n;
+        return DIRLOCK_OK;
+}
+
+const dl_backend dl_dir_backend = {
+    .name = "directory",
+    .open = dir_open,
+    .close = dir_close,
+    .retoken = dir_retoken,
+    .acquire = dir_acquire,
+    .release = dl_rw_release,
+    .refresh = dl_rw_refresh,
+    .check = dl_rw_check,
+    .upgrade = dl_rw_upgrade,
+    .downgrade = dl_rw_downgrade,
+    .inspect = dir_inspect,
+    .break_lock = dir_break,
+    .cleanup = dir_cleanup,
+    .list = dir_list,
+};

@@ -1,0 +1,92 @@
+/* layout.h - the directory backend's names on disk, in one place: every
+ * other file builds and parses them through here.
+ *
+ * Lock directory D, lock NAME, T a token (DL_TOKEN_LEN lowercase hex
+ * digits, 128 random bits drawn for one acquisition).  Every entry is a
+ * symbolic link whose target text is an owner record (owner.c).
+ *
+ *   D/NAME.lock/              the exclusive lock W (exclusive.c); empty =
+ *                             free, else it holds exactly:
+ *   D/NAME.lock/owner.<T>     its owner entry (holder T)
+ *   D/.NAME.<T>.new/          holder-to-be T's prepared lock directory
+ *   D/.aside.<T>              a prepared directory being removed (cleanup)
+ *   D/NAME.readers/r.<T>      a reader that announced itself (rwlock.c)
+ *   D/NAME.readers/a.<T>      a waiting reader admitted by a fair writer
+ *   D/NAME.readers/w.<T>      a fair reader waiting for a write phase
+ *   D/NAME.up.<T>             intent holder T is upgrading / upgraded
+ *   D/NAME.wq/x.<T>           a writer waiting for W (policy writer)
+ *   D/NAME.fifo/t.<SEQ>       FIFO ticket (fifo.c), SEQ zero-padded decimal
+ *   D/NAME.flock              the file the flock backend locks (flock.c)
+ *
+ * Names starting with a dot are private to one process (inotify waiters
+ * ignore them); lock names never start with one (dirlock_name_valid). */
+#ifndef DIRLOCK_LAYOUT_H
+#define DIRLOCK_LAYOUT_H
+
+#include "dirlock.h"
+
+#include <stdbool.h>
+
+#define DL_TOKEN_LEN 32
+
+#define DL_SUFFIX_LOCK    ".lock"
+#define DL_SUFFIX_READERS ".readers"
+#define DL_SUFFIX_WQ      ".wq"
+#define DL_SUFFIX_FIFO    ".fifo"
+#define DL_SUFFIX_FLOCK   ".flock"
+#define DL_INFIX_UP       ".up."
+#define DL_OWNER_PREFIX   "owner."
+#define DL_ASIDE_PREFIX   ".aside."
+
+/* Leaf sizes with their NUL. */
+#define DL_OWNER_LEAF_SIZE (sizeof DL_OWNER_PREFIX - 1 + DL_TOKEN_LEN + 1)
+#define DL_ENTRY_LEAF_SIZE (2 + DL_TOKEN_LEN + 1) /* "r.<T>" */
+
+/* Kinds of entries in D/NAME.readers, D/NAME.wq and D/NAME.fifo. */
+enum dl_entry_kind {
+        DL_ENTRY_READER = 'r',
+        DL_ENTRY_ADMITTED = 'a',
+        DL_ENTRY_WAITING = 'w',
+        DL_ENTRY_WRITER = 'x',
+        DL_ENTRY_TICKET = 't'
+};
+#define DL_TICKET_DIGITS 20
+
+/* ---- builders: malloc'd paths, NULL when out of memory ------------------ */
+
+/* D/NAME<suffix> (one of the DL_SUFFIX_ names). */
+char *dl_layout_path(const char *lockdir, const char *name, const char *suffix);
+/* DIR/<kind>.<T> (an entry of the readers, wq or FIFO directories). */
+char *dl_layout_entry(const char *dir, enum dl_entry_kind kind, const char *token);
+/* LOCK_PATH/owner.<T> */
+char *dl_layout_owner_entry(const char *lock_path, const char *token);
+/* D/.NAME.<T>.new */
+char *dl_layout_prep(const char *lockdir, const char *name, const char *token);
+/* D/NAME.up.<T> */
+char *dl_layout_up(const char *lockdir, const char *name, const char *token);
+/* D/.aside.<T> */
+char *dl_layout_aside(const char *lockdir, const char *token);
+/* FIFO_DIR/t.<SEQ> */
+char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq);
+
+/* ---- parsers of leaf names ---------------------------------------------- */
+
+/* DL_TOKEN_LEN lowercase hex digits (exactly, when `whole`). */
+bool dl_layout_is_token(const char *s, bool whole);
+/* "owner.<T>": the token, else NULL. */
+const char *dl_layout_owner_token(const char *leaf);
+/* "<kind>.<T>": the kind, else 0. */
+int dl_layout_entry_kind(const char *leaf);
+/* ".NAME.<T>.new" of lock `name` (any lock when NULL): the token, else NULL. */
+const char *dl_layout_prep_token(const char *leaf, const char *name);
+/* "NAME.up.<T>": the token, with NAME's length in *name_len, else NULL. */
+const char *dl_layout_up_token(const char *leaf, size_t *name_len);
+/* "t.<SEQ>": 1 and *seq, else 0. */
+int dl_layout_ticket_seq(const char *leaf, unsigned long long *seq);
+/* The lock name of a leaf of D that belongs to a lock (NAME.lock,
+ * NAME.readers, NAME.wq, NAME.fifo): 1 with name filled, else 0. */
+int dl_layout_lock_name(const char *leaf, char name[DIRLOCK_NAME_MAX + 1]);
+/* 1 when `leaf` ends with `suffix` after at least one character. */
+int dl_layout_has_suffix(const char *leaf, const char *suffix);
+
+#endif

@@ -1,0 +1,146 @@
+/* test_space.c - unit tests of lock spaces (lib/space.c, backend.h): the
+ * space string picks the backend (a directory, flock:DIR, an unknown
+ * scheme refused), every public call goes through the backend, and
+ * dirlock_list() lists the locks of a space with their owners. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "dirlock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char lockdir[256], flockspace[300];
+
+static int setup(void **state)
+{
+        (void)state;
+        snprintf(lockdir, sizeof lockdir, "%s/dirlock-space.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (mkdtemp(lockdir) == NULL)
+                return -1;
+        snprintf(flockspace, sizeof flockspace, "flock:%s", lockdir);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", lockdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+/* "flock:DIR" through dirlock_acquire is the same lock as
+ * dirlock_flock_acquire on DIR, and not the directory lock of DIR. */
+static void test_flock_space(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *a = NULL, *b = NULL, *c = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(flockspace, "k", &o, &a, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_flock_acquire(lockdir, "k", &o, &b, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_acquire(lockdir, "k", &o, &c, &e), DIRLOCK_OK); /* another backend */
+        assert_int_equal(dirlock_upgrade(a, NULL, &e), DIRLOCK_EUPGRADE);
+        assert_non_null(strstr(e.message, "flock"));
+        dirlock_owner own;
+        assert_int_equal(dirlock_inspect(flockspace, "k", 0, &own, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_release(a, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(c, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_flock_acquire(lockdir, "k", &o, &b, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(b, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_cleanup(flockspace, &e), DIRLOCK_OK);
+}
+
+static void test_bad_spaces(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *h = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire("nosuch://host/x", "k", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "unknown kind 'nosuch'"));
+        assert_null(h);
+        assert_int_equal(dirlock_acquire("", "k", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire(NULL, "k", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire("flock:", "k", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_cleanup("nosuch://x", &e), DIRLOCK_EINVAL);
+        dirlock_owner *list;
+        size_t n;
+        assert_int_equal(dirlock_list("nosuch://x", 0, &list, &n, &e), DIRLOCK_EINVAL);
+        /* A path with a colon that is not a scheme stays a directory. */
+        char odd[400];
+        snprintf(odd, sizeof odd, "%s/a:b", lockdir);
+        assert_int_equal(dirlock_acquire(odd, "k", &o, &h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+}
+
+/* Every lock that exists, once, in name order, with its owner. */
+static void test_list(void **state)
+{
+        (void)state;
+        char space[400];
+        snprintf(space, sizeof space, "%s/listed", lockdir);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *x = NULL, *r = NULL, *i = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(space, "zeta", &o, &x, &e), DIRLOCK_OK);
+        o.mode = DIRLOCK_SHARED;
+        assert_int_equal(dirlock_acquire(space, "alpha", &o, &r, &e), DIRLOCK_OK);
+        o.mode = DIRLOCK_INTENT;
+        assert_int_equal(dirlock_acquire(space, "mid", &o, &i, &e), DIRLOCK_OK);
+        dirlock_owner *list;
+        size_t n;
+        assert_int_equal(dirlock_list(space, 0, &list, &n, &e), DIRLOCK_OK);
+        assert_int_equal(n, 3);
+        assert_string_equal(list[0].name, "alpha");
+        assert_int_equal(list[0].mode, DIRLOCK_SHARED);
+        assert_int_equal(list[0].readers, 1);
+        assert_string_equal(list[1].name, "mid");
+        assert_int_equal(list[1].mode, DIRLOCK_INTENT);
+        assert_int_equal(list[1].pid, getpid());
+        assert_string_equal(list[2].name, "zeta");
+        assert_int_equal(list[2].mode, DIRLOCK_EXCLUSIVE);
+        assert_string_equal(list[2].token, dirlock_token(x));
+        free(list);
+        dirlock_release(x, NULL);
+        dirlock_release(r, NULL);
+        dirlock_release(i, NULL);
+        assert_int_equal(dirlock_list(space, 0, &list, &n, &e), DIRLOCK_OK);
+        assert_int_equal(n, 0);
+        free(list);
+        char missing[400];
+        snprintf(missing, sizeof missing, "%s/none-here", lockdir);
+        assert_int_equal(dirlock_list(missing, 0, &list, &n, &e), DIRLOCK_EIO);
+}
+
+static void test_process_alive(void **state)
+{
+        (void)state;
+        unsigned long long start = dirlock_process_start(getpid());
+        assert_true(start > 0);
+        assert_int_equal(dirlock_process_alive(getpid(), start), 1);
+        assert_int_equal(dirlock_process_alive(getpid(), start + 1), 0); /* a reused pid */
+        assert_int_equal(dirlock_process_alive(0, start), 0);
+        assert_int_equal(dirlock_process_start(0), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_flock_space),
+            cmocka_unit_test(test_bad_spaces),
+            cmocka_unit_test(test_list),
+            cmocka_unit_test(test_process_alive),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
