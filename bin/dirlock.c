@@ -19,7 +19,6 @@
  * after the stale age, since nobody refreshes them any more. */
 #include "dirlock.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -41,15 +40,16 @@ static void usage(FILE *to)
         fprintf(to,
                 "Usage:\n"
                 "  %s [options] NAME [NAME...] -- COMMAND [ARGS...]\n"
-                "  %s status  [-d LOCKDIR] [--stale SECONDS] [NAME...]\n"
-                "  %s break   [-d LOCKDIR] [--stale SECONDS] [--force] NAME\n"
-                "  %s cleanup [-d LOCKDIR]\n"
+                "  %s status  [-d SPACE] [--stale SECONDS] [NAME...]\n"
+                "  %s break   [-d SPACE] [--stale SECONDS] [--force] NAME\n"
+                "  %s cleanup [-d SPACE]\n"
                 "\n"
                 "Take all the named locks at once (all or none, in a deadlock-free order), run\n"
                 "COMMAND, release them, and exit with COMMAND's status.\n"
                 "\n"
                 "Options:\n"
-                "  -d, --dir LOCKDIR      lock directory (default $DIRLOCK_DIR, else ./locks)\n"
+                "  -d, --dir SPACE        lock space: a lock directory, or flock:DIR for flock(2)\n"
+                "                         (default $DIRLOCK_DIR, else ./locks)\n"
                 "  -w, --timeout SECONDS  wait at most SECONDS (fractions allowed; default: forever)\n"
                 "  -n, --nonblock         fail at once if a lock is held (same as -w 0)\n"
                 "      --stale SECONDS    age after which an unrefreshed lock is stale (default 180)\n"
@@ -85,113 +85,76 @@ static const char *default_dir(void)
 
 /* ---- status, break, cleanup ------------------------------------------ */
 
-static void print_status_line(const char *dir, const char *name, double stale)
+/* What dirlock status prints: one line per lock. */
+static void print_owner(const dirlock_owner *o)
 {
-        dirlock_owner o;
-        dirlock_error e;
-        int rc = dirlock_inspect(dir, name, stale, &o, &e);
-        if (rc == DIRLOCK_ENOLOCK) {
-                printf("%-24s free\n", name);
-                return;
-        }
-        if (rc != DIRLOCK_OK) {
-                printf("%-24s error: %s\n", name, e.message);
-                return;
-        }
         static const char *const modes[] = {"exclusive", "shared", "intent"};
-        if (o.pid == 0 && o.mode == DIRLOCK_SHARED) {
-                printf("%-24s shared readers=%u\n", name, o.readers);
+        if (o->pid == 0 && o->mode == DIRLOCK_SHARED) {
+                printf("%-24s shared readers=%u\n", o->name, o->readers);
                 return;
         }
-        if (o.pid == 0) {
-                printf("%-24s held, no readable owner record (break --force to clear)\n", name);
+        if (o->pid == 0) {
+                printf("%-24s held, no readable owner record (break --force to clear)\n", o->name);
                 return;
         }
-        const char *alive = o.owner_alive == 1 ? "alive" : o.owner_alive == 0 ? "dead" : "unknown";
-        printf("%-24s pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", name, (long)o.pid, o.host, o.age,
-               o.mode >= 0 && o.mode <= 2 ? modes[o.mode] : "?", alive, o.stale ? "STALE" : "fresh");
-        if (o.partner)
-                printf(" command=%ld", (long)o.partner);
-        if (o.readers)
-                printf(" readers=%u", o.readers);
+        const char *alive = o->owner_alive == 1 ? "alive" : o->owner_alive == 0 ? "dead" : "unknown";
+        printf("%-24s pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", o->name, (long)o->pid, o->host, o->age,
+               o->mode >= 0 && o->mode <= 2 ? modes[o->mode] : "?", alive, o->stale ? "STALE" : "fresh");
+        if (o->partner)
+                printf(" command=%ld", (long)o->partner);
+        if (o->readers)
+                printf(" readers=%u", o->readers);
         printf("\n");
 }
 
-static int cmd_status(int argc, char **argv, const char *dir, double stale)
+/* The settings every subcommand and the lock-and-run mode share. */
+struct settings {
+        const char *space; /* -d: the lock space */
+        double timeout, stale;
+        int conflict_code, quiet, force;
+        dirlock_options opts;
+};
+
+static int cmd_status(int argc, char **argv, const struct settings *st)
 {
-        if (argc > 0) {
-                int bad = 0;
-                for (int i = 0; i < argc; i++) {
-                        if (!dirlock_name_valid(argv[i])) {
-                                fprintf(stderr, "%s: invalid lock name '%s'\n", progname, argv[i]);
-                                bad = 1;
-                                continue;
-                        }
-                        print_status_line(dir, argv[i], stale);
+        if (argc == 0) {
+                dirlock_owner *owners;
+                size_t n;
+                dirlock_error e;
+                if (dirlock_list(st->space, st->stale, &owners, &n, &e) != DIRLOCK_OK) {
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                        return 2;
                 }
-                return bad ? 2 : 0;
+                for (size_t i = 0; i < n; i++)
+                        print_owner(&owners[i]);
+                free(owners);
+                return 0;
         }
-        DIR *d = opendir(dir);
-        if (d == NULL) {
-                fprintf(stderr, "%s: cannot read lock directory '%s': %s\n", progname, dir, strerror(errno));
-                return 2;
-        }
-        /* Every NAME.lock (exclusive side) and NAME.readers (shared side),
-         * once each. */
-        char **names = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-                if (de->d_name[0] == '.')
-                        continue;
-                size_t len = strlen(de->d_name);
-                size_t base;
-                if (len > 5 && strcmp(de->d_name + len - 5, ".lock") == 0)
-                        base = len - 5;
-                else if (len > 8 && strcmp(de->d_name + len - 8, ".readers") == 0)
-                        base = len - 8;
-                else
-                        continue;
-                char name[DIRLOCK_NAME_MAX + 1];
-                if (base == 0 || base > DIRLOCK_NAME_MAX)
-                        continue;
-                memcpy(name, de->d_name, base);
-                name[base] = '\0';
-                if (!dirlock_name_valid(name))
-                        continue;
-                bool seen = false;
-                for (size_t i = 0; i < n && !seen; i++)
-                        seen = strcmp(names[i], name) == 0;
-                if (seen)
-                        continue;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        char **grown = realloc(names, cap * sizeof *names);
-                        if (grown == NULL)
-                                break;
-                        names = grown;
+        int status = 0;
+        for (int i = 0; i < argc; i++) {
+                dirlock_owner o;
+                dirlock_error e;
+                int rc = dirlock_inspect(st->space, argv[i], st->stale, &o, &e);
+                if (rc == DIRLOCK_OK) {
+                        print_owner(&o);
+                } else if (rc == DIRLOCK_ENOLOCK) {
+                        printf("%-24s free\n", argv[i]);
+                } else {
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                        status = 2;
                 }
-                names[n] = strdup(name);
-                if (names[n] != NULL)
-                        n++;
         }
-        closedir(d);
-        for (size_t i = 0; i < n; i++) {
-                print_status_line(dir, names[i], stale);
-                free(names[i]);
-        }
-        free(names);
-        return 0;
+        return status;
 }
 
-static int cmd_break(int argc, char **argv, const char *dir, double stale, int force)
+static int cmd_break(int argc, char **argv, const struct settings *st)
 {
         if (argc != 1) {
                 fprintf(stderr, "%s: break takes exactly one lock name\n", progname);
                 return 2;
         }
         dirlock_error e;
-        int rc = dirlock_break(dir, argv[0], stale, force, &e);
+        int rc = dirlock_break(st->space, argv[0], st->stale, st->force, &e);
         if (rc == DIRLOCK_OK) {
                 printf("%s: broken\n", argv[0]);
                 return 0;
@@ -200,10 +163,15 @@ static int cmd_break(int argc, char **argv, const char *dir, double stale, int f
         return rc == DIRLOCK_ELIVE ? 1 : 2;
 }
 
-static int cmd_cleanup(const char *dir)
+static int cmd_cleanup(int argc, char **argv, const struct settings *st)
 {
+        (void)argv;
+        if (argc > 0) {
+                fprintf(stderr, "%s cleanup: takes no lock names\n", progname);
+                return 2;
+        }
         dirlock_error e;
-        if (dirlock_cleanup(dir, &e) != DIRLOCK_OK) {
+        if (dirlock_cleanup(st->space, &e) != DIRLOCK_OK) {
                 fprintf(stderr, "%s: %s\n", progname, e.message);
                 return 2;
         }
@@ -337,16 +305,178 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         return 126;
 }
 
+/* Take the locks named before "--", run the command after it. */
+static int cmd_run(int argc, char **argv, struct settings *st)
+{
+        int sep = -1;
+        for (int i = 0; i < argc && sep < 0; i++)
+                if (strcmp(argv[i], "--") == 0)
+                        sep = i;
+        if (sep <= 0 || sep == argc - 1) {
+                fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
+                return 2;
+        }
+        if (st->opts.mode != DIRLOCK_EXCLUSIVE && sep > 1) {
+                fprintf(stderr, "%s: shared and intent locks take one name\n", progname);
+                return 2;
+        }
+        st->opts.timeout = st->timeout;
+        st->opts.stale_age = st->stale;
+
+        /* From here on every signal to pass on waits for sigtimedwait(). */
+        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
+        sigset_t wait_for, old;
+        forwarded_signals(&wait_for);
+        sigaddset(&wait_for, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &wait_for, &old);
+        struct pending_command pc;
+        if (fork_command(argv + sep + 1, &old, &pc) != 0) {
+                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
+                return 126;
+        }
+        st->opts.partner_pid = pc.pid;
+        dirlock_set *set;
+        dirlock_error e;
+        int rc = dirlock_acquire_many(st->space, (const char *const *)argv, (size_t)sep, &st->opts, &set, &e);
+        if (rc != DIRLOCK_OK) {
+                abandon_command(&pc);
+                bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
+                if (!conflict || !st->quiet)
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                return conflict ? st->conflict_code : 2;
+        }
+        return run_locked(&pc, &wait_for, &old, set, st->stale, st->conflict_code);
+}
+
 enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE };
+
+/* The subcommands: their word, the options they take besides -d, and what
+ * runs them.  They take their options after the word. */
+static const struct subcommand {
+        const char *word;
+        bool stale, force;
+        int (*run)(int argc, char **argv, const struct settings *st);
+} subcommands[] = {
+    {"status", true, false, cmd_status},
+    {"break", true, true, cmd_break},
+    {"cleanup", false, false, cmd_cleanup},
+};
+
+static int parse_policy(const char *s, int *policy)
+{
+        static const char *const names[] = {"fair", "writer", "reader", "simple"};
+        static const int values[] = {DIRLOCK_POLICY_FAIR, DIRLOCK_POLICY_WRITER, DIRLOCK_POLICY_READER,
+                                     DIRLOCK_POLICY_SIMPLE};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+                if (strcmp(s, names[i]) == 0) {
+                        *policy = values[i];
+                        return 0;
+                }
+        fprintf(stderr, "%s: unknown policy '%s' (fair, writer, reader, simple)\n", progname, s);
+        return -1;
+}
+
+static int parse_stale(const char *s, double *stale)
+{
+        if (parse_seconds(s, stale) != 0 || *stale <= 0) {
+                fprintf(stderr, "%s: invalid stale age '%s'\n", progname, s);
+                return -1;
+        }
+        return 0;
+}
+
+/* One option of the lock-and-run mode: 0 handled, 1 exit 0 (help,
+ * version), -1 bad usage. */
+static int take_option(int c, struct settings *st)
+{
+        switch (c) {
+        case 'd':
+                st->space = optarg;
+                return 0;
+        case 'w':
+                if (parse_seconds(optarg, &st->timeout) == 0)
+                        return 0;
+                fprintf(stderr, "%s: invalid timeout '%s'\n", progname, optarg);
+                return -1;
+        case 'n':
+                st->timeout = 0;
+                return 0;
+        case OPT_STALE:
+                return parse_stale(optarg, &st->stale);
+        case 'E': {
+                char *end;
+                long v = strtol(optarg, &end, 10);
+                if (*optarg == '\0' || *end != '\0' || v < 0 || v > 255) {
+                        fprintf(stderr, "%s: invalid exit code '%s'\n", progname, optarg);
+                        return -1;
+                }
+                st->conflict_code = (int)v;
+                return 0;
+        }
+        case 'x':
+                st->opts.mode = DIRLOCK_EXCLUSIVE;
+                return 0;
+        case 's':
+                st->opts.mode = DIRLOCK_SHARED;
+                return 0;
+        case OPT_INTENT:
+                st->opts.mode = DIRLOCK_INTENT;
+                return 0;
+        case OPT_POLICY:
+                return parse_policy(optarg, &st->opts.policy);
+        case OPT_FIFO:
+                st->opts.flags |= DIRLOCK_FIFO;
+                return 0;
+        case 'q':
+                st->quiet = 1;
+                return 0;
+        case 'h':
+                usage(stdout);
+                return 1;
+        case 'V':
+                printf("dirlock %s\n", DIRLOCK_VERSION);
+                return 1;
+        default:
+                usage(stderr);
+                return -1;
+        }
+}
+
+/* A subcommand's own options, after its word (argv[0]). */
+static int run_subcommand(const struct subcommand *sub, int argc, char **argv, struct settings *st)
+{
+        static const struct option subopts[] = {
+            {"dir", required_argument, NULL, 'd'},
+            {"stale", required_argument, NULL, OPT_STALE},
+            {"force", no_argument, NULL, OPT_FORCE},
+            {NULL, 0, NULL, 0},
+        };
+        optind = 0; /* 0, not 1: glibc then starts a fresh scan */
+        opterr = 0;
+        int c;
+        while ((c = getopt_long(argc, argv, "d:", subopts, NULL)) != -1) {
+                if (c == 'd') {
+                        st->space = optarg;
+                } else if (c == OPT_STALE && sub->stale) {
+                        if (parse_stale(optarg, &st->stale) != 0)
+                                return 2;
+                } else if (c == OPT_FORCE && sub->force) {
+                        st->force = 1;
+                } else {
+                        const char *what = c == OPT_STALE   ? "--stale"
+                                           : c == OPT_FORCE ? "--force"
+                                                            : argv[optind - 1];
+                        fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n", progname,
+                                sub->word, what, progname);
+                        return 2;
+                }
+        }
+        return sub->run(argc - optind, argv + optind, st);
+}
 
 int main(int argc, char **argv)
 {
-        const char *dir = default_dir();
-        double timeout = -1, stale = DIRLOCK_DEFAULT_STALE_AGE;
-        int conflict_code = 1, quiet = 0, force = 0;
-        dirlock_options opts;
-        dirlock_options_init(&opts);
-
+        struct settings st = {default_dir(), -1, DIRLOCK_DEFAULT_STALE_AGE, 1, 0, 0, DIRLOCK_OPTIONS_INIT};
         static const struct option longopts[] = {
             {"dir", required_argument, NULL, 'd'},
             {"timeout", required_argument, NULL, 'w'},
@@ -360,7 +490,6 @@ int main(int argc, char **argv)
             {"intent", no_argument, NULL, OPT_INTENT},
             {"policy", required_argument, NULL, OPT_POLICY},
             {"fifo", no_argument, NULL, OPT_FIFO},
-            {"force", no_argument, NULL, OPT_FORCE},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, 'V'},
@@ -369,78 +498,9 @@ int main(int argc, char **argv)
         int c;
         /* '+': stop at the first non-option, so COMMAND's options stay its own. */
         while ((c = getopt_long(argc, argv, "+d:w:nE:xsqhV", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'd':
-                        dir = optarg;
-                        break;
-                case 'w':
-                        if (parse_seconds(optarg, &timeout) != 0) {
-                                fprintf(stderr, "%s: invalid timeout '%s'\n", progname, optarg);
-                                return 2;
-                        }
-                        break;
-                case 'n':
-                        timeout = 0;
-                        break;
-                case OPT_STALE:
-                        if (parse_seconds(optarg, &stale) != 0 || stale <= 0) {
-                                fprintf(stderr, "%s: invalid stale age '%s'\n", progname, optarg);
-                                return 2;
-                        }
-                        break;
-                case 'E': {
-                        char *end;
-                        long v = strtol(optarg, &end, 10);
-                        if (*optarg == '\0' || *end != '\0' || v < 0 || v > 255) {
-                                fprintf(stderr, "%s: invalid exit code '%s'\n", progname, optarg);
-                                return 2;
-                        }
-                        conflict_code = (int)v;
-                        break;
-                }
-                case 'x':
-                        opts.mode = DIRLOCK_EXCLUSIVE;
-                        break;
-                case 's':
-                        opts.mode = DIRLOCK_SHARED;
-                        break;
-                case OPT_INTENT:
-                        opts.mode = DIRLOCK_INTENT;
-                        break;
-                case OPT_POLICY:
-                        if (strcmp(optarg, "fair") == 0)
-                                opts.policy = DIRLOCK_POLICY_FAIR;
-                        else if (strcmp(optarg, "writer") == 0)
-                                opts.policy = DIRLOCK_POLICY_WRITER;
-                        else if (strcmp(optarg, "reader") == 0)
-                                opts.policy = DIRLOCK_POLICY_READER;
-                        else if (strcmp(optarg, "simple") == 0)
-                                opts.policy = DIRLOCK_POLICY_SIMPLE;
-                        else {
-                                fprintf(stderr, "%s: unknown policy '%s' (fair, writer, reader, simple)\n",
-                                        progname, optarg);
-                                return 2;
-                        }
-                        break;
-                case OPT_FIFO:
-                        opts.flags |= DIRLOCK_FIFO;
-                        break;
-                case OPT_FORCE:
-                        force = 1;
-                        break;
-                case 'q':
-                        quiet = 1;
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                case 'V':
-                        printf("dirlock %s\n", DIRLOCK_VERSION);
-                        return 0;
-                default:
-                        usage(stderr);
-                        return 2;
-                }
+                int r = take_option(c, &st);
+                if (r != 0)
+                        return r > 0 ? 0 : 2;
         }
         argc -= optind;
         argv += optind;
@@ -448,88 +508,8 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
-
-        /* Subcommands take their own options after the word. */
-        if (strcmp(argv[0], "status") == 0 || strcmp(argv[0], "break") == 0 ||
-            strcmp(argv[0], "cleanup") == 0) {
-                const char *sub = argv[0];
-                bool is_cleanup = strcmp(sub, "cleanup") == 0, is_break = strcmp(sub, "break") == 0;
-                static const struct option subopts[] = {
-                    {"dir", required_argument, NULL, 'd'},
-                    {"stale", required_argument, NULL, OPT_STALE},
-                    {"force", no_argument, NULL, OPT_FORCE},
-                    {NULL, 0, NULL, 0},
-                };
-                optind = 0; /* 0, not 1: glibc then starts a fresh scan */
-                opterr = 0;
-                while ((c = getopt_long(argc, argv, "d:", subopts, NULL)) != -1) {
-                        if (c == 'd') {
-                                dir = optarg;
-                        } else if (c == OPT_STALE && !is_cleanup) {
-                                if (parse_seconds(optarg, &stale) != 0 || stale <= 0) {
-                                        fprintf(stderr, "%s: invalid stale age '%s'\n", progname, optarg);
-                                        return 2;
-                                }
-                        } else if (c == OPT_FORCE && is_break) {
-                                force = 1;
-                        } else {
-                                const char *what = c == OPT_STALE   ? "--stale"
-                                                   : c == OPT_FORCE ? "--force"
-                                                                    : argv[optind - 1];
-                                fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n",
-                                        progname, sub, what, progname);
-                                return 2;
-                        }
-                }
-                if (is_cleanup && optind < argc) {
-                        fprintf(stderr, "%s cleanup: takes no lock names\n", progname);
-                        return 2;
-                }
-                if (strcmp(sub, "status") == 0)
-                        return cmd_status(argc - optind, argv + optind, dir, stale);
-                if (is_break)
-                        return cmd_break(argc - optind, argv + optind, dir, stale, force);
-                return cmd_cleanup(dir);
-        }
-
-        int sep = -1;
-        for (int i = 0; i < argc; i++)
-                if (strcmp(argv[i], "--") == 0) {
-                        sep = i;
-                        break;
-                }
-        if (sep <= 0 || sep == argc - 1) {
-                fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
-                return 2;
-        }
-        if (opts.mode != DIRLOCK_EXCLUSIVE && sep > 1) {
-                fprintf(stderr, "%s: shared and intent locks take one name\n", progname);
-                return 2;
-        }
-        opts.timeout = timeout;
-        opts.stale_age = stale;
-
-        /* From here on every signal to pass on waits for sigtimedwait(). */
-        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
-        sigset_t wait_for, old;
-        forwarded_signals(&wait_for);
-        sigaddset(&wait_for, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &wait_for, &old);
-        struct pending_command pc;
-        if (fork_command(argv + sep + 1, &old, &pc) != 0) {
-                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
-                return 126;
-        }
-        opts.partner_pid = pc.pid;
-        dirlock_set *set;
-        dirlock_error e;
-        int rc = dirlock_acquire_many(dir, (const char *const *)argv, (size_t)sep, &opts, &set, &e);
-        if (rc != DIRLOCK_OK) {
-                abandon_command(&pc);
-                bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
-                if (!conflict || !quiet)
-                        fprintf(stderr, "%s: %s\n", progname, e.message);
-                return conflict ? conflict_code : 2;
-        }
-        return run_locked(&pc, &wait_for, &old, set, stale, conflict_code);
+        for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+                if (strcmp(argv[0], subcommands[i].word) == 0)
+                        return run_subcommand(&subcommands[i], argc, argv, &st);
+        return cmd_run(argc, argv, &st);
 }
