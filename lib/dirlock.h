@@ -12,10 +12,33 @@
  * below; when `err` is not NULL it is filled with the code, the saved errno
  * (for DIRLOCK_EIO) and a message a person can read, naming the path.
  *
- * Thread safety: there is no hidden global state; separate handles may be
- * used from separate threads.  One handle must not be used by two threads at
- * once.  A handle belongs to the process that acquired it: after fork() the
- * child's copy refuses to release, refresh or upgrade (DIRLOCK_ENOTOWNER).
+ * Lock spaces.  The first argument of every call names a lock space: a
+ * directory path (locks are directories in it: lib/exclusive.c), or
+ * "flock:DIR" (the kernel's flock(2) on files in DIR).  See lib/backend.h.
+ *
+ * Threads and processes.  Separate handles may be used from separate
+ * threads; one handle must not be used by two threads at once.  A handle
+ * belongs to the process that acquired it: after fork() the child's copy
+ * refuses to release, refresh, check or upgrade (DIRLOCK_ENOTOWNER).
+ *
+ * State the library keeps besides handles (none of it needs setting up
+ * or tearing down):
+ *   - a per-thread inotify instance (wait.c), opened by the thread's first
+ *     wait and kept until the thread exits, when a thread-key destructor
+ *     closes it: closing one costs a kernel grace period (~10 ms) that
+ *     every contended acquire would pay.  A forked child sees the pid
+ *     change and opens its own (closing the inherited copy).
+ *   - a per-process identity (owner.c): host name, boot id, pid namespace,
+ *     and this process's pid and start time, read once, behind a mutex; a
+ *     pthread_atfork() child handler forgets the pid part in the child.
+ *   - a per-thread token generator (owner.c): xoshiro256** seeded with 256
+ *     bits from getrandom() on the thread's first token, and seeded again
+ *     in a forked child (seen by the pid), so that no two acquisitions
+ *     anywhere draw the same token.
+ *   - a per-thread note of the last lock directory found in place and its
+ *     mode (path.c), so that repeated acquires do not stat it; if it is
+ *     removed later, the next acquire makes it again.
+ * Every descriptor the library opens is close-on-exec.
  */
 #ifndef DIRLOCK_H
 #define DIRLOCK_H

@@ -3,21 +3,19 @@
  * fair, writer, reader and simple, upgrade and downgrade.
  *
  * ======================================================================
- * FILES (lock directory D; every entry is a symlink holding an owner
- * record, its age counts from its last change (creation, rename, refresh:
- * INVARIANT C in exclusive.c), T is the holder's per-acquisition token)
- *
- *   D/NAME.lock/owner.<T>   W: the exclusive lock.  Held by a writer (record
- *                           mode exclusive, or shared for a `simple` reader)
- *                           or by an intent holder (record mode intent).
- *   D/NAME.readers/r.<T>    a reader that announced itself
- *   D/NAME.readers/a.<T>    a waiting reader admitted by a fair writer
- *   D/NAME.readers/w.<T>    a fair reader waiting for a write phase to end
- *   D/NAME.up.<T>           U: intent holder T is upgrading / upgraded
- *   D/NAME.wq/x.<T>         a writer waiting for W (policy `writer`)
- *   D/NAME.fifo/t.<SEQ>     FIFO tickets (fifo.c)
- * NAME.readers and NAME.wq are removed by whoever empties them, so that
- * "no readers" costs a writer a single stat() that fails with ENOENT.
+ * FILES: the table is in layout.h.  The protocol below names them
+ *   W         D/NAME.lock, the exclusive lock (exclusive.c): held by a
+ *             writer (record mode exclusive, or shared for a `simple`
+ *             reader) or by an intent holder (record mode intent);
+ *   r./a./w.  a reader's entry in D/NAME.readers: announced, admitted by
+ *             a fair writer, waiting for a write phase to end;
+ *   U         D/NAME.up.<T>: intent holder T is upgrading / upgraded;
+ *   x.        a writer's entry in D/NAME.wq while it waits (policy writer);
+ *   tickets   D/NAME.fifo (fifo.c).
+ * Every entry's age counts from its last change (INVARIANT C in
+ * exclusive.c).  NAME.readers and NAME.wq are removed by whoever empties
+ * them, so that "no readers" costs a writer a single stat() that fails
+ * with ENOENT.
  *
  * "W blocks readers" means: W is held, and its record mode is not intent,
  * or it is intent and U exists for W's token.  (judge_w)
