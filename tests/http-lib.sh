@@ -1,5 +1,5 @@
-# tests/http-lib.sh - shared by the HTTP test scripts (tests/http-*.t,
-# tests/lost-update.t, tests/browser.t) and the board benchmark: TAP
+# tests/http-lib.sh - shared by the HTTP test scripts (tests/http-*.t)
+# and the board benchmark: TAP
 # output and a private deployment (own port, run and data directories
 # under a temporary directory, everything stopped by a trap).
 # Source it from bash with TOP set (tests/run-all exports TOP).

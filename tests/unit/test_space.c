@@ -21,7 +21,8 @@ static char lockdir[256], flockspace[300];
 static int setup(void **state)
 {
         (void)state;
-        snprintf(lockdir, sizeof lockdir, "%s/dirlock-space.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        snprintf(lockdir, sizeof lockdir, "%s/dirlock-space.XXXXXX",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (mkdtemp(lockdir) == NULL)
                 return -1;
         snprintf(flockspace, sizeof flockspace, "flock:%s", lockdir);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/chaos.t - board processes killed at random while posts go on.
+# tests/http-chaos.t - board processes killed at random while posts go on.
 #
 # A private lighttpd (tools/deploy SERVER=lighttpd: mod_fastcgi spawns the
 # board processes and starts a new one when one dies) serves the boards

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/paused-holder.t - a board request that holds the lock is stopped
+# tests/http-paused-holder.t - a board request that holds the lock is stopped
 # past the stale age; another request breaks the lock and posts; the
 # stopped one, resumed, must find its lock lost and leave the newer log
 # alone.

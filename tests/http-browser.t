@@ -1,7 +1,7 @@
 #!/bin/bash
-# tests/browser.t - a real browser uses the board: headless Chromium,
+# tests/http-browser.t - a real browser uses the board: headless Chromium,
 # driven through chromedriver's WebDriver HTTP interface (curl + jq,
-# tests/browser-lib.sh),
+# tests/http-browser-lib.sh),
 # loads a board of a private nginx deployment, fills in and submits the
 # form, and must see its message on the page it is sent back to.  Saves
 # screenshots to tests/results/browser/; with UPDATE_SCREENSHOT=1 also
@@ -10,8 +10,8 @@ set -eu
 # shellcheck source=tests/http-lib.sh
 . "$(dirname "$0")/http-lib.sh"
 
-# shellcheck source=tests/browser-lib.sh
-. "$(dirname "$0")/browser-lib.sh"
+# shellcheck source=tests/http-browser-lib.sh
+. "$(dirname "$0")/http-browser-lib.sh"
 browser_need
 need_board
 need_cmd nginx spawn-fcgi curl jq base64

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/lost-update.t - a short lost-update and torn-read run against a
+# tests/http-lost-update.t - a short lost-update and torn-read run against a
 # private deployment (nginx + spawn-fcgi, all boards of conf/boards.list,
 # demonstration delay on): the board without a lock loses posts, every
 # locked board loses none, and the in-place log is seen torn without a

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/diskfull.t - the board's data directory fills up.
+# tests/http-diskfull.t - the board's data directory fills up.
 #
 # The data directory is a small tmpfs (needs root: mount -t tmpfs; skipped
 # otherwise).  The board runs as plain CGI (BOARD_CONF and the CGI

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/browser-race.t - the two demonstration pages in headless Chromium
+# tests/http-browser-race.t - the two demonstration pages in headless Chromium
 # against a private nginx deployment of the six race boards with the
 # demonstration delay on:
 #   htdocs/race.html?auto=1 runs the lost-update race from the browser; the
@@ -16,8 +16,8 @@
 set -eu
 # shellcheck source=tests/http-lib.sh
 . "$(dirname "$0")/http-lib.sh"
-# shellcheck source=tests/browser-lib.sh
-. "$(dirname "$0")/browser-lib.sh"
+# shellcheck source=tests/http-browser-lib.sh
+. "$(dirname "$0")/http-browser-lib.sh"
 browser_need
 need_board
 need_cmd nginx spawn-fcgi curl jq base64

@@ -1,4 +1,4 @@
-# tests/browser-lib.sh - headless Chromium for the browser tests
+# tests/http-browser-lib.sh - headless Chromium for the browser tests
 # (tests/browser*.t), driven through chromedriver's WebDriver HTTP
 # interface with curl and jq.  Source after tests/http-lib.sh:
 #   browser_need             skips the whole script without chromium/chromedriver

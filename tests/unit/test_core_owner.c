@@ -1,0 +1,116 @@
+/* test_core_owner.c - unit tests of ownership: owner records (text form,
+ * parsing, liveness, partners) and a child after fork() that does not
+ * own its parent's lock. */
+#include "core_fixture.h"
+
+static void test_record_round_trip(void **state)
+{
+        (void)state;
+        dl_record r, back;
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5, 0, 0);
+        char text[DL_RECORD_MAX];
+        int n = dl_record_format(&r, text, sizeof text);
+        assert_true(n > 0);
+        assert_int_equal(dl_record_parse(text, (size_t)n, &back), 0);
+        assert_int_equal(back.pid, r.pid);
+        assert_int_equal(back.start_time, r.start_time);
+        assert_string_equal(back.token, r.token);
+        assert_int_equal(back.acquired_ns, r.acquired_ns);
+        assert_string_equal(back.boot_id, r.boot_id);
+        assert_int_equal(back.pidns, r.pidns);
+        assert_int_equal(back.mode, DIRLOCK_INTENT);
+        assert_int_equal(back.stale_ms, 42500);
+        assert_int_equal(back.partner, 0);
+        assert_string_equal(back.host, r.host);
+        assert_int_equal(dl_record_owner_alive(&back), 1);
+        /* With a partner: it round-trips, and it keeps a dead recorder's
+         * lock alive (dl_record_partner_only). */
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_EXCLUSIVE, 1, getpid(),
+                       dl_process_start_time(getpid()));
+        n = dl_record_format(&r, text, sizeof text);
+        assert_true(n > 0 && strstr(text, " partner=") != NULL);
+        assert_int_equal(dl_record_parse(text, (size_t)n, &back), 0);
+        assert_int_equal(back.partner, getpid());
+        assert_int_equal(back.partner_start, dl_process_start_time(getpid()));
+        assert_int_equal(dl_record_partner_only(&back), 0);
+        back.start_time += 12345; /* the recorder "died": only the partner lives */
+        assert_int_equal(dl_record_owner_alive(&back), 1);
+        assert_int_equal(dl_record_partner_only(&back), 1);
+        assert_false(dl_entry_stale(&back, 1e6, 1)); /* held whatever its age */
+        back.partner_start += 12345;
+        assert_int_equal(dl_record_owner_alive(&back), 0);
+        assert_true(dl_entry_stale(&back, 0, 1));
+        dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5, 0, 0);
+        n = dl_record_format(&r, text, sizeof text);
+        /* Malformed records are refused. */
+        const char *bad[] = {"",
+                             "dirlock1",
+                             "dirlock1 pid=0 start=1",
+                             "dirlock2 pid=1 start=1",
+                             "dirlock1 pid=99999999999999999999999 start=1",
+                             NULL};
+        for (int i = 0; bad[i]; i++)
+                assert_int_equal(dl_record_parse(bad[i], strlen(bad[i]), &back), -1);
+        /* Truncated anywhere: refused. */
+        for (int cut = 0; cut < n - 1; cut++)
+                if (cut < n - (int)strlen(r.host))
+                        assert_int_equal(dl_record_parse(text, (size_t)cut, &back), -1);
+        /* A dead pid on this host is provably dead; another host is unknown. */
+        assert_int_equal(dl_record_parse(text, (size_t)n, &back), 0);
+        back.start_time += 12345;
+        assert_int_equal(dl_record_owner_alive(&back), 0);
+        strcpy(back.host, "elsewhere.example");
+        assert_int_equal(dl_record_owner_alive(&back), -1);
+}
+
+static void test_fork_child_cannot_release(void **state)
+{
+        (void)state;
+        dirlock *a = take("forked", 0);
+        assert_non_null(a);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dirlock_error e;
+                int rc = dirlock_release(a, &e);
+                _exit(rc == DIRLOCK_ENOTOWNER && strstr(e.message, "after fork") ? 0 : 1);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(dirlock_check(a, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
+}
+
+/* A child after fork() does not hold its parent's lock: check says so as
+ * release and refresh do. */
+static void test_fork_child_check(void **state)
+{
+        (void)state;
+        dirlock *a = take("forked-check", 0);
+        assert_non_null(a);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dirlock_error e;
+                int c = dirlock_check(a, &e), r = dirlock_refresh(a, NULL);
+                _exit(c == DIRLOCK_ENOTOWNER && r == DIRLOCK_ENOTOWNER && strstr(e.message, "after fork")
+                          ? 0
+                          : 1);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(dirlock_check(a, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_record_round_trip),
+            cmocka_unit_test(test_fork_child_cannot_release),
+            cmocka_unit_test(test_fork_child_check),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

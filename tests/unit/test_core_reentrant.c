@@ -1,0 +1,100 @@
+/* test_core_reentrant.c - unit tests of reentrant lock objects and of
+ * multi-locks. */
+#include "core_fixture.h"
+
+static void test_reentrant(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags = DIRLOCK_REENTRANT;
+        dirlock *h;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(lockdir, "re", &o, &h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        assert_null(take("re", 0)); /* one hold left */
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        dirlock *other = take("re", 0); /* free now */
+        assert_non_null(other);
+        dirlock_release(other, NULL);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_EBALANCE);
+        assert_non_null(strstr(e.message, "more often"));
+        /* Taken again through the same object, with a new token. */
+        char old_token[33];
+        strcpy(old_token, dirlock_token(h));
+        assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
+        assert_string_not_equal(old_token, dirlock_token(h));
+        assert_int_equal(dirlock_free(h, &e), DIRLOCK_OK);
+        other = take("re", 0);
+        assert_non_null(other);
+        dirlock_release(other, NULL);
+        /* A plain handle refuses a second hold. */
+        h = take("plain", 0);
+        assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_EINVAL);
+        dirlock_release(h, NULL);
+}
+
+/* A reentrant intent handle taken again after a full release gets a new
+ * token; its upgrade must hold readers off as the first one did. */
+static void test_reentrant_intent_reacquire(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.mode = DIRLOCK_INTENT;
+        o.flags = DIRLOCK_REENTRANT;
+        dirlock *h;
+        assert_int_equal(dirlock_acquire(lockdir, "reup", &o, &h, NULL), DIRLOCK_OK);
+        dirlock_options r = DIRLOCK_OPTIONS_INIT;
+        r.timeout = 0;
+        r.mode = DIRLOCK_SHARED;
+        dirlock *reader = NULL;
+        for (int round = 0; round < 2; round++) {
+                assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_acquire(lockdir, "reup", &r, &reader, NULL), DIRLOCK_EBUSY);
+                assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_acquire(lockdir, "reup", &r, &reader, NULL), DIRLOCK_OK);
+                dirlock_release(reader, NULL);
+                assert_int_equal(dirlock_reacquire(h, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_mode_of(h), DIRLOCK_INTENT);
+        }
+        assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
+}
+
+static void test_multi(void **state)
+{
+        (void)state;
+        const char *names[] = {"q", "p", "q", "r"};
+        dirlock_set *s;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_many(lockdir, names, 4, NULL, &s, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_set_count(s), 3); /* duplicates collapse */
+        /* All or nothing: r is held, so {a, r} fails and leaves a free. */
+        const char *other[] = {"a", "r"};
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0.05;
+        dirlock_set *t = NULL;
+        assert_int_equal(dirlock_acquire_many(lockdir, other, 2, &o, &t, &e), DIRLOCK_ETIMEDOUT);
+        assert_null(t);
+        dirlock *a = take("a", 0);
+        assert_non_null(a);
+        dirlock_release(a, NULL);
+        assert_int_equal(dirlock_refresh_many(s, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release_many(s, &e), DIRLOCK_OK);
+        const char *badnames[] = {"ok", "../bad"};
+        assert_int_equal(dirlock_acquire_many(lockdir, badnames, 2, NULL, &s, &e), DIRLOCK_ENAME);
+        assert_int_equal(dirlock_acquire_many(lockdir, badnames, 0, NULL, &s, &e), DIRLOCK_EINVAL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_reentrant),
+            cmocka_unit_test(test_reentrant_intent_reacquire),
+            cmocka_unit_test(test_multi),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
