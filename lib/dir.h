@@ -68,10 +68,10 @@ enum dl_lock_state {
 typedef struct dl_lock_view {
         enum dl_lock_state state;
         char leaf[DL_OWNER_LEAF_SIZE]; /* DL_LOCK_OWNED: "owner.<token>"          */
-        const char *token;          /* DL_LOCK_OWNED: inside leaf             */
-        dl_record rec;              /* DL_LOCK_OWNED: zeroed when unreadable  */
-        double age;                 /* OWNED: seconds since taken or last refreshed (AGE in
-                                       exclusive.c); FOREIGN: since the directory changed */
+        const char *token;             /* DL_LOCK_OWNED: inside leaf             */
+        dl_record rec;                 /* DL_LOCK_OWNED: zeroed when unreadable  */
+        double age;                    /* OWNED: seconds since taken or last refreshed (AGE in
+                                          exclusive.c); FOREIGN: since the directory changed */
 } dl_lock_view;
 /* Look into lock directory `lock_path`.  0, or -1 with errno. */
 int dl_lock_look(const char *lock_path, dl_lock_view *v);

@@ -29,7 +29,8 @@ static int dir_open(dirlock *h, const char *spec, dirlock_error *err)
         struct dl_dir *d = calloc(1, sizeof *d);
         if (d == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        int rc = dl_lockdir_prepare(spec, !(h->opts.flags & DIRLOCK_NO_MKDIR), &d->lockdir, &d->lockdir_mode, err);
+        int rc =
+            dl_lockdir_prepare(spec, !(h->opts.flags & DIRLOCK_NO_MKDIR), &d->lockdir, &d->lockdir_mode, err);
         if (rc != DIRLOCK_OK) {
                 free(d);
                 return rc;
@@ -162,8 +163,9 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
         } else if (errno == ENOENT) {
                 rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else if (errno == EPERM || errno == EACCES) {
-                rc = dl_fail(err, DIRLOCK_EPERM, errno, "lock '%s' (pid %ld on %s) may not be broken by this user",
-                             name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host");
+                rc = dl_fail(err, DIRLOCK_EPERM, errno,
+                             "lock '%s' (pid %ld on %s) may not be broken by this user", name,
+                             (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host");
         } else {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot break '%s/%s'", lock_path, v.leaf);
         }

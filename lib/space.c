@@ -34,7 +34,8 @@ static size_t scheme_length(const char *s)
 int dl_space_resolve(const char *space, const dl_backend **be, const char **spec, dirlock_error *err)
 {
         if (space == NULL || space[0] == '\0')
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock space given (a lock directory, or flock:DIR)");
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "no lock space given (a lock directory, or flock:DIR)");
         for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
                 size_t n = strlen(schemes[i].prefix);
                 if (strncmp(space, schemes[i].prefix, n) != 0)
@@ -47,9 +48,10 @@ int dl_space_resolve(const char *space, const dl_backend **be, const char **spec
         }
         size_t n = scheme_length(space);
         if (n > 0)
-                return dl_fail(err, DIRLOCK_EINVAL, 0,
-                               "lock space '%.200s': unknown kind '%.*s' (known: a directory path, flock:DIR)",
-                               space, (int)(n < 40 ? n : 40), space);
+                return dl_fail(
+                    err, DIRLOCK_EINVAL, 0,
+                    "lock space '%.200s': unknown kind '%.*s' (known: a directory path, flock:DIR)", space,
+                    (int)(n < 40 ? n : 40), space);
         *be = &dl_dir_backend;
         *spec = space;
         return DIRLOCK_OK;
