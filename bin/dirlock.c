@@ -196,12 +196,14 @@ static void forwarded_signals(sigset_t *set)
 /* The command, forked but held back until the locks are taken. */
 struct pending_command {
         pid_t pid;
-        int go_fd; /* write end: one byte lets it run; closing kills it */
+        int go_fd; /* write end: the go message lets it run; closing first kills it */
 };
 
-/* Fork COMMAND; it waits for one byte on a pipe before it execs, and exits
- * without running when the pipe closes first (the locks were not had, or
- * dirlock died).  The signal mask is restored in the child. */
+/* Fork COMMAND; it waits for the go message on a pipe before it execs, and
+ * exits without running when the pipe closes first (the locks were not
+ * had, or dirlock died).  The go message is "g" and then NAME=VALUE lines
+ * to put in its environment (the fences).  The signal mask is restored in
+ * the child. */
 static int fork_command(char **command, const sigset_t *old_mask, struct pending_command *pc)
 {
         int p[2];
@@ -216,13 +218,18 @@ static int fork_command(char **command, const sigset_t *old_mask, struct pending
         if (child == 0) {
                 close(p[1]);
                 sigprocmask(SIG_SETMASK, old_mask, NULL);
-                char go;
+                char msg[8192];
+                size_t got = 0;
                 ssize_t n;
-                while ((n = read(p[0], &go, 1)) < 0 && errno == EINTR)
-                        ;
-                if (n != 1)
+                while (got < sizeof msg - 1 &&
+                       ((n = read(p[0], msg + got, sizeof msg - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
+                        got += n > 0 ? (size_t)n : 0;
+                if (got == 0 || msg[0] != 'g')
                         _exit(125); /* no locks: never run */
                 close(p[0]);
+                msg[got] = '\0';
+                for (char *line = strtok(msg + 1, "\n"); line != NULL; line = strtok(NULL, "\n"))
+                        putenv(line);
                 execvp(command[0], command);
                 int e = errno;
                 fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
@@ -241,6 +248,37 @@ static void abandon_command(struct pending_command *pc)
                 ;
 }
 
+/* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
+ * order) and DIRLOCK_FENCES ("NAME=FENCE ..." for every lock), when the
+ * space has fences.  0, or -1 when it does not fit. */
+static int go_message(dirlock_set *set, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "g");
+        char fences[4096] = "";
+        size_t used = 0;
+        unsigned long long first = 0;
+        for (size_t i = 0; i < dirlock_set_count(set); i++) {
+                dirlock *h = dirlock_set_lock(set, i);
+                unsigned long long f;
+                dirlock_error e;
+                if (dirlock_fence(h, &f, &e) != DIRLOCK_OK) {
+                        if (e.code != DIRLOCK_EINVAL) /* EINVAL: this space has no fences */
+                                fprintf(stderr, "%s: warning: no fence for '%s': %s\n", progname,
+                                        dirlock_name(h), e.message);
+                        return n < (int)size ? 0 : -1;
+                }
+                if (i == 0)
+                        first = f;
+                int k = snprintf(fences + used, sizeof fences - used, "%s%s=%llu", i ? " " : "",
+                                 dirlock_name(h), f);
+                if (k < 0 || (size_t)k >= sizeof fences - used)
+                        return -1;
+                used += (size_t)k;
+        }
+        n += snprintf(buf + n, size - (size_t)n, "\nDIRLOCK_FENCE=%llu\nDIRLOCK_FENCES=%s\n", first, fences);
+        return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
 /* Let the command run and wait for it.  SIGCHLD and the forwarded signals
  * are blocked and taken with sigtimedwait(): the command's exit is seen
  * at once, a signal is passed on at once, and between them the locks are
@@ -249,7 +287,8 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                       dirlock_set *set, double stale, int lost_code)
 {
         pid_t child = pc->pid;
-        if (write(pc->go_fd, "g", 1) != 1) {
+        char go[8192];
+        if (go_message(set, go, sizeof go) != 0 || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
                 fprintf(stderr, "%s: cannot start the command: %s\n", progname, strerror(errno));
                 abandon_command(pc);
                 dirlock_release_many(set, NULL);

@@ -41,6 +41,9 @@ typedef struct dl_backend {
         int (*release)(dirlock *h, dirlock_error *err);
         int (*refresh)(dirlock *h, dirlock_error *err);
         int (*check)(const dirlock *h, dirlock_error *err);
+        /* Draw this acquisition's fence (dirlock_fence) while the lock is
+         * held; DIRLOCK_ELOST when it is not.  NULL: no fences here. */
+        int (*fence)(dirlock *h, unsigned long long *fence, dirlock_error *err);
         /* Intent -> exclusive, exclusive -> shared (NULL: not offered). */
         int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
         int (*downgrade)(dirlock *h, dirlock_error *err);

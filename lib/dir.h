@@ -29,6 +29,9 @@ static inline struct dl_dir *dl_dir_of(const dirlock *h)
         return (struct dl_dir *)h->impl;
 }
 
+/* Draw h's fence (dir_fence.c). */
+int dl_dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err);
+
 /* A handle of lock `name` in lock directory `lockdir` for looking at and
  * repairing it from outside (inspect, break): never creates the directory. */
 int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,

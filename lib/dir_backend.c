@@ -250,6 +250,7 @@ const dl_backend dl_dir_backend = {
     .release = dl_rw_release,
     .refresh = dl_rw_refresh,
     .check = dl_rw_check,
+    .fence = dl_dir_fence,
     .upgrade = dl_rw_upgrade,
     .downgrade = dl_rw_downgrade,
     .inspect = dir_inspect,

@@ -208,6 +208,20 @@ int dirlock_check(const dirlock *lock, dirlock_error *err);
  * a handle released to zero holds, takes the lock again (new token). */
 int dirlock_reacquire(dirlock *lock, dirlock_error *err);
 
+/* Fencing.  A fence is a 64-bit number for one acquisition of a lock,
+ * strictly greater than the fence of every earlier acquisition of the same
+ * lock in the same space, whichever process or host made it.  Pass it
+ * with every write to the resource the lock guards: a store that keeps the
+ * highest fence it has accepted and refuses lower ones is safe from a
+ * holder that lost its lock while it was paused and writes late -- the
+ * window that dirlock_check() cannot close (docs/fencing.md).  The fence
+ * is drawn on the first call, while the lock is held (DIRLOCK_ELOST if it
+ * is not any more), and the same number is returned for the handle after
+ * that.  Fences are microsecond timestamps made strictly increasing, so
+ * they do not go back even if the counter is lost (docs/fencing.md says
+ * what that assumes).  flock spaces have none (DIRLOCK_EINVAL). */
+int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err);
+
 /* Name, token and mode of a handle. */
 const char *dirlock_name(const dirlock *lock);
 const char *dirlock_token(const dirlock *lock);
@@ -252,6 +266,8 @@ int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t 
 int dirlock_release_many(dirlock_set *set, dirlock_error *err);
 int dirlock_refresh_many(dirlock_set *set, dirlock_error *err);
 size_t dirlock_set_count(const dirlock_set *set);
+/* The i-th lock of a set (in name order), or NULL past the end. */
+dirlock *dirlock_set_lock(const dirlock_set *set, size_t i);
 
 /* ---- reader-writer locks ---------------------------------------------- */
 

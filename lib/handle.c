@@ -198,6 +198,7 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
         if (rc != DIRLOCK_OK)
                 return rc;
         lock->mode = lock->opts.mode;
+        lock->fence = 0;
         dl_time deadline = dl_deadline(lock->opts.timeout);
         rc = lock->be->acquire(lock, &deadline, err);
         if (rc == DIRLOCK_OK)
@@ -284,6 +285,29 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot be downgraded", lock->be->name,
                                lock->name);
         return lock->be->downgrade(lock, err);
+}
+
+int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err)
+{
+        int rc = dl_handle_usable(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (fence == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the fence");
+        if (lock->holds == 0)
+                return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' is not held", lock->name);
+        if (lock->be->fence == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks have no fences", lock->be->name);
+        if (lock->fence == 0) {
+                rc = lock->be->fence(lock, &lock->fence, err);
+                if (rc != DIRLOCK_OK) {
+                        lock->fence = 0;
+                        return rc;
+                }
+        }
+        *fence = lock->fence;
+        dl_ok(err);
+        return DIRLOCK_OK;
 }
 
 const char *dirlock_name(const dirlock *lock)

@@ -23,6 +23,7 @@ struct dirlock {
         pid_t pid;                        /* process that acquired; only it acts  */
         unsigned holds;                   /* reentrant hold count (>= 1 while held) */
         unsigned long long partner_start; /* opts.partner_pid's start time        */
+        unsigned long long fence;         /* this acquisition's fence, 0 = not drawn */
         char name[DIRLOCK_NAME_MAX + 1];
         char token[33]; /* 128-bit random, hex: names this acquisition */
 };

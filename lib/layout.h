@@ -16,6 +16,9 @@
  *   D/NAME.up.<T>             intent holder T is upgrading / upgraded
  *   D/NAME.wq/x.<T>           a writer waiting for W (policy writer)
  *   D/NAME.fifo/t.<SEQ>       FIFO ticket (fifo.c), SEQ zero-padded decimal
+ *   D/NAME.fence/<N>          the lock's fence counter: one empty file
+ *                             named by the last fence drawn (dir_fence.c)
+ *   D/.NAME.fence.<T>.new/    a fence counter being made
  *   D/NAME.flock              the file the flock backend locks (flock.c)
  *
  * Names starting with a dot are private to one process (inotify waiters
@@ -34,6 +37,8 @@
 #define DL_SUFFIX_WQ      ".wq"
 #define DL_SUFFIX_FIFO    ".fifo"
 #define DL_SUFFIX_FLOCK   ".flock"
+#define DL_SUFFIX_FENCE   ".fence"
+#define DL_FENCE_DIGITS   20
 #define DL_INFIX_UP       ".up."
 #define DL_OWNER_PREFIX   "owner."
 #define DL_ASIDE_PREFIX   ".aside."

@@ -116,3 +116,8 @@ size_t dirlock_set_count(const dirlock_set *set)
 {
         return set ? set->count : 0;
 }
+
+dirlock *dirlock_set_lock(const dirlock_set *set, size_t i)
+{
+        return set != NULL && i < set->count ? set->locks[i] : NULL;
+}

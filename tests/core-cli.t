@@ -5,7 +5,7 @@
 # command keeps the lock, the stale age's floor, and exclusion between two
 # commands.
 . "$(dirname "$0")/tap.sh"
-plan 26
+plan 27
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -92,6 +92,13 @@ wait $p 2>/dev/null
 is "$?" 1 "a SIGKILLed dirlock's lock stays held while its command runs"
 "$DIRLOCK" -d "$L" -w 5 killed -- sh -c 'cat "'"$T"'/killed-done"' >"$T/killed-seen" 2>&1
 is "$?/$(cat "$T/killed-seen")" "0/done" "the next taker gets it once the command has ended, not before"
+
+# The command gets its locks' fences, growing from one run to the next.
+f1=$("$DIRLOCK" -d "$L" fenced -- sh -c 'echo $DIRLOCK_FENCE')
+f2=$("$DIRLOCK" -d "$L" fenced other -- sh -c 'echo $DIRLOCK_FENCE $DIRLOCK_FENCES')
+set -- $f2
+[ -n "$f1" ] && [ "$1" -gt "$f1" ] && [ "$2" = "fenced=$1" ] && case "$3" in other=[0-9]*) true ;; *) false ;; esac
+ok $? "DIRLOCK_FENCE and DIRLOCK_FENCES reach the command and grow: $f1, then $f2"
 
 # The stale age has a floor, refused with a clear message.
 "$DIRLOCK" -d "$L" --stale 0.05 tiny -- true 2>"$T/err"

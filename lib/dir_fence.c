@@ -1,0 +1,147 @@
+/* dir_fence.c - fences in a directory space (dirlock_fence, docs/fencing.md).
+ *
+ * COUNTER.  D/NAME.fence/ holds one empty file whose name is the last fence
+ * drawn for lock NAME (DL_FENCE_DIGITS digits, so names sort as numbers).
+ *
+ * DRAW (while holding the lock):
+ *   1. Read the counter: the largest number N named in D/NAME.fence/.
+ *      Missing: make it, holding 0 (a prepared directory renamed into
+ *      place, as a lock is: of two makers exactly one rename succeeds).
+ *   2. F = max(N + 1, the wall clock in microseconds).
+ *   3. rename(D/NAME.fence/N, D/NAME.fence/F): a compare-and-swap on the
+ *      name.  It succeeds only while the counter still holds N; ENOENT
+ *      means another drawer advanced it first: go to 1.  So the counter
+ *      only ever grows, whoever races, paused or not.
+ *   4. Check that we still hold the lock.  If we do, we held it without a
+ *      break from our acquisition to here, so every acquisition after ours
+ *      draws after step 3 and gets more than F; every earlier one drew
+ *      while it held the lock, before ours began, so got less -- or, if it
+ *      lost its lock and drew late, its own check fails and its number is
+ *      never used.  If we do not: DIRLOCK_ELOST, and F is skipped.
+ * Taking the clock in step 2 keeps fences growing even if the counter is
+ * removed or rolled back (a restored backup), as long as the clocks of
+ * the hosts that draw do not step back and no lock draws more than a
+ * million fences a second. */
+#include "dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The largest number named in counter directory `dir`: 1 and *n, 0 when
+ * the directory is missing or holds none, -1 on error. */
+static int counter_read(const char *dir, unsigned long long *n)
+{
+        DIR *d = opendir(dir);
+        if (d == NULL)
+                return errno == ENOENT ? 0 : -1;
+        int found = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                const char *p = de->d_name;
+                if (strlen(p) != DL_FENCE_DIGITS)
+                        continue;
+                unsigned long long v = 0;
+                bool digits = true;
+                for (; *p && digits; p++) {
+                        digits = *p >= '0' && *p <= '9' && v <= (~0ULL - 9) / 10;
+                        v = v * 10 + (unsigned)(*p - '0');
+                }
+                if (digits && (!found || v > *n)) {
+                        *n = v;
+                        found = 1;
+                }
+        }
+        closedir(d);
+        return found;
+}
+
+static char *counter_entry(const char *dir, unsigned long long n)
+{
+        char leaf[DL_FENCE_DIGITS + 1];
+        snprintf(leaf, sizeof leaf, "%0*llu", DL_FENCE_DIGITS, n);
+        return dl_join(dir, leaf, NULL);
+}
+
+/* Make the counter, holding 0, unless someone else does first. */
+static int counter_make(const dirlock *h, const char *dir, dirlock_error *err)
+{
+        const struct dl_dir *d = dl_dir_of(h);
+        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DL_TOKEN_LEN + sizeof ".new"];
+        snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_FENCE ".%s.new", h->name, h->token);
+        char *prep = dl_join(d->lockdir, leaf, NULL);
+        char *zero = prep ? counter_entry(prep, 0) : NULL;
+        int rc = DIRLOCK_OK;
+        if (zero == NULL) {
+                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        } else if (dl_mkdir_in(prep, d->lockdir_mode) != 0) {
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", prep);
+        } else {
+                int fd = open(zero, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+                if (fd < 0 || close(fd) != 0) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", zero);
+                } else if (rename(prep, dir) != 0 && errno != ENOTEMPTY && errno != EEXIST) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create fence counter '%s'", dir);
+                }
+                unlink(zero); /* still there when another maker won */
+                rmdir(prep);
+        }
+        free(zero);
+        free(prep);
+        return rc;
+}
+
+static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *err)
+{
+        char *dir = dl_layout_path(dl_dir_of(h)->lockdir, h->name, DL_SUFFIX_FENCE);
+        if (dir == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        int rc = DIRLOCK_EIO;
+        for (int round = 0; round < 100; round++) {
+                unsigned long long n = 0;
+                int found = counter_read(dir, &n);
+                if (found < 0) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read fence counter '%s'", dir);
+                        break;
+                }
+                if (found == 0) {
+                        rc = counter_make(h, dir, err);
+                        if (rc != DIRLOCK_OK)
+                                break;
+                        continue;
+                }
+                unsigned long long now = (unsigned long long)(dl_wall_ns() / 1000);
+                unsigned long long next = n + 1 > now ? n + 1 : now;
+                char *from = counter_entry(dir, n), *to = counter_entry(dir, next);
+                int moved = from && to ? rename(from, to) : -1;
+                int e = from && to ? errno : ENOMEM;
+                free(from);
+                free(to);
+                if (moved == 0) {
+                        /* Step 4: still ours?  Then `next` is this acquisition's. */
+                        rc = dl_rw_check(h, err);
+                        if (rc == DIRLOCK_OK)
+                                *fence = next;
+                        break;
+                }
+                if (e != ENOENT) {
+                        rc = dl_fail(err, e == ENOMEM ? DIRLOCK_ENOMEM : DIRLOCK_EIO, e,
+                                     "cannot advance fence counter '%s'", dir);
+                        break;
+                }
+                rc = dl_fail(err, DIRLOCK_EIO, EAGAIN, "fence counter '%s' keeps moving", dir);
+        }
+        free(dir);
+        return rc;
+}
+
+int dl_dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+{
+        int rc = dl_rw_check(h, err); /* not worth drawing for a lost lock */
+        return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, fence, err);
+}
