@@ -1,6 +1,7 @@
 # Makefile - builds the dirlock library, the dirlock command and the board;
-# runs the tests, benchmarks and demonstrations.  Each area keeps its rules
-# in its own fragment (lib/lib.mk, cgi-bin/board.mk, tests/tests.mk, ...).
+# runs the tests, benchmarks and demonstrations.  Each directory keeps the
+# rules for what is in it in its own fragment, included below; each says
+# at its top which variables it provides and uses.
 
 CC ?= cc
 PREFIX ?= /usr/local
@@ -29,18 +30,17 @@ endif
 ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -Ilib $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
-.PHONY: all test bench install clean demo start stop fuzz verify check-format format deps
+.PHONY: all clean check-format format
 all:
 
-include lib/lib.mk
--include cgi-bin/board.mk
--include tests/tests.mk
--include bench/bench.mk
--include bench/board.mk
--include bench/rw.mk
--include tools/deploy.mk
--include tests/fuzz/fuzz.mk
--include tests/model/model.mk
+include lib/lib.mk           # the library
+include bin/bin.mk           # the dirlock command
+include cgi-bin/board.mk     # the board
+include tools/tools.mk       # dirlock-demo, deps, start/stop, demo, demo-rw
+include tests/tests.mk       # test, valgrind
+include tests/fuzz/fuzz.mk   # fuzz
+include tests/model/model.mk # verify
+include bench/bench.mk       # bench
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

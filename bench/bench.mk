@@ -1,14 +1,37 @@
-# bench/bench.mk - `make bench`: every benchmark, each printing a table and
-# writing bench/results/.  Benchmarks report ratios against baselines
-# measured in the same run; they assert nothing.
+# bench/bench.mk - the benchmarks (bench/README.md).  Each prints a table
+# with its targets and whether they are met, and writes it to
+# bench/results/; figures are ratios to a baseline measured in the same
+# run.  They assert nothing.
+#   make bench         every benchmark, one after the other
+#   make bench-core    the exclusive lock (bench/core-run)
+#   make bench-rw      the reader-writer lock (bench/rw-run)
+#   make bench-board   the board under nginx, against a hello-world
+#                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
+#   uses: BUILD, LIB_A (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
+RW_BENCH := $(BUILD)/bench/rw_bench
+HELLO_BIN := $(BUILD)/bench/hello
+BENCH_DURATION ?= 5s
+BENCH_CONNECTIONS ?= 16
 
 $(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+$(RW_BENCH): $(BUILD)/bench/rw_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lm
+
+$(HELLO_BIN): $(BUILD)/bench/hello.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
+
 bench-core: all $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/core-run
+
+bench-rw: $(RW_BENCH) $(DEMO_BIN)
+	bench/rw-run $(RW_BENCH)
+
+bench-board: all $(HELLO_BIN)
+	HELLO=$(HELLO_BIN) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
 # One after the other: running them at once would measure each other.
 bench:
@@ -16,4 +39,4 @@ bench:
 	$(MAKE) bench-rw
 	$(MAKE) bench-board
 
-.PHONY: bench-core
+.PHONY: bench bench-core bench-rw bench-board

@@ -1,13 +1,16 @@
-# lib/lib.mk - the dirlock library (static and shared), the dirlock
-# command, its man page and pkg-config file.
+# lib/lib.mk - the dirlock library: static and shared, its header and
+# pkg-config file, and their installation.
+#   provides: LIB_SRCS, LIB_OBJS, LIB_A, LIB_SO
+#   uses:     BUILD, CC, ALL_CFLAGS, ALL_LDFLAGS, PREFIX, DESTDIR (Makefile)
 
-LIB_SRCS := $(filter-out lib/%_test.c,$(wildcard lib/*.c))
+LIB_SRCS := lib/admin.c lib/clock.c lib/dir_backend.c lib/dir_fence.c lib/error.c lib/exclusive.c \
+	lib/fifo.c lib/flock.c lib/handle.c lib/layout.c lib/multi.c lib/owner.c lib/path.c \
+	lib/rw_entries.c lib/rwlock.c lib/space.c lib/wait.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a
 LIB_SO := $(BUILD)/libdirlock.so.1
-DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
-all: $(LIB_A) $(LIB_SO) $(DIRLOCK_BIN)
+all: $(LIB_A) $(LIB_SO)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -17,18 +20,14 @@ $(LIB_SO): $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,libdirlock.so.1 $(ALL_LDFLAGS) -o $@ $^
 	ln -sf libdirlock.so.1 $(BUILD)/libdirlock.so
 
-$(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(LIB_A)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
-
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+install: install-lib
+install-lib: $(LIB_A) $(LIB_SO)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libdirlock.a
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libdirlock.so.1
 	ln -sf libdirlock.so.1 $(DESTDIR)$(PREFIX)/lib/libdirlock.so
 	install -m 644 lib/dirlock.h $(DESTDIR)$(PREFIX)/include/dirlock.h
-	install -m 755 $(DIRLOCK_BIN) $(DESTDIR)$(PREFIX)/bin/dirlock
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|1.0.0|g' lib/dirlock.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/dirlock.pc
-	install -m 644 man/dirlock.1 $(DESTDIR)$(PREFIX)/share/man/man1/dirlock.1
+
+.PHONY: install install-lib

@@ -1,20 +1,26 @@
-# tests/tests.mk - how `make test` finds and runs the tests.
+# tests/tests.mk - how `make test` finds and runs the tests, and the
+# memcheck run (make valgrind).  tests/README.md says where a test goes.
+#   provides: UNIT_BINS, PROG_BINS, test-build
+#   uses:     BUILD, LIB_A, LIB_SRCS (lib/lib.mk), BOARD_LIB_OBJS and
+#             BOARD_LIBS (cgi-bin/board.mk)
 #
-# Conventions (drop a file in, it is picked up):
-#   tests/unit/test_*.c   cmocka unit tests; linked with the library, the
-#                         board's objects (minus main) and their libraries.
-#   tests/progs/*.c       helper programs for the multi-process tests,
-#                         built to $(BUILD)/tests/progs/NAME.
-#   tests/*.t             TAP scripts (shell), run by prove; they find the
-#                         helpers through $BUILD_DIR and the tree through
-#                         $TOP.
+#   tests/unit/test_NAME.c  cmocka unit tests (UNIT_TESTS); linked with the
+#                           library, the board's objects (minus main) and
+#                           their libraries.
+#   tests/progs/NAME.c      helper programs of the multi-process tests
+#                           (TEST_PROGS), built to $(BUILD)/tests/progs/NAME.
+#   tests/*.t               TAP scripts (shell), run by prove; they find the
+#                           helpers through $BUILD_DIR and the tree through
+#                           $TOP.
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
-PROG_SRCS := $(wildcard tests/progs/*.c)
-PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(BUILD)/tests/progs/%)
+UNIT_TESTS := core_api core_cancel core_fence core_owner core_reentrant core_stale rw space \
+	board_app board_config board_cookie board_csrf board_escape board_form board_logrecord \
+	board_postqueue board_ratelimit board_signal board_store_log board_utf8 board_validate board_view
+TEST_PROGS := lockworker rw_hold stress
+UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
+PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
 TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
@@ -46,3 +52,39 @@ test:
 	BUILD_DIR=$(BUILD) SANITIZE=$(SANITIZE) tests/run-all $(TESTS)
 
 .PHONY: test-build
+
+# ---- valgrind memcheck over the unit tests (make valgrind) ---------------
+#
+# Tests listed in VALGRIND_SKIP are not run (with the reason printed):
+# those that start servers or time things tightly.  VALGRIND_TIMEOUT bounds
+# each test.
+VALGRIND ?= valgrind
+VALGRIND_TIMEOUT ?= 600
+VALGRIND_SKIP ?=
+VALGRIND_FLAGS := --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
+	--track-fds=no --quiet --child-silent-after-fork=yes
+
+valgrind: test-build
+ifeq ($(SANITIZE),1)
+	@echo "make valgrind: run it on the normal build (no SANITIZE=1): valgrind and ASan do not mix" >&2; exit 2
+endif
+	@command -v $(VALGRIND) >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
+	@passed=0; failed=0; skipped=0; failures=; \
+	for t in $(UNIT_BINS); do \
+		n=$$(basename $$t); \
+		case " $(VALGRIND_SKIP) " in *" $$n "*) echo "== $$n: skipped (VALGRIND_SKIP)"; skipped=$$((skipped + 1)); continue;; esac; \
+		echo "== valgrind $$n"; \
+		if BUILD_DIR=$(BUILD) TOP=$(CURDIR) timeout $(VALGRIND_TIMEOUT) $(VALGRIND) $(VALGRIND_FLAGS) \
+			--log-file=$(BUILD)/tests/unit/$$n.valgrind $$t >$(BUILD)/tests/unit/$$n.valgrind.out 2>&1; then \
+			passed=$$((passed + 1)); \
+		else \
+			st=$$?; failed=$$((failed + 1)); failures="$$failures $$n"; \
+			[ $$st -eq 124 ] && echo "$$n: timed out after $(VALGRIND_TIMEOUT) s under valgrind"; \
+			tail -n 30 $(BUILD)/tests/unit/$$n.valgrind.out; cat $(BUILD)/tests/unit/$$n.valgrind; \
+		fi; \
+	done; \
+	[ -n "$$failures" ] && echo "failed:$$failures"; \
+	echo "valgrind: $$passed passed, $$failed failed, $$skipped skipped"; \
+	[ $$failed -eq 0 ]
+
+.PHONY: valgrind

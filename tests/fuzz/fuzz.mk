@@ -1,4 +1,7 @@
-# tests/fuzz/fuzz.mk - fuzzing (libFuzzer) and the memcheck run.
+# tests/fuzz/fuzz.mk - fuzzing with libFuzzer, and the fuzz targets'
+# replay in make test.
+#   provides: FUZZ_REPLAY_BINS (added to test-build)
+#   uses:     BUILD, CSTD, WARN, ALL_CFLAGS, ALL_LDFLAGS (Makefile)
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZERS="form cookie logrecord owner"]
 #       builds the libFuzzer targets with clang into build-fuzz/ and runs
@@ -11,8 +14,6 @@
 #   make fuzz-build      only build the targets.
 #   make fuzz-replay     run the libFuzzer targets once over the seeds and
 #                        regression inputs (no fuzzing).
-#   make valgrind        every cmocka unit test under valgrind memcheck
-#                        (no definite leaks, no errors).
 #
 # `make test` builds each harness with the normal compiler and
 # tests/fuzz/replay.c into $(BUILD)/tests/fuzz/replay_NAME, and
@@ -98,38 +99,4 @@ $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/f
 
 test-build: $(FUZZ_REPLAY_BINS)
 
-# ---- valgrind memcheck over the unit tests ------------------------------
-#
-# Tests listed in VALGRIND_SKIP are not run (with the reason printed):
-# those that start servers or time things tightly.  VALGRIND_TIMEOUT bounds
-# each test.
-VALGRIND ?= valgrind
-VALGRIND_TIMEOUT ?= 600
-VALGRIND_SKIP ?=
-VALGRIND_FLAGS := --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
-	--track-fds=no --quiet --child-silent-after-fork=yes
-
-valgrind: test-build
-ifeq ($(SANITIZE),1)
-	@echo "make valgrind: run it on the normal build (no SANITIZE=1): valgrind and ASan do not mix" >&2; exit 2
-endif
-	@command -v $(VALGRIND) >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
-	@passed=0; failed=0; skipped=0; failures=; \
-	for t in $(UNIT_BINS); do \
-		n=$$(basename $$t); \
-		case " $(VALGRIND_SKIP) " in *" $$n "*) echo "== $$n: skipped (VALGRIND_SKIP)"; skipped=$$((skipped + 1)); continue;; esac; \
-		echo "== valgrind $$n"; \
-		if BUILD_DIR=$(BUILD) TOP=$(CURDIR) timeout $(VALGRIND_TIMEOUT) $(VALGRIND) $(VALGRIND_FLAGS) \
-			--log-file=$(BUILD)/tests/unit/$$n.valgrind $$t >$(BUILD)/tests/unit/$$n.valgrind.out 2>&1; then \
-			passed=$$((passed + 1)); \
-		else \
-			st=$$?; failed=$$((failed + 1)); failures="$$failures $$n"; \
-			[ $$st -eq 124 ] && echo "$$n: timed out after $(VALGRIND_TIMEOUT) s under valgrind"; \
-			tail -n 30 $(BUILD)/tests/unit/$$n.valgrind.out; cat $(BUILD)/tests/unit/$$n.valgrind; \
-		fi; \
-	done; \
-	[ -n "$$failures" ] && echo "failed:$$failures"; \
-	echo "valgrind: $$passed passed, $$failed failed, $$skipped skipped"; \
-	[ $$failed -eq 0 ]
-
-.PHONY: fuzz-build fuzz-replay valgrind
+.PHONY: fuzz-build fuzz-replay fuzz

@@ -1,13 +1,31 @@
-# tools/deploy.mk - local deployment: make deps / start / stop / demo.
+# tools/tools.mk - the reader-writer demonstration program, the Debian
+# packages, and the local deployment.
 #   make deps                      install missing Debian packages
 #   make start [PORT=8080] [DELAY_MS=0] [SERVER=nginx|fcgiwrap|lighttpd|apache]
 #   make stop                      stop everything make start started
 #   make demo [PORT=8080]          deps + start with DELAY_MS=20 from empty
 #                                  boards + the lost-update and torn-read
-#                                  demonstration; the boards stay up (and
-#                                  /race.html runs the race from a browser)
+#                                  demonstration; the boards stay up
+#   make demo-rw                   bin/dirlock-demo: torn reads, read and
+#                                  write attacks per policy (5 s a run), and
+#                                  the trace htdocs/rw-timeline.html draws
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
+#   provides: DEMO_BIN
+#   uses:     BIN_DIR, BUILD, LIB_A (lib/lib.mk)
+
+DEMO_BIN := $(BIN_DIR)/dirlock-demo
+
+all: $(DEMO_BIN)
+
+$(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+RW_TRACE ?= htdocs/rw-trace.json
+
+demo-rw: $(DEMO_BIN)
+	$(DEMO_BIN) -s 5 --trace $(RW_TRACE)
 
 PORT ?= 8080
 DELAY_MS ?= 0
@@ -43,4 +61,4 @@ demo: deps
 	echo "Watch the race in a browser: http://127.0.0.1:$(PORT)/race.html"; \
 	exit $$rc
 
-.PHONY: status
+.PHONY: deps start stop status demo demo-rw
