@@ -55,4 +55,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-san build-fuzz bin/dirlock bin/dirlock-demo cgi-bin/board tests/results
+	rm -rf build build-san build-fuzz bin/dirlock bin/dirlock-demo bin/dirlock-tree-demo cgi-bin/board tests/results

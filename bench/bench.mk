@@ -5,12 +5,15 @@
 #   make bench         every benchmark, one after the other
 #   make bench-core    the exclusive lock (bench/core-run)
 #   make bench-rw      the reader-writer lock (bench/rw-run)
+#   make bench-range   range locks against no lock, a whole lock and
+#                      fcntl byte ranges (bench/range-run)
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
 #   uses: BUILD, LIB_A (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 RW_BENCH := $(BUILD)/bench/rw_bench
+RANGE_BENCH := $(BUILD)/bench/range_bench
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -21,6 +24,9 @@ $(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
 $(RW_BENCH): $(BUILD)/bench/rw_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lm
 
+$(RANGE_BENCH): $(BUILD)/bench/range_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
 $(HELLO_BIN): $(BUILD)/bench/hello.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
 
@@ -30,6 +36,9 @@ bench-core: all $(CORE_BENCH)
 bench-rw: $(RW_BENCH) $(DEMO_BIN)
 	bench/rw-run $(RW_BENCH)
 
+bench-range: $(RANGE_BENCH)
+	BUILD_DIR=$(BUILD) bench/range-run
+
 bench-board: all $(HELLO_BIN)
 	HELLO=$(HELLO_BIN) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
@@ -37,6 +46,7 @@ bench-board: all $(HELLO_BIN)
 bench:
 	$(MAKE) bench-core
 	$(MAKE) bench-rw
+	$(MAKE) bench-range
 	$(MAKE) bench-board
 
-.PHONY: bench bench-core bench-rw bench-board
+.PHONY: bench bench-core bench-rw bench-range bench-board

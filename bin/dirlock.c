@@ -40,6 +40,7 @@ static void usage(FILE *to)
         fprintf(to,
                 "Usage:\n"
                 "  %s [options] NAME [NAME...] -- COMMAND [ARGS...]\n"
+                "  %s [options] --range LO:HI NAME -- COMMAND [ARGS...]\n"
                 "  %s status  [-d SPACE] [--stale SECONDS] [NAME...]\n"
                 "  %s break   [-d SPACE] [--stale SECONDS] [--force] NAME\n"
                 "  %s cleanup [-d SPACE]\n"
@@ -60,10 +61,11 @@ static void usage(FILE *to)
                 "      --intent           upgradable read lock (prewrite-read)\n"
                 "      --policy POLICY    fair (default), writer, reader or simple\n"
                 "      --fifo             serve exclusive waiters in arrival order\n"
+                "      --range LO:HI      lock only the range [LO, HI) of NAME (one name)\n"
                 "  -q, --quiet            no message on conflict\n"
                 "  -h, --help             this help\n"
                 "  -V, --version          version\n",
-                progname, progname, progname, progname);
+                progname, progname, progname, progname, progname);
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -90,7 +92,10 @@ static void print_owner(const dirlock_owner *o)
 {
         static const char *const modes[] = {"exclusive", "shared", "intent"};
         if (o->pid == 0 && o->mode == DIRLOCK_SHARED) {
-                printf("%-24s shared readers=%u\n", o->name, o->readers);
+                if (o->ranges && !o->readers)
+                        printf("%-24s ranges=%u\n", o->name, o->ranges);
+                else
+                        printf("%-24s shared readers=%u\n", o->name, o->readers);
                 return;
         }
         if (o->pid == 0) {
@@ -107,12 +112,30 @@ static void print_owner(const dirlock_owner *o)
         printf("\n");
 }
 
+/* The ranges of a lock, one line each, under its status line. */
+static void print_ranges(const char *space, const char *name)
+{
+        dirlock_range_info *r;
+        size_t n;
+        if (dirlock_ranges(space, name, &r, &n, NULL) != DIRLOCK_OK)
+                return;
+        static const char *const modes[] = {"exclusive", "shared", "intent"};
+        for (size_t i = 0; i < n; i++)
+                printf("  range [%g, %g) %s%s pid=%ld host=%s age=%.1fs%s\n", r[i].lo, r[i].hi,
+                       r[i].mode >= 0 && r[i].mode <= 2 ? modes[r[i].mode] : "?",
+                       r[i].upgrading ? " (upgrading)" : "", (long)r[i].pid, r[i].host, r[i].age,
+                       r[i].waiting ? " waiting" : "");
+        free(r);
+}
+
 /* The settings every subcommand and the lock-and-run mode share. */
 struct settings {
         const char *space; /* -d: the lock space */
         double timeout, stale;
         int conflict_code, quiet, force;
         dirlock_options opts;
+        bool ranged; /* --range LO:HI */
+        double lo, hi;
 };
 
 static int cmd_status(int argc, char **argv, const struct settings *st)
@@ -125,8 +148,11 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
                         return 2;
                 }
-                for (size_t i = 0; i < n; i++)
+                for (size_t i = 0; i < n; i++) {
                         print_owner(&owners[i]);
+                        if (owners[i].ranges)
+                                print_ranges(st->space, owners[i].name);
+                }
                 free(owners);
                 return 0;
         }
@@ -137,6 +163,8 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                 int rc = dirlock_inspect(st->space, argv[i], st->stale, &o, &e);
                 if (rc == DIRLOCK_OK) {
                         print_owner(&o);
+                        if (o.ranges)
+                                print_ranges(st->space, argv[i]);
                 } else if (rc == DIRLOCK_ENOLOCK) {
                         printf("%-24s free\n", argv[i]);
                 } else {
@@ -248,17 +276,43 @@ static void abandon_command(struct pending_command *pc)
                 ;
 }
 
+/* What the command runs under: a set of whole locks, or one range lock. */
+struct held {
+        dirlock_set *set;
+        dirlock *range;
+};
+
+static size_t held_count(const struct held *hl)
+{
+        return hl->range ? 1 : dirlock_set_count(hl->set);
+}
+
+static dirlock *held_lock(const struct held *hl, size_t i)
+{
+        return hl->range ? hl->range : dirlock_set_lock(hl->set, i);
+}
+
+static int held_refresh(struct held *hl, dirlock_error *e)
+{
+        return hl->range ? dirlock_refresh(hl->range, e) : dirlock_refresh_many(hl->set, e);
+}
+
+static int held_release(struct held *hl, dirlock_error *e)
+{
+        return hl->range ? dirlock_release(hl->range, e) : dirlock_release_many(hl->set, e);
+}
+
 /* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
  * order) and DIRLOCK_FENCES ("NAME=FENCE ..." for every lock), when the
  * space has fences.  0, or -1 when it does not fit. */
-static int go_message(dirlock_set *set, char *buf, size_t size)
+static int go_message(const struct held *hl, char *buf, size_t size)
 {
         int n = snprintf(buf, size, "g");
         char fences[4096] = "";
         size_t used = 0;
         unsigned long long first = 0;
-        for (size_t i = 0; i < dirlock_set_count(set); i++) {
-                dirlock *h = dirlock_set_lock(set, i);
+        for (size_t i = 0; i < held_count(hl); i++) {
+                dirlock *h = held_lock(hl, i);
                 unsigned long long f;
                 dirlock_error e;
                 if (dirlock_fence(h, &f, &e) != DIRLOCK_OK) {
@@ -284,14 +338,14 @@ static int go_message(dirlock_set *set, char *buf, size_t size)
  * at once, a signal is passed on at once, and between them the locks are
  * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
 static int run_locked(struct pending_command *pc, const sigset_t *wait_for, const sigset_t *old,
-                      dirlock_set *set, double stale, int lost_code)
+                      struct held *hl, double stale, int lost_code)
 {
         pid_t child = pc->pid;
         char go[8192];
-        if (go_message(set, go, sizeof go) != 0 || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
+        if (go_message(hl, go, sizeof go) != 0 || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
                 fprintf(stderr, "%s: cannot start the command: %s\n", progname, strerror(errno));
                 abandon_command(pc);
-                dirlock_release_many(set, NULL);
+                held_release(hl, NULL);
                 return 126;
         }
         close(pc->go_fd);
@@ -314,7 +368,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                     (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
                 if (since >= refresh_every) {
                         dirlock_error e;
-                        int rc = dirlock_refresh_many(set, &e);
+                        int rc = held_refresh(hl, &e);
                         if (rc != DIRLOCK_OK && !lost)
                                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
                         lost = lost || rc == DIRLOCK_ELOST;
@@ -329,7 +383,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         }
         sigprocmask(SIG_SETMASK, old, NULL);
         dirlock_error e;
-        int rc = dirlock_release_many(set, &e);
+        int rc = held_release(hl, &e);
         if (rc != DIRLOCK_OK && !lost)
                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
         if (lost || rc == DIRLOCK_ELOST) {
@@ -355,8 +409,8 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                 fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
                 return 2;
         }
-        if (st->opts.mode != DIRLOCK_EXCLUSIVE && sep > 1) {
-                fprintf(stderr, "%s: shared and intent locks take one name\n", progname);
+        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged) && sep > 1) {
+                fprintf(stderr, "%s: shared, intent and range locks take one name\n", progname);
                 return 2;
         }
         st->opts.timeout = st->timeout;
@@ -374,9 +428,12 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                 return 126;
         }
         st->opts.partner_pid = pc.pid;
-        dirlock_set *set;
+        struct held hl = {NULL, NULL};
         dirlock_error e;
-        int rc = dirlock_acquire_many(st->space, (const char *const *)argv, (size_t)sep, &st->opts, &set, &e);
+        int rc = st->ranged
+                     ? dirlock_acquire_range(st->space, argv[0], st->lo, st->hi, &st->opts, &hl.range, &e)
+                     : dirlock_acquire_many(st->space, (const char *const *)argv, (size_t)sep, &st->opts,
+                                            &hl.set, &e);
         if (rc != DIRLOCK_OK) {
                 abandon_command(&pc);
                 bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
@@ -384,10 +441,30 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
                 return conflict ? st->conflict_code : 2;
         }
-        return run_locked(&pc, &wait_for, &old, set, st->stale, st->conflict_code);
+        return run_locked(&pc, &wait_for, &old, &hl, st->stale, st->conflict_code);
 }
 
-enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE };
+enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE };
+
+/* --range LO:HI, two finite numbers with LO < HI. */
+static int parse_range(const char *s, struct settings *st)
+{
+        char *end;
+        errno = 0;
+        double lo = strtod(s, &end);
+        if (errno == 0 && end != s && *end == ':') {
+                const char *h = end + 1;
+                double hi = strtod(h, &end);
+                if (errno == 0 && end != h && *end == '\0' && isfinite(lo) && isfinite(hi) && lo < hi) {
+                        st->ranged = true;
+                        st->lo = lo;
+                        st->hi = hi;
+                        return 0;
+                }
+        }
+        fprintf(stderr, "%s: invalid range '%s' (LO:HI, two numbers with LO < HI)\n", progname, s);
+        return -1;
+}
 
 /* The subcommands: their word, the options they take besides -d, and what
  * runs them.  They take their options after the word. */
@@ -466,6 +543,8 @@ static int take_option(int c, struct settings *st)
         case OPT_FIFO:
                 st->opts.flags |= DIRLOCK_FIFO;
                 return 0;
+        case OPT_RANGE:
+                return parse_range(optarg, st);
         case 'q':
                 st->quiet = 1;
                 return 0;
@@ -515,7 +594,8 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
 
 int main(int argc, char **argv)
 {
-        struct settings st = {default_dir(), -1, DIRLOCK_DEFAULT_STALE_AGE, 1, 0, 0, DIRLOCK_OPTIONS_INIT};
+        struct settings st = {
+            default_dir(), -1, DIRLOCK_DEFAULT_STALE_AGE, 1, 0, 0, DIRLOCK_OPTIONS_INIT, false, 0, 0};
         static const struct option longopts[] = {
             {"dir", required_argument, NULL, 'd'},
             {"timeout", required_argument, NULL, 'w'},
@@ -529,6 +609,7 @@ int main(int argc, char **argv)
             {"intent", no_argument, NULL, OPT_INTENT},
             {"policy", required_argument, NULL, OPT_POLICY},
             {"fifo", no_argument, NULL, OPT_FIFO},
+            {"range", required_argument, NULL, OPT_RANGE},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, 'V'},

@@ -95,3 +95,32 @@ int dirlock_list(const char *space, double stale_age, dirlock_owner **owners, si
         dl_ok(err);
         return DIRLOCK_OK;
 }
+
+static int by_lo(const void *a, const void *b)
+{
+        double x = ((const dirlock_range_info *)a)->lo, y = ((const dirlock_range_info *)b)->lo;
+        return x < y ? -1 : x > y;
+}
+
+int dirlock_ranges(const char *space, const char *name, dirlock_range_info **out, size_t *count,
+                   dirlock_error *err)
+{
+        if (out == NULL || count == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the ranges");
+        *out = NULL;
+        *count = 0;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->ranges == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no range locks", be->name);
+        if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
+                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
+        if (rc == DIRLOCK_OK)
+                rc = be->ranges(spec, name, out, count, err);
+        if (rc == DIRLOCK_OK) {
+                qsort(*out, *count, sizeof **out, by_lo);
+                dl_ok(err);
+        }
+        return rc;
+}

@@ -44,6 +44,11 @@ typedef struct dl_backend {
         /* Draw this acquisition's fence (dirlock_fence) while the lock is
          * held; DIRLOCK_ELOST when it is not.  NULL: no fences here. */
         int (*fence)(dirlock *h, unsigned long long *fence, dirlock_error *err);
+        /* Range locks (NULL: not offered).  `range` makes a handle that is
+         * open but not yet acquired a lock of [h->lo, h->hi), which
+         * acquire then takes; `shrink` narrows a held range at once. */
+        int (*range)(dirlock *h, dirlock_error *err);
+        int (*shrink)(dirlock *h, double lo, double hi, dirlock_error *err);
         /* Intent -> exclusive, exclusive -> shared (NULL: not offered). */
         int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
         int (*downgrade)(dirlock *h, dirlock_error *err);
@@ -55,6 +60,9 @@ typedef struct dl_backend {
         int (*break_lock)(const char *spec, const char *name, double stale_age, int force,
                           dirlock_error *err);
         int (*cleanup)(const char *spec, dirlock_error *err);
+        /* The range holders and waiters of `name` (NULL: no ranges). */
+        int (*ranges)(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
+                      dirlock_error *err);
         /* The names of the locks that exist (held, or with readers or
          * waiters), each once, in any order: malloc'd array of malloc'd
          * strings in *names, their number in *count. */

@@ -9,25 +9,49 @@
 #include "internal.h"
 #include "layout.h"
 
-struct dl_rw; /* reader-writer state, owned by rwlock.c */
+struct dl_rw;    /* reader-writer state, owned by rwlock.c */
+struct dl_range; /* range state, owned by range.c */
 
 /* A handle's state in a directory space (h->impl). */
 struct dl_dir {
-        char *lockdir;         /* absolute path of the lock directory          */
-        unsigned lockdir_mode; /* its st_mode: new directories in it follow it */
-        char *lock_path;       /* <lockdir>/<name>.lock                        */
-        char *entry_path;      /* <lock_path>/owner.<token>                    */
-        char *prep_path;       /* <lockdir>/.<name>.<token>.new (acquire only) */
-        long long prep_ns;     /* when the prepared owner record was written   */
-        bool prep_made;        /* prep_path exists                             */
-        bool excl_held;        /* we hold <name>.lock                          */
-        struct dl_rw *rw;      /* reader-writer state or NULL                  */
+        char *lockdir;          /* absolute path of the lock directory          */
+        unsigned lockdir_mode;  /* its st_mode: new directories in it follow it */
+        char *lock_path;        /* <lockdir>/<name>.lock                        */
+        char *entry_path;       /* <lock_path>/owner.<token>                    */
+        char *prep_path;        /* <lockdir>/.<name>.<token>.new (acquire only) */
+        long long prep_ns;      /* when the prepared owner record was written   */
+        bool prep_made;         /* prep_path exists                             */
+        bool excl_held;         /* we hold <name>.lock                          */
+        struct dl_rw *rw;       /* reader-writer state or NULL                  */
+        struct dl_range *range; /* a range lock's state, or NULL               */
 };
 
 static inline struct dl_dir *dl_dir_of(const dirlock *h)
 {
         return (struct dl_dir *)h->impl;
 }
+
+/* ---- range locks (range.c) -------------------------------------------- */
+
+/* Make h (h->lo, h->hi set) a range handle: its paths and meta-lock. */
+int dl_range_prepare(dirlock *h, dirlock_error *err);
+void dl_range_free(dirlock *h);
+int dl_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+int dl_range_release(dirlock *h, dirlock_error *err);
+int dl_range_refresh(dirlock *h, dirlock_error *err);
+int dl_range_check(const dirlock *h, dirlock_error *err);
+int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+int dl_range_downgrade(dirlock *h, dirlock_error *err);
+int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
+/* The range holders and waiters of lock `name` (dirlock_ranges), and the
+ * number of held ranges (for inspect). */
+int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
+                  size_t *count, dirlock_error *err);
+unsigned dl_range_count_held(const char *lockdir, const char *name);
+/* A whole-lock holder that has announced itself (W taken, or its reader
+ * entry made) waits until no range of its name is held (see RANGES
+ * AGAINST WHOLE LOCKS in range.c). */
+int dl_range_wait_clear(dirlock *h, const dl_time *deadline, dirlock_error *err);
 
 /* Draw h's fence (dir_fence.c). */
 int dl_dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err);

@@ -49,6 +49,7 @@ static void dir_close(dirlock *h)
 {
         if (h->impl == NULL)
                 return;
+        dl_range_free(h);
         dl_rw_free(h);
         dir_free_state(dl_dir_of(h));
         h->impl = NULL;
@@ -71,9 +72,37 @@ static int dir_retoken(dirlock *h, dirlock_error *err)
 
 static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
+        if (h->ranged)
+                return dl_range_acquire(h, deadline, err);
         int rc = dl_rw_acquire(h, deadline, err);
         dl_excl_discard_prep(h);
         return rc;
+}
+
+/* A range handle goes to range.c, a whole one to rwlock.c. */
+static int dir_release(dirlock *h, dirlock_error *err)
+{
+        return h->ranged ? dl_range_release(h, err) : dl_rw_release(h, err);
+}
+
+static int dir_refresh(dirlock *h, dirlock_error *err)
+{
+        return h->ranged ? dl_range_refresh(h, err) : dl_rw_refresh(h, err);
+}
+
+static int dir_check(const dirlock *h, dirlock_error *err)
+{
+        return h->ranged ? dl_range_check(h, err) : dl_rw_check(h, err);
+}
+
+static int dir_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
+{
+        return h->ranged ? dl_range_upgrade(h, opts, err) : dl_rw_upgrade(h, opts, err);
+}
+
+static int dir_downgrade(dirlock *h, dirlock_error *err)
+{
+        return h->ranged ? dl_range_downgrade(h, err) : dl_rw_downgrade(h, err);
 }
 
 int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
@@ -97,6 +126,7 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
                 return rc;
         struct dl_dir *d = dl_dir_of(h);
         owner->readers = dl_rw_count_readers(d->lockdir, name);
+        owner->ranges = dl_range_count_held(d->lockdir, name);
         dl_lock_view v;
         if (dl_lock_look(d->lock_path, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
@@ -107,7 +137,7 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
                 owner->age = v.age;
                 snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
         } else if (v.state != DL_LOCK_OWNED) {
-                if (owner->readers)
+                if (owner->readers || owner->ranges)
                         owner->mode = DIRLOCK_SHARED;
                 else
                         rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
@@ -171,6 +201,12 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
         }
         dl_handle_free(h);
         return rc;
+}
+
+static int dir_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
+                      dirlock_error *err)
+{
+        return dl_range_list(lockdir, name, 0, out, count, err);
 }
 
 static int dir_cleanup(const char *lockdir, dirlock_error *err)
@@ -247,14 +283,17 @@ const dl_backend dl_dir_backend = {
     .close = dir_close,
     .retoken = dir_retoken,
     .acquire = dir_acquire,
-    .release = dl_rw_release,
-    .refresh = dl_rw_refresh,
-    .check = dl_rw_check,
+    .release = dir_release,
+    .refresh = dir_refresh,
+    .check = dir_check,
     .fence = dl_dir_fence,
-    .upgrade = dl_rw_upgrade,
-    .downgrade = dl_rw_downgrade,
+    .range = dl_range_prepare,
+    .shrink = dl_range_shrink,
+    .upgrade = dir_upgrade,
+    .downgrade = dir_downgrade,
     .inspect = dir_inspect,
     .break_lock = dir_break,
     .cleanup = dir_cleanup,
+    .ranges = dir_ranges,
     .list = dir_list,
 };

@@ -124,7 +124,7 @@ static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *
                 free(to);
                 if (moved == 0) {
                         /* Step 4: still ours?  Then `next` is this acquisition's. */
-                        rc = dl_rw_check(h, err);
+                        rc = h->ranged ? dl_range_check(h, err) : dl_rw_check(h, err);
                         if (rc == DIRLOCK_OK)
                                 *fence = next;
                         break;
@@ -142,6 +142,7 @@ static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *
 
 int dl_dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
 {
-        int rc = dl_rw_check(h, err); /* not worth drawing for a lost lock */
+        int rc =
+            h->ranged ? dl_range_check(h, err) : dl_rw_check(h, err); /* not worth drawing for a lost lock */
         return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, fence, err);
 }

@@ -170,6 +170,7 @@ typedef struct dirlock_owner {
         unsigned readers;                /* shared/intent holders of the name       */
         pid_t partner;                   /* 0, or the process holding with it       */
         char name[DIRLOCK_NAME_MAX + 1]; /* the lock's name            */
+        unsigned ranges;                 /* held ranges (dirlock_ranges) */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -281,6 +282,44 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
 
 /* Exclusive -> shared, without letting a writer in between. */
 int dirlock_downgrade(dirlock *lock, dirlock_error *err);
+
+/* ---- range locks ------------------------------------------------------- */
+
+/* Lock the half-open range [lo, hi) of lock `name` in opts->mode (shared,
+ * intent or exclusive) and policy.  Ranges that do not overlap never wait
+ * for each other; overlapping ones follow the reader-writer rules and the
+ * policy (under `fair` a waiting writer holds off new overlapping readers,
+ * and neither side can be locked out).  A whole lock of `name` (from
+ * dirlock_acquire) conflicts with every range of it, whatever the modes.
+ * Endpoints are doubles: finite, lo < hi -- seed 002's tree keeps nested
+ * real intervals, and a double has room for 52 levels of bisection.
+ * The handle is released, refreshed, checked, fenced, upgraded (intent ->
+ * exclusive) and downgraded as a whole lock's; it is not reentrant.
+ * Directory spaces: lib/range.c. */
+int dirlock_acquire_range(const char *lockdir, const char *name, double lo, double hi,
+                          const dirlock_options *opts, dirlock **out, dirlock_error *err);
+/* Narrow a held range to [lo, hi), a part of it, at once; waiters that no
+ * longer overlap get in.  A range can only shrink: growing could deadlock. */
+int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err);
+/* 1 and the range held (either pointer may be NULL) for a range lock, 0
+ * for a whole lock. */
+int dirlock_range_of(const dirlock *lock, double *lo, double *hi);
+
+/* A range holder or waiter of a lock, as dirlock_ranges() lists them. */
+typedef struct dirlock_range_info {
+        double lo, hi;
+        int mode;      /* dirlock_mode                                  */
+        int waiting;   /* 1: a waiter's reservation, 0: held            */
+        int upgrading; /* an intent holder upgrading to exclusive       */
+        pid_t pid;
+        char host[256];
+        double age; /* seconds since taken, queued or refreshed */
+} dirlock_range_info;
+
+/* Every range holder and waiter of lock `name`, ordered by lo: *out is a
+ * malloc'd array of *count entries (free() it). */
+int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
+                   dirlock_error *err);
 
 /* ---- processes ---------------------------------------------------------- */
 

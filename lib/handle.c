@@ -158,6 +158,70 @@ int dirlock_acquire(const char *space, const char *name, const dirlock_options *
         return rc != DIRLOCK_OK ? rc : acquire_new(h, out, err);
 }
 
+int dirlock_acquire_range(const char *space, const char *name, double lo, double hi,
+                          const dirlock_options *opts, dirlock **out, dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        *out = NULL;
+        if (!isfinite(lo) || !isfinite(hi) || !(lo < hi))
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "invalid range [%g, %g): the ends must be finite numbers with lo < hi", lo,
+                               hi);
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->range == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no range locks", be->name);
+        dirlock *h = NULL;
+        if (rc == DIRLOCK_OK)
+                rc = dl_handle_open(be, spec, name, opts, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (h->opts.flags & DIRLOCK_REENTRANT) {
+                dl_handle_free(h);
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "range locks are not reentrant");
+        }
+        h->ranged = true;
+        h->lo = lo;
+        h->hi = hi;
+        rc = be->range(h, err);
+        if (rc != DIRLOCK_OK) {
+                dl_handle_free(h);
+                return rc;
+        }
+        return acquire_new(h, out, err);
+}
+
+int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err)
+{
+        int rc = dl_handle_usable(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!lock->ranged || lock->be->shrink == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is not a range lock", lock->name);
+        if (!isfinite(lo) || !isfinite(hi) || !(lo < hi) || lo < lock->lo || hi > lock->hi)
+                return dl_fail(
+                    err, DIRLOCK_EINVAL, 0,
+                    "cannot shrink the range [%g, %g) of lock '%s' to [%g, %g): the new range must "
+                    "be a non-empty part of the held one (growing it could deadlock)",
+                    lock->lo, lock->hi, lock->name, lo, hi);
+        if (lo == lock->lo && hi == lock->hi)
+                return DIRLOCK_OK;
+        return lock->be->shrink(lock, lo, hi, err);
+}
+
+int dirlock_range_of(const dirlock *lock, double *lo, double *hi)
+{
+        if (lock == NULL || !lock->ranged)
+                return 0;
+        if (lo != NULL)
+                *lo = lock->lo;
+        if (hi != NULL)
+                *hi = lock->hi;
+        return 1;
+}
+
 int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
                           dirlock_error *err)
 {

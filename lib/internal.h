@@ -24,6 +24,8 @@ struct dirlock {
         unsigned holds;                   /* reentrant hold count (>= 1 while held) */
         unsigned long long partner_start; /* opts.partner_pid's start time        */
         unsigned long long fence;         /* this acquisition's fence, 0 = not drawn */
+        bool ranged;                      /* a range lock of [lo, hi)             */
+        double lo, hi;
         char name[DIRLOCK_NAME_MAX + 1];
         char token[33]; /* 128-bit random, hex: names this acquisition */
 };
@@ -136,10 +138,15 @@ typedef struct dl_waiter {
         bool notify; /* inotify usable                        */
         double backoff_ms;
         unsigned long long rng;
-        double recheck_ms; /* with inotify: re-judge at least this often */
-        double cap_ms;     /* longest backoff step without inotify       */
-        bool owner_died;   /* the last wait ended on the owner's death   */
-        int cancel_fd;     /* readable: DIRLOCK_ECANCELED; -1 = none      */
+        double recheck_ms;     /* with inotify: re-judge at least this often */
+        double cap_ms;         /* longest backoff step without inotify       */
+        bool owner_died;       /* the last wait ended on the owner's death   */
+        int cancel_fd;         /* readable: DIRLOCK_ECANCELED; -1 = none      */
+        const char *wake_name; /* a name starting with '.' that counts too */
+        /* NULL, or a filter of the other names (IN_* mask given): false
+         * when such an event cannot matter to this waiter. */
+        bool (*relevant)(const char *name, unsigned mask, void *arg);
+        void *relevant_arg;
 } dl_waiter;
 
 /* `stale_age` bounds the re-check interval and the backoff: a waiter

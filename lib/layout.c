@@ -125,7 +125,7 @@ int dl_layout_has_suffix(const char *leaf, const char *suffix)
 int dl_layout_lock_name(const char *leaf, char name[DIRLOCK_NAME_MAX + 1])
 {
         static const char *const suffixes[] = {DL_SUFFIX_LOCK, DL_SUFFIX_READERS, DL_SUFFIX_WQ,
-                                               DL_SUFFIX_FIFO};
+                                               DL_SUFFIX_FIFO, DL_SUFFIX_RANGES};
         for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
                 if (!dl_layout_has_suffix(leaf, suffixes[i]))
                         continue;

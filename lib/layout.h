@@ -16,6 +16,9 @@
  *   D/NAME.up.<T>             intent holder T is upgrading / upgraded
  *   D/NAME.wq/x.<T>           a writer waiting for W (policy writer)
  *   D/NAME.fifo/t.<SEQ>       FIFO ticket (fifo.c), SEQ zero-padded decimal
+ *   D/NAME.ranges/<entry>     range holders and waiters (range.c, where
+ *                             the entry names are described)
+ *   D/.NAME.rmeta             the file the ranges' meta-lock flocks
  *   D/NAME.fence/<N>          the lock's fence counter: one empty file
  *                             named by the last fence drawn (dir_fence.c)
  *   D/.NAME.fence.<T>.new/    a fence counter being made
@@ -32,16 +35,19 @@
 
 #define DL_TOKEN_LEN 32
 
-#define DL_SUFFIX_LOCK    ".lock"
-#define DL_SUFFIX_READERS ".readers"
-#define DL_SUFFIX_WQ      ".wq"
-#define DL_SUFFIX_FIFO    ".fifo"
-#define DL_SUFFIX_FLOCK   ".flock"
-#define DL_SUFFIX_FENCE   ".fence"
-#define DL_FENCE_DIGITS   20
-#define DL_INFIX_UP       ".up."
-#define DL_OWNER_PREFIX   "owner."
-#define DL_ASIDE_PREFIX   ".aside."
+#define DL_SUFFIX_LOCK      ".lock"
+#define DL_SUFFIX_READERS   ".readers"
+#define DL_SUFFIX_WQ        ".wq"
+#define DL_SUFFIX_FIFO      ".fifo"
+#define DL_SUFFIX_FLOCK     ".flock"
+#define DL_SUFFIX_FENCE     ".fence"
+#define DL_SUFFIX_RANGES    ".ranges"
+#define DL_SUFFIX_RMETA     ".rmeta"
+#define DL_RANGE_SEQ_DIGITS 20
+#define DL_FENCE_DIGITS     20
+#define DL_INFIX_UP         ".up."
+#define DL_OWNER_PREFIX     "owner."
+#define DL_ASIDE_PREFIX     ".aside."
 
 /* Leaf sizes with their NUL. */
 #define DL_OWNER_LEAF_SIZE (sizeof DL_OWNER_PREFIX - 1 + DL_TOKEN_LEN + 1)
@@ -89,7 +95,8 @@ const char *dl_layout_up_token(const char *leaf, size_t *name_len);
 /* "t.<SEQ>": 1 and *seq, else 0. */
 int dl_layout_ticket_seq(const char *leaf, unsigned long long *seq);
 /* The lock name of a leaf of D that belongs to a lock (NAME.lock,
- * NAME.readers, NAME.wq, NAME.fifo): 1 with name filled, else 0. */
+ * NAME.readers, NAME.wq, NAME.fifo, NAME.ranges): 1 with name filled,
+ * else 0. */
 int dl_layout_lock_name(const char *leaf, char name[DIRLOCK_NAME_MAX + 1]);
 /* 1 when `leaf` ends with `suffix` after at least one character. */
 int dl_layout_has_suffix(const char *leaf, const char *suffix);

@@ -4,7 +4,7 @@
 #   uses:     BUILD, CC, ALL_CFLAGS, ALL_LDFLAGS, PREFIX, DESTDIR (Makefile)
 
 LIB_SRCS := lib/admin.c lib/clock.c lib/dir_backend.c lib/dir_fence.c lib/error.c lib/exclusive.c \
-	lib/fifo.c lib/flock.c lib/handle.c lib/layout.c lib/multi.c lib/owner.c lib/path.c \
+	lib/fifo.c lib/flock.c lib/handle.c lib/layout.c lib/multi.c lib/owner.c lib/path.c lib/range.c \
 	lib/rw_entries.c lib/rwlock.c lib/space.c lib/wait.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a

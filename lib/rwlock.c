@@ -666,14 +666,8 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 
 /* ---- the layer's entry points ------------------------------------------------ */
 
-int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+static int acquire_mode(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        dirlock_error local; /* the steps below report through err->code */
-        if (err == NULL)
-                err = &local;
-        int rc = dl_rw_state(h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
         int policy = h->opts.policy;
         switch (h->opts.mode) {
         case DIRLOCK_SHARED:
@@ -684,6 +678,29 @@ int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
         default:
                 return policy == DIRLOCK_POLICY_READER ? reader_pref_write(h, deadline, err)
                                                        : exclusive_acquire(h, deadline, err);
+        }
+}
+
+int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        dirlock_error local; /* the steps below report through err->code */
+        if (err == NULL)
+                err = &local;
+        int rc = dl_rw_state(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        for (;;) {
+                rc = acquire_mode(h, deadline, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                /* Announced (W, or our reader entry): now no range of the
+                 * name may be held (range.c, RANGES AGAINST WHOLE LOCKS). */
+                rc = dl_range_wait_clear(h, deadline, err);
+                if (rc == DIRLOCK_OK)
+                        return rc;
+                dl_rw_release(h, NULL);
+                if (rc != DIRLOCK_ELOST) /* else: broken while we waited, again */
+                        return rc;
         }
 }
 

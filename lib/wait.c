@@ -3,8 +3,9 @@
  * A waiter wakes when:
  *   - inotify reports a deletion in the lock directory (a released or
  *     broken lock is rmdir'ed there) or a deletion or rename in another
- *     watched directory (dl_waiter_watch_dir), ignoring
- *     names that start with '.' (other processes' prepared directories);
+ *     watched directory (dl_waiter_watch_dir), ignoring names that start
+ *     with '.' (other processes' prepared directories, the ranges'
+ *     meta-lock) but the one the waiter asked for (wake_name);
  *   - the owner we were told to watch exits (a pidfd polls readable);
  *   - a re-check interval passes (RECHECK_MS, or a third of the stale age
  *     when that is shorter), so that what sends no event is still noticed:
@@ -214,8 +215,10 @@ bool dl_waiter_owner_died(const dl_waiter *w)
         return w->owner_died;
 }
 
-/* Drain queued events; true when one names an entry that matters. */
-static bool drain_events(int fd)
+/* Drain queued events; true when one names an entry that matters: not
+ * one starting with '.', unless it is exactly the waiter's wake_name, and
+ * one its `relevant` filter (if any) accepts. */
+static bool drain_events(int fd, const dl_waiter *w)
 {
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         bool relevant = false;
@@ -225,7 +228,11 @@ static bool drain_events(int fd)
                         return relevant;
                 for (char *p = buf; p < buf + n;) {
                         struct inotify_event *ev = (struct inotify_event *)p;
-                        if (ev->len == 0 || ev->name[0] != '.' || (ev->mask & IN_Q_OVERFLOW))
+                        if (ev->len == 0 || (ev->mask & IN_Q_OVERFLOW) ||
+                            (w->wake_name != NULL && strcmp(ev->name, w->wake_name) == 0))
+                                relevant = true;
+                        else if (ev->name[0] != '.' &&
+                                 (w->relevant == NULL || w->relevant(ev->name, ev->mask, w->relevant_arg)))
                                 relevant = true;
                         p += sizeof *ev + ev->len;
                 }
@@ -318,7 +325,7 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                                 w->owner_died = true;
                                 return 0;
                         }
-                        if (drain_events(w->inotify_fd))
+                        if (drain_events(w->inotify_fd, w))
                                 return 0;
                 }
                 /* Interrupted, or only irrelevant events: wait for what is left. */

@@ -9,18 +9,29 @@
 #   make demo-rw                   bin/dirlock-demo: torn reads, read and
 #                                  write attacks per policy (5 s a run), and
 #                                  the trace htdocs/rw-timeline.html draws
+#   make demo-range                bin/dirlock-tree-demo: a nested-interval
+#                                  tree edited at once by 8 processes, with
+#                                  no lock, range locks and a whole lock
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
-#   provides: DEMO_BIN
+#   provides: DEMO_BIN, TREE_DEMO_BIN
 #   uses:     BIN_DIR, BUILD, LIB_A (lib/lib.mk)
 
 DEMO_BIN := $(BIN_DIR)/dirlock-demo
+TREE_DEMO_BIN := $(BIN_DIR)/dirlock-tree-demo
 
-all: $(DEMO_BIN)
+all: $(DEMO_BIN) $(TREE_DEMO_BIN)
 
 $(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+$(TREE_DEMO_BIN): $(BUILD)/tools/dirlock-tree-demo.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+demo-range: $(TREE_DEMO_BIN)
+	@d=$$(mktemp -d) && $(TREE_DEMO_BIN) -d $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 RW_TRACE ?= htdocs/rw-trace.json
 
@@ -61,4 +72,4 @@ demo: deps
 	echo "Watch the race in a browser: http://127.0.0.1:$(PORT)/race.html"; \
 	exit $$rc
 
-.PHONY: deps start stop status demo demo-rw
+.PHONY: deps start stop status demo demo-rw demo-range

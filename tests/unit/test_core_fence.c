@@ -141,8 +141,10 @@ static void test_order_across_processes(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_fences_grow),         cmocka_unit_test(test_paused_holder),
-            cmocka_unit_test(test_counter_lost),        cmocka_unit_test(test_readers_and_flock),
+            cmocka_unit_test(test_fences_grow),
+            cmocka_unit_test(test_paused_holder),
+            cmocka_unit_test(test_counter_lost),
+            cmocka_unit_test(test_readers_and_flock),
             cmocka_unit_test(test_order_across_processes),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
