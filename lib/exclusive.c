@@ -550,6 +550,10 @@ static int take_once(dirlock *h, dirlock_error *err)
                 int e = errno;
                 if (e == ENOTEMPTY || e == EEXIST)
                         return DIRLOCK_EBUSY;
+                struct stat st;
+                if (e == ENOENT && lstat(dl_dir_of(h)->prep_path, &st) == 0)
+                        return dl_fail(err, DIRLOCK_EIO, e, "the directory of lock '%s' is missing",
+                                       dl_dir_of(h)->lock_path); /* the target's, not ours */
                 if (e == ENOENT && again < 8) {
                         /* Our prepared directory was moved away as a crash's
                          * leftover (dl_sweep_preps): make it again. */
