@@ -23,7 +23,7 @@
 #define MAX_FORM_FIELDS 32
 #define MAX_COOKIES     64
 
-int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct berr *err)
+int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct board_error *err)
 {
         for (struct app_board *b = app->boards; b; b = b->next)
                 if (strcmp(b->conf_path, conf_path) == 0) {
@@ -32,11 +32,11 @@ int app_load(struct app *app, const char *conf_path, const struct app_board **ou
                 }
         struct app_board *b = calloc(1, sizeof *b);
         if (!b)
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         b->conf_path = strdup(conf_path);
         if (!b->conf_path) {
                 free(b);
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         }
         if (config_load(conf_path, &b->cfg, err) < 0 || ensure_dir(b->cfg.data_dir, err) < 0 ||
             csrf_load_secret(b->cfg.data_dir, b->secret, err) < 0) {
@@ -214,7 +214,7 @@ static void log_error(const struct board_config *cfg, char *const *envp, int sta
 }
 
 /* A page with a heading and a message. */
-static void message_page(struct resp *r, const struct board_config *cfg, const struct berr *e)
+static void message_page(struct resp *r, const struct board_config *cfg, const struct board_error *e)
 {
         const char *heading;
         switch (e->status) {
@@ -292,7 +292,7 @@ static long page_from_query(char *const *envp)
 static void show_board(struct req *q, struct resp *r, int status, const char *error, const struct form *typed)
 {
         const struct msglist *list;
-        struct berr lerr = BERR_INIT;
+        struct board_error lerr = BOARD_ERROR_INIT;
         int listed = board_view(q->cfg, &list, &lerr);
         if (listed < 0 && status == 200) {
                 message_page(r, q->cfg, &lerr);
@@ -340,7 +340,7 @@ static void redirect_home(struct req *q, struct resp *r)
         buf_puts(&r->body, "\">Back to the board</a></p>\n");
 }
 
-static void fail(struct req *q, struct resp *r, const struct berr *e)
+static void fail(struct req *q, struct resp *r, const struct board_error *e)
 {
         if (e->status >= 500)
                 log_error(q->cfg, q->envp, e->status, e->msg);
@@ -351,9 +351,9 @@ static void handle_post(struct req *q, struct resp *r, const struct buf *body)
 {
         struct form typed, strict;
         const char *text = body->data ? body->data : "";
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         if (form_parse_lenient(text, body->len, MAX_FORM_FIELDS, &typed) != FORM_OK) {
-                berr_set(&e, 400, "The form has too many fields.");
+                board_fail(&e, 400, "The form has too many fields.");
                 fail(q, r, &e);
                 return;
         }
@@ -368,7 +368,8 @@ static void handle_post(struct req *q, struct resp *r, const struct buf *body)
         size_t pos = 0;
         int rc = form_parse(text, body->len, MAX_FORM_FIELDS, &strict, &pos);
         if (rc != FORM_OK) {
-                berr_set(&e, 400, "The form could not be read: %s at byte %zu.", form_strerror(rc), pos + 1);
+                board_fail(&e, 400, "The form could not be read: %s at byte %zu.", form_strerror(rc),
+                           pos + 1);
                 show_board(q, r, 400, e.msg, &typed);
                 form_free(&typed);
                 return;
@@ -390,7 +391,7 @@ static void handle_post(struct req *q, struct resp *r, const struct buf *body)
                 rc = password_hash(in.password, &hash, &e);
                 if (rc == 0) {
                         rc = lr_text_set(&in.msg.pwhash, hash, strlen(hash))
-                                 ? berr_set(&e, 500, "out of memory")
+                                 ? board_fail(&e, 500, "out of memory")
                                  : 0;
                         free(hash);
                 }
@@ -413,18 +414,18 @@ static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
 {
         struct form f;
         const char *text = body->data ? body->data : "";
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         size_t pos = 0;
         int rc = form_parse_lenient(text, body->len, MAX_FORM_FIELDS, &f);
         if (rc != FORM_OK) {
-                berr_set(&e, 400, "The form has too many fields.");
+                board_fail(&e, 400, "The form has too many fields.");
                 fail(q, r, &e);
                 return;
         }
         if (!csrf_ok(q, &f)) {
-                berr_set(&e, 403,
-                         "The form had expired or cookies are blocked for this site; reload the "
-                         "board and try again.");
+                board_fail(&e, 403,
+                           "The form had expired or cookies are blocked for this site; reload the "
+                           "board and try again.");
                 fail(q, r, &e);
                 form_free(&f);
                 return;
@@ -432,7 +433,8 @@ static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
         form_free(&f);
         rc = form_parse(text, body->len, MAX_FORM_FIELDS, &f, &pos);
         if (rc != FORM_OK) {
-                berr_set(&e, 400, "The form could not be read: %s at byte %zu.", form_strerror(rc), pos + 1);
+                board_fail(&e, 400, "The form could not be read: %s at byte %zu.", form_strerror(rc),
+                           pos + 1);
                 fail(q, r, &e);
                 return;
         }
@@ -456,11 +458,12 @@ static int same_origin_ok(struct req *q, struct resp *r)
         char shown[128];
         if (!cross_origin(q->envp, shown, sizeof shown))
                 return 1;
-        struct berr e = BERR_INIT;
-        berr_set(&e, 403,
-                 "This form was sent from another site (%s), not from this board; nothing was done. To post "
-                 "or delete, use the board's own page.",
-                 shown);
+        struct board_error e = BOARD_ERROR_INIT;
+        board_fail(
+            &e, 403,
+            "This form was sent from another site (%s), not from this board; nothing was done. To post "
+            "or delete, use the board's own page.",
+            shown);
         fail(q, r, &e);
         return 0;
 }
@@ -490,22 +493,22 @@ static int form_type_ok(struct req *q, struct resp *r)
         const char *ct = env_get(q->envp, "CONTENT_TYPE");
         if (is_form_type(ct))
                 return 1;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         char shown[64];
         size_t n = 0;
         for (const char *c = ct && *ct ? ct : "none"; *c && *c != ';' && n < sizeof shown - 1; c++)
                 shown[n++] = ((unsigned char)*c < 0x20 || *c == 0x7F) ? '?' : *c;
         shown[n] = '\0';
-        berr_set(&e, 415,
-                 "This address accepts only the board's form, sent as " FORM_TYPE " (the request's "
-                 "Content-Type was %s).",
-                 shown);
+        board_fail(&e, 415,
+                   "This address accepts only the board's form, sent as " FORM_TYPE " (the request's "
+                   "Content-Type was %s).",
+                   shown);
         fail(q, r, &e);
         r->accept_post = FORM_TYPE;
         return 0;
 }
 
-static void api_error(struct resp *r, const struct berr *e)
+static void api_error(struct resp *r, const struct board_error *e)
 {
         r->status = e->status;
         r->retry_after = e->retry_after;
@@ -519,15 +522,15 @@ static void api_error(struct resp *r, const struct berr *e)
 /* One whole-number query parameter: 1 when given (*out set), 0 when
  * absent, -1 when bad (err set). */
 static int query_number(const struct form *f, const char *name, long long min, long long max, long long *out,
-                        struct berr *err)
+                        struct board_error *err)
 {
         const struct form_field *v = form_get(f, name);
         if (!v)
                 return 0;
         long long n = form_count(f, name) == 1 ? parse_decimal(v->value, v->value_len) : -1;
         if (n < min || n > max)
-                return berr_set(err, 400, "%s must be given once, as a whole number from %lld to %lld", name,
-                                min, max);
+                return board_fail(err, 400, "%s must be given once, as a whole number from %lld to %lld",
+                                  name, min, max);
         *out = n;
         return 1;
 }
@@ -535,14 +538,14 @@ static int query_number(const struct form *f, const char *name, long long min, l
 /* GET api/messages[?since=N|before=N][&limit=N] (json.h says which). */
 static void handle_api(struct req *q, struct resp *r)
 {
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         struct json_page page = {0, 0, 0, JSON_PAGE_DEFAULT_LIMIT};
         const char *qs = env_get(q->envp, "QUERY_STRING");
         if (qs && *qs) {
                 struct form f;
                 if (strlen(qs) > REQUEST_QUERY_MAX ||
                     form_parse(qs, strlen(qs), MAX_FORM_FIELDS, &f, NULL) != FORM_OK) {
-                        berr_set(&e, 400, "bad query string");
+                        board_fail(&e, 400, "bad query string");
                         api_error(r, &e);
                         return;
                 }
@@ -580,7 +583,7 @@ static void handle_api(struct req *q, struct resp *r)
 static void handle_info(struct req *q, struct resp *r)
 {
         const char *mode = config_lock_mode_name(q->cfg->lock_mode);
-        const char *store = q->cfg->store == STORE_SQLITE ? "sqlite" : "log";
+        const char *store = q->cfg->store == BOARD_STORE_SQLITE ? "sqlite" : "log";
         r->status = 200;
         r->content_type = "application/json; charset=utf-8";
         buf_reset(&r->body);
@@ -611,7 +614,7 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                 plain_error(out, 500, "The board is not configured (BOARD_CONF is not set).");
                 return 500;
         }
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         const struct app_board *board;
         if (app_load(app, conf, &board, &e) < 0) {
                 log_error(NULL, envp, 500, e.msg);
@@ -660,21 +663,21 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                 r.status = 301;
                 buf_puts(&r.location, cfg->base_path);
         } else if (rt == 2) {
-                berr_set(&e, 404, "There is no such page on this board.");
+                board_fail(&e, 404, "There is no such page on this board.");
                 fail(&q, &r, &e);
         } else if (strcmp(route, "") == 0 || strcmp(route, "index.html") == 0) {
                 if (is_get) {
                         show_board(&q, &r, 200, NULL, NULL);
                 } else {
                         r.allow = "GET, HEAD";
-                        berr_set(&e, 405, "Use GET for this page.");
+                        board_fail(&e, 405, "Use GET for this page.");
                         fail(&q, &r, &e);
                         r.status = 405;
                 }
         } else if (strcmp(route, "post") == 0 || strcmp(route, "delete") == 0) {
                 if (!is_post) {
                         r.allow = "POST";
-                        berr_set(&e, 405, "This address only accepts the board's forms (POST).");
+                        board_fail(&e, 405, "This address only accepts the board's forms (POST).");
                         fail(&q, &r, &e);
                 } else if (same_origin_ok(&q, &r) && form_type_ok(&q, &r)) {
                         struct buf body = BUF_INIT;
@@ -691,7 +694,7 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                         handle_api(&q, &r);
                 } else {
                         r.allow = "GET, HEAD";
-                        berr_set(&e, 405, "use GET");
+                        board_fail(&e, 405, "use GET");
                         api_error(&r, &e);
                 }
         } else if (strcmp(route, "api/info") == 0) {
@@ -699,11 +702,11 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                         handle_info(&q, &r);
                 } else {
                         r.allow = "GET, HEAD";
-                        berr_set(&e, 405, "use GET");
+                        board_fail(&e, 405, "use GET");
                         api_error(&r, &e);
                 }
         } else {
-                berr_set(&e, 404, "There is no such page on this board.");
+                board_fail(&e, 404, "There is no such page on this board.");
                 fail(&q, &r, &e);
         }
         emit(out, cfg, &r, envp, head_only);

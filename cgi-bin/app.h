@@ -4,7 +4,7 @@
 #ifndef BOARD_APP_H
 #define BOARD_APP_H
 
-#include "berr.h"
+#include "board_error.h"
 #include "buf.h"
 #include "config.h"
 #include "csrf.h"
@@ -30,7 +30,7 @@ struct app {
 
 /* Load (once) the board configured by file `conf_path`: parse it, create
  * data_dir if missing, load or create the CSRF secret. */
-int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct berr *err);
+int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct board_error *err);
 void app_free(struct app *app);
 
 /* Serve one request.  `envp` holds the CGI parameters; the body is read

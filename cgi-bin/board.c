@@ -34,7 +34,7 @@ static void free_paths(struct paths *p)
         buf_free(&p->delfail);
 }
 
-static int make_paths(const struct board_config *cfg, struct paths *p, struct berr *err)
+static int make_paths(const struct board_config *cfg, struct paths *p, struct board_error *err)
 {
         memset(p, 0, sizeof *p);
         buf_printf(&p->log, "%s/messages.log", cfg->data_dir);
@@ -43,7 +43,7 @@ static int make_paths(const struct board_config *cfg, struct paths *p, struct be
         buf_printf(&p->delfail, "%s/delete-failures", cfg->data_dir);
         if (p->log.oom || p->rate.oom || p->pending.oom || p->delfail.oom) {
                 free_paths(p);
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         }
         return 0;
 }
@@ -64,18 +64,18 @@ static int copy_message(struct logrecord *dst, const struct logrecord *src)
         return 0;
 }
 
-static int lock_still_ours(void *ctx, struct berr *err)
+static int make_lock_exclusive(void *ctx, struct board_error *err)
 {
-        return board_lock_check(ctx, err);
+        return board_lock_make_exclusive(ctx, err);
 }
 
 static int rate_limited(const struct board_config *cfg, const char *path, const char *addr, long long now,
-                        struct berr *err)
+                        struct board_error *err)
 {
         long wait = 0;
         int rc = ratelimit_check(path, addr, now, cfg->min_post_interval, &wait, err);
         if (rc == 1) {
-                berr_set(err, 429, "You are posting too fast; please wait %ld seconds", wait);
+                board_fail(err, 429, "You are posting too fast; please wait %ld seconds", wait);
                 err->retry_after = (int)wait;
                 return -1;
         }
@@ -83,9 +83,9 @@ static int rate_limited(const struct board_config *cfg, const char *path, const 
 }
 
 /* Finish a locked operation: release, and keep the first error. */
-static int finish(struct board_lock *lk, int rc, struct berr *err)
+static int finish(struct board_lock *lk, int rc, struct board_error *err)
 {
-        struct berr rel = BERR_INIT;
+        struct board_error rel = BOARD_ERROR_INIT;
         int r = board_lock_release(lk, &rel);
         if (rc == 0 && r != 0) {
                 *err = rel;
@@ -96,7 +96,7 @@ static int finish(struct board_lock *lk, int rc, struct berr *err)
 
 /* ---- flat log --------------------------------------------------------- */
 
-static int log_list(const struct board_config *cfg, struct msglist *out, struct berr *err)
+static int log_list(const struct board_config *cfg, struct msglist *out, struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -165,7 +165,7 @@ static bool view_extend(const struct buf *now, const char *path)
                 size_t keep = view.text.len - off;
                 if (keep <= now->len && (keep == 0 || memcmp(text, old + off, keep) == 0)) {
                         struct msglist added = MSGLIST_INIT;
-                        struct berr ignored = BERR_INIT;
+                        struct board_error ignored = BOARD_ERROR_INIT;
                         bool ok = store_log_parse(text + keep, now->len - keep, path, &added, &ignored) == 0;
                         long long last =
                             view.list.count > dropped ? view.list.items[view.list.count - 1].no : 0;
@@ -188,7 +188,7 @@ static bool view_extend(const struct buf *now, const char *path)
         return false;
 }
 
-static int log_view(const struct board_config *cfg, const struct msglist **out, struct berr *err)
+static int log_view(const struct board_config *cfg, const struct msglist **out, struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -200,9 +200,9 @@ static int log_view(const struct board_config *cfg, const struct msglist **out, 
                 bool exists = stat(p.log.data, &st) == 0;
                 bool same_path = view.path != NULL && strcmp(view.path, p.log.data) == 0;
                 if (!exists && errno != ENOENT) {
-                        rc = berr_set(err, 500, "cannot read the message log: %s", strerror(errno));
+                        rc = board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
                 } else if (!(exists && view.valid && same_path && same_file(&st, &view.id) &&
-                             cfg->write_method != WRITE_INPLACE)) {
+                             cfg->write_method != BOARD_WRITE_INPLACE)) {
                         /* (In-place writes keep the inode and can keep the
                          * size within one timestamp tick: always read.) */
                         struct buf now = BUF_INIT;
@@ -236,7 +236,7 @@ static int log_view(const struct board_config *cfg, const struct msglist **out, 
 }
 
 static int log_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
-                    struct berr *err)
+                    struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -255,7 +255,7 @@ static int log_post(const struct board_config *cfg, struct logrecord *msg, const
                 msg->time = now;
                 if (copy_message(&copy, msg) < 0 || msglist_push(&list, &copy) < 0) {
                         logrecord_free(&copy);
-                        rc = berr_set(err, 500, "out of memory");
+                        rc = board_fail(err, 500, "out of memory");
                 }
         }
         if (rc == 0) {
@@ -264,9 +264,9 @@ static int log_post(const struct board_config *cfg, struct logrecord *msg, const
         }
         if (rc == 0)
                 rc = store_log_write(p.log.data, &list, (size_t)cfg->max_messages, cfg->write_method,
-                                     cfg->delay_ms, lock_still_ours, &lk, err);
+                                     cfg->delay_ms, make_lock_exclusive, &lk, err);
         if (rc == 0) {
-                struct berr rerr = BERR_INIT;
+                struct board_error rerr = BOARD_ERROR_INIT;
                 /* The message is stored; a failure to note the time only
                  * weakens the rate limit. */
                 (void)ratelimit_record(p.rate.data, addr, now, cfg->min_post_interval, &rerr);
@@ -282,15 +282,15 @@ out_free:
 
 static bool uses_queue(const struct board_config *cfg)
 {
-        return cfg->group_commit &&
-               (cfg->lock_mode == LOCK_MKDIR || cfg->lock_mode == LOCK_RW || cfg->lock_mode == LOCK_FLOCK);
+        return cfg->group_commit && (cfg->lock_mode == BOARD_LOCK_MKDIR || cfg->lock_mode == BOARD_LOCK_RW ||
+                                     cfg->lock_mode == BOARD_LOCK_FLOCK);
 }
 
 /* The rate limit of a queued post is checked and recorded before it is
  * queued, under the board's "ratelimit" lock: the request that commits
  * the post is often another one. */
 static int rate_charge(const struct board_config *cfg, const struct paths *p, const char *addr, long long now,
-                       struct berr *err)
+                       struct board_error *err)
 {
         if (cfg->min_post_interval <= 0)
                 return 0;
@@ -299,7 +299,7 @@ static int rate_charge(const struct board_config *cfg, const struct paths *p, co
                 return -1;
         int rc = rate_limited(cfg, p->rate.data, addr, now, err);
         if (rc == 0) {
-                struct berr rerr = BERR_INIT; /* failing to note it only weakens the limit */
+                struct board_error rerr = BOARD_ERROR_INIT; /* failing to note it only weakens the limit */
                 (void)ratelimit_record(p->rate.data, addr, now, cfg->min_post_interval, &rerr);
         }
         return finish(&lk, rc, err);
@@ -312,7 +312,7 @@ static void rate_refund(const struct board_config *cfg, const struct paths *p, c
         if (cfg->min_post_interval <= 0)
                 return;
         struct board_lock lk;
-        struct berr ignored = BERR_INIT;
+        struct board_error ignored = BOARD_ERROR_INIT;
         if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, &ignored) < 0)
                 return;
         (void)ratelimit_forget(p->rate.data, addr, now, cfg->min_post_interval, &ignored);
@@ -339,7 +339,7 @@ static size_t batch_max(const struct board_config *cfg)
  * *own_claimed is set when post `own` was in the batch (committed now, or
  * found already in the log); *claimed is the size of the batch. */
 static int commit_batch(const struct board_config *cfg, const struct paths *p, struct board_lock *lk,
-                        const char *own, bool *own_claimed, size_t *claimed, struct berr *err)
+                        const char *own, bool *own_claimed, size_t *claimed, struct board_error *err)
 {
         struct msglist list = MSGLIST_INIT;
         struct pq_batch batch = PQ_BATCH_INIT;
@@ -356,13 +356,13 @@ static int commit_batch(const struct board_config *cfg, const struct paths *p, s
                         continue; /* its holder died after the log's rename (I4) */
                 struct logrecord copy;
                 if (copy_message(&copy, &batch.items[i]) < 0) {
-                        rc = berr_set(err, 500, "out of memory");
+                        rc = board_fail(err, 500, "out of memory");
                         break;
                 }
                 copy.no = next;
                 if (msglist_push(&list, &copy) < 0) {
                         logrecord_free(&copy);
-                        rc = berr_set(err, 500, "out of memory");
+                        rc = board_fail(err, 500, "out of memory");
                         break;
                 }
                 next++;
@@ -373,7 +373,7 @@ static int commit_batch(const struct board_config *cfg, const struct paths *p, s
                 rc = board_lock_write_commit(lk, err);
                 if (rc == 0)
                         rc = store_log_write(p->log.data, &list, (size_t)cfg->max_messages, cfg->write_method,
-                                             cfg->delay_ms, lock_still_ours, lk, err);
+                                             cfg->delay_ms, make_lock_exclusive, lk, err);
         }
         if (rc == 0)
                 pq_settle(p->pending.data, &batch);
@@ -386,7 +386,7 @@ static int commit_batch(const struct board_config *cfg, const struct paths *p, s
 
 /* Holding the write lock with post t not yet stored: lead until it is. */
 static int lead(const struct board_config *cfg, const struct paths *p, struct board_lock *lk,
-                const struct pq_ticket *t, bool *maybe_stored, struct berr *err)
+                const struct pq_ticket *t, bool *maybe_stored, struct board_error *err)
 {
         bool own_claimed = false;
         while (!own_claimed) {
@@ -396,8 +396,8 @@ static int lead(const struct board_config *cfg, const struct paths *p, struct bo
                         return -1;
                 }
                 if (!own_claimed && claimed < batch_max(cfg))
-                        return berr_set(err, 500, "the message was lost from the queue '%s'",
-                                        p->pending.data);
+                        return board_fail(err, 500, "the message was lost from the queue '%s'",
+                                          p->pending.data);
         }
         return 0;
 }
@@ -412,7 +412,7 @@ static double monotonic_seconds(void)
 /* A post with group commit: steps 1 to 3 and 6 of the protocol in
  * postqueue.c. */
 static int log_post_queued(const struct board_config *cfg, struct logrecord *msg, const char *addr,
-                           long long now, struct berr *err)
+                           long long now, struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -444,10 +444,11 @@ static int log_post_queued(const struct board_config *cfg, struct logrecord *msg
                         if (pq_withdraw(p.pending.data, &t) == 0) {
                                 maybe_stored = false;
                         } else {
-                                berr_set(err, 503,
-                                         "busy: your message was already being saved by another request when "
-                                         "this one stopped waiting, so it may appear shortly; please look at "
-                                         "the board before sending it again");
+                                board_fail(
+                                    err, 503,
+                                    "busy: your message was already being saved by another request when "
+                                    "this one stopped waiting, so it may appear shortly; please look at "
+                                    "the board before sending it again");
                                 err->retry_after = 1;
                         }
                         break;
@@ -469,17 +470,17 @@ out:
 /* Under the write lock: message `no` is still the one whose hash the
  * password was checked against before the lock (a string comparison,
  * no hashing). */
-static int recheck_delete(const struct logrecord *m, const char *verified_hash, struct berr *err)
+static int recheck_delete(const struct logrecord *m, const char *verified_hash, struct board_error *err)
 {
         if (!m)
-                return berr_set(err, 404, "There is no such message");
+                return board_fail(err, 404, "There is no such message");
         if (m->pwhash.len == 0 || strcmp(m->pwhash.ptr, verified_hash) != 0)
-                return berr_set(err, 403, "Wrong password");
+                return board_fail(err, 403, "Wrong password");
         return 0;
 }
 
 static int log_delete(const struct board_config *cfg, long long no, const char *verified_hash,
-                      struct berr *err)
+                      struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -502,7 +503,7 @@ static int log_delete(const struct board_config *cfg, long long no, const char *
         }
         if (rc == 0)
                 rc = store_log_write(p.log.data, &list, (size_t)cfg->max_messages, cfg->write_method,
-                                     cfg->delay_ms, lock_still_ours, &lk, err);
+                                     cfg->delay_ms, make_lock_exclusive, &lk, err);
         rc = finish(&lk, rc, err);
 out_free:
         msglist_free(&list);
@@ -512,7 +513,7 @@ out_free:
 
 /* ---- SQLite ----------------------------------------------------------- */
 
-static int sql_list(const struct board_config *cfg, struct msglist *out, struct berr *err)
+static int sql_list(const struct board_config *cfg, struct msglist *out, struct board_error *err)
 {
         struct sqlite3 *db;
         if (store_sqlite_open(cfg, &db, err) < 0)
@@ -523,7 +524,7 @@ static int sql_list(const struct board_config *cfg, struct msglist *out, struct 
 }
 
 static int sql_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
-                    struct berr *err)
+                    struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -552,7 +553,7 @@ static int sql_post(const struct board_config *cfg, struct logrecord *msg, const
                 /* Recorded inside the write transaction, which is what
                  * serialises posts here: after the commit, a post waiting
                  * in BEGIN IMMEDIATE could check before this is written. */
-                struct berr rerr = BERR_INIT;
+                struct board_error rerr = BOARD_ERROR_INIT;
                 (void)ratelimit_record(p.rate.data, addr, now, cfg->min_post_interval, &rerr);
                 rc = store_sqlite_commit(db, err);
         }
@@ -564,7 +565,7 @@ static int sql_post(const struct board_config *cfg, struct logrecord *msg, const
 }
 
 static int sql_delete(const struct board_config *cfg, long long no, const char *verified_hash,
-                      struct berr *err)
+                      struct board_error *err)
 {
         struct sqlite3 *db;
         if (store_sqlite_open(cfg, &db, err) < 0)
@@ -591,14 +592,14 @@ static int sql_delete(const struct board_config *cfg, long long no, const char *
 
 /* ---- dispatch --------------------------------------------------------- */
 
-int board_list(const struct board_config *cfg, struct msglist *out, struct berr *err)
+int board_list(const struct board_config *cfg, struct msglist *out, struct board_error *err)
 {
-        return cfg->store == STORE_SQLITE ? sql_list(cfg, out, err) : log_list(cfg, out, err);
+        return cfg->store == BOARD_STORE_SQLITE ? sql_list(cfg, out, err) : log_list(cfg, out, err);
 }
 
-int board_view(const struct board_config *cfg, const struct msglist **out, struct berr *err)
+int board_view(const struct board_config *cfg, const struct msglist **out, struct board_error *err)
 {
-        if (cfg->store != STORE_SQLITE)
+        if (cfg->store != BOARD_STORE_SQLITE)
                 return log_view(cfg, out, err);
         view_drop();
         *out = &view.list;
@@ -606,9 +607,9 @@ int board_view(const struct board_config *cfg, const struct msglist **out, struc
 }
 
 int board_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
-               struct berr *err)
+               struct board_error *err)
 {
-        if (cfg->store == STORE_SQLITE)
+        if (cfg->store == BOARD_STORE_SQLITE)
                 return sql_post(cfg, msg, addr, now, err);
         return uses_queue(cfg) ? log_post_queued(cfg, msg, addr, now, err)
                                : log_post(cfg, msg, addr, now, err);
@@ -616,13 +617,13 @@ int board_post(const struct board_config *cfg, struct logrecord *msg, const char
 
 /* The delete-password hash of message `no` (a new string), read without
  * the write lock: 0, or 404 / 403 (posted without a password) / 5xx. */
-static int read_hash(const struct board_config *cfg, long long no, char **hash, struct berr *err)
+static int read_hash(const struct board_config *cfg, long long no, char **hash, struct board_error *err)
 {
         *hash = NULL;
         const struct logrecord *m = NULL;
         struct logrecord row;
         memset(&row, 0, sizeof row);
-        if (cfg->store == STORE_SQLITE) {
+        if (cfg->store == BOARD_STORE_SQLITE) {
                 struct sqlite3 *db;
                 if (store_sqlite_open(cfg, &db, err) < 0)
                         return -1;
@@ -640,11 +641,11 @@ static int read_hash(const struct board_config *cfg, long long no, char **hash, 
         }
         int rc = 0;
         if (!m)
-                rc = berr_set(err, 404, "There is no such message");
+                rc = board_fail(err, 404, "There is no such message");
         else if (m->pwhash.len == 0)
-                rc = berr_set(err, 403, "This message was posted without a password and cannot be deleted");
+                rc = board_fail(err, 403, "This message was posted without a password and cannot be deleted");
         else if (!(*hash = strdup(m->pwhash.ptr)))
-                rc = berr_set(err, 500, "out of memory");
+                rc = board_fail(err, 500, "out of memory");
         logrecord_free(&row);
         return rc;
 }
@@ -657,7 +658,7 @@ static void count_failure(const struct board_config *cfg, const struct paths *p,
         if (cfg->delete_max_failures <= 0 || cfg->delete_failure_window <= 0)
                 return;
         struct board_lock lk;
-        struct berr ignored = BERR_INIT; /* failing to count only weakens the limit */
+        struct board_error ignored = BOARD_ERROR_INIT; /* failing to count only weakens the limit */
         if (board_lock_named(cfg, BOARD_DELETE_LOCK_NAME, &lk, &ignored) < 0)
                 return;
         (void)deletelimit_record(p->delfail.data, addr, no, now, cfg->delete_failure_window, &ignored);
@@ -669,7 +670,7 @@ static void count_failure(const struct board_config *cfg, const struct paths *p,
  * never hold up posts), then the delete under the lock if the message
  * still has that hash. */
 int board_delete(const struct board_config *cfg, long long no, const char *password, const char *addr,
-                 long long now, struct berr *err)
+                 long long now, struct board_error *err)
 {
         struct paths p;
         if (make_paths(cfg, &p, err) < 0)
@@ -682,11 +683,11 @@ int board_delete(const struct board_config *cfg, long long no, const char *passw
                 rc = read_hash(cfg, no, &hash, err);
         if (rc == 0 && !password_verify(password, hash)) {
                 count_failure(cfg, &p, addr, no, now);
-                rc = berr_set(err, 403, "Wrong password");
+                rc = board_fail(err, 403, "Wrong password");
         }
         if (rc == 0)
-                rc = cfg->store == STORE_SQLITE ? sql_delete(cfg, no, hash, err)
-                                                : log_delete(cfg, no, hash, err);
+                rc = cfg->store == BOARD_STORE_SQLITE ? sql_delete(cfg, no, hash, err)
+                                                      : log_delete(cfg, no, hash, err);
         free(hash);
         free_paths(&p);
         return rc == 0 ? 0 : -1;

@@ -11,7 +11,7 @@ static const char *const lock_names[] = {"none", "wrong", "mkdir", "rw", "flock"
 
 const char *config_lock_mode_name(int mode)
 {
-        if (mode < 0 || mode > LOCK_FLOCK)
+        if (mode < 0 || mode > BOARD_LOCK_FLOCK)
                 return "?";
         return lock_names[mode];
 }
@@ -198,15 +198,15 @@ static int is_space(char c)
 }
 
 int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg,
-                 struct berr *err)
+                 struct board_error *err)
 {
         memset(cfg, 0, sizeof *cfg);
-        cfg->lock_mode = LOCK_MKDIR;
-        cfg->store = STORE_LOG;
+        cfg->lock_mode = BOARD_LOCK_MKDIR;
+        cfg->store = BOARD_STORE_LOG;
         cfg->lock_timeout = 10;
         cfg->stale_age = 30;
         cfg->delay_ms = 0;
-        cfg->write_method = WRITE_RENAME;
+        cfg->write_method = BOARD_WRITE_RENAME;
         cfg->max_messages = 1000;
         cfg->page_size = 20;
         cfg->min_post_interval = 0;
@@ -216,7 +216,7 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         cfg->delete_failure_window = 60;
         if (set_string(&cfg->title, "dirlock board", 13) || set_string(&cfg->base_path, "/", 1)) {
                 config_free(cfg);
-                return berr_set(err, 500, "%s: out of memory", filename);
+                return board_fail(err, 500, "%s: out of memory", filename);
         }
         int seen[K_COUNT] = {0};
         size_t pos = 0;
@@ -235,12 +235,12 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                         continue;
                 if (memchr(text + s, '\0', e - s)) {
                         config_free(cfg);
-                        return berr_set(err, 500, "%s:%ld: NUL byte in line", filename, lineno);
+                        return board_fail(err, 500, "%s:%ld: NUL byte in line", filename, lineno);
                 }
                 const char *eq = memchr(text + s, '=', e - s);
                 if (!eq) {
                         config_free(cfg);
-                        return berr_set(err, 500, "%s:%ld: expected 'key = value'", filename, lineno);
+                        return board_fail(err, 500, "%s:%ld: expected 'key = value'", filename, lineno);
                 }
                 size_t ke = (size_t)(eq - text), vs = ke + 1;
                 while (ke > s && is_space(text[ke - 1]))
@@ -259,23 +259,23 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                 }
                 if (k < 0) {
                         config_free(cfg);
-                        return berr_set(err, 500, "%s:%ld: unknown key '%.*s'", filename, lineno,
-                                        (int)(klen > 64 ? 64 : klen), text + s);
+                        return board_fail(err, 500, "%s:%ld: unknown key '%.*s'", filename, lineno,
+                                          (int)(klen > 64 ? 64 : klen), text + s);
                 }
                 if (seen[k]) {
                         config_free(cfg);
-                        return berr_set(err, 500, "%s:%ld: key '%s' given twice", filename, lineno, key);
+                        return board_fail(err, 500, "%s:%ld: key '%s' given twice", filename, lineno, key);
                 }
                 seen[k] = 1;
                 char *v = dup_n(text + vs, e - vs);
                 if (!v) {
                         config_free(cfg);
-                        return berr_set(err, 500, "%s: out of memory", filename);
+                        return board_fail(err, 500, "%s: out of memory", filename);
                 }
                 const char *why = apply(cfg, k, v, e - vs);
                 if (why) {
-                        berr_set(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno, key,
-                                 v, why);
+                        board_fail(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno,
+                                   key, v, why);
                         free(v);
                         config_free(cfg);
                         return -1;
@@ -284,17 +284,17 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         }
         if (!cfg->data_dir) {
                 config_free(cfg);
-                return berr_set(err, 500, "%s: key 'data_dir' is required", filename);
+                return board_fail(err, 500, "%s: key 'data_dir' is required", filename);
         }
         return 0;
 }
 
-int config_load(const char *path, struct board_config *cfg, struct berr *err)
+int config_load(const char *path, struct board_config *cfg, struct board_error *err)
 {
         memset(cfg, 0, sizeof *cfg);
         FILE *f = fopen(path, "rb");
         if (!f)
-                return berr_set(err, 500, "cannot open configuration file '%s': %s", path, strerror(errno));
+                return board_fail(err, 500, "cannot open configuration file '%s': %s", path, strerror(errno));
         char *text = NULL;
         size_t len = 0, cap = 0;
         for (;;) {
@@ -302,14 +302,14 @@ int config_load(const char *path, struct board_config *cfg, struct berr *err)
                         if (cap >= 1024 * 1024) {
                                 free(text);
                                 fclose(f);
-                                return berr_set(err, 500, "%s: configuration file larger than 1 MiB", path);
+                                return board_fail(err, 500, "%s: configuration file larger than 1 MiB", path);
                         }
                         size_t ncap = cap ? cap * 2 : 8192;
                         char *n = realloc(text, ncap);
                         if (!n) {
                                 free(text);
                                 fclose(f);
-                                return berr_set(err, 500, "%s: out of memory", path);
+                                return board_fail(err, 500, "%s: out of memory", path);
                         }
                         text = n;
                         cap = ncap;
@@ -323,7 +323,7 @@ int config_load(const char *path, struct board_config *cfg, struct berr *err)
         fclose(f);
         if (bad) {
                 free(text);
-                return berr_set(err, 500, "cannot read configuration file '%s'", path);
+                return board_fail(err, 500, "cannot read configuration file '%s'", path);
         }
         int rc = config_parse(text ? text : "", len, path, cfg, err);
         free(text);

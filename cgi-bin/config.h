@@ -5,11 +5,12 @@
 
 #include <stddef.h>
 
-#include "berr.h"
+#include "board_error.h"
 
-enum lock_mode { LOCK_NONE, LOCK_WRONG, LOCK_MKDIR, LOCK_RW, LOCK_FLOCK };
-enum store_kind { STORE_LOG, STORE_SQLITE };
-enum write_method { WRITE_RENAME, WRITE_INPLACE };
+/* Prefixed: glibc's <fcntl.h> has a LOCK_RW of its own (_GNU_SOURCE). */
+enum board_lock_mode { BOARD_LOCK_NONE, BOARD_LOCK_WRONG, BOARD_LOCK_MKDIR, BOARD_LOCK_RW, BOARD_LOCK_FLOCK };
+enum board_store_kind { BOARD_STORE_LOG, BOARD_STORE_SQLITE };
+enum board_write_method { BOARD_WRITE_RENAME, BOARD_WRITE_INPLACE };
 
 struct board_config {
         char *title;
@@ -35,9 +36,9 @@ struct board_config {
  * ("FILE:LINE: key 'k': ...").  On error the config is freed and err set
  * (status 500). */
 int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg,
-                 struct berr *err);
+                 struct board_error *err);
 /* Read and parse file `path`. */
-int config_load(const char *path, struct board_config *cfg, struct berr *err);
+int config_load(const char *path, struct board_config *cfg, struct board_error *err);
 void config_free(struct board_config *cfg);
 
 const char *config_lock_mode_name(int mode);

@@ -15,13 +15,13 @@
 #include "buf.h"
 #include "fileio.h"
 
-static int read_secret(const char *path, unsigned char secret[CSRF_SECRET_LEN], struct berr *err)
+static int read_secret(const char *path, unsigned char secret[CSRF_SECRET_LEN], struct board_error *err)
 {
         struct buf b = BUF_INIT;
         int rc = file_read_all(path, &b, err);
         if (rc == 0 && b.len != CSRF_SECRET_LEN)
-                rc = berr_set(err, 500, "secret file '%s' has %zu bytes, expected %d", path, b.len,
-                              CSRF_SECRET_LEN);
+                rc = board_fail(err, 500, "secret file '%s' has %zu bytes, expected %d", path, b.len,
+                                CSRF_SECRET_LEN);
         if (rc == 0)
                 memcpy(secret, b.data, CSRF_SECRET_LEN);
         if (b.data)
@@ -30,12 +30,12 @@ static int read_secret(const char *path, unsigned char secret[CSRF_SECRET_LEN], 
         return rc;
 }
 
-int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN], struct berr *err)
+int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN], struct board_error *err)
 {
         struct buf path = BUF_INIT;
         buf_printf(&path, "%s/secret", data_dir);
         if (path.oom)
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         int rc = read_secret(path.data, secret, err);
         if (rc == 1) {
                 /* Absent: write a fresh one next to it and link() it into
@@ -51,26 +51,26 @@ int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN]
                         hex_encode(r, sizeof r, rh);
                         buf_printf(&tmp, "%s.tmp.%ld.%s", path.data, (long)getpid(), rh);
                         if (tmp.oom)
-                                rc = berr_set(err, 500, "out of memory");
+                                rc = board_fail(err, 500, "out of memory");
                 }
                 if (rc == 0) {
                         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
                         if (fd < 0) {
                                 int e = errno;
-                                rc = berr_set(err, 500, "cannot create secret file '%s': %s%s", tmp.data,
-                                              strerror(e), storage_hint(e));
+                                rc = board_fail(err, 500, "cannot create secret file '%s': %s%s", tmp.data,
+                                                strerror(e), storage_hint(e));
                         } else {
                                 ssize_t n = write(fd, fresh, sizeof fresh);
                                 int e = errno;
                                 if (n != (ssize_t)sizeof fresh || fsync(fd) < 0) {
-                                        rc = berr_set(err, 500, "cannot write secret file '%s': %s", tmp.data,
-                                                      n < 0 ? strerror(e) : "short write");
+                                        rc = board_fail(err, 500, "cannot write secret file '%s': %s",
+                                                        tmp.data, n < 0 ? strerror(e) : "short write");
                                 }
                                 close(fd);
                                 if (rc == 0 && link(tmp.data, path.data) < 0 && errno != EEXIST) {
                                         e = errno;
-                                        rc = berr_set(err, 500, "cannot create secret file '%s': %s%s",
-                                                      path.data, strerror(e), storage_hint(e));
+                                        rc = board_fail(err, 500, "cannot create secret file '%s': %s%s",
+                                                        path.data, strerror(e), storage_hint(e));
                                 }
                                 unlink(tmp.data);
                         }
@@ -80,7 +80,7 @@ int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN]
                 if (rc == 0) {
                         rc = read_secret(path.data, secret, err);
                         if (rc == 1)
-                                rc = berr_set(err, 500, "secret file '%s' vanished", path.data);
+                                rc = board_fail(err, 500, "secret file '%s' vanished", path.data);
                 }
         }
         buf_free(&path);
@@ -109,14 +109,14 @@ static int cookie_mac(const unsigned char secret[CSRF_SECRET_LEN], const char *r
 }
 
 int csrf_new_cookie(const unsigned char secret[CSRF_SECRET_LEN], char out[CSRF_COOKIE_LEN + 1],
-                    struct berr *err)
+                    struct board_error *err)
 {
         unsigned char r[COOKIE_RANDOM_HEX / 2];
         if (random_bytes(r, sizeof r, err) < 0)
                 return -1;
         hex_encode(r, sizeof r, out);
         if (cookie_mac(secret, out, out + COOKIE_RANDOM_HEX) < 0)
-                return berr_set(err, 500, "cannot compute the cookie's HMAC (libcrypto failed)");
+                return board_fail(err, 500, "cannot compute the cookie's HMAC (libcrypto failed)");
         return 0;
 }
 

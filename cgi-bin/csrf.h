@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "berr.h"
+#include "board_error.h"
 
 #define CSRF_COOKIE_NAME "board_csrf"
 #define CSRF_SECRET_LEN  32
@@ -18,11 +18,11 @@
 #define CSRF_TOKEN_LEN   64 /* hex characters */
 
 /* Load data_dir/secret, creating it (atomically, 0600) when absent. */
-int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN], struct berr *err);
+int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN], struct board_error *err);
 
 /* A new cookie value: CSRF_COOKIE_LEN hex characters + NUL. */
 int csrf_new_cookie(const unsigned char secret[CSRF_SECRET_LEN], char out[CSRF_COOKIE_LEN + 1],
-                    struct berr *err);
+                    struct board_error *err);
 
 /* 1 when `value` is a cookie this board issued (its MAC checks out,
  * compared in constant time), else 0. */

@@ -67,7 +67,7 @@ static void count_fn(void *p, const char *key, size_t klen, long long t)
 }
 
 int deletelimit_check(const char *path, const char *addr, long long no, long long now, long max, long window,
-                      long *retry_after, struct berr *err)
+                      long *retry_after, struct board_error *err)
 {
         *retry_after = 0;
         if (max <= 0 || window <= 0)
@@ -92,10 +92,10 @@ int deletelimit_check(const char *path, const char *addr, long long no, long lon
         /* Free again once the oldest counted failure leaves the window. */
         long wait = (long)(hit->oldest + window - now);
         *retry_after = wait > 0 ? wait : 1;
-        berr_set(err, 429,
-                 hit == &a ? "Too many wrong passwords from your address; please wait %ld seconds"
-                           : "Too many wrong passwords for this message; please wait %ld seconds",
-                 *retry_after);
+        board_fail(err, 429,
+                   hit == &a ? "Too many wrong passwords from your address; please wait %ld seconds"
+                             : "Too many wrong passwords for this message; please wait %ld seconds",
+                   *retry_after);
         err->retry_after = (int)*retry_after;
         return 1;
 }
@@ -115,7 +115,7 @@ static void keep_fn(void *p, const char *key, size_t klen, long long t)
 }
 
 int deletelimit_record(const char *path, const char *addr, long long no, long long now, long window,
-                       struct berr *err)
+                       struct board_error *err)
 {
         if (window <= 0)
                 return 0;
@@ -132,7 +132,7 @@ int deletelimit_record(const char *path, const char *addr, long long no, long lo
                 each_line(&old, keep_fn, &k);
         buf_free(&old);
         buf_printf(&out, "%s\t%lld\n%s\t%lld\n", akey, now, mkey, now);
-        rc = out.oom ? berr_set(err, 500, "out of memory")
+        rc = out.oom ? board_fail(err, 500, "out of memory")
                      : file_replace(path, out.data, out.len, 0600, NULL, NULL, err);
         buf_free(&out);
         return rc;

@@ -10,15 +10,15 @@
 #ifndef BOARD_DELETELIMIT_H
 #define BOARD_DELETELIMIT_H
 
-#include "berr.h"
+#include "board_error.h"
 
 /* 0 when `addr` may try to delete message `no` now; 1 when it must wait
  * (*retry_after seconds, err says why, status 429); -1 on error. */
 int deletelimit_check(const char *path, const char *addr, long long no, long long now, long max, long window,
-                      long *retry_after, struct berr *err);
+                      long *retry_after, struct board_error *err);
 
 /* Count a failed delete of message `no` from `addr` at `now`. */
 int deletelimit_record(const char *path, const char *addr, long long no, long long now, long window,
-                       struct berr *err);
+                       struct board_error *err);
 
 #endif

@@ -29,14 +29,14 @@ const char *storage_hint(int e)
         return "";
 }
 
-int file_read_all(const char *path, struct buf *out, struct berr *err)
+int file_read_all(const char *path, struct buf *out, struct board_error *err)
 {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 1;
                 int e = errno;
-                return berr_set(err, 500, "cannot open '%s': %s%s", path, strerror(e), storage_hint(e));
+                return board_fail(err, 500, "cannot open '%s': %s%s", path, strerror(e), storage_hint(e));
         }
         char chunk[65536];
         for (;;) {
@@ -46,13 +46,13 @@ int file_read_all(const char *path, struct buf *out, struct berr *err)
                                 continue;
                         int e = errno;
                         close(fd);
-                        return berr_set(err, 500, "cannot read '%s': %s", path, strerror(e));
+                        return board_fail(err, 500, "cannot read '%s': %s", path, strerror(e));
                 }
                 if (n == 0)
                         break;
                 if (buf_append(out, chunk, (size_t)n) < 0) {
                         close(fd);
-                        return berr_set(err, 500, "out of memory reading '%s'", path);
+                        return board_fail(err, 500, "out of memory reading '%s'", path);
                 }
         }
         close(fd);
@@ -94,7 +94,7 @@ static int fsync_dir_of(const char *path)
         return rc;
 }
 
-int random_bytes(void *buf, size_t n, struct berr *err)
+int random_bytes(void *buf, size_t n, struct board_error *err)
 {
         unsigned char *p = buf;
         while (n > 0) {
@@ -102,7 +102,7 @@ int random_bytes(void *buf, size_t n, struct berr *err)
                 if (got < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return berr_set(err, 500, "cannot get random bytes: %s", strerror(errno));
+                        return board_fail(err, 500, "cannot get random bytes: %s", strerror(errno));
                 }
                 p += got;
                 n -= (size_t)got;
@@ -152,7 +152,7 @@ static void remove_dead_temps(const char *path)
 }
 
 int file_replace(const char *path, const char *data, size_t len, int mode, file_commit_check check, void *ctx,
-                 struct berr *err)
+                 struct board_error *err)
 {
         remove_dead_temps(path);
         unsigned char rnd[8];
@@ -164,12 +164,12 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
         buf_printf(&tmp, "%s.tmp.%ld.%s", path, (long)getpid(), rhex);
         if (tmp.oom) {
                 buf_free(&tmp);
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         }
         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
         if (fd < 0) {
                 int e = errno;
-                berr_set(err, 500, "cannot create '%s': %s%s", tmp.data, strerror(e), storage_hint(e));
+                board_fail(err, 500, "cannot create '%s': %s%s", tmp.data, strerror(e), storage_hint(e));
                 buf_free(&tmp);
                 return -1;
         }
@@ -184,7 +184,7 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
                 e = errno;
         }
         if (what) {
-                berr_set(err, 500, "%s '%s': %s%s", what, tmp.data, strerror(e), storage_hint(e));
+                board_fail(err, 500, "%s '%s': %s%s", what, tmp.data, strerror(e), storage_hint(e));
                 unlink(tmp.data);
                 buf_free(&tmp);
                 return -1;
@@ -196,8 +196,8 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
         }
         if (rename(tmp.data, path) < 0) {
                 e = errno;
-                berr_set(err, 500, "cannot rename '%s' to '%s': %s%s", tmp.data, path, strerror(e),
-                         storage_hint(e));
+                board_fail(err, 500, "cannot rename '%s' to '%s': %s%s", tmp.data, path, strerror(e),
+                           storage_hint(e));
                 unlink(tmp.data);
                 buf_free(&tmp);
                 return -1;
@@ -205,7 +205,7 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
         buf_free(&tmp);
         if (fsync_dir_of(path) < 0) {
                 e = errno;
-                return berr_set(err, 500, "cannot fsync the directory of '%s': %s", path, strerror(e));
+                return board_fail(err, 500, "cannot fsync the directory of '%s': %s", path, strerror(e));
         }
         return 0;
 }
@@ -220,18 +220,18 @@ void sleep_ms(long ms)
 }
 
 int file_overwrite_inplace(const char *path, const char *data, size_t len, int chunks, long delay_ms,
-                           struct berr *err)
+                           struct board_error *err)
 {
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) {
                 int e = errno;
-                return berr_set(err, 500, "cannot open '%s' for writing: %s%s", path, strerror(e),
-                                storage_hint(e));
+                return board_fail(err, 500, "cannot open '%s' for writing: %s%s", path, strerror(e),
+                                  storage_hint(e));
         }
         if (ftruncate(fd, 0) < 0) {
                 int e = errno;
                 close(fd);
-                return berr_set(err, 500, "cannot truncate '%s': %s%s", path, strerror(e), storage_hint(e));
+                return board_fail(err, 500, "cannot truncate '%s': %s%s", path, strerror(e), storage_hint(e));
         }
         if (chunks < 1)
                 chunks = 1;
@@ -242,8 +242,8 @@ int file_overwrite_inplace(const char *path, const char *data, size_t len, int c
                 if (write_all(fd, data + off, n) < 0) {
                         int e = errno;
                         close(fd);
-                        return berr_set(err, 500, "cannot write '%s': %s%s (the log is now damaged)", path,
-                                        strerror(e), storage_hint(e));
+                        return board_fail(err, 500, "cannot write '%s': %s%s (the log is now damaged)", path,
+                                          strerror(e), storage_hint(e));
                 }
                 off += n;
                 if (off < len)
@@ -252,17 +252,17 @@ int file_overwrite_inplace(const char *path, const char *data, size_t len, int c
         if (fsync(fd) < 0) {
                 int e = errno;
                 close(fd);
-                return berr_set(err, 500, "cannot fsync '%s': %s", path, strerror(e));
+                return board_fail(err, 500, "cannot fsync '%s': %s", path, strerror(e));
         }
         close(fd);
         return 0;
 }
 
-int ensure_dir(const char *path, struct berr *err)
+int ensure_dir(const char *path, struct board_error *err)
 {
         /* 0700: the log holds password hashes, ratelimit addresses. */
         if (mkdir(path, 0700) == 0 || errno == EEXIST)
                 return 0;
         int e = errno;
-        return berr_set(err, 500, "cannot create directory '%s': %s%s", path, strerror(e), storage_hint(e));
+        return board_fail(err, 500, "cannot create directory '%s': %s%s", path, strerror(e), storage_hint(e));
 }

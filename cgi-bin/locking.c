@@ -7,32 +7,33 @@
 #include "dirlock.h"
 #include "fileio.h"
 
-static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de, struct berr *err)
+static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de,
+                      struct board_error *err)
 {
         (void)cfg;
         if (code == DIRLOCK_ETIMEDOUT || code == DIRLOCK_EBUSY) {
-                berr_set(err, 503, "busy, please try again (the board's lock was held by another request)");
+                board_fail(err, 503, "busy, please try again (the board's lock was held by another request)");
                 err->retry_after = 1;
                 return -1;
         }
         if (code == DIRLOCK_ELOST) {
-                berr_set(err, 503,
-                         "The board's lock was broken as stale; nothing was written, please try again");
+                board_fail(err, 503,
+                           "The board's lock was broken as stale; nothing was written, please try again");
                 err->retry_after = 1;
                 return -1;
         }
-        return berr_set(err, 500, "lock error: %s%s", de->message[0] ? de->message : dirlock_strerror(code),
-                        code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
+        return board_fail(err, 500, "lock error: %s%s", de->message[0] ? de->message : dirlock_strerror(code),
+                          code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
 }
 
 /* Take lock `name`; 1 when the wait was canceled through cancel_fd. */
 static int take_named(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
-                      int use_flock, double timeout, int cancel_fd, struct berr *err)
+                      int use_flock, double timeout, int cancel_fd, struct board_error *err)
 {
         struct buf dir = BUF_INIT;
         buf_printf(&dir, "%s/locks", cfg->data_dir);
         if (dir.oom)
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         dirlock_options opts;
         dirlock_options_init(&opts);
         opts.timeout = timeout;
@@ -57,65 +58,65 @@ static int take_named(const struct board_config *cfg, const char *name, struct b
 }
 
 static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
-                struct berr *err)
+                struct board_error *err)
 {
         return take_named(cfg, BOARD_LOCK_NAME, lk, mode, use_flock, cfg->lock_timeout, -1, err);
 }
 
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
-                     struct berr *err)
+                     struct board_error *err)
 {
         lk->cfg = cfg;
         lk->handle = NULL;
         switch (cfg->lock_mode) {
-        case LOCK_MKDIR:
-        case LOCK_RW:
+        case BOARD_LOCK_MKDIR:
+        case BOARD_LOCK_RW:
                 return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, cfg->lock_timeout, -1, err);
-        case LOCK_FLOCK:
+        case BOARD_LOCK_FLOCK:
                 return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 1, cfg->lock_timeout, -1, err);
         }
         return 0;
 }
 
-int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct berr *err)
+int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
         lk->cfg = cfg;
         lk->handle = NULL;
-        if (cfg->store != STORE_LOG)
+        if (cfg->store != BOARD_STORE_LOG)
                 return 0;
         switch (cfg->lock_mode) {
-        case LOCK_RW:
+        case BOARD_LOCK_RW:
                 return take(cfg, lk, DIRLOCK_SHARED, 0, err);
-        case LOCK_FLOCK:
+        case BOARD_LOCK_FLOCK:
                 return take(cfg, lk, DIRLOCK_SHARED, 1, err);
         }
         return 0;
 }
 
-int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct berr *err)
+int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
         return board_lock_write_wait(cfg, lk, cfg->lock_timeout, -1, err);
 }
 
 int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk, double timeout,
-                          int cancel_fd, struct berr *err)
+                          int cancel_fd, struct board_error *err)
 {
         lk->cfg = cfg;
         lk->handle = NULL;
-        if (cfg->store != STORE_LOG)
+        if (cfg->store != BOARD_STORE_LOG)
                 return 0;
         switch (cfg->lock_mode) {
-        case LOCK_MKDIR:
+        case BOARD_LOCK_MKDIR:
                 return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
-        case LOCK_RW:
+        case BOARD_LOCK_RW:
                 return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_INTENT, 0, timeout, cancel_fd, err);
-        case LOCK_FLOCK:
+        case BOARD_LOCK_FLOCK:
                 return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 1, timeout, cancel_fd, err);
         }
         return 0;
 }
 
-static int upgrade(struct board_lock *lk, struct berr *err)
+static int upgrade(struct board_lock *lk, struct board_error *err)
 {
         dirlock_error de = {0, 0, ""};
         int rc = dirlock_upgrade(lk->handle, NULL, &de);
@@ -124,24 +125,24 @@ static int upgrade(struct board_lock *lk, struct berr *err)
         return 0;
 }
 
-int board_lock_write_commit(struct board_lock *lk, struct berr *err)
+int board_lock_write_commit(struct board_lock *lk, struct board_error *err)
 {
         const struct board_config *cfg = lk->cfg;
-        if (cfg->store != STORE_LOG)
+        if (cfg->store != BOARD_STORE_LOG)
                 return 0;
-        if (cfg->lock_mode == LOCK_WRONG)
+        if (cfg->lock_mode == BOARD_LOCK_WRONG)
                 return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
         /* rw: an in-place write is seen by readers as it happens, so it
          * needs the exclusive lock before it starts.  A rename write does
          * not: its temp file is written and synced while readers go on
          * (that is what the intent lock is for), and the upgrade waits
-         * until board_lock_check(), right before the rename. */
-        if (cfg->lock_mode == LOCK_RW && lk->handle && cfg->write_method == WRITE_INPLACE)
+         * until board_lock_make_exclusive(), right before the rename. */
+        if (cfg->lock_mode == BOARD_LOCK_RW && lk->handle && cfg->write_method == BOARD_WRITE_INPLACE)
                 return upgrade(lk, err);
         return 0;
 }
 
-int board_lock_check(struct board_lock *lk, struct berr *err)
+int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err)
 {
         if (!lk->handle)
                 return 0;
@@ -154,7 +155,7 @@ int board_lock_check(struct board_lock *lk, struct berr *err)
         return 0;
 }
 
-int board_lock_release(struct board_lock *lk, struct berr *err)
+int board_lock_release(struct board_lock *lk, struct board_error *err)
 {
         if (!lk->handle)
                 return 0;
@@ -162,12 +163,13 @@ int board_lock_release(struct board_lock *lk, struct berr *err)
         int rc = dirlock_release(lk->handle, &de);
         lk->handle = NULL;
         if (rc == DIRLOCK_ELOST)
-                return berr_set(err, 500,
-                                "the board's lock was broken as stale before it was released; the change was "
-                                "written while the lock was still ours, but another writer may have run "
-                                "since (raise stale_age)");
+                return board_fail(
+                    err, 500,
+                    "the board's lock was broken as stale before it was released; the change was "
+                    "written while the lock was still ours, but another writer may have run "
+                    "since (raise stale_age)");
         if (rc != DIRLOCK_OK)
-                return berr_set(err, 500, "cannot release the board's lock: %s",
-                                de.message[0] ? de.message : dirlock_strerror(rc));
+                return board_fail(err, 500, "cannot release the board's lock: %s",
+                                  de.message[0] ? de.message : dirlock_strerror(rc));
         return 0;
 }

@@ -15,7 +15,7 @@
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
 
-#include "berr.h"
+#include "board_error.h"
 #include "config.h"
 
 struct dirlock;
@@ -30,25 +30,29 @@ struct board_lock {
 #define BOARD_DELETE_LOCK_NAME "deletelimit"
 
 /* Lock for reading the log (may hold nothing, per mode). */
-int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct berr *err);
+int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
 /* Lock taken before reading in a read-modify-write. */
-int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct berr *err);
+int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
 /* board_lock_write_begin() with a timeout of its own, that also gives up
  * early, returning 1 (nothing held, no error), when `cancel_fd` (>= 0)
  * polls readable. */
 int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk, double timeout,
-                          int cancel_fd, struct berr *err);
+                          int cancel_fd, struct board_error *err);
 /* An exclusive lock `name` of the mode's kind (flock for flock, the
  * library's exclusive lock for mkdir and rw, nothing for none and wrong),
  * for small side files. */
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
-                     struct berr *err);
+                     struct board_error *err);
 /* Step between reading and writing: "wrong" takes its lock here, "rw"
  * upgrades intent to exclusive. */
-int board_lock_write_commit(struct board_lock *lk, struct berr *err);
-/* 0 while the lock is still ours (or nothing is held); 503 when lost. */
-int board_lock_check(struct board_lock *lk, struct berr *err);
+int board_lock_write_commit(struct board_lock *lk, struct board_error *err);
+/* Right before a write becomes visible to readers (the rename, or the
+ * first byte of an in-place write): make the lock exclusive and prove it
+ * is still ours.  An intent lock ("rw") is upgraded, which does both; an
+ * exclusive one is checked.  0, also when nothing is held; 503 when the
+ * lock was lost. */
+int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err);
 /* Release whatever is held; DIRLOCK_ELOST here is an error (500). */
-int board_lock_release(struct board_lock *lk, struct berr *err);
+int board_lock_release(struct board_lock *lk, struct board_error *err);
 
 #endif

@@ -7,25 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-int password_hash(const char *password, char **out, struct berr *err)
+int password_hash(const char *password, char **out, struct board_error *err)
 {
         *out = NULL;
         char *salt = crypt_gensalt_ra("$y$", 0, NULL, 0);
         if (!salt)
-                return berr_set(err, 500, "cannot make a password salt: %s", strerror(errno));
+                return board_fail(err, 500, "cannot make a password salt: %s", strerror(errno));
         void *data = NULL;
         int size = 0;
         char *h = crypt_ra(password, salt, &data, &size);
         free(salt);
         if (!h || h[0] == '*') {
                 free(data);
-                return berr_set(err, 500, "cannot hash the password");
+                return board_fail(err, 500, "cannot hash the password");
         }
         *out = strdup(h);
         OPENSSL_cleanse(data, (size_t)size);
         free(data);
         if (!*out)
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         return 0;
 }
 

@@ -150,7 +150,7 @@ void pq_ticket_close(struct pq_ticket *t)
         t->wd = -1;
 }
 
-int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t, struct berr *err)
+int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t, struct board_error *err)
 {
         t->fd = -1;
         t->wd = -1;
@@ -168,21 +168,21 @@ int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t
         size_t len = 0;
         int lrc = logrecord_serialize(&rec, &line, &len);
         if (lrc != LOGRECORD_OK)
-                return berr_set(err, 500, "cannot queue the message: %s", logrecord_strerror(lrc));
+                return board_fail(err, 500, "cannot queue the message: %s", logrecord_strerror(lrc));
 
         struct buf tmp = BUF_INIT, final = BUF_INIT;
         buf_printf(&tmp, "%s/%s" QUEUED_SUFFIX ".tmp.%ld.%s", dir, t->id, (long)getpid(), t->id);
         buf_printf(&final, "%s/%s" QUEUED_SUFFIX, dir, t->id);
         int rc = 0;
         if (tmp.oom || final.oom) {
-                rc = berr_set(err, 500, "out of memory");
+                rc = board_fail(err, 500, "out of memory");
                 goto out;
         }
         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
                 int e = errno;
-                rc = berr_set(err, 500, "cannot queue the message in '%s': %s%s", dir, strerror(e),
-                              storage_hint(e));
+                rc = board_fail(err, 500, "cannot queue the message in '%s': %s%s", dir, strerror(e),
+                                storage_hint(e));
                 goto out;
         }
         int bad = write_all_fd(fd, line, len);
@@ -199,8 +199,8 @@ int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t
                 unlink(tmp.data);
                 t->fd = fd;
                 pq_ticket_close(t);
-                rc = berr_set(err, 500, "cannot queue the message in '%s': %s%s", dir, strerror(e),
-                              storage_hint(e));
+                rc = board_fail(err, 500, "cannot queue the message in '%s': %s%s", dir, strerror(e),
+                                storage_hint(e));
         } else {
                 t->fd = fd; /* kept: fstat tells when the entry is gone */
         }
@@ -307,14 +307,14 @@ static int batch_push(struct pq_batch *b, struct logrecord *rec)
         return 0;
 }
 
-int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct berr *err)
+int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct board_error *err)
 {
         DIR *d = opendir(dir);
         if (!d) {
                 if (errno == ENOENT)
                         return 0;
                 int e = errno;
-                return berr_set(err, 500, "cannot read '%s': %s%s", dir, strerror(e), storage_hint(e));
+                return board_fail(err, 500, "cannot read '%s': %s%s", dir, strerror(e), storage_hint(e));
         }
         int dfd = dirfd(d);
         struct candidate *cands = NULL;
@@ -337,7 +337,7 @@ int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct berr *err)
                         size_t ncap = cap ? 2 * cap : 32;
                         struct candidate *n = realloc(cands, ncap * sizeof *n);
                         if (!n) {
-                                rc = berr_set(err, 500, "out of memory");
+                                rc = board_fail(err, 500, "out of memory");
                                 break;
                         }
                         cands = n;
@@ -369,7 +369,7 @@ int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct berr *err)
                         }
                         if (batch_push(b, &rec) < 0) {
                                 logrecord_free(&rec);
-                                rc = berr_set(err, 500, "out of memory");
+                                rc = board_fail(err, 500, "out of memory");
                                 break;
                         }
                 }

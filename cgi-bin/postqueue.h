@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include "berr.h"
+#include "board_error.h"
 #include "logrecord.h"
 
 struct pq_batch {
@@ -46,7 +46,7 @@ struct pq_ticket {
 /* Queue a copy of *msg (its time included, its number ignored) under a
  * new post id.  0 and *t (release with pq_ticket_close), or -1 with a 500
  * error. */
-int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t, struct berr *err);
+int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t, struct board_error *err);
 
 /* 1 when the post is stored: its entry has no name left (I3 in
  * postqueue.c; true with or without the lock). */
@@ -63,7 +63,7 @@ void pq_ticket_close(struct pq_ticket *t);
 /* Under the lock: claim up to `max` waiting entries, oldest first (what a
  * dead holder had claimed included), into *b.  Unreadable entries are
  * removed and reported on stderr.  0 or -1 (500). */
-int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct berr *err);
+int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct board_error *err);
 
 /* Under the lock, once the log holding every message of *b (by id) is
  * durable: remove the claims. */

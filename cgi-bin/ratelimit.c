@@ -59,7 +59,7 @@ static void check_fn(void *p, const char *key, size_t klen, long long t)
 }
 
 int ratelimit_check(const char *path, const char *addr, long long now, long interval, long *retry_after,
-                    struct berr *err)
+                    struct board_error *err)
 {
         *retry_after = 0;
         if (interval <= 0)
@@ -109,7 +109,7 @@ static void rewrite_fn(void *p, const char *key, size_t klen, long long t)
         buf_printf(c->out, "\t%lld\n", t);
 }
 
-static int rewrite(const char *path, struct rewrite_ctx *c, struct berr *err)
+static int rewrite(const char *path, struct rewrite_ctx *c, struct board_error *err)
 {
         struct buf old = BUF_INIT, out = BUF_INIT;
         int rc = file_read_all(path, &old, err);
@@ -124,7 +124,7 @@ static int rewrite(const char *path, struct rewrite_ctx *c, struct berr *err)
         if (c->then < 0)
                 buf_printf(&out, "%s\t%lld\n", c->key, c->now);
         if (out.oom)
-                rc = berr_set(err, 500, "out of memory");
+                rc = board_fail(err, 500, "out of memory");
         else if (c->then < 0 || c->dropped)
                 rc = file_replace(path, out.data ? out.data : "", out.len, 0644, NULL, NULL, err);
         else
@@ -133,7 +133,8 @@ static int rewrite(const char *path, struct rewrite_ctx *c, struct berr *err)
         return rc;
 }
 
-int ratelimit_record(const char *path, const char *addr, long long now, long interval, struct berr *err)
+int ratelimit_record(const char *path, const char *addr, long long now, long interval,
+                     struct board_error *err)
 {
         if (interval <= 0)
                 return 0;
@@ -143,7 +144,8 @@ int ratelimit_record(const char *path, const char *addr, long long now, long int
         return rewrite(path, &c, err);
 }
 
-int ratelimit_forget(const char *path, const char *addr, long long then, long interval, struct berr *err)
+int ratelimit_forget(const char *path, const char *addr, long long then, long interval,
+                     struct board_error *err)
 {
         if (interval <= 0)
                 return 0;

@@ -5,19 +5,21 @@
 #ifndef BOARD_RATELIMIT_H
 #define BOARD_RATELIMIT_H
 
-#include "berr.h"
+#include "board_error.h"
 
 /* 0 when `addr` may post now, 1 when it must wait (*retry_after seconds),
  * -1 on error.  interval 0 always allows. */
 int ratelimit_check(const char *path, const char *addr, long long now, long interval, long *retry_after,
-                    struct berr *err);
+                    struct board_error *err);
 
 /* Record a post from `addr` at `now`, dropping entries older than
  * `interval`.  Does nothing when interval is 0. */
-int ratelimit_record(const char *path, const char *addr, long long now, long interval, struct berr *err);
+int ratelimit_record(const char *path, const char *addr, long long now, long interval,
+                     struct board_error *err);
 
 /* Take back the post recorded for `addr` at `then` (it failed): its entry
  * is removed when it still says `then`. */
-int ratelimit_forget(const char *path, const char *addr, long long then, long interval, struct berr *err);
+int ratelimit_forget(const char *path, const char *addr, long long then, long interval,
+                     struct board_error *err);
 
 #endif

@@ -82,11 +82,11 @@ static void head(struct buf *out, const struct board_config *cfg, const char *ti
         buf_puts(out, "\">");
         esc(out, cfg->title);
         buf_puts(out, "</a></h1>\n<p class=\"mode\">");
-        if (cfg->store == STORE_SQLITE)
+        if (cfg->store == BOARD_STORE_SQLITE)
                 buf_puts(out, "store: sqlite");
         else
                 buf_printf(out, "store: log, lock mode: %s, write: %s", config_lock_mode_name(cfg->lock_mode),
-                           cfg->write_method == WRITE_INPLACE ? "in place" : "rename");
+                           cfg->write_method == BOARD_WRITE_INPLACE ? "in place" : "rename");
         buf_puts(out, "</p>\n</header>\n<main>\n");
 }
 

@@ -15,34 +15,34 @@ const char *env_get(char *const *envp, const char *name)
         return NULL;
 }
 
-int request_route(char *const *envp, const char *base_path, char **route, struct berr *err)
+int request_route(char *const *envp, const char *base_path, char **route, struct board_error *err)
 {
         *route = NULL;
         struct buf path = BUF_INIT;
         const char *uri = env_get(envp, "DOCUMENT_URI");
         if (uri && *uri) {
                 if (strlen(uri) > REQUEST_PATH_MAX)
-                        return berr_set(err, 414, "The request path is too long");
+                        return board_fail(err, 414, "The request path is too long");
                 buf_puts(&path, uri);
         } else {
                 const char *sn = env_get(envp, "SCRIPT_NAME");
                 const char *pi = env_get(envp, "PATH_INFO");
                 size_t l = (sn ? strlen(sn) : 0) + (pi ? strlen(pi) : 0);
                 if (l > REQUEST_PATH_MAX)
-                        return berr_set(err, 414, "The request path is too long");
+                        return board_fail(err, 414, "The request path is too long");
                 buf_puts(&path, sn ? sn : "");
                 buf_puts(&path, pi ? pi : "");
         }
         if (path.oom) {
                 buf_free(&path);
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         }
         const char *p = path.data ? path.data : "";
         size_t bl = strlen(base_path);
         int rc;
         if (strncmp(p, base_path, bl) == 0) {
                 *route = strdup(p + bl);
-                rc = *route ? 0 : berr_set(err, 500, "out of memory");
+                rc = *route ? 0 : board_fail(err, 500, "out of memory");
         } else if (strlen(p) + 1 == bl && strncmp(p, base_path, bl - 1) == 0) {
                 rc = 1;
         } else {
@@ -53,16 +53,16 @@ int request_route(char *const *envp, const char *base_path, char **route, struct
 }
 
 int request_read_body(char *const *envp, long max_body, body_read_fn rd, void *ctx, struct buf *body,
-                      struct berr *err)
+                      struct board_error *err)
 {
         const char *cl = env_get(envp, "CONTENT_LENGTH");
         if (!cl || !*cl)
                 return 0;
         size_t digits = strspn(cl, "0123456789");
         if (digits == 0 || cl[digits] != '\0')
-                return berr_set(err, 400, "Bad Content-Length");
+                return board_fail(err, 400, "Bad Content-Length");
         if (digits > 12 || strtol(cl, NULL, 10) > max_body)
-                return berr_set(err, 413, "The request is larger than %ld bytes", max_body);
+                return board_fail(err, 413, "The request is larger than %ld bytes", max_body);
         size_t want = (size_t)strtol(cl, NULL, 10);
         char chunk[16384];
         while (body->len < want) {
@@ -71,9 +71,9 @@ int request_read_body(char *const *envp, long max_body, body_read_fn rd, void *c
                         n = sizeof chunk;
                 long got = rd(ctx, chunk, n);
                 if (got <= 0)
-                        return berr_set(err, 400, "The request body is shorter than its Content-Length");
+                        return board_fail(err, 400, "The request body is shorter than its Content-Length");
                 if (buf_append(body, chunk, (size_t)got) < 0)
-                        return berr_set(err, 500, "out of memory reading the request");
+                        return board_fail(err, 500, "out of memory reading the request");
         }
         return 0;
 }

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "berr.h"
+#include "board_error.h"
 #include "buf.h"
 
 /* Largest request parameters the board uses; longer ones are refused
@@ -25,12 +25,12 @@ const char *env_get(char *const *envp, const char *name);
  * SCRIPT_NAME + PATH_INFO.  Returns 0 with *route (new string) set, 1 when
  * the path is `base_path` without its trailing slash (redirect), 2 when it
  * is outside `base_path` (404), -1 on error (414 path too long). */
-int request_route(char *const *envp, const char *base_path, char **route, struct berr *err);
+int request_route(char *const *envp, const char *base_path, char **route, struct board_error *err);
 
 /* Read the body announced by CONTENT_LENGTH into *body.  Checks the length
  * before reading anything: above max_body -> 413 without reading; a bad
  * CONTENT_LENGTH or a short body -> 400. */
 int request_read_body(char *const *envp, long max_body, body_read_fn rd, void *ctx, struct buf *body,
-                      struct berr *err);
+                      struct board_error *err);
 
 #endif

@@ -27,7 +27,8 @@ static int parse_mark(const char *line, size_t len, long long *no)
         return 1;
 }
 
-int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out, struct berr *err)
+int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out,
+                    struct board_error *err)
 {
         size_t pos = 0;
         long lineno = 0;
@@ -36,18 +37,18 @@ int store_log_parse(const char *text, size_t len, const char *path, struct msgli
                 lineno++;
                 const char *nl = memchr(text + pos, '\n', len - pos);
                 if (!nl)
-                        return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                        "incomplete last line (no line feed)");
+                        return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
+                                          "incomplete last line (no line feed)");
                 size_t end = (size_t)(nl - text);
                 if (text[pos] == '#') {
                         long long mark = 0;
                         if (!parse_mark(text + pos, end - pos, &mark))
-                                return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                                "bad high-water mark (expected '#last_no TAB number')");
+                                return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
+                                                  "bad high-water mark (expected '#last_no TAB number')");
                         if (end + 1 < len || mark <= last)
-                                return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                                "the high-water mark must be the last line and above every "
-                                                "message number");
+                                return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
+                                                  "the high-water mark must be the last line and above every "
+                                                  "message number");
                         msglist_note_no(out, mark);
                         pos = end + 1;
                         continue;
@@ -55,25 +56,25 @@ int store_log_parse(const char *text, size_t len, const char *path, struct msgli
                 struct logrecord rec;
                 int rc = logrecord_parse(text + pos, end - pos, &rec);
                 if (rc != LOGRECORD_OK)
-                        return berr_set(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                        logrecord_strerror(rc));
+                        return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
+                                          logrecord_strerror(rc));
                 if (rec.no <= last) {
                         logrecord_free(&rec);
-                        return berr_set(err, 500,
-                                        "%s: line %ld does not parse: message number %lld after %lld", path,
-                                        lineno, rec.no, last);
+                        return board_fail(err, 500,
+                                          "%s: line %ld does not parse: message number %lld after %lld", path,
+                                          lineno, rec.no, last);
                 }
                 last = rec.no;
                 if (msglist_push(out, &rec) < 0) {
                         logrecord_free(&rec);
-                        return berr_set(err, 500, "out of memory reading '%s'", path);
+                        return board_fail(err, 500, "out of memory reading '%s'", path);
                 }
                 pos = end + 1;
         }
         return 0;
 }
 
-int store_log_read(const char *path, struct msglist *out, struct berr *err)
+int store_log_read(const char *path, struct msglist *out, struct board_error *err)
 {
         struct buf b = BUF_INIT;
         int rc = file_read_all(path, &b, err);
@@ -86,7 +87,7 @@ int store_log_read(const char *path, struct msglist *out, struct berr *err)
 }
 
 int store_log_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                    file_commit_check check, void *ctx, struct berr *err)
+                    file_commit_check check, void *ctx, struct board_error *err)
 {
         struct buf out = BUF_INIT;
         size_t first = l->count > cap ? l->count - cap : 0;
@@ -96,8 +97,8 @@ int store_log_write(const char *path, const struct msglist *l, size_t cap, int m
                 int rc = logrecord_serialize(&l->items[i], &line, &n);
                 if (rc != LOGRECORD_OK) {
                         buf_free(&out);
-                        return berr_set(err, 500, "cannot write message %lld: %s", l->items[i].no,
-                                        logrecord_strerror(rc));
+                        return board_fail(err, 500, "cannot write message %lld: %s", l->items[i].no,
+                                          logrecord_strerror(rc));
                 }
                 buf_append(&out, line, n);
                 free(line);
@@ -110,11 +111,11 @@ int store_log_write(const char *path, const struct msglist *l, size_t cap, int m
                 buf_printf(&out, MARK_PREFIX "%lld\n", high);
         if (out.oom) {
                 buf_free(&out);
-                return berr_set(err, 500, "out of memory writing '%s'", path);
+                return board_fail(err, 500, "out of memory writing '%s'", path);
         }
         const char *data = out.data ? out.data : "";
         int rc;
-        if (method == WRITE_INPLACE) {
+        if (method == BOARD_WRITE_INPLACE) {
                 rc = check ? check(ctx, err) : 0;
                 if (rc == 0)
                         rc = file_overwrite_inplace(path, data, out.len, 4, delay_ms, err);

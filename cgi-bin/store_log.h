@@ -12,24 +12,25 @@
 
 #include <stddef.h>
 
-#include "berr.h"
+#include "board_error.h"
 #include "fileio.h"
 #include "msglist.h"
 
 /* Parse a whole log; a line that does not parse, or numbers that do not
  * increase, are an error naming `path` and the line number (500).  The
  * mark sets out->last_no. */
-int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out, struct berr *err);
+int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out,
+                    struct board_error *err);
 
 /* Read `path` into *out (appended); a missing file is an empty log. */
-int store_log_read(const char *path, struct msglist *out, struct berr *err);
+int store_log_read(const char *path, struct msglist *out, struct board_error *err);
 
 /* Write the newest `cap` messages of `l` as the new log, and the mark
  * when msglist_max_no(l) is above the last of them.  method
- * WRITE_RENAME: crash-safe replacement, `check` runs right before the
- * rename; WRITE_INPLACE: overwrite in chunks with delay_ms between them
+ * BOARD_WRITE_RENAME: crash-safe replacement, `check` runs right before the
+ * rename; BOARD_WRITE_INPLACE: overwrite in chunks with delay_ms between them
  * (`check` runs before the first byte is written). */
 int store_log_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                    file_commit_check check, void *ctx, struct berr *err);
+                    file_commit_check check, void *ctx, struct board_error *err);
 
 #endif

@@ -7,12 +7,12 @@
 
 #include "buf.h"
 
-static int db_error(sqlite3 *db, int rc, const char *what, struct berr *err)
+static int db_error(sqlite3 *db, int rc, const char *what, struct board_error *err)
 {
         int base = rc & 0xFF;
         const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
         if (base == SQLITE_BUSY || base == SQLITE_LOCKED) {
-                berr_set(err, 503, "busy, please try again (the database was locked: %s)", msg);
+                board_fail(err, 503, "busy, please try again (the database was locked: %s)", msg);
                 err->retry_after = 1;
                 return -1;
         }
@@ -23,7 +23,7 @@ static int db_error(sqlite3 *db, int rc, const char *what, struct berr *err)
                 hint = " (the disk is full)";
         else if (base == SQLITE_CANTOPEN || base == SQLITE_PERM)
                 hint = " (cannot open the database; check the data directory)";
-        return berr_set(err, 500, "database error while %s: %s%s", what, msg, hint);
+        return board_fail(err, 500, "database error while %s: %s%s", what, msg, hint);
 }
 
 static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
@@ -41,13 +41,13 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
                              " key TEXT PRIMARY KEY,"
                              " value INTEGER NOT NULL)";
 
-int store_sqlite_open(const struct board_config *cfg, sqlite3 **out, struct berr *err)
+int store_sqlite_open(const struct board_config *cfg, sqlite3 **out, struct board_error *err)
 {
         *out = NULL;
         struct buf path = BUF_INIT;
         buf_printf(&path, "%s/board.db", cfg->data_dir);
         if (path.oom)
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         sqlite3 *db = NULL;
         int rc = sqlite3_open_v2(path.data, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
         buf_free(&path);
@@ -74,13 +74,13 @@ void store_sqlite_close(sqlite3 *db)
         sqlite3_close(db);
 }
 
-int store_sqlite_begin(sqlite3 *db, struct berr *err)
+int store_sqlite_begin(sqlite3 *db, struct board_error *err)
 {
         int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         return rc == SQLITE_OK ? 0 : db_error(db, rc, "starting a write transaction", err);
 }
 
-int store_sqlite_commit(sqlite3 *db, struct berr *err)
+int store_sqlite_commit(sqlite3 *db, struct board_error *err)
 {
         int rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
@@ -117,7 +117,7 @@ static int row_to_record(sqlite3_stmt *st, struct logrecord *rec)
         return 0;
 }
 
-int store_sqlite_list(sqlite3 *db, struct msglist *out, struct berr *err)
+int store_sqlite_list(sqlite3 *db, struct msglist *out, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(
@@ -129,7 +129,7 @@ int store_sqlite_list(sqlite3 *db, struct msglist *out, struct berr *err)
                 if (row_to_record(st, &rec) < 0 || msglist_push(out, &rec) < 0) {
                         logrecord_free(&rec);
                         sqlite3_finalize(st);
-                        return berr_set(err, 500, "out of memory reading messages");
+                        return board_fail(err, 500, "out of memory reading messages");
                 }
         }
         if (rc != SQLITE_DONE) {
@@ -141,7 +141,7 @@ int store_sqlite_list(sqlite3 *db, struct msglist *out, struct berr *err)
         return 0;
 }
 
-int store_sqlite_max_no(sqlite3 *db, long long *out, struct berr *err)
+int store_sqlite_max_no(sqlite3 *db, long long *out, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(db,
@@ -161,7 +161,7 @@ int store_sqlite_max_no(sqlite3 *db, long long *out, struct berr *err)
         return 0;
 }
 
-int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct berr *err)
+int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(
@@ -172,7 +172,7 @@ int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct be
         rc = sqlite3_step(st);
         int result;
         if (rc == SQLITE_ROW)
-                result = row_to_record(st, out) < 0 ? berr_set(err, 500, "out of memory") : 0;
+                result = row_to_record(st, out) < 0 ? board_fail(err, 500, "out of memory") : 0;
         else if (rc == SQLITE_DONE)
                 result = 1;
         else
@@ -181,7 +181,7 @@ int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct be
         return result;
 }
 
-static int exec_int(sqlite3 *db, const char *sql, long long v, const char *what, struct berr *err)
+static int exec_int(sqlite3 *db, const char *sql, long long v, const char *what, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
@@ -198,7 +198,7 @@ static void bind_text(sqlite3_stmt *st, int i, const struct lr_text *t)
         sqlite3_bind_text(st, i, t->ptr ? t->ptr : "", (int)t->len, SQLITE_TRANSIENT);
 }
 
-int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct berr *err)
+int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(
@@ -222,12 +222,12 @@ int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct berr *e
                         rec->no, "storing the high-water mark", err);
 }
 
-int store_sqlite_delete(sqlite3 *db, long long no, struct berr *err)
+int store_sqlite_delete(sqlite3 *db, long long no, struct board_error *err)
 {
         return exec_int(db, "DELETE FROM messages WHERE no = ?", no, "deleting the message", err);
 }
 
-int store_sqlite_cap(sqlite3 *db, long cap, struct berr *err)
+int store_sqlite_cap(sqlite3 *db, long cap, struct board_error *err)
 {
         return exec_int(
             db, "DELETE FROM messages WHERE no NOT IN (SELECT no FROM messages ORDER BY no DESC LIMIT ?)",

@@ -27,25 +27,26 @@ void post_input_free(struct post_input *in)
         in->password = NULL;
 }
 
-static int once(const struct form *f, const char *name, const struct form_field **out, struct berr *err)
+static int once(const struct form *f, const char *name, const struct form_field **out,
+                struct board_error *err)
 {
         if (form_count(f, name) > 1)
-                return berr_set(err, 400, "The field '%s' was sent more than once", name);
+                return board_fail(err, 400, "The field '%s' was sent more than once", name);
         *out = form_get(f, name);
         return 0;
 }
 
 static int check_text(const char *label, const char *s, size_t len, size_t max, int multiline,
-                      struct berr *err)
+                      struct board_error *err)
 {
         if (len > max)
-                return berr_set(err, 400, "%s is too long: %zu bytes, at most %zu", label, len, max);
+                return board_fail(err, 400, "%s is too long: %zu bytes, at most %zu", label, len, max);
         size_t pos = 0;
         int rc = utf8_check_text(s, len, multiline, &pos);
         if (rc == UTF8_EINVALID)
-                return berr_set(err, 400, "%s is not valid UTF-8 (byte %zu)", label, pos + 1);
+                return board_fail(err, 400, "%s is not valid UTF-8 (byte %zu)", label, pos + 1);
         if (rc == UTF8_ECONTROL)
-                return berr_set(err, 400, "%s contains a control character (byte %zu)", label, pos + 1);
+                return board_fail(err, 400, "%s contains a control character (byte %zu)", label, pos + 1);
         return 0;
 }
 
@@ -106,7 +107,7 @@ static int normalize_newlines(const char *s, size_t len, struct lr_text *out)
         return 0;
 }
 
-int validate_post(const struct form *f, struct post_input *in, struct berr *err)
+int validate_post(const struct form *f, struct post_input *in, struct board_error *err)
 {
         memset(in, 0, sizeof *in);
         const struct form_field *name = NULL, *subject = NULL, *body = NULL, *password = NULL, *token = NULL;
@@ -114,34 +115,34 @@ int validate_post(const struct form *f, struct post_input *in, struct berr *err)
             once(f, "password", &password, err) || once(f, "token", &token, err))
                 return -1;
         if (!body || body->value_len == 0)
-                return berr_set(err, 400, "Please write a message (the message field is empty)");
-        if (name && check_text("The name", name->value, name->value_len, NAME_MAX_BYTES, 0, err))
+                return board_fail(err, 400, "Please write a message (the message field is empty)");
+        if (name && check_text("The name", name->value, name->value_len, MSG_NAME_MAX_BYTES, 0, err))
                 return -1;
         if (subject &&
-            check_text("The subject", subject->value, subject->value_len, SUBJECT_MAX_BYTES, 0, err))
+            check_text("The subject", subject->value, subject->value_len, MSG_SUBJECT_MAX_BYTES, 0, err))
                 return -1;
         if (password &&
-            check_text("The password", password->value, password->value_len, PASSWORD_MAX_BYTES, 0, err))
+            check_text("The password", password->value, password->value_len, MSG_PASSWORD_MAX_BYTES, 0, err))
                 return -1;
         /* Check the body as sent (UTF-8, controls), then its length once
          * line breaks are LF. */
         if (check_text("The message", body->value, body->value_len, (size_t)-1, 1, err))
                 return -1;
         if (only_invisible(body->value, body->value_len))
-                return berr_set(err, 400,
-                                "Please write a message (the message field is empty: it holds only spaces "
-                                "or invisible characters)");
+                return board_fail(err, 400,
+                                  "Please write a message (the message field is empty: it holds only spaces "
+                                  "or invisible characters)");
         if (normalize_newlines(body->value, body->value_len, &in->msg.body) < 0)
-                return berr_set(err, 500, "out of memory");
-        if (in->msg.body.len > BODY_MAX_BYTES) {
-                berr_set(err, 400, "The message is too long: %zu bytes, at most %d", in->msg.body.len,
-                         BODY_MAX_BYTES);
+                return board_fail(err, 500, "out of memory");
+        if (in->msg.body.len > MSG_BODY_MAX_BYTES) {
+                board_fail(err, 400, "The message is too long: %zu bytes, at most %d", in->msg.body.len,
+                           MSG_BODY_MAX_BYTES);
                 post_input_free(in);
                 return -1;
         }
         int oom = 0;
         if (!name || only_invisible(name->value, name->value_len))
-                oom |= lr_text_set(&in->msg.name, DEFAULT_NAME, strlen(DEFAULT_NAME));
+                oom |= lr_text_set(&in->msg.name, MSG_DEFAULT_NAME, strlen(MSG_DEFAULT_NAME));
         else
                 oom |= lr_text_set(&in->msg.name, name->value, name->value_len);
         if (!subject || only_invisible(subject->value, subject->value_len))
@@ -152,24 +153,24 @@ int validate_post(const struct form *f, struct post_input *in, struct berr *err)
         in->password = strdup(password ? password->value : "");
         if (oom || !in->password) {
                 post_input_free(in);
-                return berr_set(err, 500, "out of memory");
+                return board_fail(err, 500, "out of memory");
         }
         return 0;
 }
 
-int validate_delete(const struct form *f, long long *no, const char **password, struct berr *err)
+int validate_delete(const struct form *f, long long *no, const char **password, struct board_error *err)
 {
         const struct form_field *n = NULL, *pw = NULL, *token = NULL;
         if (once(f, "no", &n, err) || once(f, "password", &pw, err) || once(f, "token", &token, err))
                 return -1;
         if (!n)
-                return berr_set(err, 400, "Please give the number of the message to delete");
+                return board_fail(err, 400, "Please give the number of the message to delete");
         *no = parse_decimal(n->value, n->value_len);
         if (*no < 1)
-                return berr_set(err, 400, "The message number must be a whole number from 1");
+                return board_fail(err, 400, "The message number must be a whole number from 1");
         if (!pw || pw->value_len == 0)
-                return berr_set(err, 400, "Please give the message's password");
-        if (check_text("The password", pw->value, pw->value_len, PASSWORD_MAX_BYTES, 0, err))
+                return board_fail(err, 400, "Please give the message's password");
+        if (check_text("The password", pw->value, pw->value_len, MSG_PASSWORD_MAX_BYTES, 0, err))
                 return -1;
         *password = pw->value;
         return 0;

@@ -1,4 +1,7 @@
-/* test_board_config.c - configuration parsing: defaults, values, errors. */
+/* test_board_config.c - configuration parsing: defaults, values, errors.
+ * <fcntl.h> comes first on purpose: glibc defines LOCK_RW there, and the
+ * board's lock modes must not collide with it. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +13,7 @@
 
 #include "../../cgi-bin/config.h"
 
-static int parse(const char *text, struct board_config *cfg, struct berr *err)
+static int parse(const char *text, struct board_config *cfg, struct board_error *err)
 {
         return config_parse(text, strlen(text), "board.conf", cfg, err);
 }
@@ -19,17 +22,17 @@ static void test_defaults(void **state)
 {
         (void)state;
         struct board_config c;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(parse("# comment\n\ndata_dir = /tmp/x\n", &c, &e), 0);
         assert_string_equal(c.data_dir, "/tmp/x");
         assert_string_equal(c.title, "dirlock board");
         assert_string_equal(c.base_path, "/");
-        assert_int_equal(c.lock_mode, LOCK_MKDIR);
-        assert_int_equal(c.store, STORE_LOG);
+        assert_int_equal(c.lock_mode, BOARD_LOCK_MKDIR);
+        assert_int_equal(c.store, BOARD_STORE_LOG);
         assert_true(c.lock_timeout == 10.0);
         assert_true(c.stale_age == 30.0);
         assert_int_equal(c.delay_ms, 0);
-        assert_int_equal(c.write_method, WRITE_RENAME);
+        assert_int_equal(c.write_method, BOARD_WRITE_RENAME);
         assert_int_equal(c.max_messages, 1000);
         assert_int_equal(c.page_size, 20);
         assert_int_equal(c.min_post_interval, 0);
@@ -42,7 +45,7 @@ static void test_all_keys(void **state)
 {
         (void)state;
         struct board_config c;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         const char *text = "title = 掲示板 = test \r\n"
                            "  base_path=/board/rw/\n"
                            "data_dir\t=\t/var/lib/board rw  \n"
@@ -53,12 +56,12 @@ static void test_all_keys(void **state)
         assert_string_equal(c.title, "掲示板 = test");
         assert_string_equal(c.base_path, "/board/rw/");
         assert_string_equal(c.data_dir, "/var/lib/board rw");
-        assert_int_equal(c.lock_mode, LOCK_RW);
-        assert_int_equal(c.store, STORE_SQLITE);
+        assert_int_equal(c.lock_mode, BOARD_LOCK_RW);
+        assert_int_equal(c.store, BOARD_STORE_SQLITE);
         assert_true(c.lock_timeout == 0.5);
         assert_true(c.stale_age == 2.0);
         assert_int_equal(c.delay_ms, 300);
-        assert_int_equal(c.write_method, WRITE_INPLACE);
+        assert_int_equal(c.write_method, BOARD_WRITE_INPLACE);
         assert_int_equal(c.max_messages, 5);
         assert_int_equal(c.page_size, 3);
         assert_int_equal(c.min_post_interval, 10);
@@ -70,7 +73,7 @@ static void test_all_keys(void **state)
 static void expect_error(const char *text, const char *needle)
 {
         struct board_config c;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(parse(text, &c, &e), -1);
         assert_int_equal(e.status, 500);
         if (!strstr(e.msg, needle))
@@ -106,7 +109,7 @@ static void test_load_missing_file(void **state)
 {
         (void)state;
         struct board_config c;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(config_load("/nonexistent/board.conf", &c, &e), -1);
         assert_non_null(strstr(e.msg, "/nonexistent/board.conf"));
 }

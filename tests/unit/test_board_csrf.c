@@ -20,7 +20,7 @@ static void test_secret_file(void **state)
         char dir[] = "/tmp/test_board_csrf_XXXXXX";
         assert_non_null(mkdtemp(dir));
         unsigned char a[CSRF_SECRET_LEN], b[CSRF_SECRET_LEN];
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(csrf_load_secret(dir, a, &e), 0);
         char path[64];
         snprintf(path, sizeof path, "%s/secret", dir);
@@ -47,7 +47,7 @@ static void test_tokens(void **state)
         unsigned char secret[CSRF_SECRET_LEN];
         memset(secret, 7, sizeof secret);
         char cookie[CSRF_COOKIE_LEN + 1], other[CSRF_COOKIE_LEN + 1];
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(csrf_new_cookie(secret, cookie, &e), 0);
         assert_int_equal(csrf_new_cookie(secret, other, &e), 0);
         assert_int_equal(strlen(cookie), CSRF_COOKIE_LEN);
@@ -93,7 +93,7 @@ static void test_cookie_shape(void **state)
         memset(secret, 7, sizeof secret);
         memset(other_secret, 9, sizeof other_secret);
         char cookie[CSRF_COOKIE_LEN + 1];
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(csrf_new_cookie(secret, cookie, &e), 0);
         assert_true(csrf_cookie_valid(secret, cookie, CSRF_COOKIE_LEN));
         assert_false(csrf_cookie_valid(other_secret, cookie, CSRF_COOKIE_LEN)); /* another board's */
@@ -119,7 +119,7 @@ static void test_password(void **state)
 {
         (void)state;
         char *h = NULL;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(password_hash("パスワード", &h, &e), 0);
         assert_true(strncmp(h, "$y$", 3) == 0);
         assert_true(password_verify("パスワード", h));

@@ -49,7 +49,7 @@ static void config_for(struct board_config *cfg, const char *lock_mode, long del
         char text[256];
         int n = snprintf(text, sizeof text, "data_dir = %s\nlock_mode = %s\ndelay_ms = %ld\n", dir, lock_mode,
                          delay_ms);
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(config_parse(text, (size_t)n, "test.conf", cfg, &e), 0);
 }
 
@@ -68,7 +68,7 @@ static struct logrecord message(const char *body, long long time)
 static void enqueue(const char *body, struct pq_ticket *t)
 {
         struct logrecord m = message(body, 1700000000);
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(pq_enqueue(pending, &m, t, &e), 0);
         logrecord_free(&m);
         assert_false(pq_stored(t));
@@ -107,7 +107,7 @@ static void test_claim_order_and_settle(void **state)
                 usleep(20000); /* distinct queueing times */
         }
         struct pq_batch b = PQ_BATCH_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(pq_claim(pending, 2, &b, &e), 0);
         assert_int_equal(b.count, 2);
         assert_string_equal(b.items[0].body.ptr, "m0");
@@ -135,7 +135,7 @@ static void test_withdraw_against_claim(void **state)
         struct pq_ticket t;
         enqueue("w", &t);
         struct pq_batch b = PQ_BATCH_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
         assert_int_equal(b.count, 1);
         assert_int_equal(pq_withdraw(pending, &t), 1); /* claimed: may be stored */
@@ -156,7 +156,7 @@ static void test_give_back_removes_own(void **state)
         enqueue("own", &own);
         enqueue("other", &other);
         struct pq_batch b = PQ_BATCH_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
         assert_int_equal(b.count, 2);
         pq_give_back(pending, &b, own.id);
@@ -175,7 +175,7 @@ static void test_give_back_removes_own(void **state)
 static void test_unreadable_and_dead(void **state)
 {
         (void)state;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(ensure_dir(pending, &e), 0);
         const char *names[] = {"0123456789abcdef.msg", "fedcba9876543210.claim.999999999",
                                "00000000000000aa.msg.tmp.999999999.0123456789abcdef", NULL};
@@ -225,7 +225,7 @@ static void test_dead_holder_leftovers(void **state)
         (void)state;
         struct board_config cfg;
         config_for(&cfg, "mkdir", 0);
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(ensure_dir(pending, &e), 0);
         char log[128], path[200];
         snprintf(log, sizeof log, "%s/messages.log", dir);
@@ -281,7 +281,7 @@ static long post_concurrently(const char *lock_mode, long delay_ms, int procs, i
                                 char body[32];
                                 snprintf(body, sizeof body, "p%d-%d", p, i);
                                 struct logrecord m = message(body, 1700000000);
-                                struct berr e = BERR_INIT;
+                                struct board_error e = BOARD_ERROR_INIT;
                                 if (board_post(&cfg, &m, "127.0.0.1", 1700000000, &e) != 0) {
                                         fprintf(stderr, "post failed: %d %s\n", e.status, e.msg);
                                         failed++;

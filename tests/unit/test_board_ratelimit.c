@@ -20,7 +20,7 @@ static void test_interval(void **state)
         assert_non_null(mkdtemp(dir));
         char path[64];
         snprintf(path, sizeof path, "%s/ratelimit", dir);
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         long wait = -1;
         assert_int_equal(ratelimit_check(path, "10.0.0.1", 1000, 30, &wait, &e), 0);
         assert_int_equal(ratelimit_record(path, "10.0.0.1", 1000, 30, &e), 0);

@@ -79,7 +79,7 @@ static void test_missing_is_empty(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(store_log_read(f->path, &l, &e), 0);
         assert_int_equal(l.count, 0);
         msglist_free(&l);
@@ -89,10 +89,10 @@ static void test_write_read(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "first\nline");
         add(&l, 2, "二番目\ttab\\");
-        assert_int_equal(store_log_write(f->path, &l, 100, WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_write(f->path, &l, 100, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
         assert_int_equal(count_files(f->dir), 1); /* no temp file left */
         assert_int_equal(store_log_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 2);
@@ -101,7 +101,7 @@ static void test_write_read(void **state)
         msglist_free(&back);
         /* in place gives the same file */
         add(&l, 5, "third");
-        assert_int_equal(store_log_write(f->path, &l, 100, WRITE_INPLACE, 1, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_write(f->path, &l, 100, BOARD_WRITE_INPLACE, 1, NULL, NULL, &e), 0);
         assert_int_equal(store_log_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 3);
         assert_int_equal(msglist_max_no(&back), 5);
@@ -113,10 +113,10 @@ static void test_cap(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         for (int i = 1; i <= 10; i++)
                 add(&l, i, "m");
-        assert_int_equal(store_log_write(f->path, &l, 3, WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_write(f->path, &l, 3, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
         assert_int_equal(store_log_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 3);
         assert_int_equal(back.items[0].no, 8);
@@ -132,7 +132,7 @@ static void test_corrupt_line(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         write_text(f->path, "1\t1\ta\tb\tc\t\n2\t1\ta\tb\tc\n3\t1\ta\tb\tc\t\n");
         assert_int_equal(store_log_read(f->path, &l, &e), -1);
         assert_int_equal(e.status, 500);
@@ -150,10 +150,10 @@ static void test_corrupt_line(void **state)
         msglist_free(&l);
 }
 
-static int refuse(void *ctx, struct berr *err)
+static int refuse(void *ctx, struct board_error *err)
 {
         (*(int *)ctx)++;
-        berr_set(err, 503, "lock lost");
+        board_fail(err, 503, "lock lost");
         return -1;
 }
 
@@ -161,12 +161,12 @@ static void test_check_cancels(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "old");
-        assert_int_equal(store_log_write(f->path, &l, 10, WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
         add(&l, 2, "new");
         int called = 0;
-        assert_int_equal(store_log_write(f->path, &l, 10, WRITE_RENAME, 0, refuse, &called, &e), -1);
+        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, refuse, &called, &e), -1);
         assert_int_equal(called, 1);
         assert_int_equal(e.status, 503);
         assert_int_equal(count_files(f->dir), 1);
@@ -180,11 +180,11 @@ static void test_write_failure_keeps_old(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "x");
         char bad[160];
         snprintf(bad, sizeof bad, "%s/missing-dir/messages.log", f->dir);
-        assert_int_equal(store_log_write(bad, &l, 10, WRITE_RENAME, 0, NULL, NULL, &e), -1);
+        assert_int_equal(store_log_write(bad, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), -1);
         assert_int_equal(e.status, 500);
         assert_non_null(strstr(e.msg, "cannot create"));
         assert_int_equal(count_files(f->dir), 0);
@@ -197,18 +197,18 @@ static void test_high_water_mark(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "one");
         add(&l, 2, "two");
         msglist_remove(&l, 1); /* the newest deleted */
         assert_int_equal(msglist_max_no(&l), 2);
-        assert_int_equal(store_log_write(f->path, &l, 10, WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
         assert_int_equal(store_log_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 1);
         assert_int_equal(msglist_max_no(&back), 2);
         msglist_free(&back);
         msglist_remove(&l, 0); /* every message deleted */
-        assert_int_equal(store_log_write(f->path, &l, 10, WRITE_INPLACE, 0, NULL, NULL, &e), 0);
+        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, NULL, NULL, &e), 0);
         assert_int_equal(store_log_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 0);
         assert_int_equal(msglist_max_no(&back), 2);

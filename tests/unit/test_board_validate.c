@@ -14,7 +14,7 @@
 #include "../../cgi-bin/validate.h"
 
 /* Parse a form and validate it as a post. */
-static int check_post(const char *text, struct post_input *in, struct berr *e)
+static int check_post(const char *text, struct post_input *in, struct board_error *e)
 {
         struct form f;
         assert_int_equal(form_parse(text, strlen(text), 32, &f, NULL), FORM_OK);
@@ -34,7 +34,7 @@ static void test_defaults_and_newlines(void **state)
 {
         (void)state;
         struct post_input in;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(check_post("body=a%0D%0Ab%0Dc%0Ad&name=+&token=t", &in, &e), 0);
         assert_string_equal(in.msg.name.ptr, "anonymous");
         assert_string_equal(in.msg.subject.ptr, "");
@@ -60,7 +60,7 @@ static void test_limits(void **state)
                         buf_puts(&b, "body=x");
                         with_field(&b, lim[k].field, 'a', lim[k].max + (size_t)over);
                         struct post_input in;
-                        struct berr e = BERR_INIT;
+                        struct board_error e = BOARD_ERROR_INIT;
                         int rc = check_post(b.data, &in, &e);
                         if (over) {
                                 assert_int_equal(rc, -1);
@@ -79,7 +79,7 @@ static void test_limits(void **state)
         for (int i = 0; i < 4000; i++)
                 buf_puts(&b, "a%0D%0A");
         struct post_input in;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(check_post(b.data, &in, &e), 0);
         assert_int_equal(in.msg.body.len, 8000);
         post_input_free(&in);
@@ -107,7 +107,7 @@ static void test_rejects(void **state)
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                 struct post_input in;
-                struct berr e = BERR_INIT;
+                struct board_error e = BOARD_ERROR_INIT;
                 if (check_post(bad[i], &in, &e) != -1)
                         fail_msg("accepted '%s'", bad[i]);
                 assert_int_equal(e.status, 400);
@@ -140,7 +140,7 @@ static void test_delete_form(void **state)
                 assert_int_equal(form_parse(cases[i].text, strlen(cases[i].text), 32, &f, NULL), FORM_OK);
                 long long no = 0;
                 const char *pw = NULL;
-                struct berr e = BERR_INIT;
+                struct board_error e = BOARD_ERROR_INIT;
                 int rc = validate_delete(&f, &no, &pw, &e);
                 if ((rc == 0) != cases[i].ok)
                         fail_msg("case '%s': rc %d", cases[i].text, rc);

@@ -29,7 +29,7 @@ static int setup(void **state)
         snprintf(logpath, sizeof logpath, "%s/messages.log", dir);
         char text[256];
         int n = snprintf(text, sizeof text, "data_dir = %s\nlock_mode = mkdir\n", dir);
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         return config_parse(text, (size_t)n, "test.conf", &cfg, &e) == 0 ? 0 : -1;
 }
 
@@ -61,7 +61,7 @@ static void write_log(long first, long last, const char *raw)
 static void expect(long first, long last)
 {
         const struct msglist *l;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(board_view(&cfg, &l, &e), 0);
         assert_int_equal(l->count, (size_t)(last - first + 1));
         for (size_t i = 0; i < l->count; i++) {
@@ -90,13 +90,13 @@ static void test_view_follows_the_log(void **state)
         expect(20, 21); /* something else altogether */
         write_log(0, 0, "20\t1700000020\tname 20\tsubject 20\tbody\\nof 20\t\n19\t1\tx\ty\tz\t\n");
         const struct msglist *l;
-        struct berr e = BERR_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(board_view(&cfg, &l, &e), -1); /* numbers went back */
         assert_int_equal(e.status, 500);
         write_log(20, 22, NULL);
         expect(20, 22);
         write_log(0, 0, "20\t1700000020\tname 20\tsubject 20\tbody\\nof 20\t\n21\tbroken");
-        e = (struct berr)BERR_INIT;
+        e = (struct board_error)BOARD_ERROR_INIT;
         assert_int_equal(board_view(&cfg, &l, &e), -1); /* incomplete last line */
         write_log(1, 2, NULL);
         expect(1, 2);
@@ -107,7 +107,7 @@ static void test_view_follows_the_log(void **state)
         write_log(0, 0,
                   "1\t1700000001\tname 1\tsubject 1\tbody\\nof 1\t\n#last_no\t3\n"
                   "4\t1700000004\tname 4\tsubject 4\tbody\\nof 4\t\n");
-        e = (struct berr)BERR_INIT;
+        e = (struct board_error)BOARD_ERROR_INIT;
         assert_int_equal(board_view(&cfg, &l, &e), -1);
         write_log(0, 0, "#last_no\t3\n");
         expect(1, 0);

@@ -1,10 +1,10 @@
-/* berr.c - error values (see berr.h). */
-#include "berr.h"
+/* board_error.c - error values (see board_error.h). */
+#include "board_error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-int berr_set(struct berr *e, int status, const char *fmt, ...)
+int board_fail(struct board_error *e, int status, const char *fmt, ...)
 {
         if (!e)
                 return -1;
@@ -17,7 +17,7 @@ int berr_set(struct berr *e, int status, const char *fmt, ...)
         return -1;
 }
 
-void berr_clear(struct berr *e)
+void board_error_clear(struct board_error *e)
 {
         if (!e)
                 return;

@@ -1,0 +1,22 @@
+/* board_error.h - the board's error values: an HTTP status, an optional
+ * Retry-After and a message a person can read. */
+#ifndef BOARD_BOARD_ERROR_H
+#define BOARD_BOARD_ERROR_H
+
+struct board_error {
+        int status;      /* HTTP status to answer with (0 = no error) */
+        int retry_after; /* seconds for Retry-After, 0 = none          */
+        char msg[768];   /* always NUL-terminated, truncated if longer */
+};
+
+#define BOARD_ERROR_INIT                                                                                     \
+        {                                                                                                    \
+                0, 0, ""                                                                                     \
+        }
+
+/* Fill *e (when not NULL) and return -1, so callers can
+ * `return board_fail(err, 500, "...")`. */
+int board_fail(struct board_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void board_error_clear(struct board_error *e);
+
+#endif
