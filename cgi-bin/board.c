@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "buf.h"
+#include "delay.h"
 #include "deletelimit.h"
-#include "fileio.h"
 #include "locking.h"
 #include "password.h"
 #include "postqueue.h"
@@ -400,13 +399,6 @@ static int lead(const struct board_config *cfg, const struct paths *p, struct bo
                                           p->pending.data);
         }
         return 0;
-}
-
-static double monotonic_seconds(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* A post with group commit: steps 1 to 3 and 6 of the protocol in

@@ -1,6 +1,7 @@
 /* board_error.c - error values (see board_error.h). */
 #include "board_error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -24,4 +25,19 @@ void board_error_clear(struct board_error *e)
         e->status = 0;
         e->retry_after = 0;
         e->msg[0] = '\0';
+}
+
+const char *storage_hint(int sys_errno)
+{
+        switch (sys_errno) {
+        case EROFS:
+                return " (the data directory is read-only)";
+        case ENOSPC:
+        case EDQUOT:
+                return " (the disk is full)";
+        case EACCES:
+        case EPERM:
+                return " (permission denied on the data directory)";
+        }
+        return "";
 }

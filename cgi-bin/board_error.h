@@ -1,5 +1,6 @@
 /* board_error.h - the board's error values: an HTTP status, an optional
- * Retry-After and a message a person can read. */
+ * Retry-After and a message a person can read, with what to do about the
+ * usual storage failures. */
 #ifndef BOARD_BOARD_ERROR_H
 #define BOARD_BOARD_ERROR_H
 
@@ -18,5 +19,10 @@ struct board_error {
  * `return board_fail(err, 500, "...")`. */
 int board_fail(struct board_error *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void board_error_clear(struct board_error *e);
+
+/* The end of a message about a failed system call on the board's data
+ * (errno `sys_errno`): what to do about the usual storage failures
+ * (" (the disk is full)"), or "". */
+const char *storage_hint(int sys_errno);
 
 #endif

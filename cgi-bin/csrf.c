@@ -14,6 +14,9 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "hex.h"
+#include "random.h"
+#include "tempname.h"
 
 static int read_secret(const char *path, unsigned char secret[CSRF_SECRET_LEN], struct board_error *err)
 {
@@ -42,17 +45,9 @@ int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN]
                  * place, so concurrent first starts agree on one secret. */
                 unsigned char fresh[CSRF_SECRET_LEN];
                 struct buf tmp = BUF_INIT;
-                unsigned char r[8];
-                char rh[17];
                 rc = random_bytes(fresh, sizeof fresh, err);
                 if (rc == 0)
-                        rc = random_bytes(r, sizeof r, err);
-                if (rc == 0) {
-                        hex_encode(r, sizeof r, rh);
-                        buf_printf(&tmp, "%s.tmp.%ld.%s", path.data, (long)getpid(), rh);
-                        if (tmp.oom)
-                                rc = board_fail(err, 500, "out of memory");
-                }
+                        rc = temp_name_make(path.data, NULL, &tmp, err);
                 if (rc == 0) {
                         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
                         if (fd < 0) {

@@ -1,33 +1,17 @@
-/* fileio.c - file reading and crash-safe replacement (see fileio.h). */
+/* fileio.c - whole-file reads and writes (see fileio.h). */
 #include "fileio.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-const char *storage_hint(int e)
-{
-        switch (e) {
-        case EROFS:
-                return " (the data directory is read-only)";
-        case ENOSPC:
-        case EDQUOT:
-                return " (the disk is full)";
-        case EACCES:
-        case EPERM:
-                return " (permission denied on the data directory)";
-        }
-        return "";
-}
+#include "delay.h"
+#include "tempname.h"
 
 int file_read_all(const char *path, struct buf *out, struct board_error *err)
 {
@@ -94,77 +78,14 @@ static int fsync_dir_of(const char *path)
         return rc;
 }
 
-int random_bytes(void *buf, size_t n, struct board_error *err)
-{
-        unsigned char *p = buf;
-        while (n > 0) {
-                ssize_t got = getrandom(p, n, 0);
-                if (got < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return board_fail(err, 500, "cannot get random bytes: %s", strerror(errno));
-                }
-                p += got;
-                n -= (size_t)got;
-        }
-        return 0;
-}
-
-void hex_encode(const unsigned char *in, size_t n, char *out)
-{
-        static const char digits[] = "0123456789abcdef";
-        for (size_t i = 0; i < n; i++) {
-                out[2 * i] = digits[in[i] >> 4];
-                out[2 * i + 1] = digits[in[i] & 15];
-        }
-        out[2 * n] = '\0';
-}
-
-int temp_name_is_dead(const char *name)
-{
-        const char *t = strstr(name, ".tmp.");
-        if (t == NULL)
-                return 0;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (pid <= 0 || *end != '.' || strlen(end + 1) != 16 || pid == (long)getpid())
-                return 0;
-        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-}
-
-/* Temp files of writers that were killed before their rename, next to
- * `path` (see temp_name_is_dead). */
-static void remove_dead_temps(const char *path)
-{
-        char *copy = strdup(path);
-        if (copy == NULL)
-                return;
-        const char *dir = dirname(copy);
-        DIR *d = opendir(dir);
-        if (d != NULL) {
-                struct dirent *de;
-                while ((de = readdir(d)) != NULL)
-                        if (temp_name_is_dead(de->d_name))
-                                unlinkat(dirfd(d), de->d_name, 0);
-                closedir(d);
-        }
-        free(copy);
-}
-
 int file_replace(const char *path, const char *data, size_t len, int mode, file_commit_check check, void *ctx,
                  struct board_error *err)
 {
-        remove_dead_temps(path);
-        unsigned char rnd[8];
-        char rhex[17];
-        if (random_bytes(rnd, sizeof rnd, err) < 0)
-                return -1;
-        hex_encode(rnd, sizeof rnd, rhex);
+        temp_remove_dead_beside(path);
         struct buf tmp = BUF_INIT;
-        buf_printf(&tmp, "%s.tmp.%ld.%s", path, (long)getpid(), rhex);
-        if (tmp.oom) {
+        if (temp_name_make(path, NULL, &tmp, err) < 0) {
                 buf_free(&tmp);
-                return board_fail(err, 500, "out of memory");
+                return -1;
         }
         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
         if (fd < 0) {
@@ -208,15 +129,6 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
                 return board_fail(err, 500, "cannot fsync the directory of '%s': %s", path, strerror(e));
         }
         return 0;
-}
-
-void sleep_ms(long ms)
-{
-        if (ms <= 0)
-                return;
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
 }
 
 int file_overwrite_inplace(const char *path, const char *data, size_t len, int chunks, long delay_ms,

@@ -5,7 +5,6 @@
 
 #include "buf.h"
 #include "dirlock.h"
-#include "fileio.h"
 
 static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de,
                       struct board_error *err)

@@ -69,6 +69,9 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "hex.h"
+#include "random.h"
+#include "tempname.h"
 
 #define QUEUED_SUFFIX  ".msg"
 #define CLAIMED_SUFFIX ".claim."
@@ -171,13 +174,15 @@ int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t
                 return board_fail(err, 500, "cannot queue the message: %s", logrecord_strerror(lrc));
 
         struct buf tmp = BUF_INIT, final = BUF_INIT;
-        buf_printf(&tmp, "%s/%s" QUEUED_SUFFIX ".tmp.%ld.%s", dir, t->id, (long)getpid(), t->id);
         buf_printf(&final, "%s/%s" QUEUED_SUFFIX, dir, t->id);
         int rc = 0;
-        if (tmp.oom || final.oom) {
+        if (final.oom) {
                 rc = board_fail(err, 500, "out of memory");
                 goto out;
         }
+        rc = temp_name_make(final.data, t->id, &tmp, err);
+        if (rc < 0)
+                goto out;
         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
                 int e = errno;
