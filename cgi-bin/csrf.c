@@ -55,11 +55,11 @@ int csrf_load_secret(const char *data_dir, unsigned char secret[CSRF_SECRET_LEN]
                                 rc = board_fail(err, 500, "cannot create secret file '%s': %s%s", tmp.data,
                                                 strerror(e), storage_hint(e));
                         } else {
-                                ssize_t n = write(fd, fresh, sizeof fresh);
-                                int e = errno;
-                                if (n != (ssize_t)sizeof fresh || fsync(fd) < 0) {
-                                        rc = board_fail(err, 500, "cannot write secret file '%s': %s",
-                                                        tmp.data, n < 0 ? strerror(e) : "short write");
+                                int e = 0;
+                                if (write_all(fd, fresh, sizeof fresh) < 0 || fsync(fd) < 0) {
+                                        e = errno;
+                                        rc = board_fail(err, 500, "cannot write secret file '%s': %s%s",
+                                                        tmp.data, strerror(e), storage_hint(e));
                                 }
                                 close(fd);
                                 if (rc == 0 && link(tmp.data, path.data) < 0 && errno != EEXIST) {

@@ -43,16 +43,17 @@ int file_read_all(const char *path, struct buf *out, struct board_error *err)
         return 0;
 }
 
-static int write_all(int fd, const char *data, size_t len)
+int write_all(int fd, const void *data, size_t len)
 {
+        const char *p = data;
         while (len > 0) {
-                ssize_t n = write(fd, data, len);
+                ssize_t n = write(fd, p, len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -1;
                 }
-                data += n;
+                p += n;
                 len -= (size_t)n;
         }
         return 0;

@@ -95,21 +95,6 @@ static int process_gone(long pid)
         return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-static int write_all_fd(int fd, const char *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -1;
-                }
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
-
 /* One inotify instance per process, kept: closing one waits for a kernel
  * grace period (see lib/wait.c). */
 static int notify_fd = -2; /* -2 not tried yet, -1 not available */
@@ -190,7 +175,7 @@ int pq_enqueue(const char *dir, const struct logrecord *msg, struct pq_ticket *t
                                 storage_hint(e));
                 goto out;
         }
-        int bad = write_all_fd(fd, line, len);
+        int bad = write_all(fd, line, len);
         int e = errno;
         /* Watch before the entry can be claimed: no change is missed. */
         int ifd = bad ? -1 : notify_instance();
