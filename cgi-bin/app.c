@@ -23,7 +23,7 @@
 #define MAX_FORM_FIELDS 32
 #define MAX_COOKIES     64
 
-int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct board_error *err)
+int app_load(struct app *app, const char *conf_path, struct app_board **out, struct board_error *err)
 {
         for (struct app_board *b = app->boards; b; b = b->next)
                 if (strcmp(b->conf_path, conf_path) == 0) {
@@ -45,6 +45,7 @@ int app_load(struct app *app, const char *conf_path, const struct app_board **ou
                 free(b);
                 return -1;
         }
+        board_init(&b->board, &b->cfg);
         b->next = app->boards;
         app->boards = b;
         *out = b;
@@ -56,6 +57,7 @@ void app_free(struct app *app)
         while (app->boards) {
                 struct app_board *b = app->boards;
                 app->boards = b->next;
+                board_close(&b->board);
                 config_free(&b->cfg);
                 free(b->conf_path);
                 memset(b->secret, 0, sizeof b->secret);
@@ -264,7 +266,7 @@ static void message_page(struct resp *r, const struct board_config *cfg, const s
 /* ---- handlers --------------------------------------------------------- */
 
 struct req {
-        const struct app_board *board;
+        struct app_board *loaded; /* configuration, secret and store */
         const struct board_config *cfg;
         char *const *envp;
         const char *token_cookie; /* the client's valid cookie, or new_cookie */
@@ -293,7 +295,7 @@ static void show_board(struct req *q, struct resp *r, int status, const char *er
 {
         const struct msglist *list;
         struct board_error lerr = BOARD_ERROR_INIT;
-        int listed = board_view(q->cfg, &list, &lerr);
+        int listed = board_view(&q->loaded->board, &list, &lerr);
         if (listed < 0 && status == 200) {
                 message_page(r, q->cfg, &lerr);
                 log_error(q->cfg, q->envp, lerr.status, lerr.msg);
@@ -325,7 +327,7 @@ static int csrf_ok(struct req *q, const struct form *f)
         const struct form_field *t = form_get(f, "token");
         if (!t || form_count(f, "token") != 1 || !q->token_cookie)
                 return 0;
-        return csrf_verify(q->board->secret, q->token_cookie, strlen(q->token_cookie), t->value,
+        return csrf_verify(q->loaded->secret, q->token_cookie, strlen(q->token_cookie), t->value,
                            t->value_len);
 }
 
@@ -398,7 +400,7 @@ static void handle_post(struct req *q, struct resp *r, const struct buf *body)
         }
         if (rc == 0) {
                 const char *addr = env_get(q->envp, "REMOTE_ADDR");
-                rc = board_post(q->cfg, &in.msg, addr ? addr : "", (long long)time(NULL), &e);
+                rc = board_post(&q->loaded->board, &in.msg, addr ? addr : "", (long long)time(NULL), &e);
         }
         post_input_free(&in);
         if (rc == 0)
@@ -443,7 +445,8 @@ static void handle_delete(struct req *q, struct resp *r, const struct buf *body)
         rc = validate_delete(&f, &no, &password, &e);
         if (rc == 0) {
                 const char *addr = env_get(q->envp, "REMOTE_ADDR");
-                rc = board_delete(q->cfg, no, password, addr ? addr : "", (long long)time(NULL), &e);
+                rc = board_delete(&q->loaded->board, no, password, addr ? addr : "", (long long)time(NULL),
+                                  &e);
         }
         if (rc == 0)
                 redirect_home(q, r);
@@ -565,7 +568,7 @@ static void handle_api(struct req *q, struct resp *r)
                 }
         }
         const struct msglist *list;
-        if (board_view(q->cfg, &list, &e) < 0) {
+        if (board_view(&q->loaded->board, &list, &e) < 0) {
                 if (e.status >= 500)
                         log_error(q->cfg, q->envp, e.status, e.msg);
                 api_error(r, &e);
@@ -583,7 +586,7 @@ static void handle_api(struct req *q, struct resp *r)
 static void handle_info(struct req *q, struct resp *r)
 {
         const char *mode = config_lock_mode_name(q->cfg->lock_mode);
-        const char *store = q->cfg->store == BOARD_STORE_SQLITE ? "sqlite" : "log";
+        const char *store = q->loaded->board.store->name;
         r->status = 200;
         r->content_type = "application/json; charset=utf-8";
         buf_reset(&r->body);
@@ -615,7 +618,7 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
                 return 500;
         }
         struct board_error e = BOARD_ERROR_INIT;
-        const struct app_board *board;
+        struct app_board *board;
         if (app_load(app, conf, &board, &e) < 0) {
                 log_error(NULL, envp, 500, e.msg);
                 plain_error(out, 500, "The board's configuration could not be loaded; see the server log.");

@@ -4,17 +4,19 @@
 #ifndef BOARD_APP_H
 #define BOARD_APP_H
 
+#include "board.h"
 #include "board_error.h"
 #include "buf.h"
 #include "config.h"
 #include "csrf.h"
 #include "request.h"
 
-/* A loaded board: its configuration and CSRF secret. */
+/* A loaded board: its configuration, CSRF secret and store. */
 struct app_board {
         char *conf_path;
         struct board_config cfg;
         unsigned char secret[CSRF_SECRET_LEN];
+        struct board board; /* its store's state lives as long as this */
         struct app_board *next;
 };
 
@@ -29,8 +31,9 @@ struct app {
         }
 
 /* Load (once) the board configured by file `conf_path`: parse it, create
- * data_dir if missing, load or create the CSRF secret. */
-int app_load(struct app *app, const char *conf_path, const struct app_board **out, struct board_error *err);
+ * data_dir if missing, load or create the CSRF secret.  Its store is
+ * opened on its first request. */
+int app_load(struct app *app, const char *conf_path, struct app_board **out, struct board_error *err);
 void app_free(struct app *app);
 
 /* Serve one request.  `envp` holds the CGI parameters; the body is read

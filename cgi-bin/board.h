@@ -1,24 +1,41 @@
-/* board.h - the board's operations on its store, each wrapped in the lock
- * protocol of the configured mode (see locking.h). */
+/* board.h - what requests do to a board: list, view, post and delete
+ * through its store (store.h), which the configuration picks and this
+ * process opens on first use; and the delete protocol around the store
+ * (the password checked before the store's write lock, wrong ones
+ * limited, deletelimit.h). */
 #ifndef BOARD_BOARD_H
 #define BOARD_BOARD_H
 
 #include "board_error.h"
 #include "config.h"
 #include "msglist.h"
+#include "store.h"
+
+/* One board in this process. */
+struct board {
+        const struct board_config *cfg;
+        const struct store_ops *store; /* picked by cfg->store */
+        void *state;                   /* the store's, made on first use; NULL before */
+};
+
+/* Set up *b for `cfg` (which must outlive it); nothing is opened yet. */
+void board_init(struct board *b, const struct board_config *cfg);
+/* Free what the store keeps for this process. */
+void board_close(struct board *b);
 
 /* All messages, oldest first. */
-int board_list(const struct board_config *cfg, struct msglist *out, struct board_error *err);
+int board_list(struct board *b, struct msglist *out, struct board_error *err);
 
 /* The same for page views, borrowed: *out stays valid until the next
- * board_view() and must not be freed.  The flat log is parsed again only
- * when the file changed since the last view in this process. */
-int board_view(const struct board_config *cfg, const struct msglist **out, struct board_error *err);
+ * board_view() of this board and must not be freed.  The flat log is
+ * parsed again only when the file changed since the last view in this
+ * process. */
+int board_view(struct board *b, const struct msglist **out, struct board_error *err);
 
 /* Store a new message (name, subject, body, pwhash of *msg are copied;
  * msg->no and msg->time are set).  `addr` is the poster's address for the
  * rate limit.  Errors: 429 (err->retry_after), 503, 500. */
-int board_post(const struct board_config *cfg, struct logrecord *msg, const char *addr, long long now,
+int board_post(struct board *b, struct logrecord *msg, const char *addr, long long now,
                struct board_error *err);
 
 /* Delete message `no` when `password` matches.  The password is checked
@@ -26,7 +43,7 @@ int board_post(const struct board_config *cfg, struct logrecord *msg, const char
  * and per message, and past the configured limit a delete is refused
  * before any hashing (deletelimit.h).  Errors: 404 no such message, 403
  * wrong password or none set, 429 (err->retry_after), 503, 500. */
-int board_delete(const struct board_config *cfg, long long no, const char *password, const char *addr,
-                 long long now, struct board_error *err);
+int board_delete(struct board *b, long long no, const char *password, const char *addr, long long now,
+                 struct board_error *err);
 
 #endif

@@ -81,8 +81,6 @@ int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struc
 {
         lk->cfg = cfg;
         lk->handle = NULL;
-        if (cfg->store != BOARD_STORE_LOG)
-                return 0;
         switch (cfg->lock_mode) {
         case BOARD_LOCK_RW:
                 return take(cfg, lk, DIRLOCK_SHARED, 0, err);
@@ -102,8 +100,6 @@ int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk,
 {
         lk->cfg = cfg;
         lk->handle = NULL;
-        if (cfg->store != BOARD_STORE_LOG)
-                return 0;
         switch (cfg->lock_mode) {
         case BOARD_LOCK_MKDIR:
                 return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
@@ -127,8 +123,6 @@ static int upgrade(struct board_lock *lk, struct board_error *err)
 int board_lock_write_commit(struct board_lock *lk, struct board_error *err)
 {
         const struct board_config *cfg = lk->cfg;
-        if (cfg->store != BOARD_STORE_LOG)
-                return 0;
         if (cfg->lock_mode == BOARD_LOCK_WRONG)
                 return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
         /* rw: an in-place write is seen by readers as it happens, so it
@@ -171,4 +165,15 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
                 return board_fail(err, 500, "cannot release the board's lock: %s",
                                   de.message[0] ? de.message : dirlock_strerror(rc));
         return 0;
+}
+
+int board_lock_finish(struct board_lock *lk, int rc, struct board_error *err)
+{
+        struct board_error rel = BOARD_ERROR_INIT;
+        int r = board_lock_release(lk, &rel);
+        if (rc == 0 && r != 0) {
+                *err = rel;
+                return -1;
+        }
+        return rc;
 }

@@ -1,5 +1,14 @@
-/* locking.h - the board's lock modes mapped onto the dirlock library.  The
- * board has no lock logic of its own; this file only chooses the calls.
+/* locking.h - the board's lock modes mapped onto the dirlock library: which
+ * lock (exclusive, shared, intent, flock) each step of a read or a
+ * read-modify-write of the flat log takes in each mode, and the board's
+ * small named locks.  The library does the locking; the protocols built
+ * on these calls are the board's own and are documented where they run:
+ * the read-modify-write of a post or delete and group commit in
+ * store_log.c and postqueue.c (with the step that upgrades an "rw" writer
+ * right before its rename), the rate limit of queued posts
+ * (store_log.c), the failed-delete count (board.c, for every store).
+ * The SQLite store takes none of the "messages" locks: SQLite locks its
+ * own database.
  *
  *   mode   reads            posts/deletes
  *   none   -                -
@@ -29,7 +38,7 @@ struct board_lock {
 #define BOARD_RATE_LOCK_NAME   "ratelimit"
 #define BOARD_DELETE_LOCK_NAME "deletelimit"
 
-/* Lock for reading the log (may hold nothing, per mode). */
+/* Lock for reading the flat log (may hold nothing, per mode). */
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
 /* Lock taken before reading in a read-modify-write. */
 int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
@@ -54,5 +63,8 @@ int board_lock_write_commit(struct board_lock *lk, struct board_error *err);
 int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err);
 /* Release whatever is held; DIRLOCK_ELOST here is an error (500). */
 int board_lock_release(struct board_lock *lk, struct board_error *err);
+/* The end of a locked operation whose result is `rc`: release, and keep
+ * the first error (the operation's, else the release's). */
+int board_lock_finish(struct board_lock *lk, int rc, struct board_error *err);
 
 #endif

@@ -101,7 +101,7 @@ int main(int argc, char **argv)
                 /* Check the configuration and create the secret before
                  * serving anything. */
                 struct board_error e = BOARD_ERROR_INIT;
-                const struct app_board *b;
+                struct app_board *b;
                 if (app_load(&app, conf, &b, &e) < 0) {
                         fprintf(stderr, "board: %s\n", e.msg);
                         return 1;

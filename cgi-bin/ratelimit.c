@@ -84,6 +84,18 @@ int ratelimit_check(const char *path, const char *addr, long long now, long inte
         return 0;
 }
 
+int ratelimit_admit(const char *path, const char *addr, long long now, long interval, struct board_error *err)
+{
+        long wait = 0;
+        int rc = ratelimit_check(path, addr, now, interval, &wait, err);
+        if (rc == 1) {
+                board_fail(err, 429, "You are posting too fast; please wait %ld seconds", wait);
+                err->retry_after = (int)wait;
+                return -1;
+        }
+        return rc;
+}
+
 /* Rewrite the file without some of its entries: record drops the
  * address's old entry and every entry older than the interval, then adds
  * the new one; forget drops only the address's entry at `then`. */

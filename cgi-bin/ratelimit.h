@@ -12,6 +12,12 @@
 int ratelimit_check(const char *path, const char *addr, long long now, long interval, long *retry_after,
                     struct board_error *err);
 
+/* ratelimit_check() as the answer to a post: 0 when `addr` may post now,
+ * -1 with a 429 (err->retry_after set) when it must wait, or with the
+ * error that kept it from checking. */
+int ratelimit_admit(const char *path, const char *addr, long long now, long interval,
+                    struct board_error *err);
+
 /* Record a post from `addr` at `now`, dropping entries older than
  * `interval`.  Does nothing when interval is 0. */
 int ratelimit_record(const char *path, const char *addr, long long now, long interval,

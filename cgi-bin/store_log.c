@@ -1,127 +1,509 @@
-/* store_log.c - flat message log (see store_log.h). */
+/* store_log.c - the flat-log store (see store_log.h): the list, page views
+ * from this process's cache of the parsed log, posts one at a time or in
+ * groups (group commit: the queue and its protocol are in postqueue.c,
+ * leading a group is here), and deletes; every read-modify-write inside
+ * the window of the configured lock mode (locking.h), with the
+ * demonstration delay between reading and writing. */
 #include "store_log.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
-#include "config.h"
+#include "delay.h"
+#include "fileio.h"
+#include "locking.h"
+#include "logfile.h"
+#include "postqueue.h"
+#include "ratelimit.h"
 
-/* The high-water mark line (see store_log.h). */
-#define MARK_PREFIX     "#last_no\t"
-#define MARK_PREFIX_LEN (sizeof MARK_PREFIX - 1)
+/* The list page views read last, kept between requests with the text it
+ * was parsed from.  A flat log that is still the same file (same inode,
+ * size, mtime and ctime: every post renames a new file into place, and an
+ * in-place write changes size and times) is not read again.  A changed one
+ * is read, and when it is the old text minus some of its first lines plus
+ * new lines at the end (what a post or the cap makes of it) only the new
+ * lines are parsed.  All of it under the same read lock as a full read, so
+ * what a view sees is exactly what parsing the whole file would give. */
+struct view_cache {
+        struct msglist list;
+        struct buf text;
+        struct stat id;
+        bool valid;
+};
 
-/* "#last_no TAB N": 1 and *no set, or 0 when `line` is not a mark. */
-static int parse_mark(const char *line, size_t len, long long *no)
+/* This process's state for one board. */
+struct log_store {
+        const struct board_config *cfg;
+        char *log;     /* data_dir/messages.log */
+        char *rate;    /* data_dir/ratelimit */
+        char *pending; /* data_dir/pending: the group-commit queue */
+        struct view_cache view;
+};
+
+/* How many leading lines a changed log may have lost and still be
+ * extended rather than parsed again. */
+#define VIEW_MAX_DROPPED 8
+
+/* The most messages one rewrite of the log takes from the queue. */
+#define BATCH_MAX 256
+
+static char *path_in(const char *dir, const char *leaf)
 {
-        if (len <= MARK_PREFIX_LEN || len > MARK_PREFIX_LEN + 18 ||
-            memcmp(line, MARK_PREFIX, MARK_PREFIX_LEN) != 0 || line[MARK_PREFIX_LEN] == '0')
-                return 0;
-        long long v = 0;
-        for (size_t i = MARK_PREFIX_LEN; i < len; i++) {
-                if (line[i] < '0' || line[i] > '9')
-                        return 0;
-                v = v * 10 + (line[i] - '0');
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "%s/%s", dir, leaf);
+        if (b.oom) {
+                buf_free(&b);
+                return NULL;
         }
-        *no = v;
-        return 1;
+        return b.data;
 }
 
-int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out,
-                    struct board_error *err)
+static void view_drop(struct view_cache *v)
 {
-        size_t pos = 0;
-        long lineno = 0;
-        long long last = 0;
-        while (pos < len) {
-                lineno++;
-                const char *nl = memchr(text + pos, '\n', len - pos);
-                if (!nl)
-                        return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                          "incomplete last line (no line feed)");
-                size_t end = (size_t)(nl - text);
-                if (text[pos] == '#') {
-                        long long mark = 0;
-                        if (!parse_mark(text + pos, end - pos, &mark))
-                                return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                                  "bad high-water mark (expected '#last_no TAB number')");
-                        if (end + 1 < len || mark <= last)
-                                return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                                  "the high-water mark must be the last line and above every "
-                                                  "message number");
-                        msglist_note_no(out, mark);
-                        pos = end + 1;
-                        continue;
-                }
-                struct logrecord rec;
-                int rc = logrecord_parse(text + pos, end - pos, &rec);
-                if (rc != LOGRECORD_OK)
-                        return board_fail(err, 500, "%s: line %ld does not parse: %s", path, lineno,
-                                          logrecord_strerror(rc));
-                if (rec.no <= last) {
-                        logrecord_free(&rec);
-                        return board_fail(err, 500,
-                                          "%s: line %ld does not parse: message number %lld after %lld", path,
-                                          lineno, rec.no, last);
-                }
-                last = rec.no;
-                if (msglist_push(out, &rec) < 0) {
-                        logrecord_free(&rec);
-                        return board_fail(err, 500, "out of memory reading '%s'", path);
-                }
-                pos = end + 1;
+        msglist_free(&v->list);
+        buf_free(&v->text);
+        v->valid = false;
+}
+
+static void log_close(void *state)
+{
+        struct log_store *s = state;
+        if (s == NULL)
+                return;
+        view_drop(&s->view);
+        free(s->log);
+        free(s->rate);
+        free(s->pending);
+        free(s);
+}
+
+static int log_open(const struct board_config *cfg, void **state, struct board_error *err)
+{
+        struct log_store *s = calloc(1, sizeof *s);
+        if (s == NULL)
+                return board_fail(err, 500, "out of memory");
+        s->cfg = cfg;
+        s->log = path_in(cfg->data_dir, "messages.log");
+        s->rate = path_in(cfg->data_dir, "ratelimit");
+        s->pending = path_in(cfg->data_dir, "pending");
+        if (!s->log || !s->rate || !s->pending) {
+                log_close(s);
+                return board_fail(err, 500, "out of memory");
+        }
+        *state = s;
+        return 0;
+}
+
+static int copy_message(struct logrecord *dst, const struct logrecord *src)
+{
+        memset(dst, 0, sizeof *dst);
+        dst->no = src->no;
+        dst->time = src->time;
+        memcpy(dst->id, src->id, sizeof dst->id);
+        if (lr_text_set(&dst->name, src->name.ptr ? src->name.ptr : "", src->name.len) ||
+            lr_text_set(&dst->subject, src->subject.ptr ? src->subject.ptr : "", src->subject.len) ||
+            lr_text_set(&dst->body, src->body.ptr ? src->body.ptr : "", src->body.len) ||
+            lr_text_set(&dst->pwhash, src->pwhash.ptr ? src->pwhash.ptr : "", src->pwhash.len)) {
+                logrecord_free(dst);
+                return -1;
         }
         return 0;
 }
 
-int store_log_read(const char *path, struct msglist *out, struct board_error *err)
+/* logfile_write()'s check right before the new log becomes visible. */
+static int make_lock_exclusive(void *lk, struct board_error *err)
 {
-        struct buf b = BUF_INIT;
-        int rc = file_read_all(path, &b, err);
-        if (rc == 0)
-                rc = store_log_parse(b.data ? b.data : "", b.len, path, out, err);
-        else if (rc == 1)
-                rc = 0;
-        buf_free(&b);
+        return board_lock_make_exclusive(lk, err);
+}
+
+static int write_log(const struct log_store *s, const struct msglist *list, struct board_lock *lk,
+                     struct board_error *err)
+{
+        const struct board_config *cfg = s->cfg;
+        return logfile_write(s->log, list, (size_t)cfg->max_messages, cfg->write_method, cfg->delay_ms,
+                             make_lock_exclusive, lk, err);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+static int log_list(void *state, struct msglist *out, struct board_error *err)
+{
+        struct log_store *s = state;
+        struct board_lock lk;
+        int rc = board_lock_read(s->cfg, &lk, err);
+        if (rc == 0) {
+                rc = logfile_read(s->log, out, err);
+                rc = board_lock_finish(&lk, rc, err);
+        }
         return rc;
 }
 
-int store_log_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                    file_commit_check check, void *ctx, struct board_error *err)
+static bool same_file(const struct stat *a, const struct stat *b)
 {
-        struct buf out = BUF_INIT;
-        size_t first = l->count > cap ? l->count - cap : 0;
-        for (size_t i = first; i < l->count; i++) {
-                char *line;
-                size_t n;
-                int rc = logrecord_serialize(&l->items[i], &line, &n);
-                if (rc != LOGRECORD_OK) {
-                        buf_free(&out);
-                        return board_fail(err, 500, "cannot write message %lld: %s", l->items[i].no,
-                                          logrecord_strerror(rc));
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Bring the cached list from v->text to `now` by dropping leading records
+ * and parsing only what was appended.  false when `now` is not such a
+ * successor (the caller parses it whole). */
+static bool view_extend(struct view_cache *v, const struct buf *now, const char *path)
+{
+        const char *old = v->text.data ? v->text.data : "";
+        size_t off = 0;
+        long long last_held = v->list.count ? v->list.items[v->list.count - 1].no : 0;
+        if (msglist_max_no(&v->list) > last_held)
+                return false; /* the old text ends in the high-water mark: nothing may follow it */
+        /* An empty buffer may have no storage at all: never hand its NULL
+         * to memcmp or pointer arithmetic, even for zero bytes. */
+        const char *text = now->data ? now->data : "";
+        for (size_t dropped = 0; dropped <= VIEW_MAX_DROPPED && dropped <= v->list.count; dropped++) {
+                size_t keep = v->text.len - off;
+                if (keep <= now->len && (keep == 0 || memcmp(text, old + off, keep) == 0)) {
+                        struct msglist added = MSGLIST_INIT;
+                        struct board_error ignored = BOARD_ERROR_INIT;
+                        bool ok = logfile_parse(text + keep, now->len - keep, path, &added, &ignored) == 0;
+                        long long last = v->list.count > dropped ? v->list.items[v->list.count - 1].no : 0;
+                        if (ok && added.count > 0 && added.items[0].no <= last)
+                                ok = false; /* numbers must keep increasing */
+                        if (ok) {
+                                msglist_cap(&v->list, v->list.count - dropped);
+                                for (size_t i = 0; ok && i < added.count; i++)
+                                        ok = msglist_push(&v->list, &added.items[i]) == 0;
+                                msglist_note_no(&v->list, msglist_max_no(&added));
+                        }
+                        msglist_free(&added);
+                        return ok;
                 }
-                buf_append(&out, line, n);
-                free(line);
+                const char *nl = memchr(old + off, '\n', v->text.len - off);
+                if (nl == NULL)
+                        return false;
+                off = (size_t)(nl - old) + 1;
         }
-        /* The mark, when the highest number given is no longer in the
-         * file (the newest messages were deleted). */
-        long long last_kept = l->count > first ? l->items[l->count - 1].no : 0;
-        long long high = msglist_max_no(l);
-        if (high > last_kept)
-                buf_printf(&out, MARK_PREFIX "%lld\n", high);
-        if (out.oom) {
-                buf_free(&out);
-                return board_fail(err, 500, "out of memory writing '%s'", path);
+        return false;
+}
+
+/* Under the read lock: bring the cache up to the log on disk. */
+static int view_refresh(struct log_store *s, struct board_error *err)
+{
+        struct view_cache *v = &s->view;
+        struct stat st;
+        bool exists = stat(s->log, &st) == 0;
+        if (!exists && errno != ENOENT)
+                return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
+        /* (In-place writes keep the inode and can keep the size within one
+         * timestamp tick: always read.) */
+        if (exists && v->valid && same_file(&st, &v->id) && s->cfg->write_method != BOARD_WRITE_INPLACE)
+                return 0;
+        struct buf now = BUF_INIT;
+        int rc = exists ? file_read_all(s->log, &now, err) : 1;
+        if (rc == 1) { /* no log (yet): no messages */
+                view_drop(v);
+                rc = 0;
+        } else if (rc == 0 && !(v->valid && view_extend(v, &now, s->log))) {
+                view_drop(v);
+                rc = logfile_parse(now.data ? now.data : "", now.len, s->log, &v->list, err);
         }
-        const char *data = out.data ? out.data : "";
-        int rc;
-        if (method == BOARD_WRITE_INPLACE) {
-                rc = check ? check(ctx, err) : 0;
-                if (rc == 0)
-                        rc = file_overwrite_inplace(path, data, out.len, 4, delay_ms, err);
-        } else {
-                rc = file_replace(path, data, out.len, 0644, check, ctx, err);
+        if (rc == 0 && exists) {
+                buf_free(&v->text);
+                v->text = now;
+                now = (struct buf)BUF_INIT;
+                v->id = st;
+                v->valid = true;
+        } else if (rc != 0) {
+                view_drop(v);
         }
-        buf_free(&out);
+        buf_free(&now);
         return rc;
 }
+
+static int log_view(void *state, const struct msglist **out, struct board_error *err)
+{
+        struct log_store *s = state;
+        struct board_lock lk;
+        int rc = board_lock_read(s->cfg, &lk, err);
+        if (rc == 0) {
+                rc = view_refresh(s, err);
+                rc = board_lock_finish(&lk, rc, err);
+        }
+        *out = &s->view.list;
+        return rc;
+}
+
+static int log_get(void *state, long long no, struct logrecord *out, struct board_error *err)
+{
+        const struct msglist *list;
+        if (log_view(state, &list, err) < 0)
+                return -1;
+        long idx = msglist_find(list, no);
+        if (idx < 0)
+                return 1;
+        return copy_message(out, &list->items[idx]) < 0 ? board_fail(err, 500, "out of memory") : 0;
+}
+
+/* ---- posting, one at a time --------------------------------------------- */
+
+static int post_alone(struct log_store *s, struct logrecord *msg, const struct store_write *w,
+                      struct board_error *err)
+{
+        const struct board_config *cfg = s->cfg;
+        struct msglist list = MSGLIST_INIT;
+        struct board_lock lk;
+        int rc = board_lock_write_begin(cfg, &lk, err);
+        if (rc < 0)
+                return -1;
+        rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
+        if (rc == 0)
+                rc = logfile_read(s->log, &list, err);
+        if (rc == 0) {
+                struct logrecord copy;
+                msg->no = msglist_max_no(&list) + 1;
+                msg->time = w->now;
+                if (copy_message(&copy, msg) < 0 || msglist_push(&list, &copy) < 0) {
+                        logrecord_free(&copy);
+                        rc = board_fail(err, 500, "out of memory");
+                }
+        }
+        if (rc == 0) {
+                sleep_ms(cfg->delay_ms);
+                rc = board_lock_write_commit(&lk, err);
+        }
+        if (rc == 0)
+                rc = write_log(s, &list, &lk, err);
+        if (rc == 0) {
+                struct board_error rerr = BOARD_ERROR_INIT;
+                /* The message is stored; a failure to note the time only
+                 * weakens the rate limit. */
+                (void)ratelimit_record(s->rate, w->addr, w->now, cfg->min_post_interval, &rerr);
+        }
+        rc = board_lock_finish(&lk, rc, err);
+        msglist_free(&list);
+        return rc;
+}
+
+/* ---- posting in groups (group commit, postqueue.h) ----------------------- */
+
+static bool uses_queue(const struct board_config *cfg)
+{
+        return cfg->group_commit && (cfg->lock_mode == BOARD_LOCK_MKDIR || cfg->lock_mode == BOARD_LOCK_RW ||
+                                     cfg->lock_mode == BOARD_LOCK_FLOCK);
+}
+
+/* The rate limit of a queued post is checked and recorded before it is
+ * queued, under the board's "ratelimit" lock: the request that commits
+ * the post is often another one. */
+static int rate_charge(const struct log_store *s, const struct store_write *w, struct board_error *err)
+{
+        const struct board_config *cfg = s->cfg;
+        if (cfg->min_post_interval <= 0)
+                return 0;
+        struct board_lock lk;
+        if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, err) < 0)
+                return -1;
+        int rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
+        if (rc == 0) {
+                struct board_error rerr = BOARD_ERROR_INIT; /* failing to note it only weakens the limit */
+                (void)ratelimit_record(s->rate, w->addr, w->now, cfg->min_post_interval, &rerr);
+        }
+        return board_lock_finish(&lk, rc, err);
+}
+
+/* A charged post that was certainly not stored does not count. */
+static void rate_refund(const struct log_store *s, const struct store_write *w)
+{
+        const struct board_config *cfg = s->cfg;
+        if (cfg->min_post_interval <= 0)
+                return;
+        struct board_lock lk;
+        struct board_error ignored = BOARD_ERROR_INIT;
+        if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, &ignored) < 0)
+                return;
+        (void)ratelimit_forget(s->rate, w->addr, w->now, cfg->min_post_interval, &ignored);
+        (void)board_lock_finish(&lk, 0, &ignored);
+}
+
+static bool log_has_id(const struct msglist *l, const char *id)
+{
+        for (size_t i = l->count; i-- > 0;)
+                if (strcmp(l->items[i].id, id) == 0)
+                        return true;
+        return false;
+}
+
+static size_t batch_max(const struct board_config *cfg)
+{
+        return (size_t)cfg->max_messages < BATCH_MAX ? (size_t)cfg->max_messages : BATCH_MAX;
+}
+
+/* Under the write lock: steps 4 and 5 of the protocol in postqueue.c.
+ * *own_claimed is set when post `own` was in the batch (committed now, or
+ * found already in the log); *claimed is the size of the batch. */
+static int commit_batch(struct log_store *s, struct board_lock *lk, const char *own, bool *own_claimed,
+                        size_t *claimed, struct board_error *err)
+{
+        const struct board_config *cfg = s->cfg;
+        struct msglist list = MSGLIST_INIT;
+        struct pq_batch batch = PQ_BATCH_INIT;
+        int rc = logfile_read(s->log, &list, err);
+        if (rc == 0)
+                rc = pq_claim(s->pending, batch_max(cfg), &batch, err);
+        *claimed = batch.count;
+        long long next = msglist_max_no(&list) + 1;
+        size_t added = 0;
+        for (size_t i = 0; rc == 0 && i < batch.count; i++) {
+                if (strcmp(batch.items[i].id, own) == 0)
+                        *own_claimed = true;
+                if (log_has_id(&list, batch.items[i].id))
+                        continue; /* its holder died after the log's rename (I4) */
+                struct logrecord copy;
+                if (copy_message(&copy, &batch.items[i]) < 0) {
+                        rc = board_fail(err, 500, "out of memory");
+                        break;
+                }
+                copy.no = next;
+                if (msglist_push(&list, &copy) < 0) {
+                        logrecord_free(&copy);
+                        rc = board_fail(err, 500, "out of memory");
+                        break;
+                }
+                next++;
+                added++;
+        }
+        if (rc == 0 && added > 0) {
+                sleep_ms(cfg->delay_ms);
+                rc = board_lock_write_commit(lk, err);
+                if (rc == 0)
+                        rc = write_log(s, &list, lk, err);
+        }
+        if (rc == 0)
+                pq_settle(s->pending, &batch);
+        else
+                pq_give_back(s->pending, &batch, own);
+        pq_batch_free(&batch);
+        msglist_free(&list);
+        return rc;
+}
+
+/* Holding the write lock with post t not yet stored: lead until it is. */
+static int lead(struct log_store *s, struct board_lock *lk, const struct pq_ticket *t, bool *maybe_stored,
+                struct board_error *err)
+{
+        bool own_claimed = false;
+        while (!own_claimed) {
+                size_t claimed = 0;
+                if (commit_batch(s, lk, t->id, &own_claimed, &claimed, err) < 0) {
+                        *maybe_stored = false; /* given back without it */
+                        return -1;
+                }
+                if (!own_claimed && claimed < batch_max(s->cfg))
+                        return board_fail(err, 500, "the message was lost from the queue '%s'", s->pending);
+        }
+        return 0;
+}
+
+/* A post with group commit: steps 1 to 3 and 6 of the protocol in
+ * postqueue.c. */
+static int post_queued(struct log_store *s, struct logrecord *msg, const struct store_write *w,
+                       struct board_error *err)
+{
+        const struct board_config *cfg = s->cfg;
+        bool maybe_stored = false;
+        struct pq_ticket t;
+        msg->no = 0;
+        msg->time = w->now;
+        int rc = rate_charge(s, w, err);
+        if (rc < 0)
+                return -1;
+        rc = pq_enqueue(s->pending, msg, &t, err);
+        if (rc < 0)
+                goto refund;
+        maybe_stored = true;
+        double deadline = monotonic_seconds() + cfg->lock_timeout;
+        for (;;) {
+                if (pq_stored(&t))
+                        break; /* committed by a holder (I3) */
+                double left = deadline - monotonic_seconds();
+                struct board_lock lk;
+                rc = board_lock_write_wait(cfg, &lk, left > 0 ? left : 0, pq_notify_fd(&t), err);
+                if (rc == 1) { /* the entry changed: look again */
+                        pq_notify_drain();
+                        rc = 0;
+                        continue;
+                }
+                if (rc < 0) {
+                        if (pq_withdraw(s->pending, &t) == 0) {
+                                maybe_stored = false;
+                        } else {
+                                board_fail(
+                                    err, 503,
+                                    "busy: your message was already being saved by another request when "
+                                    "this one stopped waiting, so it may appear shortly; please look at "
+                                    "the board before sending it again");
+                                err->retry_after = 1;
+                        }
+                        break;
+                }
+                if (!pq_stored(&t))
+                        rc = lead(s, &lk, &t, &maybe_stored, err);
+                rc = board_lock_finish(&lk, rc, err);
+                break;
+        }
+        pq_ticket_close(&t);
+refund:
+        if (rc < 0 && !maybe_stored)
+                rate_refund(s, w);
+        return rc;
+}
+
+static int log_post(void *state, struct logrecord *msg, const struct store_write *w, struct board_error *err)
+{
+        struct log_store *s = state;
+        return uses_queue(s->cfg) ? post_queued(s, msg, w, err) : post_alone(s, msg, w, err);
+}
+
+/* ---- deleting ----------------------------------------------------------- */
+
+static int log_delete(void *state, long long no, const char *verified_hash, const struct store_write *w,
+                      struct board_error *err)
+{
+        (void)w;
+        struct log_store *s = state;
+        const struct board_config *cfg = s->cfg;
+        struct msglist list = MSGLIST_INIT;
+        struct board_lock lk;
+        int rc = board_lock_write_begin(cfg, &lk, err);
+        if (rc < 0)
+                return -1;
+        rc = logfile_read(s->log, &list, err);
+        long idx = -1;
+        if (rc == 0) {
+                idx = msglist_find(&list, no);
+                rc = store_recheck_delete(idx >= 0 ? &list.items[idx] : NULL, verified_hash, err);
+        }
+        if (rc == 0) {
+                msglist_remove(&list, (size_t)idx);
+                sleep_ms(cfg->delay_ms);
+                rc = board_lock_write_commit(&lk, err);
+        }
+        if (rc == 0)
+                rc = write_log(s, &list, &lk, err);
+        rc = board_lock_finish(&lk, rc, err);
+        msglist_free(&list);
+        return rc;
+}
+
+const struct store_ops store_log_ops = {
+    .name = "log",
+    .open = log_open,
+    .close = log_close,
+    .list = log_list,
+    .view = log_view,
+    .get = log_get,
+    .post = log_post,
+    .delete = log_delete,
+};

@@ -1,36 +1,13 @@
-/* store_log.h - the flat message log data_dir/messages.log: read it whole,
- * write it whole (temp + fsync + rename + directory fsync, or in place for
- * the torn-read demonstration).  No locking here: see locking.h.
- *
- * Besides one line per message (logrecord.h) the log may end with the
- * board's high-water mark, "#last_no TAB N LF": the highest number ever
- * given, written only when that message is no longer in the file (it was
- * deleted), so that numbers are never given twice.  Invariant: N is above
- * every message number in the file. */
+/* store_log.h - the flat-log store (store.h): messages in
+ * data_dir/messages.log (logfile.h), read and written under the lock of
+ * the configured mode (locking.h), posts committed in groups through the
+ * pending queue (postqueue.h), page views served from a per-process cache
+ * of the parsed log. */
 #ifndef BOARD_STORE_LOG_H
 #define BOARD_STORE_LOG_H
 
-#include <stddef.h>
+#include "store.h"
 
-#include "board_error.h"
-#include "fileio.h"
-#include "msglist.h"
-
-/* Parse a whole log; a line that does not parse, or numbers that do not
- * increase, are an error naming `path` and the line number (500).  The
- * mark sets out->last_no. */
-int store_log_parse(const char *text, size_t len, const char *path, struct msglist *out,
-                    struct board_error *err);
-
-/* Read `path` into *out (appended); a missing file is an empty log. */
-int store_log_read(const char *path, struct msglist *out, struct board_error *err);
-
-/* Write the newest `cap` messages of `l` as the new log, and the mark
- * when msglist_max_no(l) is above the last of them.  method
- * BOARD_WRITE_RENAME: crash-safe replacement, `check` runs right before the
- * rename; BOARD_WRITE_INPLACE: overwrite in chunks with delay_ms between them
- * (`check` runs before the first byte is written). */
-int store_log_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                    file_commit_check check, void *ctx, struct board_error *err);
+extern const struct store_ops store_log_ops;
 
 #endif

@@ -1,4 +1,5 @@
-/* store_sqlite.c - messages in SQLite (see store_sqlite.h). */
+/* store_sqlite.c - the SQLite store (see store_sqlite.h): the database and
+ * its schema, and list, view, post and delete as SQL transactions. */
 #include "store_sqlite.h"
 
 #include <sqlite3.h>
@@ -6,6 +7,8 @@
 #include <string.h>
 
 #include "buf.h"
+#include "delay.h"
+#include "ratelimit.h"
 
 static int db_error(sqlite3 *db, int rc, const char *what, struct board_error *err)
 {
@@ -41,7 +44,9 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
                              " key TEXT PRIMARY KEY,"
                              " value INTEGER NOT NULL)";
 
-int store_sqlite_open(const struct board_config *cfg, sqlite3 **out, struct board_error *err)
+/* Open data_dir/board.db (creating the schema when new).  Busy -> 503,
+ * else 500. */
+static int db_open(const struct board_config *cfg, sqlite3 **out, struct board_error *err)
 {
         *out = NULL;
         struct buf path = BUF_INIT;
@@ -69,32 +74,33 @@ int store_sqlite_open(const struct board_config *cfg, sqlite3 **out, struct boar
         return 0;
 }
 
-void store_sqlite_close(sqlite3 *db)
+static void db_close(sqlite3 *db)
 {
         sqlite3_close(db);
 }
 
-int store_sqlite_begin(sqlite3 *db, struct board_error *err)
+/* BEGIN IMMEDIATE: the write lock, waited for up to busy_timeout. */
+static int db_begin(sqlite3 *db, struct board_error *err)
 {
         int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         return rc == SQLITE_OK ? 0 : db_error(db, rc, "starting a write transaction", err);
 }
 
-int store_sqlite_commit(sqlite3 *db, struct board_error *err)
+static void db_rollback(sqlite3 *db)
+{
+        if (!sqlite3_get_autocommit(db))
+                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int db_commit(sqlite3 *db, struct board_error *err)
 {
         int rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
                 db_error(db, rc, "committing", err);
-                store_sqlite_rollback(db);
+                db_rollback(db);
                 return -1;
         }
         return 0;
-}
-
-void store_sqlite_rollback(sqlite3 *db)
-{
-        if (!sqlite3_get_autocommit(db))
-                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 static int set_col(struct lr_text *t, sqlite3_stmt *st, int col)
@@ -117,7 +123,8 @@ static int row_to_record(sqlite3_stmt *st, struct logrecord *rec)
         return 0;
 }
 
-int store_sqlite_list(sqlite3 *db, struct msglist *out, struct board_error *err)
+/* All messages, oldest first (appended to *out). */
+static int db_list(sqlite3 *db, struct msglist *out, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(
@@ -141,7 +148,8 @@ int store_sqlite_list(sqlite3 *db, struct msglist *out, struct board_error *err)
         return 0;
 }
 
-int store_sqlite_max_no(sqlite3 *db, long long *out, struct board_error *err)
+/* Highest number ever given (the high-water mark; 0 for a new board). */
+static int db_max_no(sqlite3 *db, long long *out, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(db,
@@ -161,7 +169,8 @@ int store_sqlite_max_no(sqlite3 *db, long long *out, struct board_error *err)
         return 0;
 }
 
-int store_sqlite_get(sqlite3 *db, long long no, struct logrecord *out, struct board_error *err)
+/* Message `no` into *out: 0 found, 1 absent, -1 error. */
+static int db_get(sqlite3 *db, long long no, struct logrecord *out, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(
@@ -198,7 +207,8 @@ static void bind_text(sqlite3_stmt *st, int i, const struct lr_text *t)
         sqlite3_bind_text(st, i, t->ptr ? t->ptr : "", (int)t->len, SQLITE_TRANSIENT);
 }
 
-int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct board_error *err)
+/* Insert and raise the high-water mark to rec->no (same transaction). */
+static int db_insert(sqlite3 *db, const struct logrecord *rec, struct board_error *err)
 {
         sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(
@@ -222,14 +232,157 @@ int store_sqlite_insert(sqlite3 *db, const struct logrecord *rec, struct board_e
                         rec->no, "storing the high-water mark", err);
 }
 
-int store_sqlite_delete(sqlite3 *db, long long no, struct board_error *err)
+static int db_delete(sqlite3 *db, long long no, struct board_error *err)
 {
         return exec_int(db, "DELETE FROM messages WHERE no = ?", no, "deleting the message", err);
 }
 
-int store_sqlite_cap(sqlite3 *db, long cap, struct board_error *err)
+/* Keep only the newest `cap` messages. */
+static int db_cap(sqlite3 *db, long cap, struct board_error *err)
 {
         return exec_int(
             db, "DELETE FROM messages WHERE no NOT IN (SELECT no FROM messages ORDER BY no DESC LIMIT ?)",
             cap, "dropping old messages", err);
 }
+
+/* ---- the store (store.h) ------------------------------------------------ */
+
+/* This process's state for one board.  The database is still opened per
+ * operation; a kept connection belongs here. */
+struct sqlite_store {
+        const struct board_config *cfg;
+        char *rate;          /* data_dir/ratelimit */
+        struct msglist view; /* what the last view returned */
+};
+
+static void sql_close(void *state)
+{
+        struct sqlite_store *s = state;
+        if (s == NULL)
+                return;
+        msglist_free(&s->view);
+        free(s->rate);
+        free(s);
+}
+
+static int sql_open(const struct board_config *cfg, void **state, struct board_error *err)
+{
+        struct sqlite_store *s = calloc(1, sizeof *s);
+        if (s == NULL)
+                return board_fail(err, 500, "out of memory");
+        s->cfg = cfg;
+        struct buf rate = BUF_INIT;
+        buf_printf(&rate, "%s/ratelimit", cfg->data_dir);
+        if (rate.oom) {
+                buf_free(&rate);
+                free(s);
+                return board_fail(err, 500, "out of memory");
+        }
+        s->rate = rate.data;
+        *state = s;
+        return 0;
+}
+
+static int sql_list(void *state, struct msglist *out, struct board_error *err)
+{
+        struct sqlite_store *s = state;
+        sqlite3 *db;
+        if (db_open(s->cfg, &db, err) < 0)
+                return -1;
+        int rc = db_list(db, out, err);
+        db_close(db);
+        return rc;
+}
+
+static int sql_view(void *state, const struct msglist **out, struct board_error *err)
+{
+        struct sqlite_store *s = state;
+        msglist_free(&s->view);
+        *out = &s->view;
+        return sql_list(state, &s->view, err);
+}
+
+static int sql_get(void *state, long long no, struct logrecord *out, struct board_error *err)
+{
+        struct sqlite_store *s = state;
+        sqlite3 *db;
+        if (db_open(s->cfg, &db, err) < 0)
+                return -1;
+        int found = db_get(db, no, out, err);
+        db_close(db);
+        return found;
+}
+
+static int sql_post(void *state, struct logrecord *msg, const struct store_write *w, struct board_error *err)
+{
+        struct sqlite_store *s = state;
+        const struct board_config *cfg = s->cfg;
+        sqlite3 *db;
+        if (db_open(cfg, &db, err) < 0)
+                return -1;
+        long long max = 0;
+        int rc = db_begin(db, err);
+        if (rc == 0)
+                rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
+        if (rc == 0)
+                rc = db_max_no(db, &max, err);
+        if (rc == 0) {
+                msg->no = max + 1;
+                msg->time = w->now;
+                sleep_ms(cfg->delay_ms);
+                rc = db_insert(db, msg, err);
+        }
+        if (rc == 0)
+                rc = db_cap(db, cfg->max_messages, err);
+        if (rc == 0) {
+                /* Recorded inside the write transaction, which is what
+                 * serialises posts here: after the commit, a post waiting
+                 * in BEGIN IMMEDIATE could check before this is written. */
+                struct board_error rerr = BOARD_ERROR_INIT;
+                (void)ratelimit_record(s->rate, w->addr, w->now, cfg->min_post_interval, &rerr);
+                rc = db_commit(db, err);
+        }
+        if (rc != 0)
+                db_rollback(db);
+        db_close(db);
+        return rc;
+}
+
+static int sql_delete(void *state, long long no, const char *verified_hash, const struct store_write *w,
+                      struct board_error *err)
+{
+        (void)w;
+        struct sqlite_store *s = state;
+        sqlite3 *db;
+        if (db_open(s->cfg, &db, err) < 0)
+                return -1;
+        struct logrecord m;
+        memset(&m, 0, sizeof m);
+        int rc = db_begin(db, err);
+        if (rc == 0) {
+                int found = db_get(db, no, &m, err);
+                rc = found < 0 ? -1 : store_recheck_delete(found == 0 ? &m : NULL, verified_hash, err);
+        }
+        if (rc == 0) {
+                sleep_ms(s->cfg->delay_ms);
+                rc = db_delete(db, no, err);
+        }
+        if (rc == 0)
+                rc = db_commit(db, err);
+        if (rc != 0)
+                db_rollback(db);
+        logrecord_free(&m);
+        db_close(db);
+        return rc;
+}
+
+const struct store_ops store_sqlite_ops = {
+    .name = "sqlite",
+    .open = sql_open,
+    .close = sql_close,
+    .list = sql_list,
+    .view = sql_view,
+    .get = sql_get,
+    .post = sql_post,
+    .delete = sql_delete,
+};

@@ -248,7 +248,10 @@ static void test_dead_holder_leftovers(void **state)
         fputs("1\t1700000001\tn\ts\tlive holder's\t\t00000000000000c3\n", f);
         fclose(f);
         struct logrecord m = message("new", 1700000002);
-        assert_int_equal(board_post(&cfg, &m, "127.0.0.1", 1700000002, &e), 0);
+        struct board board;
+        board_init(&board, &cfg);
+        assert_int_equal(board_post(&board, &m, "127.0.0.1", 1700000002, &e), 0);
+        board_close(&board);
         logrecord_free(&m);
         assert_int_equal(count_lines_with(log, NULL), 3);
         assert_int_equal(count_lines_with(log, "live holder"), 0);
@@ -277,17 +280,20 @@ static long post_concurrently(const char *lock_mode, long delay_ms, int procs, i
                 assert_true(pids[p] >= 0);
                 if (pids[p] == 0) {
                         int failed = 0;
+                        struct board board;
+                        board_init(&board, &cfg);
                         for (int i = 0; i < each; i++) {
                                 char body[32];
                                 snprintf(body, sizeof body, "p%d-%d", p, i);
                                 struct logrecord m = message(body, 1700000000);
                                 struct board_error e = BOARD_ERROR_INIT;
-                                if (board_post(&cfg, &m, "127.0.0.1", 1700000000, &e) != 0) {
+                                if (board_post(&board, &m, "127.0.0.1", 1700000000, &e) != 0) {
                                         fprintf(stderr, "post failed: %d %s\n", e.status, e.msg);
                                         failed++;
                                 }
                                 logrecord_free(&m);
                         }
+                        board_close(&board);
                         _exit(failed ? 1 : 0);
                 }
         }

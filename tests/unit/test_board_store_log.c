@@ -1,4 +1,4 @@
-/* test_board_store_log.c - the flat message log: read, write, cap, corrupt
+/* test_board_store_log.c - the flat log's file (logfile.h): read, write, cap, corrupt
  * lines, failed writes leave the old log and no temp files. */
 #include <dirent.h>
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "../../cgi-bin/config.h"
-#include "../../cgi-bin/store_log.h"
+#include "../../cgi-bin/logfile.h"
 
 struct fixture {
         char dir[64];
@@ -80,7 +80,7 @@ static void test_missing_is_empty(void **state)
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT;
         struct board_error e = BOARD_ERROR_INIT;
-        assert_int_equal(store_log_read(f->path, &l, &e), 0);
+        assert_int_equal(logfile_read(f->path, &l, &e), 0);
         assert_int_equal(l.count, 0);
         msglist_free(&l);
 }
@@ -92,17 +92,17 @@ static void test_write_read(void **state)
         struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "first\nline");
         add(&l, 2, "二番目\ttab\\");
-        assert_int_equal(store_log_write(f->path, &l, 100, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 100, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
         assert_int_equal(count_files(f->dir), 1); /* no temp file left */
-        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 2);
         for (size_t i = 0; i < 2; i++)
                 assert_true(logrecord_equal(&l.items[i], &back.items[i]));
         msglist_free(&back);
         /* in place gives the same file */
         add(&l, 5, "third");
-        assert_int_equal(store_log_write(f->path, &l, 100, BOARD_WRITE_INPLACE, 1, NULL, NULL, &e), 0);
-        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 100, BOARD_WRITE_INPLACE, 1, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 3);
         assert_int_equal(msglist_max_no(&back), 5);
         msglist_free(&back);
@@ -116,8 +116,8 @@ static void test_cap(void **state)
         struct board_error e = BOARD_ERROR_INIT;
         for (int i = 1; i <= 10; i++)
                 add(&l, i, "m");
-        assert_int_equal(store_log_write(f->path, &l, 3, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
-        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 3, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 3);
         assert_int_equal(back.items[0].no, 8);
         assert_int_equal(back.items[2].no, 10);
@@ -134,18 +134,18 @@ static void test_corrupt_line(void **state)
         struct msglist l = MSGLIST_INIT;
         struct board_error e = BOARD_ERROR_INIT;
         write_text(f->path, "1\t1\ta\tb\tc\t\n2\t1\ta\tb\tc\n3\t1\ta\tb\tc\t\n");
-        assert_int_equal(store_log_read(f->path, &l, &e), -1);
+        assert_int_equal(logfile_read(f->path, &l, &e), -1);
         assert_int_equal(e.status, 500);
         assert_non_null(strstr(e.msg, "line 2 does not parse"));
         msglist_free(&l);
 
         write_text(f->path, "1\t1\ta\tb\tc\t\n2\t1\ta\tb\tc\t");
-        assert_int_equal(store_log_read(f->path, &l, &e), -1);
+        assert_int_equal(logfile_read(f->path, &l, &e), -1);
         assert_non_null(strstr(e.msg, "line 2"));
         msglist_free(&l);
 
         write_text(f->path, "2\t1\ta\tb\tc\t\n2\t1\ta\tb\tc\t\n");
-        assert_int_equal(store_log_read(f->path, &l, &e), -1);
+        assert_int_equal(logfile_read(f->path, &l, &e), -1);
         assert_non_null(strstr(e.msg, "line 2"));
         msglist_free(&l);
 }
@@ -163,14 +163,14 @@ static void test_check_cancels(void **state)
         struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
         struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "old");
-        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
         add(&l, 2, "new");
         int called = 0;
-        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, refuse, &called, &e), -1);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, refuse, &called, &e), -1);
         assert_int_equal(called, 1);
         assert_int_equal(e.status, 503);
         assert_int_equal(count_files(f->dir), 1);
-        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 1);
         msglist_free(&back);
         msglist_free(&l);
@@ -184,7 +184,7 @@ static void test_write_failure_keeps_old(void **state)
         add(&l, 1, "x");
         char bad[160];
         snprintf(bad, sizeof bad, "%s/missing-dir/messages.log", f->dir);
-        assert_int_equal(store_log_write(bad, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), -1);
+        assert_int_equal(logfile_write(bad, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), -1);
         assert_int_equal(e.status, 500);
         assert_non_null(strstr(e.msg, "cannot create"));
         assert_int_equal(count_files(f->dir), 0);
@@ -202,28 +202,28 @@ static void test_high_water_mark(void **state)
         add(&l, 2, "two");
         msglist_remove(&l, 1); /* the newest deleted */
         assert_int_equal(msglist_max_no(&l), 2);
-        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
-        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 1);
         assert_int_equal(msglist_max_no(&back), 2);
         msglist_free(&back);
         msglist_remove(&l, 0); /* every message deleted */
-        assert_int_equal(store_log_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, NULL, NULL, &e), 0);
-        assert_int_equal(store_log_read(f->path, &back, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 0);
         assert_int_equal(msglist_max_no(&back), 2);
         msglist_free(&back);
         msglist_free(&l);
         write_text(f->path, "#last_no\t3\n4\t1\ta\tb\tc\t\n");
-        assert_int_equal(store_log_read(f->path, &back, &e), -1);
+        assert_int_equal(logfile_read(f->path, &back, &e), -1);
         assert_non_null(strstr(e.msg, "line 1"));
         msglist_free(&back);
         write_text(f->path, "4\t1\ta\tb\tc\t\n#last_no\t4\n");
-        assert_int_equal(store_log_read(f->path, &back, &e), -1);
+        assert_int_equal(logfile_read(f->path, &back, &e), -1);
         assert_non_null(strstr(e.msg, "line 2"));
         msglist_free(&back);
         write_text(f->path, "4\t1\ta\tb\tc\t\n#last_no\tx\n");
-        assert_int_equal(store_log_read(f->path, &back, &e), -1);
+        assert_int_equal(logfile_read(f->path, &back, &e), -1);
         msglist_free(&back);
 }
 

@@ -1,5 +1,5 @@
-/* test_board_view.c - page views through board_view(): the per-process
- * cache serves exactly what parsing the whole log would, whether the log
+/* test_board_view.c - page views through board_view(): the flat-log
+ * store's per-process cache serves exactly what parsing the whole log would, whether the log
  * is unchanged, extended by posts, capped at the front, replaced by
  * something else, or broken. */
 #include <setjmp.h>
@@ -19,6 +19,7 @@
 static char dir[64];
 static char logpath[128];
 static struct board_config cfg;
+static struct board board;
 
 static int setup(void **state)
 {
@@ -30,12 +31,16 @@ static int setup(void **state)
         char text[256];
         int n = snprintf(text, sizeof text, "data_dir = %s\nlock_mode = mkdir\n", dir);
         struct board_error e = BOARD_ERROR_INIT;
-        return config_parse(text, (size_t)n, "test.conf", &cfg, &e) == 0 ? 0 : -1;
+        if (config_parse(text, (size_t)n, "test.conf", &cfg, &e) != 0)
+                return -1;
+        board_init(&board, &cfg);
+        return 0;
 }
 
 static int teardown(void **state)
 {
         (void)state;
+        board_close(&board);
         config_free(&cfg);
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -62,7 +67,7 @@ static void expect(long first, long last)
 {
         const struct msglist *l;
         struct board_error e = BOARD_ERROR_INIT;
-        assert_int_equal(board_view(&cfg, &l, &e), 0);
+        assert_int_equal(board_view(&board, &l, &e), 0);
         assert_int_equal(l->count, (size_t)(last - first + 1));
         for (size_t i = 0; i < l->count; i++) {
                 assert_int_equal(l->items[i].no, first + (long)i);
@@ -91,13 +96,13 @@ static void test_view_follows_the_log(void **state)
         write_log(0, 0, "20\t1700000020\tname 20\tsubject 20\tbody\\nof 20\t\n19\t1\tx\ty\tz\t\n");
         const struct msglist *l;
         struct board_error e = BOARD_ERROR_INIT;
-        assert_int_equal(board_view(&cfg, &l, &e), -1); /* numbers went back */
+        assert_int_equal(board_view(&board, &l, &e), -1); /* numbers went back */
         assert_int_equal(e.status, 500);
         write_log(20, 22, NULL);
         expect(20, 22);
         write_log(0, 0, "20\t1700000020\tname 20\tsubject 20\tbody\\nof 20\t\n21\tbroken");
         e = (struct board_error)BOARD_ERROR_INIT;
-        assert_int_equal(board_view(&cfg, &l, &e), -1); /* incomplete last line */
+        assert_int_equal(board_view(&board, &l, &e), -1); /* incomplete last line */
         write_log(1, 2, NULL);
         expect(1, 2);
         /* A log ending in the high-water mark, then one that (wrongly)
@@ -108,7 +113,7 @@ static void test_view_follows_the_log(void **state)
                   "1\t1700000001\tname 1\tsubject 1\tbody\\nof 1\t\n#last_no\t3\n"
                   "4\t1700000004\tname 4\tsubject 4\tbody\\nof 4\t\n");
         e = (struct board_error)BOARD_ERROR_INIT;
-        assert_int_equal(board_view(&cfg, &l, &e), -1);
+        assert_int_equal(board_view(&board, &l, &e), -1);
         write_log(0, 0, "#last_no\t3\n");
         expect(1, 0);
         /* An empty log after a cached one (every line gone): no message,
