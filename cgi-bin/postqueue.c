@@ -2,10 +2,15 @@
  * queued, claimed, committed by whoever holds the board's lock, and
  * withdrawn.
  *
+ * Processes are named by pid and start time, PID-START (process.h): a
+ * pid alone can be reused by a later process, which would then pass for
+ * the live holder of a dead holder's claims and strand them.
+ *
  * Protocol, for a post P with id ID and the board's write lock L:
  *
- *   1. enqueue   write ID.msg.tmp.PID.ID, watch it (inotify, IN_ATTRIB:
- *                link count changes), rename it to ID.msg, keep it open.
+ *   1. enqueue   write ID.msg.tmp.PID-START.ID, watch it (inotify,
+ *                IN_ATTRIB: link count changes), rename it to ID.msg,
+ *                keep it open.
  *                Keeps I1: a name ending in .msg is always a whole entry.
  *                No fsync: a queued post is not acknowledged; only the log
  *                that holds it, synced, makes it so.
@@ -18,18 +23,20 @@
  *                failed: withdraw (step 6).
  *   3. (a canceled wait whose entry still has a name waits again, with
  *      what is left of the timeout)
- *   4. lead      claim: rename each X.msg to X.claim.PID (PID: the
+ *   4. lead      claim: rename each X.msg to X.claim.PID-START (the
  *                leader's; oldest first, at most max) and take over (by
- *                rename) every X.claim.P whose process P is gone.  A live
- *                P's claims are left alone: P was paused past the stale
- *                age and its lock broken; it will find the lock lost
- *                before its rename and give them back.  Read the
- *                log; each claimed X whose id is already in the log (its
- *                holder died after the log's rename) is not added again
- *                (I4); the others get the next numbers.  Write the log as
- *                for one post: temp file, fsync, rename, directory fsync.
- *   5. settle    success: unlink every X.claim.PID; lead again if P's
- *                own entry was beyond max.  Failure: give every claim
+ *                rename) every X.claim.P whose process P is gone: no such
+ *                pid, or the pid now names a process that started at
+ *                another time.  A live P's claims are left alone: P was
+ *                paused past the stale age and its lock broken; it will
+ *                find the lock lost before its rename and give them back.
+ *                Read the log; each claimed X whose id is already in the
+ *                log (its holder died after the log's rename) is not
+ *                added again (I4); the others get the next numbers.
+ *                Write the log as for one post: temp file, fsync, rename,
+ *                directory fsync.
+ *   5. settle    success: unlink every X.claim.PID-START; lead again if
+ *                P's own entry was beyond max.  Failure: give every claim
  *                back as X.msg (their posters will try themselves and get
  *                their own answer), except P's own, which is removed; P
  *                answers with the error.  Release L.
@@ -40,26 +47,38 @@
  *
  * Invariants:
  *   I1  only whole entries are named .msg or .claim;
- *   I2  only L's holder renames X.msg to X.claim.PID, or takes over,
+ *   I2  only L's holder renames X.msg to X.claim.PID-START, or takes over,
  *       unlinks or renames a claim, and never a live process's claim but
  *       its own;
  *   I3  an entry loses its name only after the log holding its message (by
  *       id) is durable, or by its own poster (step 5 failure, step 6), so a
  *       poster that finds its entry without a name was stored (renames
- *       between .msg and .claim.PID keep the one link);
+ *       between .msg and .claim.PID-START keep the one link);
  *   I4  the log never holds the same id twice, so a holder that died
  *       between the log's rename and step 5 causes no duplicate.
  * A holder whose lock was broken as stale keeps its claims (I2) and finds
  * the lock lost right before its rename (see locking.c), so it neither
  * writes the log nor has its posts stored by another; its poster gets a
- * true "not stored".  Claims are judged by pid, so the queue assumes all
- * of a board's processes run on one host (group_commit = no otherwise). */
+ * true "not stored".  Claims are judged by pid and start time, so the
+ * queue assumes all of a board's processes run on one host (group_commit
+ * = no otherwise).
+ *
+ * Names of earlier versions.  Before the start time was recorded, claims
+ * were ID.claim.PID and temp files ID.msg.tmp.PID.ID; a deployment
+ * restarted onto this version may have left some.  They are still read,
+ * and judged by the pid alone (process_gone): no such process -> gone, so
+ * a leader takes the claim over in step 4 (renaming it to its own long
+ * name) and the temp file is removed; this process's own pid -> gone too
+ * (this version names its own entries with the start time, so an earlier
+ * process with the same pid made it); another live pid -> left alone, as
+ * before (it may be a holder still running the earlier version while the
+ * board restarts; once that pid is gone, the next leader takes it). */
 #include "postqueue.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +89,13 @@
 #include "buf.h"
 #include "fileio.h"
 #include "hex.h"
+#include "process.h"
 #include "random.h"
 #include "tempname.h"
 
 #define QUEUED_SUFFIX  ".msg"
 #define CLAIMED_SUFFIX ".claim."
-#define ENTRY_NAME_MAX (LOGRECORD_ID_LEN + 32)
+#define ENTRY_NAME_MAX (LOGRECORD_ID_LEN + 16 + PROCESS_ID_MAX)
 /* A queued line: a 64 KiB body at most doubles when escaped. */
 #define ENTRY_MAX_BYTES (512 * 1024)
 
@@ -84,15 +104,20 @@ static void entry_name(char out[ENTRY_NAME_MAX], const char *id, const char *suf
         snprintf(out, ENTRY_NAME_MAX, "%s%s", id, suffix);
 }
 
-/* ID.claim.PID: claimed by process PID. */
-static void claim_name(char out[ENTRY_NAME_MAX], const char *id, long pid)
+/* ID.claim.PID-START: claimed by process `holder` (process.h). */
+static void claim_name(char out[ENTRY_NAME_MAX], const char *id, const struct process_id *holder)
 {
-        snprintf(out, ENTRY_NAME_MAX, "%s" CLAIMED_SUFFIX "%ld", id, pid);
+        char who[PROCESS_ID_MAX];
+        process_format(holder, who);
+        snprintf(out, ENTRY_NAME_MAX, "%s" CLAIMED_SUFFIX "%s", id, who);
 }
 
-static int process_gone(long pid)
+/* This process's claim on entry `id`. */
+static void own_claim_name(char out[ENTRY_NAME_MAX], const char *id)
 {
-        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+        struct process_id self;
+        process_self(&self);
+        claim_name(out, id, &self);
 }
 
 /* One inotify instance per process, kept: closing one waits for a kernel
@@ -202,12 +227,15 @@ out:
 }
 
 struct candidate {
+        char name[ENTRY_NAME_MAX]; /* as found */
         char id[LOGRECORD_ID_LEN + 1];
-        long claimer; /* pid of the claim, 0 when queued */
+        bool claimed;
+        struct process_id claimer; /* when claimed */
         struct timespec queued;
 };
 
-/* "ID.msg" or "ID.claim" with a valid id: fills c (all but time). */
+/* "ID.msg", or "ID.claim.PID-START" (or the older "ID.claim.PID"), with a
+ * valid id: fills c (all but time). */
 static int parse_entry_name(const char *name, struct candidate *c)
 {
         size_t n = strlen(name);
@@ -215,17 +243,19 @@ static int parse_entry_name(const char *name, struct candidate *c)
                 return 0;
         const char *suffix = name + LOGRECORD_ID_LEN;
         size_t cs = strlen(CLAIMED_SUFFIX);
+        if (n >= ENTRY_NAME_MAX)
+                return 0;
         if (strcmp(suffix, QUEUED_SUFFIX) == 0) {
-                c->claimer = 0;
+                c->claimed = false;
         } else if (strncmp(suffix, CLAIMED_SUFFIX, cs) == 0) {
-                char *end;
-                long pid = strtol(suffix + cs, &end, 10);
-                if (pid <= 0 || *end != '\0' || suffix[cs] < '1' || suffix[cs] > '9')
+                const char *end = process_parse(suffix + cs, &c->claimer);
+                if (end == NULL || *end != '\0')
                         return 0;
-                c->claimer = pid;
+                c->claimed = true;
         } else {
                 return 0;
         }
+        memcpy(c->name, name, n + 1);
         memcpy(c->id, name, LOGRECORD_ID_LEN);
         c->id[LOGRECORD_ID_LEN] = '\0';
         return 1;
@@ -236,8 +266,8 @@ static int parse_entry_name(const char *name, struct candidate *c)
 static int candidate_order(const void *pa, const void *pb)
 {
         const struct candidate *a = pa, *b = pb;
-        if ((a->claimer != 0) != (b->claimer != 0))
-                return a->claimer != 0 ? -1 : 1;
+        if (a->claimed != b->claimed)
+                return a->claimed ? -1 : 1;
         if (a->queued.tv_sec != b->queued.tv_sec)
                 return a->queued.tv_sec < b->queued.tv_sec ? -1 : 1;
         if (a->queued.tv_nsec != b->queued.tv_nsec)
@@ -249,7 +279,7 @@ static int candidate_order(const void *pa, const void *pb)
 static int read_claim(int dfd, const char *id, struct logrecord *rec, const char **why)
 {
         char name[ENTRY_NAME_MAX];
-        claim_name(name, id, (long)getpid());
+        own_claim_name(name, id);
         int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 *why = strerror(errno);
@@ -338,15 +368,12 @@ int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct board_error
         if (rc == 0 && count > 0) {
                 qsort(cands, count, sizeof *cands, candidate_order);
                 for (size_t i = 0; i < count && b->count < max; i++) {
-                        char from[ENTRY_NAME_MAX], to[ENTRY_NAME_MAX];
-                        long claimer = cands[i].claimer;
-                        claim_name(to, cands[i].id, (long)getpid());
-                        if (claimer != 0 && claimer != (long)getpid() && !process_gone(claimer))
+                        const struct candidate *c = &cands[i];
+                        char to[ENTRY_NAME_MAX];
+                        own_claim_name(to, c->id);
+                        if (c->claimed && !process_is_self(&c->claimer) && !process_gone(&c->claimer))
                                 continue; /* a live holder's (its lock was broken): its to give back */
-                        if (claimer == 0)
-                                entry_name(from, cands[i].id, QUEUED_SUFFIX);
-                        else
-                                claim_name(from, cands[i].id, claimer);
+                        const char *from = c->name;
                         if (strcmp(from, to) != 0 && renameat(dfd, from, dfd, to) < 0)
                                 continue; /* withdrawn by its poster, or taken */
                         struct logrecord rec;
@@ -378,7 +405,7 @@ static void end_claims(const char *dir, const struct pq_batch *b, int give_back,
                 return;
         for (size_t i = 0; i < b->count; i++) {
                 char claim[ENTRY_NAME_MAX], queued[ENTRY_NAME_MAX];
-                claim_name(claim, b->items[i].id, (long)getpid());
+                own_claim_name(claim, b->items[i].id);
                 entry_name(queued, b->items[i].id, QUEUED_SUFFIX);
                 if (give_back && (own == NULL || strcmp(b->items[i].id, own) != 0))
                         renameat(dfd, claim, dfd, queued);
@@ -388,7 +415,7 @@ static void end_claims(const char *dir, const struct pq_batch *b, int give_back,
         if (give_back && own != NULL) { /* also when it was not claimed (beyond max) */
                 char queued[ENTRY_NAME_MAX], claim[ENTRY_NAME_MAX];
                 entry_name(queued, own, QUEUED_SUFFIX);
-                claim_name(claim, own, (long)getpid());
+                own_claim_name(claim, own);
                 unlinkat(dfd, queued, 0);
                 unlinkat(dfd, claim, 0);
         }

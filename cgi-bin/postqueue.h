@@ -11,11 +11,17 @@
  * rewrite changes.
  *
  * Entries, all in DATA/pending/, ID being the post id (LOGRECORD_ID_LEN
- * hex digits, random):
+ * hex digits, random), PID-START a process named by its pid and start
+ * time (process.h):
  *
- *   ID.msg                  queued: the message as one log line
- *   ID.claim.PID            claimed by lock holder PID, which is committing it
- *   ID.msg.tmp.PID.RAND     being written; removed once PID is gone
+ *   ID.msg                       queued: the message as one log line
+ *   ID.claim.PID-START           claimed by that lock holder, which is
+ *                                committing it
+ *   ID.msg.tmp.PID-START.ID      being written; removed once that process
+ *                                is gone
+ *
+ * Claims and temp files named by earlier versions, ID.claim.PID and
+ * ID.msg.tmp.PID.ID, are still read (see postqueue.c).
  *
  * The protocol is in postqueue.c with the invariant each step keeps. */
 #ifndef BOARD_POSTQUEUE_H

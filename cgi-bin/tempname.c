@@ -2,14 +2,13 @@
 #include "tempname.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "hex.h"
+#include "process.h"
 #include "random.h"
 
 #define TEMP_MARK     ".tmp."
@@ -25,8 +24,12 @@ int temp_name_make(const char *final, const char *rand16, struct buf *out, struc
                 hex_encode(rnd, sizeof rnd, rhex);
                 rand16 = rhex;
         }
+        struct process_id self;
+        char writer[PROCESS_ID_MAX];
+        process_self(&self);
+        process_format(&self, writer);
         buf_reset(out);
-        buf_printf(out, "%s" TEMP_MARK "%ld.%s", final, (long)getpid(), rand16);
+        buf_printf(out, "%s" TEMP_MARK "%s.%s", final, writer, rand16);
         return out->oom ? board_fail(err, 500, "out of memory") : 0;
 }
 
@@ -35,11 +38,11 @@ int temp_name_is_dead(const char *name)
         const char *t = strstr(name, TEMP_MARK);
         if (t == NULL)
                 return 0;
-        char *end;
-        long pid = strtol(t + TEMP_MARK_LEN, &end, 10);
-        if (pid <= 0 || *end != '.' || strlen(end + 1) != 16 || pid == (long)getpid())
+        struct process_id writer;
+        const char *end = process_parse(t + TEMP_MARK_LEN, &writer);
+        if (end == NULL || *end != '.' || strlen(end + 1) != 16)
                 return 0;
-        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+        return process_gone(&writer);
 }
 
 void temp_remove_dead_beside(const char *final)

@@ -1,7 +1,10 @@
 /* tempname.h - names of temp files, written next to the file they are
- * to become (then renamed or linked into place): "<final>.tmp.<pid>.<16
- * hex>", so that a temp file left by a writer killed before its rename
- * can be told from a live writer's, and removed. */
+ * to become (then renamed or linked into place):
+ * "<final>.tmp.<pid>-<start time>.<16 hex>", so that a temp file left by
+ * a writer killed before its rename can be told from a live writer's,
+ * even when its pid was reused since (process.h), and removed.  Names of
+ * the older form "<final>.tmp.<pid>.<16 hex>" are still recognised and
+ * judged by the pid alone. */
 #ifndef BOARD_TEMPNAME_H
 #define BOARD_TEMPNAME_H
 

@@ -3,8 +3,10 @@
  * against claim, give-back, unreadable and dead entries, what a holder
  * killed mid-commit leaves behind (no loss, no duplicate), and concurrent
  * posters in separate processes (none lost; the same harness without a
- * lock loses posts, so it can fail). */
+ * lock loses posts, so it can fail), and holders judged by pid and start
+ * time (a reused pid cannot strand a claim). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/fileio.h"
 #include "../../cgi-bin/postqueue.h"
+#include "dirlock.h"
 
 static char dir[64];
 static char pending[96];
@@ -76,7 +79,7 @@ static void enqueue(const char *body, struct pq_ticket *t)
 
 static int entry_exists(const char *id, const char *suffix)
 {
-        char path[160];
+        char path[320];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s%s", pending, id, suffix);
         return lstat(path, &st) == 0;
@@ -92,6 +95,12 @@ static size_t count_entries(void)
         assert_int_equal(fscanf(p, "%zu", &n), 1);
         pclose(p);
         return n;
+}
+
+/* ".claim.PID-START" of this process: the suffix of its claims. */
+static void own_claim_suffix(char *out, size_t n)
+{
+        snprintf(out, n, ".claim.%ld-%llu", (long)getpid(), dirlock_process_start(getpid()));
 }
 
 /* Claims are taken oldest first and at most `max`; settling them stores
@@ -113,8 +122,8 @@ static void test_claim_order_and_settle(void **state)
         assert_string_equal(b.items[0].body.ptr, "m0");
         assert_string_equal(b.items[1].body.ptr, "m1");
         assert_string_equal(b.items[0].id, t[0].id);
-        char mine[32];
-        snprintf(mine, sizeof mine, ".claim.%ld", (long)getpid());
+        char mine[64];
+        own_claim_suffix(mine, sizeof mine);
         assert_true(entry_exists(t[0].id, mine));
         assert_true(entry_exists(t[2].id, ".msg"));
         pq_settle(pending, &b);
@@ -162,44 +171,115 @@ static void test_give_back_removes_own(void **state)
         pq_give_back(pending, &b, own.id);
         pq_batch_free(&b);
         assert_false(entry_exists(own.id, ".msg"));
-        char mine[32];
-        snprintf(mine, sizeof mine, ".claim.%ld", (long)getpid());
+        char mine[64];
+        own_claim_suffix(mine, sizeof mine);
         assert_false(entry_exists(own.id, mine));
         assert_true(entry_exists(other.id, ".msg"));
         pq_ticket_close(&own);
         pq_ticket_close(&other);
 }
 
+static void write_file(const char *name, const char *text)
+{
+        char path[320];
+        snprintf(path, sizeof path, "%s/%s", pending, name);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static int pending_exists(const char *name)
+{
+        char path[320];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", pending, name);
+        return lstat(path, &st) == 0;
+}
+
 /* Entries that do not read back as one record, and temp files of dead
- * writers, are removed; a live writer's temp file is left alone. */
+ * writers, are removed; a live writer's temp file is left alone.  Names
+ * with the pid alone (written before the start time was recorded) are
+ * judged by the pid: gone, or this process's own (which names its own
+ * with the start time), means dead; another live pid is left alone. */
 static void test_unreadable_and_dead(void **state)
 {
         (void)state;
         struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(ensure_dir(pending, &e), 0);
-        const char *names[] = {"0123456789abcdef.msg", "fedcba9876543210.claim.999999999",
-                               "00000000000000aa.msg.tmp.999999999.0123456789abcdef", NULL};
-        const char *texts[] = {"not a record\n", "1\t2\ta\tb\tc\t\t00000000000000ff\n", "x", NULL};
-        for (int i = 0; names[i]; i++) {
-                char path[200];
-                snprintf(path, sizeof path, "%s/%s", pending, names[i]);
-                FILE *f = fopen(path, "w");
-                assert_non_null(f);
-                fputs(texts[i], f); /* the second: its id is not its name's */
-                fclose(f);
-        }
-        char live[200];
-        snprintf(live, sizeof live, "%s/00000000000000bb.msg.tmp.%ld.0123456789abcdef", pending,
-                 (long)getpid());
-        FILE *f = fopen(live, "w");
-        assert_non_null(f);
-        fclose(f);
+        unsigned long long start = dirlock_process_start(getpid());
+        assert_true(start > 0);
+        char own_old[96], live[96], live_old[96];
+        snprintf(own_old, sizeof own_old, "00000000000000ee.msg.tmp.%ld.0123456789abcdef", (long)getpid());
+        snprintf(live, sizeof live, "00000000000000bb.msg.tmp.%ld-%llu.0123456789abcdef", (long)getpid(),
+                 start);
+        snprintf(live_old, sizeof live_old, "00000000000000cc.msg.tmp.%ld.0123456789abcdef", (long)getppid());
+        const char *names[] = {"0123456789abcdef.msg",
+                               "fedcba9876543210.claim.999999999",
+                               "00000000000000aa.msg.tmp.999999999.0123456789abcdef",
+                               "00000000000000dd.msg.tmp.999999999-12345.0123456789abcdef",
+                               own_old,
+                               live,
+                               live_old,
+                               NULL};
+        const char *texts[] = {
+            "not a record\n", "1\t2\ta\tb\tc\t\t00000000000000ff\n", "x", "x", "x", "", ""};
+        for (int i = 0; names[i]; i++)
+                write_file(names[i], texts[i]); /* the second: its id is not its name's */
         struct pq_batch b = PQ_BATCH_INIT;
         assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
         assert_int_equal(b.count, 0);
         pq_batch_free(&b);
-        assert_int_equal(count_entries(), 1); /* the live writer's */
-        unlink(live);
+        assert_true(pending_exists(live));
+        assert_true(pending_exists(live_old));
+        assert_int_equal(count_entries(), 2); /* the live writers' */
+}
+
+/* Holders and writers are named by pid and start time, so a reused pid
+ * cannot pass for them: a claim or temp file whose pid is alive but names
+ * a process started at another time (the pid was reused) is a dead
+ * holder's and is taken over or removed; the live process's own (same
+ * pid, same start time) are left to it. */
+static void test_reused_pid(void **state)
+{
+        (void)state;
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        unsigned long long start = dirlock_process_start(child);
+        assert_true(start > 0);
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        char reused_claim[96], live_claim[96], reused_temp[128], live_temp[128];
+        snprintf(reused_claim, sizeof reused_claim, "00000000000000d4.claim.%ld-%llu", (long)child,
+                 start + 1);
+        snprintf(live_claim, sizeof live_claim, "00000000000000e5.claim.%ld-%llu", (long)child, start);
+        snprintf(reused_temp, sizeof reused_temp, "00000000000000f6.msg.tmp.%ld-%llu.00000000000000f6",
+                 (long)child, start + 1);
+        snprintf(live_temp, sizeof live_temp, "00000000000000a7.msg.tmp.%ld-%llu.00000000000000a7",
+                 (long)child, start);
+        write_file(reused_claim, "1\t1700000001\tn\ts\treused pid's\t\t00000000000000d4\n");
+        write_file(live_claim, "1\t1700000001\tn\ts\tlive holder's\t\t00000000000000e5\n");
+        write_file(reused_temp, "x");
+        write_file(live_temp, "x");
+        struct pq_batch b = PQ_BATCH_INIT;
+        int rc = pq_claim(pending, 10, &b, &e);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        assert_int_equal(rc, 0);
+        print_message("claimed %zu of the 2 claims (want the reused pid's only)\n", b.count);
+        assert_int_equal(b.count, 1);
+        assert_string_equal(b.items[0].body.ptr, "reused pid's");
+        assert_false(pending_exists(reused_claim)); /* taken over: now this process's */
+        assert_true(pending_exists(live_claim));
+        assert_false(pending_exists(reused_temp));
+        assert_true(pending_exists(live_temp));
+        pq_settle(pending, &b);
+        pq_batch_free(&b);
+        assert_int_equal(count_entries(), 2); /* the live process's two */
 }
 
 static long count_lines_with(const char *path, const char *needle)
@@ -340,6 +420,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_withdraw_against_claim, setup, teardown),
             cmocka_unit_test_setup_teardown(test_give_back_removes_own, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unreadable_and_dead, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_reused_pid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dead_holder_leftovers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_concurrent_posters, setup, teardown),
         };
