@@ -269,6 +269,8 @@ struct req {
         struct app_board *loaded; /* configuration, secret and store */
         const struct board_config *cfg;
         char *const *envp;
+        body_read_fn rd; /* the body, read only by the form handlers */
+        void *rdctx;
         const char *token_cookie; /* the client's valid cookie, or new_cookie */
         char token[CSRF_TOKEN_LEN + 1];
 };
@@ -598,6 +600,113 @@ static void handle_info(struct req *q, struct resp *r)
                    q->cfg->max_messages);
 }
 
+/* A page or form of the board, by its path below base_path. */
+struct route {
+        const char *path;
+        void (*get)(struct req *q, struct resp *r);                          /* GET and HEAD, or NULL */
+        void (*post)(struct req *q, struct resp *r, const struct buf *body); /* POST of the form, or NULL */
+        const char *allow;        /* the methods it answers, for a 405's Allow */
+        const char *wrong_method; /* a 405's message */
+        int api;                  /* errors as JSON */
+};
+
+static void show_index(struct req *q, struct resp *r)
+{
+        show_board(q, r, 200, NULL, NULL);
+}
+
+static const struct route routes[] = {
+    {"", show_index, NULL, "GET, HEAD", "Use GET for this page.", 0},
+    {"index.html", show_index, NULL, "GET, HEAD", "Use GET for this page.", 0},
+    {"post", NULL, handle_post, "POST", "This address only accepts the board's forms (POST).", 0},
+    {"delete", NULL, handle_delete, "POST", "This address only accepts the board's forms (POST).", 0},
+    {"api/messages", handle_api, NULL, "GET, HEAD", "use GET", 1},
+    {"api/info", handle_info, NULL, "GET, HEAD", "use GET", 1},
+};
+
+static const struct route *find_route(const char *path)
+{
+        for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+                if (strcmp(routes[i].path, path) == 0)
+                        return &routes[i];
+        return NULL;
+}
+
+/* A form: refused before its body is read when a page of another site
+ * sent it or it is not the form; else read within max_body. */
+static void serve_form(struct req *q, struct resp *r,
+                       void (*handle)(struct req *q, struct resp *r, const struct buf *body))
+{
+        if (!same_origin_ok(q, r) || !form_type_ok(q, r))
+                return;
+        struct board_error e = BOARD_ERROR_INIT;
+        struct buf body = BUF_INIT;
+        if (request_read_body(q->envp, q->cfg->max_body, q->rd, q->rdctx, &body, &e) < 0)
+                fail(q, r, &e);
+        else
+                handle(q, r, &body);
+        buf_free(&body);
+}
+
+/* The request's path to its route and method, or to 301, 404, 405, 414. */
+static void dispatch(struct req *q, struct resp *r, const char *method)
+{
+        struct board_error e = BOARD_ERROR_INIT;
+        char *path = NULL;
+        int place = request_route(q->envp, q->cfg->base_path, &path, &e);
+        if (place < 0) {
+                fail(q, r, &e);
+                return;
+        }
+        if (place == REQUEST_BASE_NO_SLASH) {
+                r->status = 301;
+                buf_puts(&r->location, q->cfg->base_path);
+                return;
+        }
+        const struct route *rt = place == REQUEST_BELOW_BASE ? find_route(path) : NULL;
+        free(path);
+        if (rt == NULL) {
+                board_fail(&e, 404, "There is no such page on this board.");
+                fail(q, r, &e);
+        } else if (rt->get && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
+                rt->get(q, r);
+        } else if (rt->post && strcmp(method, "POST") == 0) {
+                serve_form(q, r, rt->post);
+        } else {
+                board_fail(&e, 405, "%s", rt->wrong_method);
+                r->allow = rt->allow;
+                if (rt->api)
+                        api_error(r, &e);
+                else
+                        fail(q, r, &e);
+        }
+}
+
+/* The CSRF cookie: keep one the board issued (it points into *jar), else
+ * issue a new one; and the form token for it.  -1 when none can be made. */
+static int take_csrf_cookie(struct req *q, struct resp *r, struct cookie_jar *jar)
+{
+        const unsigned char *secret = q->loaded->secret;
+        const char *ch = env_get(q->envp, "HTTP_COOKIE");
+        if (ch && strlen(ch) <= REQUEST_COOKIE_MAX &&
+            cookie_parse(ch, strlen(ch), MAX_COOKIES, jar) == COOKIE_OK) {
+                const struct cookie *c = cookie_find(jar, CSRF_COOKIE_NAME);
+                if (c && csrf_cookie_valid(secret, c->value, c->value_len))
+                        q->token_cookie = c->value;
+        }
+        if (q->token_cookie) {
+                csrf_token(secret, q->token_cookie, strlen(q->token_cookie), q->token);
+                return 0;
+        }
+        struct board_error e = BOARD_ERROR_INIT;
+        if (csrf_new_cookie(secret, r->new_cookie, &e) < 0) {
+                log_error(q->cfg, q->envp, 500, e.msg);
+                return -1;
+        }
+        csrf_token(secret, r->new_cookie, CSRF_COOKIE_LEN, q->token);
+        return 0;
+}
+
 static void plain_error(struct buf *out, int status, const char *msg)
 {
         buf_printf(
@@ -607,7 +716,9 @@ static void plain_error(struct buf *out, int status, const char *msg)
             status, reason(status), msg);
 }
 
-int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx, struct buf *out)
+/* The board this request is for (BOARD_CONF: the request's parameter, else
+ * the process environment), loaded once.  -1 with a 500 answer in *out. */
+static int board_of_request(struct app *app, char *const *envp, struct app_board **board, struct buf *out)
 {
         const char *conf = env_get(envp, "BOARD_CONF");
         if (!conf || !*conf)
@@ -615,106 +726,38 @@ int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx,
         if (!conf || !*conf) {
                 log_error(NULL, envp, 500, "BOARD_CONF is not set");
                 plain_error(out, 500, "The board is not configured (BOARD_CONF is not set).");
-                return 500;
+                return -1;
         }
         struct board_error e = BOARD_ERROR_INIT;
-        struct app_board *board;
-        if (app_load(app, conf, &board, &e) < 0) {
+        if (app_load(app, conf, board, &e) < 0) {
                 log_error(NULL, envp, 500, e.msg);
                 plain_error(out, 500, "The board's configuration could not be loaded; see the server log.");
-                return 500;
+                return -1;
         }
-        const struct board_config *cfg = &board->cfg;
+        return 0;
+}
+
+int app_handle(struct app *app, char *const *envp, body_read_fn rd, void *rdctx, struct buf *out)
+{
+        struct app_board *board;
+        if (board_of_request(app, envp, &board, out) < 0)
+                return 500;
         const char *method = env_get(envp, "REQUEST_METHOD");
         if (!method)
                 method = "GET";
-        int head_only = strcmp(method, "HEAD") == 0;
-        int is_get = head_only || strcmp(method, "GET") == 0;
-        int is_post = strcmp(method, "POST") == 0;
-
         struct resp r;
         memset(&r, 0, sizeof r);
         r.status = 200;
-        struct req q = {board, cfg, envp, NULL, ""};
-
-        /* CSRF cookie: keep a well-formed one, else issue a new one. */
-        const char *ch = env_get(envp, "HTTP_COOKIE");
+        struct req q = {board, &board->cfg, envp, rd, rdctx, NULL, ""};
         struct cookie_jar jar = {NULL, 0};
-        if (ch && strlen(ch) <= REQUEST_COOKIE_MAX &&
-            cookie_parse(ch, strlen(ch), MAX_COOKIES, &jar) == COOKIE_OK) {
-                const struct cookie *c = cookie_find(&jar, CSRF_COOKIE_NAME);
-                if (c && csrf_cookie_valid(board->secret, c->value, c->value_len))
-                        q.token_cookie = c->value;
+        if (take_csrf_cookie(&q, &r, &jar) < 0) {
+                cookie_jar_free(&jar);
+                plain_error(out, 500, "Cannot make a session cookie.");
+                return 500;
         }
-        if (!q.token_cookie) {
-                if (csrf_new_cookie(board->secret, r.new_cookie, &e) < 0) {
-                        log_error(cfg, envp, 500, e.msg);
-                        cookie_jar_free(&jar);
-                        plain_error(out, 500, "Cannot make a session cookie.");
-                        return 500;
-                }
-                csrf_token(board->secret, r.new_cookie, CSRF_COOKIE_LEN, q.token);
-        } else {
-                csrf_token(board->secret, q.token_cookie, strlen(q.token_cookie), q.token);
-        }
-
-        char *route = NULL;
-        int rt = request_route(envp, cfg->base_path, &route, &e);
-        if (rt < 0) {
-                fail(&q, &r, &e);
-        } else if (rt == 1) {
-                r.status = 301;
-                buf_puts(&r.location, cfg->base_path);
-        } else if (rt == 2) {
-                board_fail(&e, 404, "There is no such page on this board.");
-                fail(&q, &r, &e);
-        } else if (strcmp(route, "") == 0 || strcmp(route, "index.html") == 0) {
-                if (is_get) {
-                        show_board(&q, &r, 200, NULL, NULL);
-                } else {
-                        r.allow = "GET, HEAD";
-                        board_fail(&e, 405, "Use GET for this page.");
-                        fail(&q, &r, &e);
-                        r.status = 405;
-                }
-        } else if (strcmp(route, "post") == 0 || strcmp(route, "delete") == 0) {
-                if (!is_post) {
-                        r.allow = "POST";
-                        board_fail(&e, 405, "This address only accepts the board's forms (POST).");
-                        fail(&q, &r, &e);
-                } else if (same_origin_ok(&q, &r) && form_type_ok(&q, &r)) {
-                        struct buf body = BUF_INIT;
-                        if (request_read_body(envp, cfg->max_body, rd, rdctx, &body, &e) < 0)
-                                fail(&q, &r, &e);
-                        else if (route[0] == 'p')
-                                handle_post(&q, &r, &body);
-                        else
-                                handle_delete(&q, &r, &body);
-                        buf_free(&body);
-                }
-        } else if (strcmp(route, "api/messages") == 0) {
-                if (is_get) {
-                        handle_api(&q, &r);
-                } else {
-                        r.allow = "GET, HEAD";
-                        board_fail(&e, 405, "use GET");
-                        api_error(&r, &e);
-                }
-        } else if (strcmp(route, "api/info") == 0) {
-                if (is_get) {
-                        handle_info(&q, &r);
-                } else {
-                        r.allow = "GET, HEAD";
-                        board_fail(&e, 405, "use GET");
-                        api_error(&r, &e);
-                }
-        } else {
-                board_fail(&e, 404, "There is no such page on this board.");
-                fail(&q, &r, &e);
-        }
-        emit(out, cfg, &r, envp, head_only);
+        dispatch(&q, &r, method);
+        emit(out, q.cfg, &r, envp, strcmp(method, "HEAD") == 0);
         int status = r.status;
-        free(route);
         cookie_jar_free(&jar);
         buf_free(&r.body);
         buf_free(&r.location);

@@ -42,11 +42,11 @@ int request_route(char *const *envp, const char *base_path, char **route, struct
         int rc;
         if (strncmp(p, base_path, bl) == 0) {
                 *route = strdup(p + bl);
-                rc = *route ? 0 : board_fail(err, 500, "out of memory");
+                rc = *route ? REQUEST_BELOW_BASE : board_fail(err, 500, "out of memory");
         } else if (strlen(p) + 1 == bl && strncmp(p, base_path, bl - 1) == 0) {
-                rc = 1;
+                rc = REQUEST_BASE_NO_SLASH;
         } else {
-                rc = 2;
+                rc = REQUEST_OUTSIDE_BASE;
         }
         buf_free(&path);
         return rc;

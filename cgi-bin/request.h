@@ -21,10 +21,17 @@ typedef long (*body_read_fn)(void *ctx, char *dst, size_t n);
 /* Value of `name` in a NULL-terminated "NAME=value" array, or NULL. */
 const char *env_get(char *const *envp, const char *name);
 
+/* Where a request's path is, relative to the board's base_path. */
+enum request_place {
+        REQUEST_BELOW_BASE,    /* at or below base_path: *route is the rest */
+        REQUEST_BASE_NO_SLASH, /* base_path without its trailing slash */
+        REQUEST_OUTSIDE_BASE,  /* not this board's */
+};
+
 /* The request path relative to `base_path`, from DOCUMENT_URI, else
- * SCRIPT_NAME + PATH_INFO.  Returns 0 with *route (new string) set, 1 when
- * the path is `base_path` without its trailing slash (redirect), 2 when it
- * is outside `base_path` (404), -1 on error (414 path too long). */
+ * SCRIPT_NAME + PATH_INFO: where it is (enum request_place), with *route
+ * (a new string) set for REQUEST_BELOW_BASE; -1 on error (414 path too
+ * long, 500). */
 int request_route(char *const *envp, const char *base_path, char **route, struct board_error *err);
 
 /* Read the body announced by CONTENT_LENGTH into *body.  Checks the length
