@@ -197,8 +197,7 @@ static int is_space(char c)
         return c == ' ' || c == '\t' || c == '\r';
 }
 
-int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg,
-                 struct board_error *err)
+static void set_defaults(struct board_config *cfg)
 {
         memset(cfg, 0, sizeof *cfg);
         cfg->lock_mode = BOARD_LOCK_MKDIR;
@@ -214,14 +213,63 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         cfg->group_commit = 1;
         cfg->delete_max_failures = 5;
         cfg->delete_failure_window = 60;
-        if (set_string(&cfg->title, "dirlock board", 13) || set_string(&cfg->base_path, "/", 1)) {
-                config_free(cfg);
-                return board_fail(err, 500, "%s: out of memory", filename);
+}
+
+/* One "key = value" line, text[s..e) (trimmed, not empty, not a comment),
+ * applied to cfg; `seen` marks the keys given so far.  0, or -1 with err
+ * set ("FILE:LINE: ..."). */
+static int parse_line(struct board_config *cfg, const char *text, size_t s, size_t e, const char *filename,
+                      long lineno, int seen[K_COUNT], struct board_error *err)
+{
+        if (memchr(text + s, '\0', e - s))
+                return board_fail(err, 500, "%s:%ld: NUL byte in line", filename, lineno);
+        const char *eq = memchr(text + s, '=', e - s);
+        if (!eq)
+                return board_fail(err, 500, "%s:%ld: expected 'key = value'", filename, lineno);
+        size_t ke = (size_t)(eq - text), vs = ke + 1;
+        while (ke > s && is_space(text[ke - 1]))
+                ke--;
+        while (vs < e && is_space(text[vs]))
+                vs++;
+        char key[32];
+        size_t klen = ke - s;
+        int k = -1;
+        if (klen < sizeof key) {
+                memcpy(key, text + s, klen);
+                key[klen] = '\0';
+                for (int i = 0; i < K_COUNT; i++)
+                        if (strcmp(key, key_names[i]) == 0)
+                                k = i;
         }
+        if (k < 0)
+                return board_fail(err, 500, "%s:%ld: unknown key '%.*s'", filename, lineno,
+                                  (int)(klen > 64 ? 64 : klen), text + s);
+        if (seen[k])
+                return board_fail(err, 500, "%s:%ld: key '%s' given twice", filename, lineno, key);
+        seen[k] = 1;
+        char *v = dup_n(text + vs, e - vs);
+        if (!v)
+                return board_fail(err, 500, "%s: out of memory", filename);
+        const char *why = apply(cfg, k, v, e - vs);
+        int rc = 0;
+        if (why)
+                rc = board_fail(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno, key,
+                                v, why);
+        free(v);
+        return rc;
+}
+
+int config_parse(const char *text, size_t len, const char *filename, struct board_config *cfg,
+                 struct board_error *err)
+{
+        set_defaults(cfg);
+        int rc = 0;
+        if (set_string(&cfg->title, "dirlock board", 13) || set_string(&cfg->base_path, "/", 1))
+                rc = board_fail(err, 500, "%s: out of memory", filename);
         int seen[K_COUNT] = {0};
         size_t pos = 0;
         long lineno = 0;
-        while (pos < len) {
+        while (rc == 0 && pos < len) {
                 lineno++;
                 const char *nl = memchr(text + pos, '\n', len - pos);
                 size_t end = nl ? (size_t)(nl - text) : len;
@@ -231,62 +279,14 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                         s++;
                 while (e > s && is_space(text[e - 1]))
                         e--;
-                if (s == e || text[s] == '#')
-                        continue;
-                if (memchr(text + s, '\0', e - s)) {
-                        config_free(cfg);
-                        return board_fail(err, 500, "%s:%ld: NUL byte in line", filename, lineno);
-                }
-                const char *eq = memchr(text + s, '=', e - s);
-                if (!eq) {
-                        config_free(cfg);
-                        return board_fail(err, 500, "%s:%ld: expected 'key = value'", filename, lineno);
-                }
-                size_t ke = (size_t)(eq - text), vs = ke + 1;
-                while (ke > s && is_space(text[ke - 1]))
-                        ke--;
-                while (vs < e && is_space(text[vs]))
-                        vs++;
-                char key[32];
-                size_t klen = ke - s;
-                int k = -1;
-                if (klen < sizeof key) {
-                        memcpy(key, text + s, klen);
-                        key[klen] = '\0';
-                        for (int i = 0; i < K_COUNT; i++)
-                                if (strcmp(key, key_names[i]) == 0)
-                                        k = i;
-                }
-                if (k < 0) {
-                        config_free(cfg);
-                        return board_fail(err, 500, "%s:%ld: unknown key '%.*s'", filename, lineno,
-                                          (int)(klen > 64 ? 64 : klen), text + s);
-                }
-                if (seen[k]) {
-                        config_free(cfg);
-                        return board_fail(err, 500, "%s:%ld: key '%s' given twice", filename, lineno, key);
-                }
-                seen[k] = 1;
-                char *v = dup_n(text + vs, e - vs);
-                if (!v) {
-                        config_free(cfg);
-                        return board_fail(err, 500, "%s: out of memory", filename);
-                }
-                const char *why = apply(cfg, k, v, e - vs);
-                if (why) {
-                        board_fail(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno,
-                                   key, v, why);
-                        free(v);
-                        config_free(cfg);
-                        return -1;
-                }
-                free(v);
+                if (s < e && text[s] != '#')
+                        rc = parse_line(cfg, text, s, e, filename, lineno, seen, err);
         }
-        if (!cfg->data_dir) {
-                config_free(cfg);
-                return board_fail(err, 500, "%s: key 'data_dir' is required", filename);
-        }
-        return 0;
+        if (rc == 0 && !cfg->data_dir)
+                rc = board_fail(err, 500, "%s: key 'data_dir' is required", filename);
+        if (rc < 0)
+                config_free(cfg); /* the one way out of a failed parse */
+        return rc;
 }
 
 int config_load(const char *path, struct board_config *cfg, struct board_error *err)
