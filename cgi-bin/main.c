@@ -2,14 +2,27 @@
  * request, and shutdown on SIGTERM/SIGINT (an idle process exits at once,
  * a busy one after finishing its request).
  *
- * The handler is installed without SA_RESTART and the request is set up
- * with FCGI_FAIL_ACCEPT_ON_INTR, so a signal makes a blocked accept()
- * return and the loop ends on the flag.  Because a signal can also arrive
- * just before accept() blocks, the handler itself calls _exit(0) when no
- * request is being served (nothing is held then: no lock, no open
- * transaction). */
+ * The handler only sets a flag and, while the process serves FastCGI,
+ * puts /dev/null in place of its listening socket (dup2, in this process
+ * only: the socket itself, shared with the other board processes, stays
+ * open for them).  It is installed with SA_RESTART, so whatever system
+ * call the signal interrupts is resumed:
+ *   - blocked in accept(), or about to call it: the accept is made again
+ *     on /dev/null and fails at once (ENOTSOCK), FCGX_Accept_r() returns
+ *     an error and the loop ends;
+ *   - a connection already accepted (FCGX_Accept_r() reading its
+ *     parameters, or returned and not yet serving it): the reads resume,
+ *     the request is served in full, and the loop ends on the flag;
+ *   - serving a request: it finishes (reads of its body, waits and writes
+ *     resume), then the loop ends.
+ * No request a web server handed to this process is dropped, and nothing
+ * depends on when, between accept and serving, the signal came.  (A web
+ * server that keeps FastCGI connections open between requests would hold
+ * an idle process until it closes the connection; the configurations in
+ * conf/ do not.) */
 #include <errno.h>
 #include <fcgiapp.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,14 +36,22 @@
 extern char **environ;
 
 static volatile sig_atomic_t stop_requested;
-static volatile sig_atomic_t busy;
+/* While serving FastCGI: the listening socket, else -1; and /dev/null,
+ * opened beforehand, to put in its place. */
+static volatile sig_atomic_t listen_fd = -1;
+static int null_fd = -1;
 
 static void on_signal(int sig)
 {
         (void)sig;
+        int saved = errno;
         stop_requested = 1;
-        if (!busy)
-                _exit(0);
+        if (listen_fd >= 0) {
+                /* No more accepts in this process (see the top of the file). */
+                if (null_fd < 0 || dup2(null_fd, listen_fd) < 0)
+                        close(listen_fd);
+        }
+        errno = saved;
 }
 
 static int install_signals(void)
@@ -39,7 +60,7 @@ static int install_signals(void)
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0; /* no SA_RESTART: a blocked accept() returns EINTR */
+        sa.sa_flags = SA_RESTART; /* resume what was interrupted (see the top of the file) */
         if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0)
                 return -1;
         struct sigaction ign;
@@ -62,17 +83,18 @@ static int serve_fastcgi(struct app *app)
                 fprintf(stderr, "board: cannot initialize the FastCGI request\n");
                 return 1;
         }
+        null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        listen_fd = req.listen_sock;
         while (!stop_requested) {
                 if (FCGX_Accept_r(&req) < 0)
                         break;
-                busy = 1;
+                /* A request accepted is served, whenever a signal came. */
                 struct buf out = BUF_INIT;
                 app_handle(app, req.envp, fcgi_read, req.in, &out);
                 if (out.len)
                         FCGX_PutStr(out.data, (int)out.len, req.out);
                 buf_free(&out);
                 FCGX_Finish_r(&req);
-                busy = 0;
         }
         FCGX_Free(&req, 1);
         return 0;
@@ -116,7 +138,6 @@ int main(int argc, char **argv)
         if (fastcgi) {
                 rc = serve_fastcgi(&app);
         } else {
-                busy = 1;
                 int status = board_run_cgi(&app, environ, 0, 1);
                 rc = status < 0 || status >= 500 ? 1 : 0;
         }
