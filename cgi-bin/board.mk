@@ -1,7 +1,15 @@
 # cgi-bin/board.mk - the bulletin board (cgi-bin/board), FastCGI and CGI.
-# BOARD_LIB_OBJS: every board object except main(), for tests and fuzzers.
+#   provides: BOARD_SRCS, BOARD_LIB_OBJS (every board object but main(), for
+#             tests and fuzzers), BOARD_LIBS
+#   uses:     BUILD, BOARD_BIN (Makefile), LIB_A (lib/lib.mk)
 
-BOARD_SRCS := $(wildcard cgi-bin/*.c)
+BOARD_SRCS := cgi-bin/app.c cgi-bin/board.c cgi-bin/board_error.c cgi-bin/buf.c cgi-bin/cgi.c \
+	cgi-bin/config.c cgi-bin/cookie.c cgi-bin/csrf.c cgi-bin/delay.c cgi-bin/deletelimit.c \
+	cgi-bin/errlog.c cgi-bin/fileio.c cgi-bin/form.c cgi-bin/hex.c cgi-bin/json.c cgi-bin/locking.c \
+	cgi-bin/logfile.c cgi-bin/logrecord.c cgi-bin/main.c cgi-bin/msglist.c cgi-bin/password.c \
+	cgi-bin/postqueue.c cgi-bin/process.c cgi-bin/random.c cgi-bin/ratelimit.c cgi-bin/render.c \
+	cgi-bin/request.c cgi-bin/store.c cgi-bin/store_log.c cgi-bin/store_sqlite.c cgi-bin/tempname.c \
+	cgi-bin/utf8.c cgi-bin/validate.c
 BOARD_OBJS := $(BOARD_SRCS:%.c=$(BUILD)/%.o)
 BOARD_MAIN_OBJ := $(BUILD)/cgi-bin/main.o
 BOARD_LIB_OBJS := $(filter-out $(BOARD_MAIN_OBJ),$(BOARD_OBJS))
