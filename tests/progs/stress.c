@@ -310,6 +310,7 @@ int main(int argc, char **argv)
         atomic_store(&s->stop, 1);
         for (int i = 0; i < total; i++)
                 waitpid(pids[i], NULL, 0);
+        free(pids);
         long bad = s->overlaps + s->ok_lost + s->lost + s->errors;
         printf("acquisitions=%ld overlaps=%ld ok_lost=%ld lost=%ld delayed=%ld errors=%ld cleanups=%ld\n",
                (long)s->acquisitions, (long)s->overlaps, (long)s->ok_lost, (long)s->lost, (long)s->delayed,
