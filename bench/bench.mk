@@ -7,11 +7,15 @@
 #   make bench-rw      the reader-writer lock (bench/rw-run)
 #   make bench-range   range locks against no lock, a whole lock and
 #                      fcntl byte ranges (bench/range-run)
+#   make bench-peers   dirlock beside py-filelock, proper-lockfile,
+#                      dotlockfile, lockfile-progs, mkdir and flock(2)
+#                      (bench/peers-run; PEERS_SECONDS, PEERS_REPS, ...)
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
 #   uses: BUILD, LIB_A (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
+PEER_WORKER := $(BUILD)/bench/peer_worker
 RW_BENCH := $(BUILD)/bench/rw_bench
 RANGE_BENCH := $(BUILD)/bench/range_bench
 HELLO_BIN := $(BUILD)/bench/hello
@@ -19,6 +23,9 @@ BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
 
 $(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+$(PEER_WORKER): $(BUILD)/bench/peer_worker.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(RW_BENCH): $(BUILD)/bench/rw_bench.o $(LIB_A)
@@ -32,6 +39,9 @@ $(HELLO_BIN): $(BUILD)/bench/hello.o
 
 bench-core: all $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/core-run
+
+bench-peers: all $(PEER_WORKER) $(CORE_BENCH)
+	BUILD_DIR=$(BUILD) bench/peers-run
 
 bench-rw: $(RW_BENCH) $(DEMO_BIN)
 	bench/rw-run $(RW_BENCH)
@@ -47,6 +57,7 @@ bench:
 	$(MAKE) bench-core
 	$(MAKE) bench-rw
 	$(MAKE) bench-range
+	$(MAKE) bench-peers
 	$(MAKE) bench-board
 
-.PHONY: bench bench-core bench-rw bench-range bench-board
+.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board
