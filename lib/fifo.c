@@ -13,20 +13,31 @@
  * may be numbered after a later one.  Only the order suffers, never mutual
  * exclusion: the queue decides who tries, the lock decides who holds.)
  *
- * INVARIANT F: only the waiter with the smallest live ticket tries to take
- * NAME.lock (rwlock.c checks dl_fifo_first before every try).  It gives
- * its ticket back once it holds the lock (or gives up), which wakes the
- * next one (inotify IN_DELETE on the queue directory).
+ * INVARIANT F: of the queued waiters, only the one with the smallest live
+ * ticket tries to take NAME.lock (rwlock.c looks with dl_fifo_ahead before
+ * every try).  It gives its ticket back once it holds the lock (or gives
+ * up).
+ *
+ * WAKE-UPS (rwlock.c take_w, wait.c).  Each waiter follows the nearest
+ * live ticket below its own: it watches that one entry (inotify
+ * IN_DELETE_SELF) and its owner's process (pidfd), and only the first
+ * waiter watches the lock directory for releases.  A release therefore
+ * wakes the first waiter; its giving back the ticket wakes the second,
+ * which becomes first; nobody else runs.  A look (dl_fifo_ahead) reads the
+ * queue's names and then only the tickets from ours down to the nearest
+ * live one.
  *
  * DEAD WAITERS.  A ticket whose owner is provably dead on this host, or
- * whose age exceeds the stale age (waiters renew theirs while they wait),
- * is unlinked by whoever scans past it: its successor goes next.
+ * whose age exceeds the stale age (waiters renew theirs at least every
+ * third of it while they wait), is unlinked by the waiter behind it when
+ * it looks (woken by the owner's pidfd, or at the re-check interval):
+ * that waiter then follows the next live ticket, or tries the lock.
  *
  * The queue only orders waiters that use DIRLOCK_FIFO, and a one-try
  * acquire (timeout 0) does not queue at all, like tryLock() on a fair
  * lock; an acquire without the flag may still take a free lock ahead of
- * the queue (no lock-out of
- * the queue results: the head waiter is woken by every release). */
+ * the queue (no lock-out of the queue results: its first waiter is woken
+ * by every release). */
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -70,9 +81,11 @@ int dl_fifo_join(dirlock *h, dirlock_error *err)
                 char *path = dl_layout_ticket(rw->fifo_dir, seq);
                 if (path == NULL)
                         return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                dl_time made = dl_now(); /* no later than the ticket's ctime */
                 if (dl_rw_entry_make(rw->fifo_dir, path, h, h->mode) == 0) {
                         rw->ticket = path;
                         rw->ticket_seq = seq;
+                        rw->ticket_renewed = made;
                         return DIRLOCK_OK;
                 }
                 int e = errno;
@@ -84,47 +97,107 @@ int dl_fifo_join(dirlock *h, dirlock_error *err)
         return dl_fail(err, DIRLOCK_EIO, EAGAIN, "cannot queue in '%s'", rw->fifo_dir);
 }
 
-int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
+/* A ticket seen in the queue. */
+struct seen {
+        unsigned long long seq;
+        char leaf[2 + DL_TICKET_DIGITS + 1];
+};
+
+static int cmp_seq_desc(const void *a, const void *b)
+{
+        unsigned long long x = ((const struct seen *)a)->seq, y = ((const struct seen *)b)->seq;
+        return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The tickets below ours, largest first: malloc'd in *out (NULL when
+ * none), their count in *n.  0, or -1 with errno. */
+static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, size_t *n)
+{
+        struct seen *v = NULL;
+        size_t len = 0, cap = 0;
+        unsigned long long seq;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                if (!dl_layout_ticket_seq(de->d_name, &seq) || seq >= mine)
+                        continue;
+                if (len == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        struct seen *grown = realloc(v, cap * sizeof *v);
+                        if (grown == NULL) {
+                                free(v);
+                                errno = ENOMEM;
+                                return -1;
+                        }
+                        v = grown;
+                }
+                v[len].seq = seq;
+                memcpy(v[len].leaf, de->d_name, sizeof v[len].leaf); /* checked: exactly this long */
+                len++;
+        }
+        if (len > 1)
+                qsort(v, len, sizeof *v, cmp_seq_desc);
+        *out = v;
+        *n = len;
+        return 0;
+}
+
+int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        unsigned long long mine = rw->ticket_seq, best = 0;
+        if (ahead_path != NULL)
+                *ahead_path = NULL;
         DIR *d = opendir(rw->fifo_dir);
         if (d == NULL) {
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read queue '%s'", rw->fifo_dir);
                 return -1;
         }
+        struct seen *seen;
+        size_t n;
+        if (tickets_ahead(d, rw->ticket_seq, &seen, &n) != 0) {
+                dl_fail(err, errno == ENOMEM ? DIRLOCK_ENOMEM : DIRLOCK_EIO, errno, "cannot read queue '%s'",
+                        rw->fifo_dir);
+                closedir(d);
+                return -1;
+        }
+        /* Nearest first: the first live one is the waiter we follow; the
+         * dead ones on the way are skipped (INVARIANT F, DEAD WAITERS). */
         int first = 1;
-        struct dirent *de;
-        unsigned long long seq;
-        while ((de = readdir(d)) != NULL) {
-                if (!dl_layout_ticket_seq(de->d_name, &seq) || seq >= mine)
-                        continue;
+        for (size_t i = 0; i < n && first; i++) {
+                const char *leaf = seen[i].leaf;
                 dl_record rec;
                 double age;
-                if (dl_entry_readat(dirfd(d), de->d_name, &rec, &age) != 0)
-                        continue;
+                if (dl_entry_readat(dirfd(d), leaf, &rec, &age) != 0)
+                        continue; /* gone meanwhile */
                 if (dl_entry_stale(&rec, age, h->opts.stale_age)) {
                         /* A dead waiter's ticket is skipped -- once it is
                          * gone: one we may not remove still holds its place. */
-                        if (unlinkat(dirfd(d), de->d_name, 0) != 0 && (errno == EPERM || errno == EACCES)) {
+                        if (unlinkat(dirfd(d), leaf, 0) != 0 && (errno == EPERM || errno == EACCES)) {
                                 int e = errno;
-                                char what[DIRLOCK_NAME_MAX + 256 + 64];
-                                snprintf(what, sizeof what, "queue ticket %s of lock '%s'", de->d_name,
-                                         h->name);
+                                char what[DIRLOCK_NAME_MAX + 64];
+                                snprintf(what, sizeof what, "queue ticket %s of lock '%s'", leaf, h->name);
                                 dl_fail_unbreakable(err, what, &rec, e);
-                                closedir(d);
-                                return -1;
+                                first = -1;
                         }
                         continue;
                 }
                 first = 0;
-                if (seq > best) {
-                        best = seq;
-                        *ahead = rec;
+                *ahead = rec;
+                if (ahead_path != NULL) {
+                        *ahead_path = dl_layout_ticket(rw->fifo_dir, seen[i].seq);
+                        if (*ahead_path == NULL) {
+                                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                                first = -1;
+                        }
                 }
         }
+        free(seen);
         closedir(d);
         return first;
+}
+
+int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
+{
+        return dl_fifo_ahead(h, ahead, NULL, err);
 }
 
 void dl_fifo_leave(dirlock *h)
@@ -142,8 +215,16 @@ void dl_fifo_leave(dirlock *h)
         rw->ticket = NULL;
 }
 
-void dl_fifo_touch(dirlock *h)
+void dl_fifo_touch(dirlock *h, double every_ms)
 {
-        if (dl_dir_of(h)->rw != NULL && dl_dir_of(h)->rw->ticket != NULL)
-                utimensat(AT_FDCWD, dl_dir_of(h)->rw->ticket, NULL, AT_SYMLINK_NOFOLLOW);
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        if (rw == NULL || rw->ticket == NULL)
+                return;
+        dl_time now = dl_now(); /* monotonic: a wall-clock step cannot delay it */
+        double since_ms = (double)(now.tv_sec - rw->ticket_renewed.tv_sec) * 1e3 +
+                          (double)(now.tv_nsec - rw->ticket_renewed.tv_nsec) / 1e6;
+        if (since_ms < every_ms)
+                return;
+        utimensat(AT_FDCWD, rw->ticket, NULL, AT_SYMLINK_NOFOLLOW);
+        rw->ticket_renewed = now;
 }

@@ -147,6 +147,8 @@ typedef struct dl_waiter {
          * when such an event cannot matter to this waiter. */
         bool (*relevant)(const char *name, unsigned mask, void *arg);
         void *relevant_arg;
+        const char *lockdir; /* the caller's; releases there wake us      */
+        bool lockdir_muted;  /* ... unless muted (dl_waiter_lockdir_events) */
 } dl_waiter;
 
 /* `stale_age` bounds the re-check interval and the backoff: a waiter
@@ -157,6 +159,15 @@ void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
 /* Also wake on deletions and renames in another directory (e.g. a readers'
  * directory).  0, or -1 when it cannot be watched (then back off). */
 int dl_waiter_watch_dir(dl_waiter *w, const char *dir);
+/* Also wake when entry `path` (a file or symlink, not followed) is
+ * removed: the FIFO queue's predecessor ticket.  0, or -1 with errno
+ * (ENOENT: it is gone already, look again instead of waiting). */
+int dl_waiter_watch_entry(dl_waiter *w, const char *path);
+/* Whether deletions in the lock directory (releases) wake this waiter:
+ * on by dl_waiter_init; a queued waiter that is not first turns them off,
+ * so that a release wakes only the first.  Turning them on happens before
+ * the caller's next look, so no release after that look is missed. */
+void dl_waiter_lockdir_events(dl_waiter *w, bool on);
 /* True when the last wait ended because the watched owner died. */
 bool dl_waiter_owner_died(const dl_waiter *w);
 /* Also end waits when fd polls readable (DIRLOCK_CANCEL_FD); fd < 0: no. */

@@ -19,6 +19,7 @@ struct dl_rw {
         char *fifo_dir;                /* D/NAME.fifo                         */
         char *ticket;                  /* our ticket path while queued, NULL  */
         unsigned long long ticket_seq; /* and its number                 */
+        dl_time ticket_renewed;        /* when it was made or last renewed */
         const char *reader_entry;      /* r_path or a_path while reading      */
         bool up_held;                  /* up_path is ours                     */
         bool wq_held;                  /* wq_entry is ours                    */
@@ -67,11 +68,16 @@ int dl_rw_entry_drop(const char *dir, const char *path);
 /* Take a ticket: the next sequence number in D/NAME.fifo. */
 int dl_fifo_join(dirlock *h, dirlock_error *err);
 /* 1 when no live ticket precedes ours (dead ones are broken on the way),
- * 0 otherwise with *ahead the nearest live waiter ahead; -1 on error. */
+ * 0 otherwise with *ahead the nearest live waiter ahead; -1 on error.
+ * Only the tickets from ours down to the nearest live one are read. */
 int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err);
+/* The same, and with 0 also that waiter's ticket path in *ahead_path
+ * (malloc'd; NULL otherwise): the entry a queued waiter watches. */
+int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err);
 /* Give the ticket back (idempotent). */
 void dl_fifo_leave(dirlock *h);
-/* Renew the ticket's age while waiting. */
-void dl_fifo_touch(dirlock *h);
+/* Renew the ticket's age while waiting, once `every_ms` have passed since
+ * it was made or last renewed (0: every call). */
+void dl_fifo_touch(dirlock *h, double every_ms);
 
 #endif

@@ -420,8 +420,39 @@ static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
         return dl_excl_try(h, holder, judge, err);
 }
 
-/* Take W by the deadline (DIRLOCK_FIFO: in ticket order; policy writer:
- * registered in NAME.wq while waiting). */
+/* How often a queued waiter renews its ticket: so that at least every
+ * third of the stale age passes between renewals (INVARIANT C in
+ * exclusive.c applies to waiting entries too) even though a renewal can
+ * only happen when a wait ends, at the latest a re-check interval later;
+ * at most every quarter of it, so that waiters do not write on every
+ * wake-up. */
+static double ticket_renew_ms(const dirlock *h, const dl_waiter *w)
+{
+        double third = h->opts.stale_age * 1e3 / 3, every = h->opts.stale_age * 1e3 / 4;
+        if (third - w->recheck_ms < every)
+                every = third - w->recheck_ms;
+        return every > 0 ? every : 0;
+}
+
+static double ms_since(const dl_time *then)
+{
+        dl_time now = dl_now();
+        return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
+}
+
+/* Take W by the deadline (DIRLOCK_FIFO: in ticket order, fifo.c; policy
+ * writer: registered in NAME.wq while waiting).
+ *
+ * Waiting in the queue wakes one process per step instead of all of
+ * them: only the first waiter lets releases of W wake it (and watches W's
+ * holder); every other one watches just the ticket of the waiter ahead of
+ * it (and that waiter's process), which is removed when that waiter takes
+ * W or gives up.  So a release wakes the first waiter, and its taking W
+ * wakes the next, whatever the length of the queue.  Each step turns its
+ * watch on before it looks (the queue, then W), so no release or
+ * departure after the look is missed; a waiter also looks again at least
+ * every re-check interval (wait.c), whatever it watches, and renews its
+ * ticket (ticket_renew_ms). */
 static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
@@ -451,26 +482,42 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 rw->wq_held = true;
         }
         dl_waiter w;
-        waiter_start(&w, h, fifo ? rw->fifo_dir : NULL, NULL);
+        waiter_start(&w, h, NULL, NULL);
         dl_waiter_watch_owner(&w, &holder);
-        /* A release wakes every waiter and only one can win, so a wake-up
-         * costs one rename attempt; the holder is judged (readdir,
-         * readlink, /proc) only when the watched owner died or the re-check
-         * interval passed. */
+        double renew_ms = ticket_renew_ms(h, &w);
+        /* A release wakes the first waiter, which makes one rename
+         * attempt; the holder is judged (readdir, readlink, /proc) only
+         * when the watched owner died or the re-check interval passed. */
         dl_time last_judged = dl_now();
+        char *ahead = NULL; /* the ticket of the waiter we follow */
         for (bool judge = true;;) {
-                rc = w_try(h, &holder, judge, err);
-                if (rc != DIRLOCK_EBUSY)
-                        break;
-                if (judge) {
+                int first = 1;
+                free(ahead);
+                ahead = NULL;
+                if (rw->ticket != NULL) {
+                        first = dl_fifo_ahead(h, &holder, &ahead, err);
+                        if (first < 0) {
+                                rc = err->code;
+                                break;
+                        }
+                }
+                if (first) {
+                        dl_waiter_lockdir_events(&w, true); /* before the attempt */
+                        rc = dl_excl_try(h, &holder, judge, err);
+                        if (rc != DIRLOCK_EBUSY)
+                                break;
+                        if (judge) {
+                                dl_waiter_watch_owner(&w, &holder);
+                                last_judged = dl_now();
+                        }
+                } else {
+                        dl_waiter_lockdir_events(&w, false);
+                        if (dl_waiter_watch_entry(&w, ahead) != 0 && errno == ENOENT)
+                                continue; /* it left after our look: look again */
                         dl_waiter_watch_owner(&w, &holder);
-                        last_judged = dl_now();
                 }
                 int waited = dl_waiter_wait(&w, deadline);
-                dl_time now = dl_now();
-                double since = (double)(now.tv_sec - last_judged.tv_sec) * 1e3 +
-                               (double)(now.tv_nsec - last_judged.tv_nsec) / 1e6;
-                judge = dl_waiter_owner_died(&w) || since >= w.recheck_ms;
+                judge = dl_waiter_owner_died(&w) || ms_since(&last_judged) >= w.recheck_ms;
                 if (waited != 0) {
                         char why[48];
                         rc = w_try(h, &holder, true, err);
@@ -480,10 +527,11 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                                              holder.host[0] ? holder.host : "an unknown host");
                         break;
                 }
-                dl_fifo_touch(h);
+                dl_fifo_touch(h, renew_ms);
                 if (rw->wq_held)
                         utimensat(AT_FDCWD, rw->wq_entry, NULL, AT_SYMLINK_NOFOLLOW);
         }
+        free(ahead);
         dl_waiter_close(&w);
         dl_fifo_leave(h);
         wq_leave(h);

@@ -2,10 +2,13 @@
  *
  * A waiter wakes when:
  *   - inotify reports a deletion in the lock directory (a released or
- *     broken lock is rmdir'ed there) or a deletion or rename in another
- *     watched directory (dl_waiter_watch_dir), ignoring names that start
- *     with '.' (other processes' prepared directories, the ranges'
- *     meta-lock) but the one the waiter asked for (wake_name);
+ *     broken lock is rmdir'ed there; unless the caller muted it with
+ *     dl_waiter_lockdir_events: a queued waiter that is not first), a
+ *     deletion or rename in another watched directory
+ *     (dl_waiter_watch_dir), ignoring names that start with '.' (other
+ *     processes' prepared directories, the ranges' meta-lock) but the one
+ *     the waiter asked for (wake_name), or the removal of a watched entry
+ *     (dl_waiter_watch_entry: the ticket of the waiter ahead in a queue);
  *   - the owner we were told to watch exits (a pidfd polls readable);
  *   - a re-check interval passes (RECHECK_MS, or a third of the stale age
  *     when that is shorter), so that what sends no event is still noticed:
@@ -19,9 +22,11 @@
  *     deadline.
  * The inotify instance is kept per thread and reused: closing one waits
  * for a kernel grace period (fsnotify's SRCU, ~10 ms here), which would be
- * paid on every contended acquire.  Its watches stay; events that arrive
- * while no one waits are drained when the next wait begins, before the
- * caller's next attempt, so no wake-up is lost.  One waiter per thread is
+ * paid on every contended acquire.  Its watches stay (an entry's watch
+ * goes with the entry; the lock directory's mask is set again by each
+ * dl_waiter_init); events that arrive while no one waits are drained when
+ * the next wait begins, before the caller's next attempt, so no wake-up
+ * is lost.  One waiter per thread is
  * active at a time (waits do not nest).  After fork() the child makes its
  * own instance, so parent and child never read each other's events.
  *
@@ -128,6 +133,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 w->rng = 1;
         if ((flags & DIRLOCK_NO_NOTIFY) || remote_filesystem(lockdir))
                 return 0;
+        w->lockdir = lockdir;
         w->inotify_fd = thread_inotify();
         if (w->inotify_fd < 0)
                 return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
@@ -162,6 +168,37 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
                 return -1;
         }
         return 0;
+}
+
+int dl_waiter_watch_entry(dl_waiter *w, const char *path)
+{
+        if (!w->notify) {
+                errno = ENOTSUP;
+                return -1;
+        }
+        /* The watch goes with the entry: IN_IGNORED follows its removal. */
+        if (inotify_add_watch(w->inotify_fd, path, IN_DELETE_SELF | IN_DONT_FOLLOW) < 0) {
+                int e = errno;
+                if (e == ENOSPC || e == ENOMEM)
+                        w->notify = false;
+                errno = e;
+                return -1;
+        }
+        return 0;
+}
+
+void dl_waiter_lockdir_events(dl_waiter *w, bool on)
+{
+        if (!w->notify || w->lockdir_muted == !on)
+                return;
+        /* Replacing the watch's mask: a muted lock directory reports only
+         * its own removal. */
+        uint32_t mask = on ? IN_DELETE | IN_DELETE_SELF | IN_ONLYDIR : IN_DELETE_SELF | IN_ONLYDIR;
+        if (inotify_add_watch(w->inotify_fd, w->lockdir, mask) < 0) {
+                w->notify = false; /* back off and poll from now on */
+                return;
+        }
+        w->lockdir_muted = !on;
 }
 
 /* A pidfd on process pid if it is still the one started at `start`, else -1. */

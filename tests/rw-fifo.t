@@ -1,17 +1,22 @@
 #!/bin/sh
-# rw-fifo.t - DIRLOCK_FIFO: five waiters queued in a forced order acquire in
-# that order; a dead waiter's ticket is skipped.
+# rw-fifo.t - the waiting queue: five DIRLOCK_FIFO waiters queued in a
+# forced order acquire in that order; a dead waiter's ticket is
+# skipped; and a waiter at the back of the queue sleeps while the waiters
+# ahead of it hand the lock on (it is woken by the one just ahead, not by
+# every release).
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
-echo "1..2"
+echo "1..3"
 tickets() { ls "$T/f.fifo" 2>/dev/null | wc -l; }
 queue_up() { # queue_up LABEL... : start each once the previous one is queued
+	# (a label starting with p waits without DIRLOCK_FIFO)
 	i=0
 	for l in "$@"; do
-		"$HOLD" -F -t 20 -H 30 -l "$l" "$T" f w >> "$T/order" &
+		case $l in p*) fifo= ;; *) fifo=-F ;; esac
+		"$HOLD" $fifo -t 20 -H "${hold:-30}" -l "$l" "$T" f w >> "$T/order" &
 		i=$((i + 1))
 		k=0
-		while [ "$(tickets)" -lt "$i" ] && [ $k -lt 500 ]; do sleep 0.01; k=$((k + 1)); done
+		while [ "$(tickets)" -lt "$i" ] && [ $k -lt "${patience:-500}" ]; do sleep 0.01; k=$((k + 1)); done
 	done
 }
 "$HOLD" -H 1500 "$T" f w > /dev/null &
@@ -22,6 +27,33 @@ wait
 got=$(awk '$2 == "acquired" { printf "%s ", $1 }' "$T/order")
 diag "order: $got"
 [ "$got" = "w1 w2 w3 w4 w5 " ]; ok $? "five FIFO waiters acquire in arrival order"
+
+# The last of nine queued waiters sleeps through the hand-offs ahead of it:
+# nine releases and eight tickets given back, each of which used to wake
+# every waiter.  Now it is woken by the ticket ahead of it going, the last
+# release, and the re-check every 100 ms.  Counted as the voluntary
+# context switches of its process from the first release (the holder
+# lets go when told) to its acquiring.
+switches() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status"; }
+# shellcheck disable=SC2016 # $1 is the inner shell's
+"$DIRLOCK" -d "$T" f -- sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done' sh "$T/go" &
+sleep 0.2
+: > "$T/order"
+hold=5 queue_up w1 w2 w3 w4 w5 w6 w7 w8
+"$HOLD" -F -t 20 -H 1500 -l last "$T" f w >> "$T/order" &
+last=$!
+k=0
+while [ "$(tickets)" -lt 9 ] && [ $k -lt 500 ]; do sleep 0.01; k=$((k + 1)); done
+before=$(switches $last)
+early=$(grep -c '^w1 acquired' "$T/order")
+touch "$T/go"
+k=0
+while ! grep -q '^last acquired' "$T/order" && [ $k -lt 1000 ]; do sleep 0.01; k=$((k + 1)); done
+after=$(switches $last)
+wait
+woken=$((after - before))
+diag "the last waiter was woken $woken times (hand-offs ahead of it: 9 releases, 8 tickets)"
+[ "$early" -eq 0 ] && [ "$woken" -le 12 ]; ok $? "a queued waiter is not woken by the hand-offs ahead of it"
 
 # A waiter killed while queued is skipped.
 : > "$T/order"
