@@ -1,5 +1,7 @@
-/* fifo.c - the FIFO ticket queue of DIRLOCK_FIFO: waiters for a name's
- * exclusive lock (D/NAME.lock) are served in arrival order.
+/* fifo.c - the waiting queue of a name's exclusive lock (D/NAME.lock):
+ * tickets in arrival order.  DIRLOCK_FIFO waiters are served strictly in
+ * that order; other waiters queue too, after one failed try (rwlock.c
+ * take_w), so that a release wakes one waiter instead of all of them.
  *
  * QUEUE.  D/NAME.fifo/ holds one ticket per waiter: a symlink t.<SEQ>
  * (SEQ zero-padded decimal, so names sort as numbers) whose target is the
@@ -33,11 +35,11 @@
  * it looks (woken by the owner's pidfd, or at the re-check interval):
  * that waiter then follows the next live ticket, or tries the lock.
  *
- * The queue only orders waiters that use DIRLOCK_FIFO, and a one-try
- * acquire (timeout 0) does not queue at all, like tryLock() on a fair
- * lock; an acquire without the flag may still take a free lock ahead of
- * the queue (no lock-out of the queue results: its first waiter is woken
- * by every release). */
+ * A one-try acquire (timeout 0) does not queue at all, like tryLock() on
+ * a fair lock; an acquire without DIRLOCK_FIFO tries once on arrival, so
+ * it may take a free lock ahead of the queue, never afterwards (no
+ * lock-out of the queue results: its first waiter is woken by every
+ * release). */
 #include "rw_internal.h"
 
 #include <dirent.h>

@@ -56,8 +56,10 @@
  * OPERATIONS
  *
  * EXCLUSIVE acquire (policies fair, writer; `simple` for every mode):
- *   take W (FIFO order when DIRLOCK_FIFO; registered in NAME.wq while it
- *   waits when the policy is `writer`), then drain: scan NAME.readers until
+ *   take W (one try, then waiting in NAME.fifo's queue, where a release
+ *   wakes only the first waiter: take_w; no try past a queue with
+ *   DIRLOCK_FIFO; registered in NAME.wq while it waits when the policy is
+ *   `writer`), then drain: scan NAME.readers until
  *   no live r./a. entry is left, breaking dead readers' entries.  The
  *   uncontended path is W plus one stat() of NAME.readers (ENOENT).  A fair
  *   writer's first scan admits the waiting readers (w.<T> -> a.<T>): they
@@ -115,7 +117,8 @@
  *         an upgraded intent holder), and then goes before the next
  *         `reader` writer (which gives way to w.<T> entries); writers can be
  *         locked out by overlapping readers.
- * simple: one holder at a time, W's own (non-fair, or FIFO) order.
+ * simple: one holder at a time, in W's queue order (an arrival may take
+ *         a free W ahead of the queue, except with DIRLOCK_FIFO).
  * MIXED POLICIES on one name are safe (M holds whatever the policies), and
  *   each waiter's own policy decides how it waits: a `reader` writer never
  *   holds readers off while it waits; a `writer`/`fair` writer holds W while
@@ -440,8 +443,15 @@ static double ms_since(const dl_time *then)
         return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
 }
 
-/* Take W by the deadline (DIRLOCK_FIFO: in ticket order, fifo.c; policy
- * writer: registered in NAME.wq while waiting).
+/* Take W by the deadline, waiting in the queue of NAME.fifo (fifo.c);
+ * policy writer: also registered in NAME.wq while waiting.
+ *
+ * Who queues: a DIRLOCK_FIFO waiter always (and it makes no first try
+ * while a queue exists: arrival order); any other waiter after one try at
+ * W has failed, where inotify works (a local filesystem): it may take a
+ * free lock ahead of the queue on arrival -- like ReentrantLock's
+ * non-fair mode -- but never later.  Without inotify (NFS, ...) a
+ * non-FIFO waiter does not queue; it polls W with backoff.
  *
  * Waiting in the queue wakes one process per step instead of all of
  * them: only the first waiter lets releases of W wake it (and watches W's
@@ -483,6 +493,14 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         }
         dl_waiter w;
         waiter_start(&w, h, NULL, NULL);
+        /* Without DIRLOCK_FIFO we queue too, once our one try at W has
+         * failed, where releases can be watched (not on NFS: there a
+         * queue's directory listing may lag, and every waiter polls W). */
+        if (!fifo && w.notify && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK) {
+                dl_waiter_close(&w);
+                wq_leave(h);
+                return rc;
+        }
         dl_waiter_watch_owner(&w, &holder);
         double renew_ms = ticket_renew_ms(h, &w);
         /* A release wakes the first waiter, which makes one rename

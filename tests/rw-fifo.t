@@ -1,12 +1,13 @@
 #!/bin/sh
 # rw-fifo.t - the waiting queue: five DIRLOCK_FIFO waiters queued in a
-# forced order acquire in that order; a dead waiter's ticket is
+# forced order acquire in that order; so do waiters without the flag, which
+# queue too once their first try failed; a dead waiter's ticket is
 # skipped; and a waiter at the back of the queue sleeps while the waiters
 # ahead of it hand the lock on (it is woken by the one just ahead, not by
 # every release).
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
-echo "1..3"
+echo "1..4"
 tickets() { ls "$T/f.fifo" 2>/dev/null | wc -l; }
 queue_up() { # queue_up LABEL... : start each once the previous one is queued
 	# (a label starting with p waits without DIRLOCK_FIFO)
@@ -27,6 +28,19 @@ wait
 got=$(awk '$2 == "acquired" { printf "%s ", $1 }' "$T/order")
 diag "order: $got"
 [ "$got" = "w1 w2 w3 w4 w5 " ]; ok $? "five FIFO waiters acquire in arrival order"
+
+# Waiters without the flag queue as well once their one try has failed,
+# and are served in the queue's order with the FIFO ones.
+"$HOLD" -H 4000 "$T" f w > /dev/null &
+sleep 0.2
+: > "$T/order"
+patience=50 queue_up p1 p2 w3 p4 w5
+queued=$(tickets)
+wait
+got=$(awk '$2 == "acquired" { printf "%s ", $1 }' "$T/order")
+diag "tickets while waiting: $queued; order: $got"
+[ "$queued" -eq 5 ] && [ "$got" = "p1 p2 w3 p4 w5 " ]
+ok $? "waiters without DIRLOCK_FIFO queue and acquire in arrival order too"
 
 # The last of nine queued waiters sleeps through the hand-offs ahead of it:
 # nine releases and eight tickets given back, each of which used to wake
