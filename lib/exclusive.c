@@ -37,6 +37,14 @@
  *      free case succeeds, and of many concurrent renames at most one can
  *      find the target empty.  (Works the same over NFS, where rename is
  *      atomic on the server.)  Success makes the lock's age zero (C).
+ *      A judging attempt (dl_excl_try with judge) first looks up
+ *      D/NAME.lock, and when it is there goes straight to 3 without the
+ *      rename: a rename that fails still takes D's inode lock (and on
+ *      ext4 a journal handle), in the way of the release and of the
+ *      rename that wins.  The lookup only ever skips a rename: 3 then
+ *      judges the directory, and if it is free (empty) the next round
+ *      renames without looking.  (A waiting caller that does not judge
+ *      may look first too, where releases wake it: rwlock.c take_w.)
  *   3. On failure, judge the holder (below); if stale, break it and go to 2.
  *      The prepared directory is kept across retries and removed at the
  *      end.  Its record is rewritten once a second while we wait, so that
@@ -538,19 +546,23 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
 
 /* ---- the public steps ------------------------------------------------ */
 
-/* One rename attempt.  DIRLOCK_OK, DIRLOCK_EBUSY or an error. */
-static int take_once(dirlock *h, dirlock_error *err)
+/* One rename attempt.  DIRLOCK_OK, DIRLOCK_EBUSY or an error.  With
+ * `peek`, a lock directory that a lookup finds in place counts as busy
+ * without the rename (see ACQUIRE 2). */
+static int take_once(dirlock *h, bool peek, dirlock_error *err)
 {
         for (int again = 0;; again++) {
                 int rc = prep_make(h, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
+                struct stat st;
+                if (peek && lstat(dl_dir_of(h)->lock_path, &st) == 0)
+                        return DIRLOCK_EBUSY;
                 if (rename(dl_dir_of(h)->prep_path, dl_dir_of(h)->lock_path) == 0)
                         break;
                 int e = errno;
                 if (e == ENOTEMPTY || e == EEXIST)
                         return DIRLOCK_EBUSY;
-                struct stat st;
                 if (e == ENOENT && lstat(dl_dir_of(h)->prep_path, &st) == 0)
                         return dl_fail(err, DIRLOCK_EIO, e, "the directory of lock '%s' is missing",
                                        dl_dir_of(h)->lock_path); /* the target's, not ours */
@@ -583,9 +595,11 @@ int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
                 holder = &scratch;
         if (err == NULL)
                 err = &local;
-        /* A few rounds: each DL_FREE means the lock just became free. */
+        /* A few rounds: each DL_FREE means the lock just became free.  A
+         * judging attempt looks before its first rename: the judgement
+         * that follows tells a held lock from a free (empty) one. */
         for (int round = 0; round < 8; round++) {
-                int rc = take_once(h, err);
+                int rc = take_once(h, judge && round == 0, err);
                 if (rc != DIRLOCK_EBUSY || !judge)
                         return rc;
                 enum dl_judgement j = dl_excl_judge(h, holder, NULL, err);

@@ -521,7 +521,17 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 }
                 if (first) {
                         dl_waiter_lockdir_events(&w, true); /* before the attempt */
-                        rc = dl_excl_try(h, &holder, judge, err);
+                        /* Woken as the new first waiter, W is normally
+                         * held by the waiter that went before: a lookup
+                         * saves the rename that would fail (ACQUIRE 2 in
+                         * exclusive.c).  Only where releases wake us: a
+                         * free but empty W (its releaser died before the
+                         * rmdir) sends no event, and the judging attempt
+                         * at the next re-check takes it. */
+                        if (!judge && w.notify && lstat(dl_dir_of(h)->lock_path, &st) == 0)
+                                rc = DIRLOCK_EBUSY;
+                        else
+                                rc = dl_excl_try(h, &holder, judge, err);
                         if (rc != DIRLOCK_EBUSY)
                                 break;
                         if (judge) {

@@ -149,6 +149,7 @@ proctype P(byte i)
         byte jt;       /* the token we judged stale                       */
         byte seen;     /* the newest token drawn when we judged           */
         bool unlinked; /* our unlink succeeded                            */
+        bool peeked;   /* this attempt looked (lstat) before its rename    */
         bool waspaused;
 #ifndef CONFIG_LIVE
         byte r = 0;
@@ -184,6 +185,7 @@ acquire:
         };
 #endif
         waspaused = false;
+        peeked = false;
 
 try:
         /* prep_make before every attempt: an old record is rewritten
@@ -206,8 +208,10 @@ try:
                 }
         :: true -> skip
         fi;
-        /* take_once: rename(D/.NAME.<T>.new, D/NAME.lock): succeeds onto
-         * an absent or empty directory, else ENOTEMPTY/EEXIST */
+        /* take_once: the first round of an attempt looks (lstat) and, when
+         * D/NAME.lock is there -- held or empty -- judges without renaming;
+         * otherwise rename(D/.NAME.<T>.new, D/NAME.lock): succeeds onto an
+         * absent or empty directory, else ENOTEMPTY/EEXIST */
         atomic {
                 if
                 :: !prep[i] ->
@@ -215,7 +219,9 @@ try:
                         prep[i] = true;
                         prep_old[i] = false;
                         goto try
-                :: prep[i] && (!dir || entry == 0) ->
+                :: prep[i] && !peeked && dir ->
+                        peeked = true /* no rename: judge */
+                :: prep[i] && (peeked || !dir) && (!dir || entry == 0) ->
                         dir = true;
                         entry = t;
                         incs[i] = true;
@@ -259,6 +265,7 @@ try:
 
         goto judged;
 waiting:
+        peeked = false; /* the next attempt looks first again */
 #ifdef WITH_CLEANUP
         /* killed while waiting: its prepared directory stays behind */
         CRASH_POINT;
