@@ -450,8 +450,10 @@ static double ms_since(const dl_time *then)
  * while a queue exists: arrival order); any other waiter after one try at
  * W has failed, where inotify works (a local filesystem): it may take a
  * free lock ahead of the queue on arrival -- like ReentrantLock's
- * non-fair mode -- but never later.  Without inotify (NFS, ...) a
- * non-FIFO waiter does not queue; it polls W with backoff.
+ * non-fair mode -- and, once per re-check interval, one it finds free
+ * while queued (so a stopped first waiter cannot hold it up for long).
+ * Without inotify (NFS, ...) a non-FIFO waiter does not queue; it polls W
+ * with backoff.
  *
  * Waiting in the queue wakes one process per step instead of all of
  * them: only the first waiter lets releases of W wake it (and watches W's
@@ -539,6 +541,19 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                                 last_judged = dl_now();
                         }
                 } else {
+                        /* Without DIRLOCK_FIFO a waiter behind others
+                         * still tries once per re-check interval: a first
+                         * waiter that stopped running (SIGSTOP, swapped
+                         * out) then holds the others up for that long at
+                         * most, not for the stale age its ticket needs to
+                         * go stale.  (A FIFO queue waits for that.) */
+                        if (!fifo && judge) {
+                                dl_record w_holder;
+                                rc = dl_excl_try(h, &w_holder, true, err);
+                                if (rc != DIRLOCK_EBUSY)
+                                        break;
+                                last_judged = dl_now();
+                        }
                         dl_waiter_lockdir_events(&w, false);
                         if (dl_waiter_watch_entry(&w, ahead) != 0 && errno == ENOENT)
                                 continue; /* it left after our look: look again */

@@ -2,12 +2,13 @@
 # rw-fifo.t - the waiting queue: five DIRLOCK_FIFO waiters queued in a
 # forced order acquire in that order; so do waiters without the flag, which
 # queue too once their first try failed; a dead waiter's ticket is
-# skipped; and a waiter at the back of the queue sleeps while the waiters
+# skipped; a stopped first waiter holds the plain waiters behind it up
+# for a re-check interval, not for the stale age; and a waiter at the back of the queue sleeps while the waiters
 # ahead of it hand the lock on (it is woken by the one just ahead, not by
 # every release).
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
-echo "1..4"
+echo "1..5"
 tickets() { ls "$T/f.fifo" 2>/dev/null | wc -l; }
 queue_up() { # queue_up LABEL... : start each once the previous one is queued
 	# (a label starting with p waits without DIRLOCK_FIFO)
@@ -85,4 +86,25 @@ wait
 got=$(awk '$2 == "acquired" { printf "%s ", $1 }' "$T/order")
 diag "order: $got"
 [ "$got" = "v1 v2 " ]; ok $? "a dead waiter's ticket is skipped"
+
+# A first waiter that stops running (SIGSTOP) while the lock is free: a
+# plain waiter behind it takes the lock at its next re-check (100 ms)
+# instead of waiting for the stopped one's ticket to go stale (180 s).
+queued() { ls "$T/s.fifo" 2>/dev/null | wc -l; }
+"$DIRLOCK" -d "$T" s -- sleep 1 &
+holder=$!
+sleep 0.2
+"$DIRLOCK" -d "$T" s -- true &
+stopped=$!
+k=0
+while [ "$(queued)" -lt 1 ] && [ $k -lt 500 ]; do sleep 0.01; k=$((k + 1)); done
+kill -STOP $stopped
+start=$(date +%s%N)
+"$DIRLOCK" -d "$T" -w 4 s -- true
+rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+kill -CONT $stopped
+wait $holder $stopped
+diag "behind a stopped first waiter: exit $rc after $took ms (the holder let go after about 800 ms)"
+[ "$rc" -eq 0 ]; ok $? "a stopped first waiter does not hold plain waiters behind it up"
 [ "$fails" -eq 0 ]
