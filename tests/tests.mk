@@ -15,7 +15,7 @@
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
-UNIT_TESTS := core_api core_cancel core_fence core_owner core_reentrant core_stale range rw space \
+UNIT_TESTS := core_api core_cancel core_fence core_owner core_reentrant core_stale range rw space redis_url \
 	board_app board_config board_cookie board_csrf board_escape board_form board_logrecord \
 	board_postqueue board_ratelimit board_signal board_store_log board_utf8 board_validate board_view
 TEST_PROGS := lockworker rangestress rw_hold stress
@@ -25,6 +25,11 @@ TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+
+# The address parser is pure C: tested in every build, with Redis or not.
+ifneq ($(REDIS),1)
+$(BUILD)/tests/unit/test_redis_url: $(BUILD)/lib/redis_url.o
+endif
 
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread

@@ -3,7 +3,7 @@
 #   provides: FUZZ_REPLAY_BINS (added to test-build)
 #   uses:     BUILD, CSTD, WARN, ALL_CFLAGS, ALL_LDFLAGS (Makefile)
 #
-#   make fuzz [FUZZ_SECONDS=60] [FUZZERS="form cookie logrecord owner"]
+#   make fuzz [FUZZ_SECONDS=60] [FUZZERS="form cookie logrecord owner redisurl"]
 #       builds the libFuzzer targets with clang into build-fuzz/ and runs
 #       each for FUZZ_SECONDS, starting from the seed corpus
 #       tests/fuzz/corpus/NAME/ and the regression inputs
@@ -20,7 +20,7 @@
 # tests/fuzz-regress.t feeds them the seeds and regression inputs: the
 # properties are checked on every test run, without clang.
 
-FUZZ_NAMES := form cookie logrecord owner
+FUZZ_NAMES := form cookie logrecord owner redisurl
 FUZZERS ?= $(FUZZ_NAMES)
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
@@ -43,6 +43,8 @@ $(FUZZ_DIR)/fuzz_logrecord: $(FUZZ_DIR)/cgi-bin/logrecord.o
 # a half-edited file elsewhere in lib/ does not stop the fuzzer.
 FUZZ_OWNER_SRCS := lib/owner.c lib/error.c lib/clock.c
 $(FUZZ_DIR)/fuzz_owner: $(FUZZ_OWNER_SRCS:%.c=$(FUZZ_DIR)/%.o)
+# The Redis address parser is pure: it needs nothing else (nor hiredis).
+$(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_DIR)/lib/redis_url.o
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lpthread
 
@@ -94,6 +96,7 @@ $(BUILD)/tests/fuzz/replay_form: $(BUILD)/cgi-bin/form.o
 $(BUILD)/tests/fuzz/replay_cookie: $(BUILD)/cgi-bin/cookie.o
 $(BUILD)/tests/fuzz/replay_logrecord: $(BUILD)/cgi-bin/logrecord.o
 $(BUILD)/tests/fuzz/replay_owner: $(FUZZ_OWNER_SRCS:%.c=$(BUILD)/%.o)
+$(BUILD)/tests/fuzz/replay_redisurl: $(BUILD)/lib/redis_url.o
 $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/fuzz_%.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
