@@ -36,6 +36,7 @@ all:
 include lib/lib.mk           # the library
 include bin/bin.mk           # the dirlock command
 include cgi-bin/board.mk     # the board
+BOARD_LIBS += $(LIB_LIBS)    # what the library needs (hiredis), after it
 include tools/tools.mk       # dirlock-demo, deps, start/stop, demo, demo-rw
 include tests/tests.mk       # test, valgrind
 include tests/fuzz/fuzz.mk   # fuzz

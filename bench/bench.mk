@@ -12,7 +12,7 @@
 #                      (bench/peers-run; PEERS_SECONDS, PEERS_REPS, ...)
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
-#   uses: BUILD, LIB_A (lib/lib.mk), DEMO_BIN (tools/tools.mk)
+#   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
@@ -23,13 +23,13 @@ BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
 
 $(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(PEER_WORKER): $(BUILD)/bench/peer_worker.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(RW_BENCH): $(BUILD)/bench/rw_bench.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lm
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lm
 
 $(RANGE_BENCH): $(BUILD)/bench/range_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^

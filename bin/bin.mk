@@ -1,6 +1,6 @@
 # bin/bin.mk - the dirlock command and its man page.
 #   provides: DIRLOCK_BIN
-#   uses:     BIN_DIR, BUILD, LIB_A (lib/lib.mk)
+#   uses:     BIN_DIR, BUILD, LIB_A, LIB_LIBS (lib/lib.mk)
 
 DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
@@ -8,7 +8,7 @@ all: $(DIRLOCK_BIN)
 
 $(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 install: install-bin
 install-bin: $(DIRLOCK_BIN)

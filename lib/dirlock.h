@@ -84,6 +84,11 @@ typedef enum dirlock_code {
         DIRLOCK_ECANCELED, /* the wait was ended by opts->cancel_fd         */
         DIRLOCK_EPERM,     /* the lock is in the way but may not be broken
                               or replaced by this user (see docs/sharing.md) */
+        DIRLOCK_ESERVER,   /* the lock server could not be reached or did not
+                              answer in time (refused, down, broken, timed out) */
+        DIRLOCK_EAUTH,     /* the lock server refused our credentials or db  */
+        DIRLOCK_EDATA,     /* the lock server's data is not what dirlock wrote
+                              (a key of the wrong type), or a script failed   */
         DIRLOCK_CODE_COUNT
 } dirlock_code;
 

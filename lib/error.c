@@ -22,6 +22,9 @@ static const char *const descriptions[DIRLOCK_CODE_COUNT] = {
     [DIRLOCK_ENOMEM] = "out of memory",
     [DIRLOCK_ECANCELED] = "wait canceled",
     [DIRLOCK_EPERM] = "lock may not be broken or taken by this user",
+    [DIRLOCK_ESERVER] = "lock server unreachable or not answering",
+    [DIRLOCK_EAUTH] = "lock server refused the credentials or database",
+    [DIRLOCK_EDATA] = "unexpected data or script error on the lock server",
 };
 
 const char *dirlock_strerror(int code)

@@ -1,7 +1,7 @@
 # tests/tests.mk - how `make test` finds and runs the tests, and the
 # memcheck run (make valgrind).  tests/README.md says where a test goes.
 #   provides: UNIT_BINS, PROG_BINS, test-build
-#   uses:     BUILD, LIB_A, LIB_SRCS (lib/lib.mk), BOARD_LIB_OBJS and
+#   uses:     BUILD, LIB_A, LIB_SRCS, LIB_LIBS (lib/lib.mk), BOARD_LIB_OBJS and
 #             BOARD_LIBS (cgi-bin/board.mk)
 #
 #   tests/unit/test_NAME.c  cmocka unit tests (UNIT_TESTS); linked with the
@@ -32,7 +32,7 @@ $(BUILD)/tests/unit/test_redis_url: $(BUILD)/lib/redis_url.o
 endif
 
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 # Test seams exist only in a second build of the library, compiled with
 # DIRLOCK_TEST_HOOKS, that the shipped library and programs never link:
@@ -45,7 +45,7 @@ $(BUILD)/hooks/%.o: %.c
 $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 test-build: all $(UNIT_BINS) $(PROG_BINS)
 

@@ -15,7 +15,7 @@
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
 #   provides: DEMO_BIN, TREE_DEMO_BIN
-#   uses:     BIN_DIR, BUILD, LIB_A (lib/lib.mk)
+#   uses:     BIN_DIR, BUILD, LIB_A, LIB_LIBS (lib/lib.mk)
 
 DEMO_BIN := $(BIN_DIR)/dirlock-demo
 TREE_DEMO_BIN := $(BIN_DIR)/dirlock-tree-demo
@@ -24,11 +24,11 @@ all: $(DEMO_BIN) $(TREE_DEMO_BIN)
 
 $(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(TREE_DEMO_BIN): $(BUILD)/tools/dirlock-tree-demo.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 demo-range: $(TREE_DEMO_BIN)
 	@d=$$(mktemp -d) && $(TREE_DEMO_BIN) -d $$d; rc=$$?; rm -rf $$d; exit $$rc

@@ -1,0 +1,493 @@
+/* redis_conn.c - the connections of the Redis backend: one per thread and
+ * server, kept and reused (like the per-thread inotify instance of
+ * wait.c), with every wait bounded by a deadline.
+ *
+ * TABLE.  Each thread keeps up to DL_REDIS_CONNS_PER_THREAD connections,
+ * keyed by the canonical address (credentials, database and prefix
+ * included); the least recently used one is closed for a new server.  A
+ * forked child sees its parent's table under another pid and closes it
+ * (its copies of the descriptors) before it makes its own, so parent and
+ * child never read each other's replies.  The table is freed when the
+ * thread exits.
+ *
+ * I/O.  hiredis 0.14 formats commands and parses replies; the bytes go
+ * through send(MSG_NOSIGNAL) (a server gone away must not kill the caller
+ * with SIGPIPE) and read() only after poll() says the socket is readable,
+ * each wait bounded by the caller's deadline.  A connection on which
+ * anything failed, or whose reply was abandoned, is closed at once: a
+ * reused connection never holds a stale reply.  Sockets are made
+ * close-on-exec right after they are opened.
+ *
+ * SCRIPTS are called by SHA1 (EVALSHA).  The SHA1 of each is learnt once
+ * per process from SCRIPT LOAD, sent in the same round trip as the first
+ * EVAL; a server that forgot it (restarted, SCRIPT FLUSH) answers NOSCRIPT
+ * and is sent the script again with EVAL, which also loads it.
+ *
+ * ERRORS become dirlock codes here (dl_redis_reply_error): unreachable,
+ * broken or silent servers DIRLOCK_ESERVER; refused credentials or
+ * database DIRLOCK_EAUTH; data dirlock did not write (a key of the wrong
+ * type) and script errors DIRLOCK_EDATA.  Messages name the server with
+ * its password replaced by ***. */
+#include "redis.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct dl_redis_conn {
+        redisContext *ctx;           /* NULL: slot free                         */
+        char key[DL_REDIS_URL_MAX];  /* canonical address, password included    */
+        char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
+        unsigned long long last_use;
+};
+
+struct conn_table {
+        pid_t pid;
+        unsigned long long clock;
+        struct dl_redis_conn conns[DL_REDIS_CONNS_PER_THREAD];
+};
+
+static _Thread_local struct conn_table *table;
+static pthread_key_t table_key;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void close_all(struct conn_table *t)
+{
+        for (int i = 0; i < DL_REDIS_CONNS_PER_THREAD; i++)
+                if (t->conns[i].ctx != NULL) {
+                        redisFree(t->conns[i].ctx);
+                        t->conns[i].ctx = NULL;
+                }
+}
+
+static void table_free(void *p)
+{
+        struct conn_table *t = p;
+        if (t == NULL)
+                return;
+        if (t->pid == getpid())
+                close_all(t);
+        free(t);
+        table = NULL;
+}
+
+static void table_key_create(void)
+{
+        pthread_key_create(&table_key, table_free);
+}
+
+static struct conn_table *thread_table(void)
+{
+        pid_t pid = getpid();
+        if (table != NULL && table->pid == pid)
+                return table;
+        if (table == NULL) {
+                pthread_once(&table_once, table_key_create);
+                table = calloc(1, sizeof *table);
+                if (table == NULL)
+                        return NULL;
+                pthread_setspecific(table_key, table);
+        } else {
+                close_all(table); /* the parent's, copied by fork(): ours to close */
+        }
+        table->pid = pid;
+        return table;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+static dl_time after_ms(double ms)
+{
+        return dl_deadline(ms / 1e3);
+}
+
+dl_time dl_redis_io_deadline(const dl_time *call)
+{
+        double left = dl_remaining(call);
+        if (left < DL_REDIS_GRACE_MS)
+                left = DL_REDIS_GRACE_MS;
+        if (left > DL_REDIS_IO_MS)
+                left = DL_REDIS_IO_MS;
+        return after_ms(left);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+const char *dl_redis_conn_name(const dl_redis_conn *c)
+{
+        return c->name;
+}
+
+void dl_redis_drop(dl_redis_conn *c)
+{
+        if (c->ctx != NULL)
+                redisFree(c->ctx);
+        c->ctx = NULL;
+}
+
+/* A failed connection: close it and say why. */
+static int conn_failed(dl_redis_conn *c, dirlock_error *err, const char *what, const char *detail)
+{
+        int rc = dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: %s%s%s", c->name, what,
+                         detail ? ": " : "", detail ? detail : "");
+        dl_redis_drop(c);
+        return rc;
+}
+
+static bool starts(const char *s, const char *word)
+{
+        return strncmp(s, word, strlen(word)) == 0;
+}
+
+int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what, dirlock_error *err)
+{
+        const char *s = r->str ? r->str : "";
+        const char *w = what ? what : "request";
+        if (starts(s, "ERR Protocol error"))
+                dl_redis_drop(c); /* the server closes such a connection */
+        if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") || starts(s, "NOPERM") ||
+            starts(s, "ERR Protocol error: unauthenticated"))
+                return dl_fail(err, DIRLOCK_EAUTH, 0, "Redis server %.300s refused the %s: %.200s", c->name,
+                               w, s);
+        if (starts(s, "WRONGTYPE"))
+                return dl_fail(err, DIRLOCK_EDATA, 0,
+                               "Redis server %.300s: a key of %s holds a value of the wrong type (data that "
+                               "dirlock did not write under its prefix): %.160s",
+                               c->name, w, s);
+        if (starts(s, "LOADING") || starts(s, "BUSY") || starts(s, "MASTERDOWN") || starts(s, "TRYAGAIN") ||
+            starts(s, "CLUSTERDOWN"))
+                return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s cannot serve the %s now: %.200s",
+                               c->name, w, s);
+        if (starts(s, "OOM") || starts(s, "READONLY") || starts(s, "MISCONF") || starts(s, "NOREPLICAS"))
+                return dl_fail(err, DIRLOCK_ESERVER, 0,
+                               "Redis server %.300s refuses writes for the %s: %.200s", c->name, w, s);
+        if (starts(s, "MOVED") || starts(s, "ASK") || starts(s, "CROSSSLOT"))
+                return dl_fail(err, DIRLOCK_EDATA, 0,
+                               "Redis server %.300s does not hold the keys of the %s (a cluster: address "
+                               "the node that serves this prefix's slot): %.160s",
+                               c->name, w, s);
+        return dl_fail(err, DIRLOCK_EDATA, 0, "Redis server %.300s: the %s failed: %.200s", c->name, w, s);
+}
+
+/* ---- I/O -------------------------------------------------------------------- */
+
+static int poll_until(struct pollfd *fds, nfds_t n, const dl_time *deadline)
+{
+        for (;;) {
+                double ms = dl_remaining(deadline);
+                struct timespec ts = {(time_t)(ms / 1e3),
+                                      (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+                int r = ppoll(fds, n, &ts, NULL);
+                if (r >= 0 || errno != EINTR)
+                        return r;
+                if (dl_remaining(deadline) <= 0)
+                        return 0;
+        }
+}
+
+static int write_all(dl_redis_conn *c, const char *buf, size_t len, const dl_time *deadline,
+                     dirlock_error *err)
+{
+        size_t off = 0;
+        while (off < len) {
+                ssize_t n = send(c->ctx->fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n > 0) {
+                        off += (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                        struct pollfd p = {.fd = c->ctx->fd, .events = POLLOUT};
+                        if (poll_until(&p, 1, deadline) <= 0)
+                                return conn_failed(c, err, "no room to send within the time left", NULL);
+                        continue;
+                }
+                return conn_failed(c, err, "cannot send", strerror(errno));
+        }
+        return DIRLOCK_OK;
+}
+
+static int send_formatted(dl_redis_conn *c, int argc, const char **argv, const size_t *argvlen,
+                          const dl_time *deadline, dirlock_error *err)
+{
+        char *cmd = NULL;
+        int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+        if (len < 0 || cmd == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        int rc = write_all(c, cmd, (size_t)len, deadline, err);
+        redisFreeCommand(cmd);
+        return rc;
+}
+
+int dl_redis_send(dl_redis_conn *c, int argc, const char **argv, const size_t *argvlen,
+                  const dl_time *deadline, dirlock_error *err)
+{
+        if (c->ctx == NULL)
+                return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: not connected", c->name);
+        return send_formatted(c, argc, argv, argvlen, deadline, err);
+}
+
+int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *fds, int n, int *which,
+                         redisReply **reply, dirlock_error *err)
+{
+        *reply = NULL;
+        if (which != NULL)
+                *which = -1;
+        if (c->ctx == NULL)
+                return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: not connected", c->name);
+        struct pollfd p[8];
+        if (n > 7)
+                n = 7;
+        for (;;) {
+                void *r = NULL;
+                if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK)
+                        return conn_failed(c, err, "unreadable reply", c->ctx->errstr);
+                if (r != NULL) {
+                        *reply = r;
+                        return DIRLOCK_OK;
+                }
+                nfds_t k = 0;
+                p[k++] = (struct pollfd){.fd = c->ctx->fd, .events = POLLIN};
+                for (int i = 0; i < n; i++)
+                        p[k++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+                int got = poll_until(p, k, deadline);
+                if (got < 0)
+                        return conn_failed(c, err, "cannot wait for the reply", strerror(errno));
+                if (got == 0)
+                        return conn_failed(c, err, "no answer within the time left", NULL);
+                for (nfds_t i = 1; i < k; i++)
+                        if (fds[i - 1] >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+                                if (which != NULL)
+                                        *which = (int)i - 1;
+                                return DIRLOCK_OK;
+                        }
+                if (p[0].revents == 0)
+                        continue;
+                if (redisBufferRead(c->ctx) != REDIS_OK)
+                        return conn_failed(c, err,
+                                           c->ctx->err == REDIS_ERR_EOF ? "connection closed by the server"
+                                                                        : "cannot read the reply",
+                                           c->ctx->err == REDIS_ERR_EOF ? NULL : c->ctx->errstr);
+        }
+}
+
+int dl_redis_command(dl_redis_conn *c, int argc, const char **argv, const size_t *argvlen,
+                     const dl_time *deadline, redisReply **reply, dirlock_error *err)
+{
+        *reply = NULL;
+        int rc = dl_redis_send(c, argc, argv, argvlen, deadline, err);
+        return rc != DIRLOCK_OK ? rc : dl_redis_await_reply(c, deadline, NULL, 0, NULL, reply, err);
+}
+
+/* ---- connecting ------------------------------------------------------------- */
+
+/* AUTH and SELECT on a new connection: any refusal is DIRLOCK_EAUTH. */
+static int handshake(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
+{
+        const char *argv[3];
+        int argc = 0;
+        redisReply *r = NULL;
+        if (u->has_password) {
+                argv[argc++] = "AUTH";
+                if (u->has_user)
+                        argv[argc++] = u->user;
+                argv[argc++] = u->password;
+                int rc = dl_redis_command(c, argc, argv, NULL, deadline, &r, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                if (r->type == REDIS_REPLY_ERROR) {
+                        rc = dl_fail(err, DIRLOCK_EAUTH, 0,
+                                     "Redis server %.300s refused the credentials: %.200s", c->name, r->str);
+                        freeReplyObject(r);
+                        dl_redis_drop(c);
+                        return rc;
+                }
+                freeReplyObject(r);
+        }
+        if (u->db != 0) {
+                char db[16];
+                snprintf(db, sizeof db, "%d", u->db);
+                argv[0] = "SELECT";
+                argv[1] = db;
+                int rc = dl_redis_command(c, 2, argv, NULL, deadline, &r, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                if (r->type == REDIS_REPLY_ERROR) {
+                        rc = dl_fail(err, DIRLOCK_EAUTH, 0, "Redis server %.300s refused database %d: %.200s",
+                                     c->name, u->db, r->str);
+                        freeReplyObject(r);
+                        dl_redis_drop(c);
+                        return rc;
+                }
+                freeReplyObject(r);
+        }
+        return DIRLOCK_OK;
+}
+
+static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
+{
+        double ms = dl_remaining(deadline);
+        struct timeval tv = {(time_t)(ms / 1e3),
+                             (suseconds_t)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e3)};
+        if (tv.tv_sec == 0 && tv.tv_usec < 1000)
+                tv.tv_usec = 1000;
+        redisContext *ctx = u->unix_socket ? redisConnectUnixWithTimeout(u->path, tv)
+                                           : redisConnectWithTimeout(u->host, u->port, tv);
+        if (ctx == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        if (ctx->err) {
+                int rc = dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: cannot connect: %.200s",
+                                 c->name, ctx->errstr);
+                redisFree(ctx);
+                return rc;
+        }
+        int flags = fcntl(ctx->fd, F_GETFD);
+        if (flags >= 0)
+                fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+        if (!u->unix_socket)
+                redisEnableKeepAlive(ctx);
+        c->ctx = ctx;
+        return handshake(c, u, deadline, err);
+}
+
+/* A kept connection is usable when nothing is waiting to be read on it:
+ * a server that went away (restarted, killed) has closed it, and a reply
+ * nobody asked for means it is out of step.  Checked before every use, so
+ * that a request is sent only on a connection that was fine. */
+static bool idle_and_open(const dl_redis_conn *c)
+{
+        struct pollfd p = {.fd = c->ctx->fd, .events = POLLIN | POLLRDHUP};
+        return poll(&p, 1, 0) == 0;
+}
+
+int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, dl_redis_conn **out,
+                     dirlock_error *err)
+{
+        *out = NULL;
+        struct conn_table *t = thread_table();
+        if (t == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        char key[DL_REDIS_URL_MAX];
+        if (dl_redis_url_format(url, false, key, sizeof key) < 0)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "Redis address too long");
+        dl_redis_conn *slot = NULL, *oldest = NULL;
+        for (int i = 0; i < DL_REDIS_CONNS_PER_THREAD && slot == NULL; i++) {
+                dl_redis_conn *c = &t->conns[i];
+                if (c->key[0] != '\0' && strcmp(c->key, key) == 0)
+                        slot = c;
+                else if (oldest == NULL || c->key[0] == '\0' ||
+                         (oldest->key[0] != '\0' && c->last_use < oldest->last_use))
+                        oldest = c;
+        }
+        if (slot == NULL) {
+                slot = oldest;
+                dl_redis_drop(slot);
+                snprintf(slot->key, sizeof slot->key, "%s", key);
+                if (dl_redis_url_format(url, true, slot->name, sizeof slot->name) < 0)
+                        snprintf(slot->name, sizeof slot->name, "%s", "(address too long)");
+        }
+        slot->last_use = ++t->clock;
+        if (slot->ctx != NULL && slot->ctx->err == 0 && idle_and_open(slot)) {
+                *out = slot;
+                return DIRLOCK_OK;
+        }
+        dl_redis_drop(slot);
+        int rc = open_conn(slot, url, deadline, err);
+        if (rc == DIRLOCK_OK)
+                *out = slot;
+        return rc;
+}
+
+/* ---- scripts ---------------------------------------------------------------- */
+
+/* SHA1 of each script as the server computed it (SCRIPT LOAD), learnt once
+ * per process; the same on every server. */
+static pthread_mutex_t sha_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char shas[DL_RS_COUNT][41];
+
+static void sha_get(dl_redis_script_id id, char out[41])
+{
+        pthread_mutex_lock(&sha_mutex);
+        memcpy(out, shas[id], 41);
+        pthread_mutex_unlock(&sha_mutex);
+}
+
+static void sha_set(dl_redis_script_id id, const redisReply *r)
+{
+        if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40)
+                return;
+        pthread_mutex_lock(&sha_mutex);
+        memcpy(shas[id], r->str, 40);
+        shas[id][40] = '\0';
+        pthread_mutex_unlock(&sha_mutex);
+}
+
+int dl_redis_eval(dl_redis_conn *c, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
+                  const char **args, const dl_time *deadline, const char *what, redisReply **reply,
+                  dirlock_error *err)
+{
+        *reply = NULL;
+        enum { MAX_ARGV = 48 };
+        if (nkeys + nargs + 3 > MAX_ARGV)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "too many keys for one script call");
+        const char *argv[MAX_ARGV];
+        char nk[16];
+        snprintf(nk, sizeof nk, "%d", nkeys);
+        char sha[41];
+        sha_get(id, sha);
+        int argc = 0;
+        argv[argc++] = sha[0] ? "EVALSHA" : "EVAL";
+        argv[argc++] = sha[0] ? sha : dl_redis_script_source(id);
+        argv[argc++] = nk;
+        for (int i = 0; i < nkeys; i++)
+                argv[argc++] = keys[i];
+        for (int i = 0; i < nargs; i++)
+                argv[argc++] = args[i];
+        int rc;
+        redisReply *r = NULL;
+        if (sha[0] == '\0') {
+                /* First use in this process: learn the SHA1 in the same round trip. */
+                const char *load[3] = {"SCRIPT", "LOAD", dl_redis_script_source(id)};
+                rc = dl_redis_send(c, 3, load, NULL, deadline, err);
+                if (rc == DIRLOCK_OK)
+                        rc = dl_redis_send(c, argc, argv, NULL, deadline, err);
+                redisReply *loaded = NULL;
+                if (rc == DIRLOCK_OK)
+                        rc = dl_redis_await_reply(c, deadline, NULL, 0, NULL, &loaded, err);
+                if (rc == DIRLOCK_OK) {
+                        sha_set(id, loaded);
+                        freeReplyObject(loaded);
+                        rc = dl_redis_await_reply(c, deadline, NULL, 0, NULL, &r, err);
+                }
+        } else {
+                rc = dl_redis_command(c, argc, argv, NULL, deadline, &r, err);
+                if (rc == DIRLOCK_OK && r->type == REDIS_REPLY_ERROR && r->str &&
+                    starts(r->str, "NOSCRIPT")) {
+                        /* The server forgot it (restart, SCRIPT FLUSH): EVAL loads it again. */
+                        freeReplyObject(r);
+                        r = NULL;
+                        argv[0] = "EVAL";
+                        argv[1] = dl_redis_script_source(id);
+                        rc = dl_redis_command(c, argc, argv, NULL, deadline, &r, err);
+                }
+        }
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (r->type == REDIS_REPLY_ERROR) {
+                char w[160];
+                snprintf(w, sizeof w, "%s script for %s", dl_redis_script_name(id),
+                         what ? what : "the lock space");
+                rc = dl_redis_reply_error(c, r, w, err);
+                freeReplyObject(r);
+                return rc;
+        }
+        *reply = r;
+        return DIRLOCK_OK;
+}
