@@ -3,7 +3,7 @@
  * A lock space is named by a string: a directory path (the directory
  * backend, dir.h), "flock:PATH" (the kernel's flock(2) on files in PATH,
  * flock.c), or "SCHEME://..." for backends that keep their locks
- * elsewhere.  space.c picks the backend from the string; handle.c,
+ * elsewhere (redis:// and redis+unix://, redis_backend.c).  space.c picks the backend from the string; handle.c,
  * multi.c and admin.c call it only through this table, and no backend
  * knows of another.
  *
@@ -71,6 +71,7 @@ typedef struct dl_backend {
 
 extern const dl_backend dl_dir_backend;
 extern const dl_backend dl_flock_backend;
+extern const dl_backend dl_redis_backend; /* redis.h; only with DIRLOCK_WITH_REDIS */
 
 /* The backend of lock space `space` and its spec (a pointer into space,
  * after the scheme).  DIRLOCK_EINVAL for an empty or unknown one. */

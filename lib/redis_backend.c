@@ -1,0 +1,1015 @@
+/* redis_backend.c - the Redis backend (backend.h): a lock space on a Redis
+ * server (redis://..., redis+unix://..., redis_url.h), shared by the
+ * processes of every host that can reach it.  Here: the handle's state,
+ * the wait loop, and the table of entry points.  The scripts that change
+ * the server's state, each with the invariant it keeps, are in
+ * redis_scripts.c; the connection in redis_conn.c.  docs/library.md says
+ * how it differs from a directory space.
+ *
+ * ======================================================================
+ * DATA MODEL.  Every key of space P carries the hash tag {P}; lock NAME
+ * is K = {P}:NAME:
+ *
+ *   K:w   string: "<token> <owner record>" of the holder of W (exclusive,
+ *         intent, or any mode under `simple`), PX = that holder's stale
+ *         age: the record goes with the lock when it expires
+ *   K:u   string: the token of the intent holder that is upgrading or
+ *         upgraded (it counts only while it equals K:w), PX = stale age
+ *   K:r   zset: reader tokens, scored by when they expire (server ms)
+ *   K:q   zset: waiting tokens, scored by their arrival number
+ *   K:qe  zset: waiting tokens, scored by when they expire (server ms)
+ *   K:qm  hash: waiting token -> "mode policy stale_ms names queue_ttl_ms"
+ *   K:o   hash: token -> owner record of each reader and waiter (owner.c's
+ *         text: pid, start time, host, boot, pid namespace, token, acquire
+ *         time, mode, stale age, partner), removed with its entry
+ *   K:f   string: the last fence drawn for NAME (never expires)
+ *   {P}:seq         the arrival counter (INCR), one number per waiter,
+ *                   kept across its attempts and the same in every queue
+ *   {P}:names       set of the names that have or had state (list, cleanup)
+ *   {P}:wake:<T>    list waiter T blocks on (BLPOP): "g<fence>" when the
+ *                   lock was granted to it, "g" when its upgrade is done,
+ *                   "w" when it should try again; PEXPIRE = its queue ttl
+ *
+ * The server's clock (TIME in the scripts) decides every expiry, so the
+ * clocks of the hosts do not matter.
+ *
+ * ======================================================================
+ * ACQUIRE (the wait loop below).  One ACQUIRE script per attempt, over all
+ * the names of a multi-lock at once (all or nothing).  Busy: the script
+ * has queued us with our arrival number and names the entry in the way
+ * (a holder, a reader, or a waiter ahead of us), its owner record, and
+ * when that entry would expire.  Then:
+ *   - its owner is provably dead on this host (pid and start time): BREAK
+ *     exactly that token, and try again at once;
+ *   - else BLPOP {P}:wake:<T> for the least of: the time to our deadline,
+ *     the time until the blocking entry expires (then it is gone: look
+ *     again), and a third of our queue ttl (to renew our queue entry), while
+ *     poll() also watches the cancel descriptor and, for a live owner on
+ *     this host, its pidfd.  The reply "g<fence>" means the releaser's
+ *     script took the lock for us: done, without another round trip.
+ *     Anything else: attempt again.  A wait abandoned while BLPOP is in
+ *     flight (cancel, pidfd) closes the connection, so no reply is left
+ *     unread on a reused one (a grant popped that way is found by the
+ *     next attempt: a token that already holds the lock simply takes it
+ *     again, with a new fence).
+ *   - at the deadline, or when canceled, one last attempt that leaves
+ *     the queues if it fails (and lets in whoever we held back).
+ * timeout 0 is one attempt that never queues.  A server that cannot be
+ * reached: a timed acquire tries again with backoff until its deadline
+ * and then fails with DIRLOCK_ESERVER (not DIRLOCK_ETIMEDOUT: the lock's
+ * state is unknown, not busy); an infinite wait keeps trying.  No round
+ * trip waits longer than DL_REDIS_IO_MS, nor past the deadline by more
+ * than DL_REDIS_GRACE_MS.
+ *
+ * QUEUE TTL.  A waiter's queue entry expires after min(stale age, 6 s)
+ * and is renewed on every attempt, so a waiter that dies -- or that gave
+ * up while the server could not be reached -- holds the queue up for at
+ * most 6 s, even with the default stale age of 180 s.
+ *
+ * LOST REPLIES.  Scripts are written so that asking again is safe:
+ * ACQUIRE by a token that already holds takes again; REFRESH, CHECK and
+ * BREAK are idempotent.  RELEASE, REFRESH and CHECK retry once on a new
+ * connection when a reply is lost.  A cached connection is checked
+ * before use (a server that went away has closed it), so a restarted
+ * server answers RELEASE with "not held": DIRLOCK_ELOST.  Only a release
+ * whose reply was lost and whose retry finds nothing cannot tell released
+ * from lost: it says so, with DIRLOCK_ESERVER.
+ *
+ * FENCES are drawn in the ACQUIRE script (or by the releaser's script
+ * that grants): max(K:f + 1, server time in microseconds).  dirlock_fence()
+ * asks the server (CHECK) that the lock is still held before it hands out
+ * the number, as the directory backend does (docs/fencing.md). */
+#include "backend.h"
+#include "redis.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define QUEUE_TTL_MAX_MS 6000.0
+#define BACKOFF_START_MS 10.0
+#define BACKOFF_CAP_MS   500.0
+
+struct dl_redis {
+        dl_redis_url url;
+        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4]; /* {P}:NAME */
+        char space[DL_REDIS_PREFIX_MAX + 3];                   /* {P}      */
+        unsigned long long fence;                              /* drawn at acquire */
+        long long seq;                                         /* arrival number, 0: none */
+};
+
+static struct dl_redis *redis_of(const dirlock *h)
+{
+        return (struct dl_redis *)h->impl;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* The space string with anything between "://" and '@' hidden. */
+static void redact(const char *space, char *out, size_t size)
+{
+        const char *s = strstr(space, "://");
+        const char *at = s ? strchr(s, '@') : NULL;
+        if (s == NULL || at == NULL)
+                snprintf(out, size, "%.200s", space);
+        else
+                snprintf(out, size, "%.*s***%.200s", (int)(s + 3 - space), space, at);
+}
+
+static int parse_space(const char *space, dl_redis_url *u, dirlock_error *err)
+{
+        char why[200];
+        if (dl_redis_url_parse(space, strlen(space), u, why, sizeof why) == 0)
+                return DIRLOCK_OK;
+        char shown[300];
+        redact(space, shown, sizeof shown);
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s': %s", shown, why);
+}
+
+static void make_keys(const dl_redis_url *u, const char *name, char *base, size_t bsize, char *space,
+                      size_t ssize)
+{
+        snprintf(space, ssize, "{%s}", u->prefix);
+        if (base != NULL)
+                snprintf(base, bsize, "{%s}:%s", u->prefix, name);
+}
+
+/* Prefix err's message with "lock 'NAME': ". */
+static int about(dirlock_error *err, int rc, const char *name)
+{
+        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
+                return rc;
+        char prefix[DIRLOCK_NAME_MAX + 16];
+        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
+        size_t size = sizeof err->message;
+        if (n <= 0 || (size_t)n >= size)
+                return rc;
+        memmove(err->message + n, err->message, size - (size_t)n - 1);
+        memcpy(err->message, prefix, (size_t)n);
+        err->message[size - 1] = '\0';
+        return rc;
+}
+
+static long long stale_ms(const dirlock *h)
+{
+        double ms = h->opts.stale_age * 1e3;
+        if (ms > 1e12)
+                ms = 1e12;
+        return (long long)ms;
+}
+
+static long long queue_ttl_ms(const dirlock *h)
+{
+        double ms = h->opts.stale_age * 1e3;
+        return (long long)(ms < QUEUE_TTL_MAX_MS ? ms : QUEUE_TTL_MAX_MS);
+}
+
+static bool reply_is(const redisReply *r, int type)
+{
+        return r != NULL && r->type == type;
+}
+
+static long long reply_int(const redisReply *r)
+{
+        if (r == NULL)
+                return 0;
+        if (r->type == REDIS_REPLY_INTEGER)
+                return r->integer;
+        if (r->type == REDIS_REPLY_STRING)
+                return strtoll(r->str, NULL, 10);
+        return 0;
+}
+
+static const char *reply_str(const redisReply *r)
+{
+        return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? r->str : "";
+}
+
+static int bad_reply(dirlock_error *err, const char *what)
+{
+        return dl_fail(err, DIRLOCK_EDATA, 0, "unexpected answer from the Redis server to %s", what);
+}
+
+/* "held by pid 812 on www1" and the like, from a blocker's record. */
+static void describe(const char *record, const char *kind, char *out, size_t size)
+{
+        dl_record rec;
+        const char *role = kind[0] == 'r' ? "a reader, " : kind[0] == 'q' ? "a waiter ahead, " : "";
+        if (record[0] != '\0' && dl_record_parse(record, strlen(record), &rec) == 0)
+                snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
+        else
+                snprintf(out, size, "%san owner without a readable record", role);
+}
+
+/* A pidfd on the process of `rec` that still runs (or its partner), or -1. */
+static int open_pidfd(const dl_record *rec)
+{
+#ifdef SYS_pidfd_open
+        pid_t pids[2] = {rec->pid, rec->partner};
+        unsigned long long starts[2] = {rec->start_time, rec->partner_start};
+        for (int i = 0; i < 2; i++) {
+                if (pids[i] <= 0)
+                        continue;
+                int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+                if (fd < 0)
+                        continue;
+                if (dl_process_start_time(pids[i]) == starts[i])
+                        return fd;
+                close(fd);
+        }
+#else
+        (void)rec;
+#endif
+        return -1;
+}
+
+/* Sleep up to ms (not past the deadline); 1 when the cancel fd fired. */
+static int nap(double ms, const dl_time *deadline, int cancel_fd)
+{
+        double left = dl_remaining(deadline);
+        if (ms > left)
+                ms = left;
+        struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+        struct pollfd p = {.fd = cancel_fd, .events = POLLIN};
+        int r = ppoll(&p, cancel_fd >= 0 ? 1 : 0, &ts, NULL);
+        return r > 0 ? 1 : 0;
+}
+
+/* Run one script on the space of `u`, by `deadline`.  With `retry`, a
+ * failure after the request was sent (reply lost) is tried once more on
+ * a new connection; *resent tells whether that happened. */
+static int run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
+                      const char **args, const dl_time *deadline, const char *what, bool retry, bool *resent,
+                      redisReply **reply, dirlock_error *err)
+{
+        if (resent != NULL)
+                *resent = false;
+        for (int attempt = 0;; attempt++) {
+                dl_redis_conn *c;
+                int rc = dl_redis_connect(u, deadline, &c, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                rc = dl_redis_eval(c, id, nkeys, keys, nargs, args, deadline, what, reply, err);
+                if (rc != DIRLOCK_ESERVER || !retry || attempt > 0 || dl_deadline_passed(deadline))
+                        return rc;
+                if (resent != NULL)
+                        *resent = true;
+        }
+}
+
+/* A script on one name of handle h; op deadline from its own timeout. */
+static int run_on(const dirlock *h, dl_redis_script_id id, int nargs, const char **args, bool retry,
+                  bool *resent, redisReply **reply, dirlock_error *err)
+{
+        const struct dl_redis *r = redis_of(h);
+        const char *keys[2] = {r->base, r->space};
+        dl_time call = dl_deadline(h->opts.timeout);
+        dl_time io = dl_redis_io_deadline(&call);
+        char what[DIRLOCK_NAME_MAX + 16];
+        snprintf(what, sizeof what, "lock '%s'", h->name);
+        return run_script(&r->url, id, 2, keys, nargs, args, &io, what, retry, resent, reply, err);
+}
+
+/* ---- a handle -------------------------------------------------------------- */
+
+static int redis_open(dirlock *h, const char *spec, dirlock_error *err)
+{
+        struct dl_redis *r = calloc(1, sizeof *r);
+        if (r == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        int rc = parse_space(spec, &r->url, err);
+        if (rc != DIRLOCK_OK) {
+                free(r);
+                return rc;
+        }
+        make_keys(&r->url, h->name, r->base, sizeof r->base, r->space, sizeof r->space);
+        h->impl = r;
+        return DIRLOCK_OK;
+}
+
+static void redis_close(dirlock *h)
+{
+        free(h->impl);
+        h->impl = NULL;
+}
+
+static int redis_retoken(dirlock *h, dirlock_error *err)
+{
+        (void)err;
+        struct dl_redis *r = redis_of(h);
+        r->fence = 0;
+        r->seq = 0;
+        return DIRLOCK_OK;
+}
+
+static int format_record(const dirlock *h, int mode, char *buf, size_t size, dirlock_error *err)
+{
+        dl_record rec;
+        dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
+        if (dl_record_format(&rec, buf, size) < 0)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "owner record of lock '%s' too long", h->name);
+        return DIRLOCK_OK;
+}
+
+/* ---- acquiring: the wait loop -------------------------------------------- */
+
+/* What one ACQUIRE attempt found in the way. */
+struct blocker {
+        char token[64];
+        char record[DL_RECORD_MAX];
+        long long left_ms;
+        size_t index; /* which name */
+        char kind[2];
+};
+
+/* Parse a busy answer {0, seq, token, record, left, index, kind}. */
+static int parse_busy(const redisReply *rep, size_t n, long long *seq, struct blocker *b, dirlock_error *err)
+{
+        if (rep->elements != 7)
+                return bad_reply(err, "an acquire");
+        *seq = reply_int(rep->element[1]);
+        snprintf(b->token, sizeof b->token, "%s", reply_str(rep->element[2]));
+        snprintf(b->record, sizeof b->record, "%s", reply_str(rep->element[3]));
+        b->left_ms = reply_int(rep->element[4]);
+        long long i = reply_int(rep->element[5]);
+        b->index = i >= 0 && (size_t)i < n ? (size_t)i : 0;
+        snprintf(b->kind, sizeof b->kind, "%s", reply_str(rep->element[6]));
+        return DIRLOCK_OK;
+}
+
+/* BREAK token `t` of lock hs->name (a same-host owner found dead). */
+static int break_token(const dirlock *h, const char *t, dirlock_error *err)
+{
+        const char *args[1] = {t};
+        redisReply *rep;
+        int rc = run_on(h, DL_RS_BREAK, 1, args, true, NULL, &rep, err);
+        if (rc == DIRLOCK_OK)
+                freeReplyObject(rep);
+        return rc;
+}
+
+/* Why a wait ended: "timed out after 2 s" / "canceled" / "busy". */
+static int gave_up(dirlock_error *err, int code, double timeout, const char *name, const struct blocker *b)
+{
+        char who[300];
+        describe(b->record, b->kind, who, sizeof who);
+        if (code == DIRLOCK_EBUSY)
+                return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
+        if (code == DIRLOCK_ECANCELED)
+                return dl_fail(err, code, 0, "canceled waiting for lock '%s' (held by %s)", name, who);
+        return dl_fail(err, code, 0, "timed out after %.3g s: lock '%s' is held by %s", timeout, name, who);
+}
+
+/* Wait on our wake list for at most wait_ms (and the deadline), watching
+ * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
+ * when the lock was handed to us, *canceled when cancel_fd fired. */
+static int await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
+                      int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
+                      bool *pid_fired, dirlock_error *err)
+{
+        *granted = *canceled = *pid_fired = false;
+        if (wait_ms < 1)
+                wait_ms = 1;
+        dl_time io = dl_redis_io_deadline(deadline);
+        dl_redis_conn *c;
+        int rc = dl_redis_connect(u, &io, &c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        char secs[32];
+        snprintf(secs, sizeof secs, "%.3f", wait_ms / 1e3);
+        const char *argv[3] = {"BLPOP", wake_key, secs};
+        rc = dl_redis_send(c, 3, argv, NULL, &io, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        /* The server answers by wait_ms (never past our deadline); a server
+         * that does not (stopped) is given DL_REDIS_GRACE_MS more, then
+         * counts as unreachable. */
+        dl_time until = dl_deadline((wait_ms + DL_REDIS_GRACE_MS) / 1e3);
+        int fds[2] = {cancel_fd, pid_fd};
+        int which;
+        redisReply *rep;
+        rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (which >= 0) {
+                dl_redis_drop(c); /* BLPOP still in flight: never reuse this connection */
+                *canceled = which == 0;
+                *pid_fired = which == 1;
+                return DIRLOCK_OK;
+        }
+        if (reply_is(rep, REDIS_REPLY_ERROR)) {
+                rc = dl_redis_reply_error(c, rep, "wait", err);
+        } else if (reply_is(rep, REDIS_REPLY_ARRAY) && rep->elements == 2) {
+                const char *msg = reply_str(rep->element[1]);
+                if (msg[0] == 'g') {
+                        *granted = true;
+                        *fence = strtoull(msg + 1, NULL, 10);
+                }
+        }
+        freeReplyObject(rep);
+        return rc;
+}
+
+/* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
+ * names) by the deadline, all or none. */
+static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+{
+        dirlock *h = hs[0];
+        struct dl_redis *r = redis_of(h);
+        const dirlock_options *o = &h->opts;
+        const char **keys = calloc(n + 1, sizeof *keys);
+        if (keys == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        for (size_t i = 0; i < n; i++)
+                keys[i] = redis_of(hs[i])->base;
+        keys[n] = r->space;
+        char record[DL_RECORD_MAX];
+        int rc = format_record(h, o->mode, record, sizeof record, err);
+        char mode[8], policy[8], stale[24], qttl[24], seq[24], wake_key[sizeof r->space + 48];
+        snprintf(mode, sizeof mode, "%d", o->mode);
+        snprintf(policy, sizeof policy, "%d", o->policy);
+        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        long long ttl = queue_ttl_ms(h);
+        snprintf(qttl, sizeof qttl, "%lld", ttl);
+        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
+        bool may_queue = o->timeout != 0, canceled = false;
+        double backoff = BACKOFF_START_MS;
+        unsigned long long jitter =
+            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)getpid());
+        int pid_fd = -1;
+        pid_t watched = 0;
+        struct blocker b;
+        r->seq = 0;
+        while (rc == DIRLOCK_OK) {
+                bool last = canceled || dl_deadline_passed(deadline);
+                snprintf(seq, sizeof seq, "%lld", r->seq);
+                const char *args[10] = {
+                    h->token,         mode, policy, stale, record, may_queue ? "1" : "0", seq,
+                    last ? "1" : "0", "0",  qttl};
+                dl_time io = dl_redis_io_deadline(deadline);
+                redisReply *rep = NULL;
+                rc = run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
+                                n == 1 ? "the lock" : "the locks", false, NULL, &rep, err);
+                if (rc == DIRLOCK_ESERVER) {
+                        if (!may_queue || last)
+                                break;
+                        /* Unreachable: try again, with backoff, until the deadline. */
+                        jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
+                        double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
+                        backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
+                        canceled = nap(step, deadline, o->cancel_fd) == 1;
+                        rc = DIRLOCK_OK;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                backoff = BACKOFF_START_MS;
+                if (!reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        rc = bad_reply(err, "an acquire");
+                } else if (reply_int(rep->element[0]) == 1) {
+                        if (rep->elements != n + 1) {
+                                rc = bad_reply(err, "an acquire");
+                        } else {
+                                for (size_t i = 0; i < n; i++)
+                                        redis_of(hs[i])->fence =
+                                            strtoull(reply_str(rep->element[i + 1]), NULL, 10);
+                                r->seq = 0;
+                                freeReplyObject(rep);
+                                break; /* rc == DIRLOCK_OK */
+                        }
+                } else {
+                        rc = parse_busy(rep, n, &r->seq, &b, err);
+                }
+                freeReplyObject(rep);
+                if (rc != DIRLOCK_OK)
+                        break;
+                const char *busy_name = hs[b.index]->name;
+                if (!may_queue || last) {
+                        rc = gave_up(err,
+                                     !may_queue ? DIRLOCK_EBUSY
+                                     : canceled ? DIRLOCK_ECANCELED
+                                                : DIRLOCK_ETIMEDOUT,
+                                     o->timeout, busy_name, &b);
+                        break;
+                }
+                /* A holder or waiter provably dead on this host: break it now. */
+                dl_record rec;
+                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
+                if (readable && dl_record_owner_alive(&rec) == 0) {
+                        rc = break_token(hs[b.index], b.token, err);
+                        if (rc == DIRLOCK_ESERVER)
+                                rc = DIRLOCK_OK; /* the next attempt says more */
+                        continue;
+                }
+                if (readable && rec.pid != watched) {
+                        if (pid_fd >= 0)
+                                close(pid_fd);
+                        pid_fd = dl_record_same_host(&rec) ? open_pidfd(&rec) : -1;
+                        watched = rec.pid;
+                }
+                double wait_ms = dl_remaining(deadline);
+                if (wait_ms > (double)b.left_ms + 2)
+                        wait_ms = (double)b.left_ms + 2;
+                if (wait_ms > (double)ttl / 3)
+                        wait_ms = (double)ttl / 3;
+                bool granted, pid_fired;
+                unsigned long long fence = 0;
+                rc = await_wake(&r->url, wake_key, wait_ms, deadline, o->cancel_fd, pid_fd, &granted, &fence,
+                                &canceled, &pid_fired, err);
+                if (pid_fired) { /* judge again; watch its partner if it has one */
+                        close(pid_fd);
+                        pid_fd = -1;
+                        watched = 0;
+                }
+                if (rc == DIRLOCK_ESERVER) {
+                        rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
+                        continue;
+                }
+                if (rc == DIRLOCK_OK && granted && n == 1 && fence > 0) {
+                        r->fence = fence;
+                        r->seq = 0;
+                        break;
+                }
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        free(keys);
+        if (rc == DIRLOCK_ESERVER && canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0,
+                               "canceled waiting for lock '%s' while the Redis server could not be reached",
+                               h->name);
+        if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
+                size_t len = strlen(err->message);
+                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
+                         o->timeout);
+        }
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
+                about(err, rc, h->name);
+        return rc;
+}
+
+static int redis_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        return acquire_set(&h, 1, deadline, err);
+}
+
+/* ---- holding ------------------------------------------------------------- */
+
+static int redis_release(dirlock *h, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        redisReply *rep;
+        bool resent;
+        int rc = run_on(h, DL_RS_RELEASE, 1, args, true, &resent, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return about(err, rc, h->name);
+        long long held = reply_int(rep);
+        freeReplyObject(rep);
+        if (held == 1)
+                return DIRLOCK_OK;
+        if (resent)
+                return dl_fail(
+                    err, DIRLOCK_ESERVER, 0,
+                    "lock '%s': the connection to the Redis server broke during the release; the lock "
+                    "is not held any more, but whether it was released or had been lost cannot be told",
+                    h->name);
+        return dl_fail(
+            err, DIRLOCK_ELOST, 0,
+            "lock '%s' was lost: its entry on the Redis server had expired, been broken, or the server "
+            "lost its data",
+            h->name);
+}
+
+static int lost(dirlock_error *err, const dirlock *h)
+{
+        return dl_fail(
+            err, DIRLOCK_ELOST, 0,
+            "lock '%s' is not held any more: its entry on the Redis server expired, was broken, or the "
+            "server lost its data",
+            h->name);
+}
+
+static int redis_refresh(dirlock *h, dirlock_error *err)
+{
+        char stale[24];
+        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        const char *args[2] = {h->token, stale};
+        redisReply *rep;
+        int rc = run_on(h, DL_RS_REFRESH, 2, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return about(err, rc, h->name);
+        long long held = reply_int(rep);
+        freeReplyObject(rep);
+        return held == 1 ? DIRLOCK_OK : lost(err, h);
+}
+
+static int redis_check(const dirlock *h, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        redisReply *rep;
+        int rc = run_on(h, DL_RS_CHECK, 1, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return about(err, rc, h->name);
+        long long held = reply_int(rep);
+        freeReplyObject(rep);
+        return held == 1 ? DIRLOCK_OK : lost(err, h);
+}
+
+#ifdef DIRLOCK_TEST_HOOKS
+/* Test builds only: a fence drawn when asked for, with a plain GET and
+ * SET and no check that the lock is held -- what the fence tests must
+ * catch (a paused holder then gets a number above its successor's). */
+static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+{
+        struct dl_redis *r = redis_of(h);
+        dl_time io = dl_redis_io_deadline(&(dl_time){-1, 0});
+        dl_redis_conn *c;
+        int rc = dl_redis_connect(&r->url, &io, &c, err);
+        char key[sizeof r->base + 4];
+        snprintf(key, sizeof key, "%s:f", r->base);
+        const char *get[2] = {"GET", key};
+        redisReply *rep = NULL;
+        if (rc == DIRLOCK_OK)
+                rc = dl_redis_command(c, 2, get, NULL, &io, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        unsigned long long next = strtoull(reply_str(rep), NULL, 10) + 1;
+        freeReplyObject(rep);
+        char v[24];
+        snprintf(v, sizeof v, "%llu", next);
+        const char *set[3] = {"SET", key, v};
+        rc = dl_redis_command(c, 3, set, NULL, &io, &rep, err);
+        if (rc == DIRLOCK_OK)
+                freeReplyObject(rep);
+        *fence = next;
+        return rc;
+}
+#endif
+
+static int redis_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+{
+#ifdef DIRLOCK_TEST_HOOKS
+        if (getenv("DIRLOCK_TEST_REDIS_LAZY_FENCE") != NULL)
+                return lazy_fence(h, fence, err);
+#endif
+        int rc = redis_check(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (redis_of(h)->fence == 0)
+                return dl_fail(err, DIRLOCK_EDATA, 0, "lock '%s': the Redis server gave no fence", h->name);
+        *fence = redis_of(h)->fence;
+        return DIRLOCK_OK;
+}
+
+/* Intent -> exclusive: set U, wait for the readers already in. */
+static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
+{
+        if (h->mode == DIRLOCK_EXCLUSIVE)
+                return DIRLOCK_OK;
+        if (h->mode == DIRLOCK_SHARED)
+                return dl_fail(
+                    err, DIRLOCK_EUPGRADE, 0,
+                    "read lock '%s' cannot be upgraded: two readers upgrading at once would wait for "
+                    "each other forever; take it in intent mode (DIRLOCK_INTENT) to upgrade",
+                    h->name);
+        struct dl_redis *r = redis_of(h);
+        dirlock_options o = opts != NULL ? *opts : h->opts;
+        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
+        dl_time deadline = dl_deadline(o.timeout);
+        char stale[24], wake_key[sizeof r->space + 48];
+        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
+        const char *keys[2] = {r->base, r->space};
+        bool canceled = false;
+        int pid_fd = -1, rc;
+        for (;;) {
+                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
+                const char *args[4] = {h->token, stale, last ? "1" : "0",
+                                       h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
+                dl_time io = dl_redis_io_deadline(&deadline);
+                redisReply *rep;
+                rc = run_script(&r->url, DL_RS_UPGRADE, 2, keys, 4, args, &io, "the upgrade", true, NULL,
+                                &rep, err);
+                if (rc != DIRLOCK_OK)
+                        break;
+                if (!reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        freeReplyObject(rep);
+                        rc = bad_reply(err, "an upgrade");
+                        break;
+                }
+                long long state = reply_int(rep->element[0]);
+                struct blocker b = {.kind = "r"};
+                if (state == 0 && rep->elements == 4) {
+                        snprintf(b.token, sizeof b.token, "%s", reply_str(rep->element[1]));
+                        snprintf(b.record, sizeof b.record, "%s", reply_str(rep->element[2]));
+                        b.left_ms = reply_int(rep->element[3]);
+                }
+                freeReplyObject(rep);
+                if (state == 1) {
+                        h->mode = DIRLOCK_EXCLUSIVE;
+                        break;
+                }
+                if (state < 0) {
+                        rc = lost(err, h);
+                        break;
+                }
+                if (last) {
+                        rc = gave_up(err,
+                                     o.timeout == 0 ? DIRLOCK_EBUSY
+                                     : canceled     ? DIRLOCK_ECANCELED
+                                                    : DIRLOCK_ETIMEDOUT,
+                                     o.timeout, h->name, &b);
+                        break;
+                }
+                dl_record rec;
+                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
+                if (readable && dl_record_owner_alive(&rec) == 0) {
+                        rc = break_token(h, b.token, err);
+                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                                break;
+                        continue;
+                }
+                if (pid_fd >= 0)
+                        close(pid_fd);
+                pid_fd = readable && dl_record_same_host(&rec) ? open_pidfd(&rec) : -1;
+                double wait_ms = dl_remaining(&deadline);
+                if (wait_ms > (double)b.left_ms + 2)
+                        wait_ms = (double)b.left_ms + 2;
+                if (wait_ms > (double)stale_ms(h) / 3)
+                        wait_ms = (double)stale_ms(h) / 3;
+                bool granted, pid_fired;
+                unsigned long long ignored;
+                rc = await_wake(&r->url, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted, &ignored,
+                                &canceled, &pid_fired, err);
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                        break;
+                if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
+                        break;
+                rc = DIRLOCK_OK; /* granted or not: the next attempt confirms */
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
+                   ? rc
+                   : about(err, rc, h->name);
+}
+
+static int redis_downgrade(dirlock *h, dirlock_error *err)
+{
+        if (h->mode == DIRLOCK_SHARED)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", h->name);
+        char record[DL_RECORD_MAX], stale[24], policy[8];
+        int rc = format_record(h, DIRLOCK_SHARED, record, sizeof record, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        snprintf(policy, sizeof policy, "%d", h->opts.policy);
+        const char *args[4] = {h->token, stale, record, policy};
+        redisReply *rep;
+        rc = run_on(h, DL_RS_DOWNGRADE, 4, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return about(err, rc, h->name);
+        long long held = reply_int(rep);
+        freeReplyObject(rep);
+        if (held != 1)
+                return lost(err, h);
+        h->mode = DIRLOCK_SHARED;
+        return DIRLOCK_OK;
+}
+
+/* ---- the space, from outside its holders ---------------------------------- */
+
+/* Run a script on lock `name` of space `spec` with the admin time budget. */
+static int admin_script(const dl_redis_url *u, const char *name, dl_redis_script_id id, int nargs,
+                        const char **args, redisReply **reply, dirlock_error *err)
+{
+        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4], space[DL_REDIS_PREFIX_MAX + 3];
+        make_keys(u, name, base, sizeof base, space, sizeof space);
+        const char *keys[2] = {base, space};
+        dl_time never = dl_deadline(-1);
+        dl_time io = dl_redis_io_deadline(&never);
+        char what[DIRLOCK_NAME_MAX + 16];
+        snprintf(what, sizeof what, "lock '%s'", name);
+        return about(err, run_script(u, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
+}
+
+/* W's holder of lock `name`: its token and record, ms left; readers. */
+struct view {
+        char token[64];
+        char record[DL_RECORD_MAX];
+        long long left_ms;
+        bool upgraded;
+        long long readers, waiters;
+};
+
+static int look(const dl_redis_url *u, const char *name, struct view *v, dirlock_error *err)
+{
+        memset(v, 0, sizeof *v);
+        redisReply *rep;
+        int rc = admin_script(u, name, DL_RS_INSPECT, 0, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements != 6) {
+                freeReplyObject(rep);
+                return bad_reply(err, "an inspect");
+        }
+        snprintf(v->token, sizeof v->token, "%s", reply_str(rep->element[0]));
+        snprintf(v->record, sizeof v->record, "%s", reply_str(rep->element[1]));
+        v->left_ms = reply_int(rep->element[2]);
+        v->upgraded = reply_int(rep->element[3]) == 1;
+        v->readers = reply_int(rep->element[4]);
+        v->waiters = reply_int(rep->element[5]);
+        freeReplyObject(rep);
+        return DIRLOCK_OK;
+}
+
+static int redis_inspect(const char *spec, const char *name, double stale_age, dirlock_owner *owner,
+                         dirlock_error *err)
+{
+        (void)stale_age; /* an entry older than its holder's stale age is gone already */
+        dl_redis_url u;
+        int rc = parse_space(spec, &u, err);
+        struct view v;
+        if (rc == DIRLOCK_OK)
+                rc = look(&u, name, &v, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        owner->readers = (unsigned)v.readers;
+        if (v.token[0] == '\0') {
+                if (v.readers == 0)
+                        return dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+                owner->mode = DIRLOCK_SHARED;
+                return DIRLOCK_OK;
+        }
+        dl_record rec;
+        snprintf(owner->token, sizeof owner->token, "%.32s", v.token);
+        if (v.record[0] == '\0' || dl_record_parse(v.record, strlen(v.record), &rec) != 0) {
+                owner->mode = DIRLOCK_EXCLUSIVE;
+                owner->owner_alive = -1;
+                snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
+                return DIRLOCK_OK;
+        }
+        owner->pid = rec.pid;
+        owner->start_time = rec.start_time;
+        snprintf(owner->host, sizeof owner->host, "%s", rec.host);
+        owner->acquired = (double)rec.acquired_ns / 1e9;
+        double age = ((double)rec.stale_ms - (double)v.left_ms) / 1e3;
+        owner->age = age > 0 ? age : 0;
+        owner->same_host = dl_record_same_host(&rec);
+        owner->owner_alive = dl_record_owner_alive(&rec);
+        owner->stale = owner->owner_alive == 0;
+        owner->mode = rec.mode;
+        owner->partner = rec.partner;
+        return DIRLOCK_OK;
+}
+
+static int redis_break(const char *spec, const char *name, double stale_age, int force, dirlock_error *err)
+{
+        (void)stale_age;
+        dl_redis_url u;
+        int rc = parse_space(spec, &u, err);
+        struct view v;
+        if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
+                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
+        if (rc == DIRLOCK_OK)
+                rc = look(&u, name, &v, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (v.token[0] == '\0')
+                return dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+        dl_record rec;
+        bool readable = v.record[0] != '\0' && dl_record_parse(v.record, strlen(v.record), &rec) == 0;
+        if (!force && !(readable && dl_record_owner_alive(&rec) == 0))
+                return dl_fail(err, DIRLOCK_ELIVE, 0,
+                               "lock '%s' is held by %s pid %ld on %s (its entry expires in %.1f s unless "
+                               "refreshed); not broken",
+                               name, readable && dl_record_owner_alive(&rec) == 1 ? "live" : "possibly live",
+                               readable ? (long)rec.pid : 0L, readable ? rec.host : "an unknown host",
+                               (double)v.left_ms / 1e3);
+        const char *args[1] = {v.token};
+        redisReply *rep;
+        rc = admin_script(&u, name, DL_RS_BREAK, 1, args, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        long long removed = reply_int(rep);
+        freeReplyObject(rep);
+        return removed == 1 ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
+}
+
+/* The names in {P}:names (valid ones only). */
+static int names_of(const dl_redis_url *u, char ***names_out, size_t *count, dirlock_error *err)
+{
+        char space[DL_REDIS_PREFIX_MAX + 3], key[DL_REDIS_PREFIX_MAX + 16];
+        make_keys(u, NULL, NULL, 0, space, sizeof space);
+        snprintf(key, sizeof key, "%s:names", space);
+        dl_time never = dl_deadline(-1);
+        dl_time io = dl_redis_io_deadline(&never);
+        dl_redis_conn *c;
+        int rc = dl_redis_connect(u, &io, &c, err);
+        const char *argv[2] = {"SMEMBERS", key};
+        redisReply *rep = NULL;
+        if (rc == DIRLOCK_OK)
+                rc = dl_redis_command(c, 2, argv, NULL, &io, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (reply_is(rep, REDIS_REPLY_ERROR)) {
+                rc = dl_redis_reply_error(c, rep, "list of lock names", err);
+                freeReplyObject(rep);
+                return rc;
+        }
+        if (!reply_is(rep, REDIS_REPLY_ARRAY)) {
+                freeReplyObject(rep);
+                return bad_reply(err, "SMEMBERS");
+        }
+        char **names = calloc(rep->elements ? rep->elements : 1, sizeof *names);
+        size_t n = 0;
+        bool oom = names == NULL;
+        for (size_t i = 0; !oom && i < rep->elements; i++) {
+                const char *s = reply_str(rep->element[i]);
+                if (!dirlock_name_valid(s))
+                        continue; /* not ours */
+                if ((names[n] = strdup(s)) == NULL)
+                        oom = true;
+                else
+                        n++;
+        }
+        freeReplyObject(rep);
+        if (oom) {
+                while (n > 0)
+                        free(names[--n]);
+                free(names);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        *names_out = names;
+        *count = n;
+        return DIRLOCK_OK;
+}
+
+static int redis_list(const char *spec, char ***names, size_t *count, dirlock_error *err)
+{
+        dl_redis_url u;
+        int rc = parse_space(spec, &u, err);
+        return rc != DIRLOCK_OK ? rc : names_of(&u, names, count, err);
+}
+
+/* Every name: purge; same-host owners (holders, waiters) provably dead are
+ * broken; names left without state are forgotten. */
+static int redis_cleanup(const char *spec, dirlock_error *err)
+{
+        dl_redis_url u;
+        int rc = parse_space(spec, &u, err);
+        char **names = NULL;
+        size_t n = 0;
+        if (rc == DIRLOCK_OK)
+                rc = names_of(&u, &names, &n, err);
+        for (size_t i = 0; i < n; i++) {
+                redisReply *rep = NULL;
+                if (rc == DIRLOCK_OK)
+                        rc = admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err);
+                bool broke = false;
+                for (size_t j = 0;
+                     rc == DIRLOCK_OK && reply_is(rep, REDIS_REPLY_ARRAY) && j + 1 < rep->elements; j += 2) {
+                        const char *t = reply_str(rep->element[j]), *text = reply_str(rep->element[j + 1]);
+                        dl_record rec;
+                        if (dl_record_parse(text, strlen(text), &rec) != 0 ||
+                            dl_record_owner_alive(&rec) != 0)
+                                continue;
+                        const char *args[1] = {t};
+                        redisReply *b;
+                        rc = admin_script(&u, names[i], DL_RS_BREAK, 1, args, &b, err);
+                        if (rc == DIRLOCK_OK)
+                                freeReplyObject(b);
+                        broke = true;
+                }
+                if (rep != NULL)
+                        freeReplyObject(rep);
+                if (rc == DIRLOCK_OK && broke &&
+                    admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err) == 0)
+                        freeReplyObject(rep);
+                free(names[i]);
+        }
+        free(names);
+        return rc;
+}
+
+const dl_backend dl_redis_backend = {
+    .name = "Redis",
+    .open = redis_open,
+    .close = redis_close,
+    .retoken = redis_retoken,
+    .acquire = redis_acquire,
+    .release = redis_release,
+    .refresh = redis_refresh,
+    .check = redis_check,
+    .fence = redis_fence,
+    .upgrade = redis_upgrade,
+    .downgrade = redis_downgrade,
+    .inspect = redis_inspect,
+    .break_lock = redis_break,
+    .cleanup = redis_cleanup,
+    .list = redis_list,
+};
