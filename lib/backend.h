@@ -3,9 +3,8 @@
  * A lock space is named by a string: a directory path (the directory
  * backend, dir.h), "flock:PATH" (the kernel's flock(2) on files in PATH,
  * flock.c), or "SCHEME://..." for backends that keep their locks
- * elsewhere (redis:// and redis+unix://, redis_backend.c).  space.c picks the backend from the string; handle.c,
- * multi.c and admin.c call it only through this table, and no backend
- * knows of another.
+ * elsewhere (redis:// and redis+unix://, redis_backend.c).  space.c picks the backend from the string;
+ * handle.c, multi.c and admin.c call it only through this table, and no backend knows of another.
  *
  * A backend implements what it can; a NULL entry means the operation is
  * not available in that kind of space, and the public call says so
@@ -36,6 +35,11 @@ typedef struct dl_backend {
          * inotify and pidfds for directories, notifications for a
          * server).  Honours h->opts.cancel_fd. */
         int (*acquire)(dirlock *h, const dl_time *deadline, dirlock_error *err);
+        /* Take all of hs[0..n-1] -- open handles of this backend in one
+         * space, distinct names in strcmp order, the same options -- in one
+         * atomic step by the deadline: all or none.  NULL: multi.c takes
+         * them one by one in name order (deadlock-free by that order). */
+        int (*acquire_many)(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err);
         /* Let go of whatever h holds; DIRLOCK_ELOST when it had been
          * broken (another holder's lock is left alone). */
         int (*release)(dirlock *h, dirlock_error *err);

@@ -6,8 +6,13 @@
  * waiters can form and no deadlock is possible whatever order callers list
  * the names in (the P->Q / Q->P deadlock of hand-ordered locking cannot
  * happen).  If any lock cannot be had by the deadline, those already taken
- * are released in reverse order and nothing stays held. */
-#include "internal.h"
+ * are released in reverse order and nothing stays held.
+ *
+ * A backend that can take several names in one atomic step (its
+ * acquire_many entry, backend.h: the Redis backend) gets them all at once
+ * instead: one handle per name, opened here, taken together or not at
+ * all. */
+#include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,33 @@ struct dirlock_set {
 static int compare_names(const void *a, const void *b)
 {
         return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Open a handle per name and let the backend take them all in one step. */
+static int acquire_atomically(const dl_backend *be, const char *spec, const char **names, size_t n,
+                              const dirlock_options *o, const dl_time *deadline, dirlock **locks,
+                              dirlock_error *err)
+{
+        int rc = DIRLOCK_OK;
+        size_t opened = 0;
+        for (; opened < n && rc == DIRLOCK_OK; opened++)
+                rc = dl_handle_open(be, spec, names[opened], o, &locks[opened], err);
+        if (rc == DIRLOCK_OK)
+                rc = be->acquire_many(locks, n, deadline, err);
+        for (size_t i = 0; i < opened; i++) {
+                if (locks[i] == NULL)
+                        continue;
+                if (rc != DIRLOCK_OK) {
+                        dl_handle_free(locks[i]);
+                        locks[i] = NULL;
+                } else {
+                        dl_handle_forget_cancel(locks[i]);
+                        locks[i]->holds = 1;
+                }
+        }
+        if (rc == DIRLOCK_OK)
+                dl_ok(err);
+        return rc;
 }
 
 int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t n,
@@ -57,7 +89,23 @@ int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t 
         else
                 dirlock_options_init(&o);
         dl_time deadline = dl_deadline(o.timeout);
-        int rc = DIRLOCK_OK;
+        const dl_backend *be = NULL;
+        const char *spec = NULL;
+        int rc = dl_space_resolve(lockdir, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->acquire_many != NULL)
+                rc = acquire_atomically(be, spec, sorted, unique, &o, &deadline, locks, err);
+        if (rc != DIRLOCK_OK || be->acquire_many != NULL) {
+                free(sorted);
+                if (rc != DIRLOCK_OK) {
+                        free(locks);
+                        free(set);
+                        return rc;
+                }
+                set->count = unique;
+                set->locks = locks;
+                *out = set;
+                return DIRLOCK_OK;
+        }
         size_t got = 0;
         for (; got < unique; got++) {
                 /* The remaining time for this name: one deadline for all. */

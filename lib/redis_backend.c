@@ -557,6 +557,14 @@ static int redis_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
         return acquire_set(&h, 1, deadline, err);
 }
 
+static int redis_acquire_many(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+{
+        /* One token for the set: one queue identity, one wake list. */
+        for (size_t i = 1; i < n; i++)
+                memcpy(hs[i]->token, hs[0]->token, sizeof hs[0]->token);
+        return acquire_set(hs, n, deadline, err);
+}
+
 /* ---- holding ------------------------------------------------------------- */
 
 static int redis_release(dirlock *h, dirlock_error *err)
@@ -1002,6 +1010,7 @@ const dl_backend dl_redis_backend = {
     .close = redis_close,
     .retoken = redis_retoken,
     .acquire = redis_acquire,
+    .acquire_many = redis_acquire_many,
     .release = redis_release,
     .refresh = redis_refresh,
     .check = redis_check,
