@@ -3,9 +3,13 @@
  * `cleanup` for looking after a lock directory from the shell.
  *
  *   dirlock [options] NAME [NAME...] -- COMMAND [ARGS...]
- *   dirlock status  [-d LOCKDIR] [--stale SECONDS] [NAME...]
- *   dirlock break   [-d LOCKDIR] [--stale SECONDS] [--force] NAME
- *   dirlock cleanup [-d LOCKDIR]
+ *   dirlock status  [-d SPACE] [--stale SECONDS] [NAME...]
+ *   dirlock break   [-d SPACE] [--stale SECONDS] [--force] NAME
+ *   dirlock cleanup [-d SPACE]
+ *
+ * SPACE is a lock directory, flock:DIR, or a Redis server
+ * (redis://HOST[:PORT][/DB][?prefix=P], redis+unix:///SOCKET[?db=N&prefix=P]);
+ * everything below works the same in each (lib/backend.h).
  *
  * COMMAND is forked first and waits on a pipe; the locks are then taken
  * with COMMAND as their partner (dirlock_options.partner_pid), and only
@@ -49,7 +53,9 @@ static void usage(FILE *to)
                 "COMMAND, release them, and exit with COMMAND's status.\n"
                 "\n"
                 "Options:\n"
-                "  -d, --dir SPACE        lock space: a lock directory, or flock:DIR for flock(2)\n"
+                "  -d, --dir SPACE        lock space: a lock directory, flock:DIR for flock(2), or a\n"
+                "                         Redis server: redis://[:PASSWORD@]HOST[:PORT][/DB][?prefix=P],\n"
+                "                         redis+unix:///SOCKET[?db=N&prefix=P]\n"
                 "                         (default $DIRLOCK_DIR, else ./locks)\n"
                 "  -w, --timeout SECONDS  wait at most SECONDS (fractions allowed; default: forever)\n"
                 "  -n, --nonblock         fail at once if a lock is held (same as -w 0)\n"
@@ -87,7 +93,8 @@ static const char *default_dir(void)
 
 /* ---- status, break, cleanup ------------------------------------------ */
 
-/* What dirlock status prints: one line per lock. */
+/* What dirlock status prints: one line per lock, the owner record's
+ * token, process start time and acquire time (UTC) last. */
 static void print_owner(const dirlock_owner *o)
 {
         static const char *const modes[] = {"exclusive", "shared", "intent"};
@@ -109,7 +116,12 @@ static void print_owner(const dirlock_owner *o)
                 printf(" command=%ld", (long)o->partner);
         if (o->readers)
                 printf(" readers=%u", o->readers);
-        printf("\n");
+        char when[32] = "?";
+        time_t t = (time_t)o->acquired;
+        struct tm tm;
+        if (o->acquired > 0 && gmtime_r(&t, &tm) != NULL)
+                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        printf(" token=%s start=%llu acquired=%s\n", o->token[0] ? o->token : "?", o->start_time, when);
 }
 
 /* The ranges of a lock, one line each, under its status line. */

@@ -3,11 +3,14 @@
  * with raw flock(2) as the kernel's answer and with no lock at all, and
  * prints what each waiter waited and how many reads were torn.
  *
- * Usage: dirlock-demo [-d LOCKDIR] [-s SECONDS] [--trace FILE]   the whole table
- *        dirlock-demo [-d LOCKDIR] [-s SECONDS] [--trace FILE] SCENARIO LOCK
+ * Usage: dirlock-demo [-d SPACE] [-s SECONDS] [--trace FILE]   the whole table
+ *        dirlock-demo [-d SPACE] [-s SECONDS] [--trace FILE] SCENARIO LOCK
  *   SCENARIO: torn | read-attack | write-attack
  *   LOCK:     fair | writer | reader | simple | flock | none
  * One scenario prints one line of key=value pairs (read by tests/rw-*.t).
+ * SPACE is any lock space (a directory, redis://..., redis+unix://...);
+ * the shared record and the flock(2) files live in SPACE when it is a
+ * directory, else in a temporary directory.
  *
  * --trace FILE writes, as JSON, every lock request of the read and write
  * attacks: which process asked for which lock, when it got it and when it
@@ -61,7 +64,8 @@ typedef struct shared {
 } shared;
 
 typedef struct demo {
-        const char *lockdir;
+        const char *lockdir; /* the lock space */
+        const char *workdir; /* a directory: the record, the flock files */
         const char *data;
         int lock; /* dirlock_policy, LK_FLOCK or LK_NONE */
         double seconds;
@@ -144,7 +148,7 @@ static dirlock *lock_take(const demo *d, int shared_mode, double timeout, double
         int rc = DIRLOCK_OK;
         *ok = 1;
         if (d->lock == LK_FLOCK) {
-                rc = dirlock_flock_acquire(d->lockdir, "demo", &o, &h, &err);
+                rc = dirlock_flock_acquire(d->workdir, "demo", &o, &h, &err);
         } else if (d->lock != LK_NONE) {
                 o.policy = d->lock;
                 rc = dirlock_acquire(d->lockdir, "demo", &o, &h, &err);
@@ -520,7 +524,7 @@ int main(int argc, char **argv)
                         trace_path = optarg;
                 else {
                         fprintf(stderr,
-                                "usage: dirlock-demo [-d LOCKDIR] [-s SECONDS] [--trace FILE] "
+                                "usage: dirlock-demo [-d SPACE] [-s SECONDS] [--trace FILE] "
                                 "[torn|read-attack|write-attack fair|writer|reader|simple|flock|none]\n");
                         return opt == 'h' ? 0 : 2;
                 }
@@ -547,15 +551,19 @@ int main(int argc, char **argv)
                 return 2;
         }
         char tmp[] = "/tmp/dirlock-demo.XXXXXX";
-        if (d.lockdir == NULL) {
+        if (d.lockdir == NULL || strstr(d.lockdir, "://") != NULL) {
                 if (mkdtemp(tmp) == NULL) {
                         perror("dirlock-demo: mkdtemp");
                         return 2;
                 }
-                d.lockdir = tmp;
+                d.workdir = tmp;
+                if (d.lockdir == NULL)
+                        d.lockdir = tmp;
+        } else {
+                d.workdir = d.lockdir;
         }
         char data[4096];
-        snprintf(data, sizeof data, "%s/record.txt", d.lockdir);
+        snprintf(data, sizeof data, "%s/record.txt", d.workdir);
         d.data = data;
         d.sh = mmap(NULL, sizeof *d.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (d.sh == MAP_FAILED) {
@@ -573,7 +581,7 @@ int main(int argc, char **argv)
         if (d.trace != NULL && trace_close(&d, trace_path, trace_tmp) < 0)
                 rc = 2;
         unlink(data);
-        if (d.lockdir == tmp) {
+        if (d.workdir == tmp) {
                 char cmd[256];
                 snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
                 if (system(cmd) != 0)
