@@ -1,5 +1,6 @@
-#!/bin/sh
-# rw-attack.t - lock-out behaviour of the policies.
+#!/bin/bash
+# rw-attack.t - lock-out behaviour of the policies, in a lock directory and
+# on a private Redis server.
 # Read attack: two readers alternate (each holds 200 ms, overlapping by
 # 100 ms) for the whole run; a writer arrives at 1 s.  `reader` and raw
 # flock(2) lock it out until the attack ends; `writer` and `fair` let it in
@@ -9,27 +10,41 @@
 # is asserted strictly: let-in waits under half the lock-out ones.
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
+# shellcheck source=tests/redis-lib.sh
+. "$(dirname "$0")/redis-lib.sh"
 SECS=${RW_ATTACK_SECONDS:-3}
 LOCKOUT=$(awk -v s="$SECS" 'BEGIN { print (s - 1) * 1000 * 0.8 }')
 BOUND=${RW_ATTACK_BOUND_MS:-1000}
-echo "1..7"
-w() { # w SCENARIO LOCK KEY: runs it, sets v to the value of KEY
-	line=$("$DEMO" -d "$T" -s "$SECS" "$1" "$2")
-	diag "$1 $line"
-	v=$(field "$line" "$3")
+if redis_available; then
+	redis_start || exit 1
+	echo "1..13"
+else
+	echo "1..7"
+	diag "Redis: $REDIS_WHY"
+fi
+w() { # w SPACE SCENARIO LOCK KEY: runs it, sets v to the value of KEY
+	line=$("$DEMO" -d "$1" -s "$SECS" "$2" "$3")
+	diag "$kind $2 $line"
+	v=$(field "$line" "$4")
 }
-for lock in fair writer; do
-	w read-attack "$lock" writer_wait_max_ms
-	lt "$v" "$BOUND"; ok $? "read attack, $lock: writer gets in within one read phase (${v} ms; aim 300)"
+for space in "$T" ${REDIS_PID:+"$REDIS_SPACE"}; do
+	kind=directory
+	case $space in redis*) kind=Redis ;; esac
+	for lock in fair writer; do
+		w "$space" read-attack "$lock" writer_wait_max_ms
+		lt "$v" "$BOUND"; ok $? "$kind: read attack, $lock: writer gets in within one read phase (${v} ms; aim 300)"
+	done
+	w "$space" read-attack reader writer_wait_max_ms
+	ge "$v" "$LOCKOUT"; ok $? "$kind: read attack, reader: writer locked out until the attack ends (${v} ms)"
+	if [ $kind = directory ]; then
+		w "$space" read-attack flock writer_wait_max_ms
+		ge "$v" "$LOCKOUT"; ok $? "control: read attack locks a writer out under flock(2) (${v} ms)"
+	fi
+	w "$space" write-attack writer reader_wait_max_ms
+	ge "$v" "$LOCKOUT"; ok $? "$kind: write attack, writer: reader locked out (${v} ms)"
+	w "$space" write-attack fair reader_wait_max_ms
+	lt "$v" "$BOUND"; ok $? "$kind: write attack, fair: reader gets in within one write phase (${v} ms; aim 300)"
+	w "$space" write-attack reader reader_wait_max_ms
+	lt "$v" "$BOUND"; ok $? "$kind: write attack, reader: reader waits only for the active writer (${v} ms)"
 done
-w read-attack reader writer_wait_max_ms
-ge "$v" "$LOCKOUT"; ok $? "read attack, reader: writer locked out until the attack ends (${v} ms)"
-w read-attack flock writer_wait_max_ms
-ge "$v" "$LOCKOUT"; ok $? "control: read attack locks a writer out under flock(2) (${v} ms)"
-w write-attack writer reader_wait_max_ms
-ge "$v" "$LOCKOUT"; ok $? "write attack, writer: reader locked out (${v} ms)"
-w write-attack fair reader_wait_max_ms
-lt "$v" "$BOUND"; ok $? "write attack, fair: reader gets in within one write phase (${v} ms; aim 300)"
-w write-attack reader reader_wait_max_ms
-lt "$v" "$BOUND"; ok $? "write attack, reader: reader waits only for the active writer (${v} ms)"
 [ "$fails" -eq 0 ]

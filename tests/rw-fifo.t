@@ -1,21 +1,38 @@
-#!/bin/sh
+#!/bin/bash
 # rw-fifo.t - the waiting queue: five DIRLOCK_FIFO waiters queued in a
 # forced order acquire in that order; so do waiters without the flag, which
 # queue too once their first try failed; a dead waiter's ticket is
 # skipped; a stopped first waiter holds the plain waiters behind it up
 # for a re-check interval, not for the stale age; and a waiter at the back of the queue sleeps while the waiters
 # ahead of it hand the lock on (it is woken by the one just ahead, not by
-# every release).
+# every release).  The FIFO order and the dead waiter are also checked on
+# a private Redis server (its queue serves a space's waiters in arrival
+# order).
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
-echo "1..5"
-tickets() { ls "$T/f.fifo" 2>/dev/null | wc -l; }
+# shellcheck source=tests/redis-lib.sh
+. "$(dirname "$0")/redis-lib.sh"
+if redis_available; then
+	redis=yes
+	echo "1..7"
+else
+	echo "1..5"
+	diag "Redis: $REDIS_WHY"
+fi
+S=$T
+tickets() { # waiters queued for lock f
+	case $S in
+	redis*) redis_cli zcard '{dirlock}:f:q' ;;
+	*) ls "$T/f.fifo" 2>/dev/null | wc -l ;;
+	esac
+}
 queue_up() { # queue_up LABEL... : start each once the previous one is queued
 	# (a label starting with p waits without DIRLOCK_FIFO)
 	i=0
 	for l in "$@"; do
 		case $l in p*) fifo= ;; *) fifo=-F ;; esac
-		"$HOLD" $fifo -t 20 -H "${hold:-30}" -l "$l" "$T" f w >> "$T/order" &
+		"$HOLD" $fifo -t 20 -H "${hold:-30}" -l "$l" "$S" f w >> "$T/order" &
+		qpids="$qpids $!"
 		i=$((i + 1))
 		k=0
 		while [ "$(tickets)" -lt "$i" ] && [ $k -lt "${patience:-500}" ]; do sleep 0.01; k=$((k + 1)); done
@@ -107,4 +124,40 @@ kill -CONT $stopped
 wait $holder $stopped
 diag "behind a stopped first waiter: exit $rc after $took ms (the holder let go after about 800 ms)"
 [ "$rc" -eq 0 ]; ok $? "a stopped first waiter does not hold plain waiters behind it up"
+# The same on the Redis server: FIFO order, and a dead waiter skipped.
+# (Started only now: the tests above wait for all their children.)
+if [ "${redis:-}" = yes ]; then
+	redis_start || exit 1
+	S=$REDIS_SPACE
+	"$HOLD" -H 1500 "$S" f w > /dev/null &
+	h=$!
+	sleep 0.2
+	: > "$T/order"
+	qpids=""
+	queue_up w1 w2 w3 w4 w5
+	# shellcheck disable=SC2086
+	wait $h $qpids
+	got=$(awk '$2 == "acquired" { printf "%s ", $1 }' "$T/order")
+	diag "order: $got"
+	[ "$got" = "w1 w2 w3 w4 w5 " ]; ok $? "Redis: five FIFO waiters acquire in arrival order"
+
+	: > "$T/order"
+	"$HOLD" -H 1000 "$S" f w > /dev/null &
+	h=$!
+	sleep 0.2
+	"$HOLD" -F -t 20 -H 30 -l v1 "$S" f w >> "$T/order" &
+	p1=$!
+	sleep 0.2
+	"$HOLD" -F -t 20 -H 30 -l dead "$S" f w >> "$T/order" &
+	victim=$!
+	sleep 0.2
+	"$HOLD" -F -t 20 -H 30 -l v2 "$S" f w >> "$T/order" &
+	p2=$!
+	sleep 0.2
+	kill -9 $victim
+	wait $h $p1 $p2 $victim 2>/dev/null
+	got=$(awk '$2 == "acquired" { printf "%s ", $1 }' "$T/order")
+	diag "order: $got"
+	[ "$got" = "v1 v2 " ]; ok $? "Redis: a dead waiter's ticket is skipped"
+fi
 [ "$fails" -eq 0 ]

@@ -1,60 +1,75 @@
-#!/bin/sh
-# rw-intent.t - intent (upgradable read) locks, upgrade and downgrade:
-# readers keep entering while intent is held; a second intent holder waits
-# and gets in afterwards; under a stream of readers an upgrade completes
-# within one read phase; two processes doing intent -> upgrade 1,000 times
-# never deadlock; a plain read lock refuses to upgrade; a downgraded writer
-# lets readers in but no writer.
+#!/bin/bash
+# rw-intent.t - intent (upgradable read) locks, upgrade and downgrade, in a
+# lock directory and on a private Redis server: readers keep entering
+# while intent is held; a second intent holder waits and gets in
+# afterwards; under a stream of readers an upgrade completes within one
+# read phase; two processes doing intent -> upgrade 1,000 times never
+# deadlock; a plain read lock refuses to upgrade; a downgraded writer lets
+# readers in but no writer.
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
+# shellcheck source=tests/redis-lib.sh
+. "$(dirname "$0")/redis-lib.sh"
 ROUNDS=${RW_INTENT_ROUNDS:-1000}
-echo "1..9"
+if redis_available; then
+	redis_start || exit 1
+	echo "1..18"
+else
+	echo "1..9"
+	diag "Redis: $REDIS_WHY"
+fi
+for S in "$T" ${REDIS_PID:+"$REDIS_SPACE"}; do
+kind=directory
+case $S in redis*) kind=Redis ;; esac
 
 # 1-2: intent held 1 s; readers (timeout 0) get in at once; a second intent waits.
-"$HOLD" -l I1 -H 1000 "$T" n i > "$T/i1" &
+"$HOLD" -l I1 -H 1000 "$S" n i > "$T/i1" &
 sleep 0.2
-"$HOLD" -t 0 -l R "$T" n r > /dev/null; ok $? "a reader enters (timeout 0) while intent is held"
-"$HOLD" -t 0 -l R2 "$T" n w > /dev/null 2>&1; [ $? -eq 1 ]; ok $? "a writer does not (busy)"
-"$HOLD" -t 5 -l I2 "$T" n i > "$T/i2"; ok $? "a second intent holder waits and then gets in"
-wait
+"$HOLD" -t 0 -l R "$S" n r > /dev/null; ok $? "$kind: a reader enters (timeout 0) while intent is held"
+"$HOLD" -t 0 -l R2 "$S" n w > /dev/null 2>&1; [ $? -eq 1 ]; ok $? "$kind: a writer does not (busy)"
+"$HOLD" -t 5 -l I2 "$S" n i > "$T/i2"; ok $? "$kind: a second intent holder waits and then gets in"
+wait $!
 a=$(awk '$2 == "released" { print $3 }' "$T/i1"); b=$(awk '$2 == "acquired" { print $3 }' "$T/i2")
-ge "$b" "$a"; ok $? "... after the first one released (released $a, acquired $b)"
+ge "$b" "$a"; ok $? "$kind: ... after the first one released (released $a, acquired $b)"
 
 # 5: upgrade under a stream of readers (each holds 150 ms, new ones keep coming)
 stop="$T/stop"
-( while [ ! -e "$stop" ]; do "$HOLD" -H 150 "$T" n r > /dev/null; done ) &
+rm -f "$stop"
+( while [ ! -e "$stop" ]; do "$HOLD" -H 150 "$S" n r > /dev/null; done ) &
 s1=$!
-( sleep 0.07; while [ ! -e "$stop" ]; do "$HOLD" -H 150 "$T" n r > /dev/null; done ) &
+( sleep 0.07; while [ ! -e "$stop" ]; do "$HOLD" -H 150 "$S" n r > /dev/null; done ) &
 s2=$!
 sleep 0.4
-"$HOLD" -l U -u -t 5 "$T" n i > "$T/up"
+"$HOLD" -l U -u -t 5 "$S" n i > "$T/up"
 rc=$?
 touch "$stop"; wait $s1 $s2
 acq=$(awk '$2 == "acquired" { print $3 }' "$T/up"); upg=$(awk '$2 == "upgraded" { print $3 }' "$T/up")
 waited=$(awk -v a="$acq" -v b="$upg" 'BEGIN { printf "%.0f", b - a }')
-[ "$rc" -eq 0 ] && lt "$waited" 1000; ok $? "upgrade under a reader stream completes within one read phase ($waited ms; phase 150 ms)"
+[ "$rc" -eq 0 ] && lt "$waited" 1000; ok $? "$kind: upgrade under a reader stream completes within one read phase ($waited ms; phase 150 ms)"
 
 # 6: plain read -> write refused
-out=$("$HOLD" -u "$T" n r); rc=$?
+out=$("$HOLD" -u "$S" n r); rc=$?
 diag "$out"
-[ "$rc" -eq 2 ] && echo "$out" | grep -q "intent"; ok $? "upgrading a plain read lock is refused (DIRLOCK_EUPGRADE, names intent)"
+[ "$rc" -eq 2 ] && echo "$out" | grep -q "intent"; ok $? "$kind: upgrading a plain read lock is refused (DIRLOCK_EUPGRADE, names intent)"
 
 # 7: two processes, intent -> upgrade, $ROUNDS times each, plus a reader
 start=$(date +%s)
-"$HOLD" -c "$ROUNDS" -u -t 20 -l A "$T" m i > "$T/a" &
+"$HOLD" -c "$ROUNDS" -u -t 20 -l A "$S" m i > "$T/a" &
 pa=$!
-"$HOLD" -c "$ROUNDS" -u -t 20 -l B "$T" m i > "$T/b" &
+"$HOLD" -c "$ROUNDS" -u -t 20 -l B "$S" m i > "$T/b" &
 pb=$!
-"$HOLD" -c "$ROUNDS" -t 20 -l R "$T" m r > "$T/r" &
+"$HOLD" -c "$ROUNDS" -t 20 -l R "$S" m r > "$T/r" &
 pr=$!
 wait $pa; ra=$?; wait $pb; rb=$?; wait $pr; rr=$?
 diag "intent -> upgrade x $ROUNDS x 2 (+ $ROUNDS reads) in $(($(date +%s) - start)) s"
-[ $ra -eq 0 ] && [ $rb -eq 0 ] && [ $rr -eq 0 ]; ok $? "two intent -> upgrade processes never deadlock ($ROUNDS rounds each)"
+[ $ra -eq 0 ] && [ $rb -eq 0 ] && [ $rr -eq 0 ]; ok $? "$kind: two intent -> upgrade processes never deadlock ($ROUNDS rounds each)"
 
 # 8-9: downgrade: readers get in, writers do not
-"$HOLD" -l D -D -H 800 "$T" n w > /dev/null &
+"$HOLD" -l D -D -H 800 "$S" n w > /dev/null &
+dp=$!
 sleep 0.3
-"$HOLD" -t 0 "$T" n r > /dev/null; ok $? "after a downgrade, readers get in"
-"$HOLD" -t 0 "$T" n w > /dev/null 2>&1; [ $? -eq 1 ]; ok $? "after a downgrade, a writer does not"
-wait
+"$HOLD" -t 0 "$S" n r > /dev/null; ok $? "$kind: after a downgrade, readers get in"
+"$HOLD" -t 0 "$S" n w > /dev/null 2>&1; [ $? -eq 1 ]; ok $? "$kind: after a downgrade, a writer does not"
+wait $dp
+done
 [ "$fails" -eq 0 ]

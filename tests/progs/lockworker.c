@@ -18,7 +18,14 @@
  *   lockworker naive LOCKDIR SECONDS NAME...
  *       the same by hand, one lock after the other in the order given,
  *       each with a 0.3 s timeout; print "<rounds> <deadlocks>" where a
- *       deadlock is a round that timed out holding the earlier locks. */
+ *       deadlock is a round that timed out holding the earlier locks.
+ *   lockworker paused SPACE NAME STALE SLEEP early|late
+ *       take the lock (stale age STALE); "early": draw the fence now;
+ *       print "held [FENCE]", sleep SLEEP seconds (the test stops us with
+ *       SIGSTOP meanwhile), then "late": draw the fence now; print
+ *       "fence <code> <fence>", "check <code>", "release <code>".
+ *   lockworker fenced SPACE NAME TIMEOUT [STALE]
+ *       take the lock, print "fence <fence>", release. */
 #include "dirlock.h"
 
 #include <errno.h>
@@ -271,10 +278,59 @@ static int cmd_naive(int argc, char **argv)
         return 0;
 }
 
+static int cmd_paused(int argc, char **argv)
+{
+        if (argc < 6)
+                return 2;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 10;
+        o.stale_age = atof(argv[3]);
+        bool late = strcmp(argv[5], "late") == 0;
+        dirlock *h;
+        dirlock_error e;
+        if (dirlock_acquire(argv[1], argv[2], &o, &h, &e) != DIRLOCK_OK) {
+                fprintf(stderr, "lockworker: %s\n", e.message);
+                return 1;
+        }
+        unsigned long long f = 0;
+        int frc = DIRLOCK_OK;
+        if (!late)
+                frc = dirlock_fence(h, &f, &e);
+        printf("held %llu\n", f);
+        fflush(stdout);
+        sleep_us((long)(atof(argv[4]) * 1e6));
+        if (late)
+                frc = dirlock_fence(h, &f, &e);
+        printf("fence %d %llu\n", frc, frc == DIRLOCK_OK ? f : 0);
+        printf("check %d\n", dirlock_check(h, NULL));
+        printf("release %d\n", dirlock_release(h, NULL));
+        return 0;
+}
+
+static int cmd_fenced(int argc, char **argv)
+{
+        if (argc < 4)
+                return 2;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = atof(argv[3]);
+        if (argc > 4)
+                o.stale_age = atof(argv[4]);
+        dirlock *h;
+        dirlock_error e;
+        unsigned long long f = 0;
+        if (dirlock_acquire(argv[1], argv[2], &o, &h, &e) != DIRLOCK_OK ||
+            dirlock_fence(h, &f, &e) != DIRLOCK_OK) {
+                fprintf(stderr, "lockworker: %s\n", e.message);
+                return 1;
+        }
+        printf("fence %llu\n", f);
+        return dirlock_release(h, NULL) == DIRLOCK_OK ? 0 : 4;
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 2) {
-                fprintf(stderr, "usage: lockworker counter|hold|wait|alone|multi ...\n");
+                fprintf(stderr, "usage: lockworker counter|hold|wait|alone|multi|naive|paused|fenced ...\n");
                 return 2;
         }
         const char *cmd = argv[1];
@@ -292,6 +348,10 @@ int main(int argc, char **argv)
                 return cmd_multi(argc, argv);
         if (strcmp(cmd, "naive") == 0)
                 return cmd_naive(argc, argv);
+        if (strcmp(cmd, "paused") == 0)
+                return cmd_paused(argc, argv);
+        if (strcmp(cmd, "fenced") == 0)
+                return cmd_fenced(argc, argv);
         fprintf(stderr, "lockworker: unknown role '%s'\n", cmd);
         return 2;
 }

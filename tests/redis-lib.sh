@@ -1,0 +1,91 @@
+# tests/redis-lib.sh - a private redis-server for a test script, never the
+# system's: on a unix socket in the test's directory $T (and, when asked,
+# a free TCP port on 127.0.0.1), with no persistence (--save '',
+# --appendonly no), started under `setpriv --pdeathsig KILL` so that it
+# dies with the test's shell however that ends.  Source it after tap.sh
+# or rw-lib.sh (which make $T).
+#
+#   redis_available       0 when redis-server is installed and the library
+#                         was built with Redis support, else 1 (and a reason
+#                         in $REDIS_WHY)
+#   redis_start [-p PORT] [ARGS...]   start it (ARGS go to redis-server);
+#                         sets REDIS_PID, REDIS_SOCK, REDIS_SPACE
+#                         (redis+unix://...), REDIS_PORT when -p
+#   redis_stop            SIGKILL it and wait (data lost, as in a crash)
+#   redis_cli ARGS...     redis-cli on the socket
+#   test_spaces           the lock spaces a test runs against: $T/locks,
+#                         and $REDIS_SPACE when Redis is available (started)
+# shellcheck shell=bash
+
+REDIS_SOCK="$T/redis.sock"
+REDIS_SPACE="redis+unix://$REDIS_SOCK"
+REDIS_PID=""
+REDIS_PORT=""
+REDIS_WHY=""
+
+redis_available() {
+	if ! command -v redis-server >/dev/null 2>&1; then
+		REDIS_WHY="redis-server is not installed (make deps)"
+		return 1
+	fi
+	if ! command -v setpriv >/dev/null 2>&1; then
+		REDIS_WHY="setpriv (util-linux) is not installed"
+		return 1
+	fi
+	if "${DIRLOCK:-$TOP/bin/dirlock}" status -d redis+unix:///nonexistent 2>&1 | grep -q "no Redis support"; then
+		REDIS_WHY="the library was built without Redis support (install libhiredis-dev and rebuild)"
+		return 1
+	fi
+	return 0
+}
+
+# free_port: a port in 20000-21999 that nothing listens on.
+redis_free_port() {
+	local p i
+	for ((i = 0; i < 50; i++)); do
+		p=$((20000 + RANDOM % 2000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+redis_cli() { redis-cli -s "$REDIS_SOCK" "$@"; }
+
+redis_start() {
+	local port=0
+	if [ "${1:-}" = -p ]; then
+		port=$2
+		REDIS_PORT=$2
+		shift 2
+	fi
+	rm -f "$REDIS_SOCK"
+	setpriv --pdeathsig KILL redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$REDIS_SOCK" \
+		--unixsocketperm 700 --save '' --appendonly no --dir "$T" --daemonize no \
+		--logfile "$T/redis.log" "$@" &
+	REDIS_PID=$!
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[ -S "$REDIS_SOCK" ] && [ "$(redis_cli ping 2>/dev/null)" = PONG ] && return 0
+		sleep 0.01
+	done
+	echo "# redis-server did not start:" >&2
+	sed 's/^/# /' "$T/redis.log" >&2
+	return 1
+}
+
+redis_stop() {
+	[ -n "$REDIS_PID" ] || return 0
+	kill -CONT "$REDIS_PID" 2>/dev/null
+	kill -9 "$REDIS_PID" 2>/dev/null
+	wait "$REDIS_PID" 2>/dev/null
+	REDIS_PID=""
+	rm -f "$REDIS_SOCK"
+}
+
+test_spaces() {
+	echo "$T/locks"
+	[ -n "$REDIS_PID" ] && echo "$REDIS_SPACE"
+}
