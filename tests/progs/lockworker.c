@@ -25,7 +25,17 @@
  *       SIGSTOP meanwhile), then "late": draw the fence now; print
  *       "fence <code> <fence>", "check <code>", "release <code>".
  *   lockworker fenced SPACE NAME TIMEOUT [STALE]
- *       take the lock, print "fence <fence>", release. */
+ *       take the lock, print "fence <fence>", release.
+ *   lockworker fcounter SPACE NAME FILE N SLEEP_US fence|nofence
+ *       N increments of the counter in FILE ("value fence") under the lock
+ *       (timeout 5 s, stale 1 s), the store guarded by flock(2) of its own:
+ *       read, sleep SLEEP_US, write value + 1.  With "fence" the store is
+ *       a fenced one: a read records the reader's fence and is refused
+ *       when a higher one was recorded; the write is refused unless the
+ *       recorded fence is still ours.  Lock errors are retried (up to 20 N
+ *       attempts).  Prints "accepted A refused R errors E late L lost X":
+ *       L counts acquires that returned more than 0.5 s after their
+ *       timeout, X releases that said DIRLOCK_ELOST. */
 #include "dirlock.h"
 
 #include <errno.h>
@@ -327,10 +337,98 @@ static int cmd_fenced(int argc, char **argv)
         return dirlock_release(h, NULL) == DIRLOCK_OK ? 0 : 4;
 }
 
+/* The fenced store of fcounter: "value fence" in FILE, under flock(2). */
+static int store_open(const char *file, long *value, unsigned long long *fence)
+{
+        int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+                perror(file);
+                exit(2);
+        }
+        char buf[64] = "";
+        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        *value = 0;
+        *fence = 0;
+        if (sscanf(buf, "%ld %llu", value, fence) < 1)
+                *value = 0;
+        return fd;
+}
+
+static void store_close(int fd, bool write, long value, unsigned long long fence)
+{
+        if (write) {
+                char buf[64];
+                int n = snprintf(buf, sizeof buf, "%ld %llu\n", value, fence);
+                if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+                        perror("store");
+                        exit(2);
+                }
+        }
+        close(fd); /* drops the flock */
+}
+
+static int cmd_fcounter(int argc, char **argv)
+{
+        if (argc < 7)
+                return 2;
+        const char *space = argv[1], *name = argv[2], *file = argv[3];
+        long n = atol(argv[4]), sleep_in = atol(argv[5]);
+        bool fenced = strcmp(argv[6], "fence") == 0;
+        long accepted = 0, refused = 0, errors = 0, late = 0, lost = 0;
+        for (long tries = 0; accepted + refused < n && tries < 20 * n; tries++) {
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                o.timeout = 5;
+                o.stale_age = 1;
+                dirlock *h;
+                dirlock_error e;
+                double t0 = now_ms();
+                int rc = dirlock_acquire(space, name, &o, &h, &e);
+                if (now_ms() - t0 > (o.timeout + 0.5) * 1e3)
+                        late++;
+                unsigned long long mine = 0;
+                if (rc == DIRLOCK_OK && (rc = dirlock_fence(h, &mine, &e)) != DIRLOCK_OK)
+                        dirlock_release(h, NULL);
+                if (rc != DIRLOCK_OK) {
+                        fprintf(stderr, "lockworker: %s\n", e.message);
+                        errors++;
+                        sleep_us(20000);
+                        continue;
+                }
+                long v;
+                unsigned long long f;
+                int fd = store_open(file, &v, &f);
+                bool ok = !fenced || mine >= f;
+                store_close(fd, fenced && ok, v, mine); /* a fenced read records our fence */
+                sleep_us(sleep_in);
+                if (ok) {
+                        long v2;
+                        fd = store_open(file, &v2, &f);
+                        ok = !fenced || f == mine;
+                        store_close(fd, ok, v + 1, fenced ? mine : f);
+                }
+                if (ok)
+                        accepted++;
+                else
+                        refused++;
+                rc = dirlock_release(h, &e);
+                if (rc == DIRLOCK_ELOST)
+                        lost++;
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST) {
+                        fprintf(stderr, "lockworker: %s\n", e.message);
+                        errors++;
+                }
+        }
+        printf("accepted %ld refused %ld errors %ld late %ld lost %ld\n", accepted, refused, errors, late,
+               lost);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 2) {
-                fprintf(stderr, "usage: lockworker counter|hold|wait|alone|multi|naive|paused|fenced ...\n");
+                fprintf(stderr,
+                        "usage: lockworker counter|hold|wait|alone|multi|naive|paused|fenced|fcounter ...\n");
                 return 2;
         }
         const char *cmd = argv[1];
@@ -352,6 +450,8 @@ int main(int argc, char **argv)
                 return cmd_paused(argc, argv);
         if (strcmp(cmd, "fenced") == 0)
                 return cmd_fenced(argc, argv);
+        if (strcmp(cmd, "fcounter") == 0)
+                return cmd_fcounter(argc, argv);
         fprintf(stderr, "lockworker: unknown role '%s'\n", cmd);
         return 2;
 }

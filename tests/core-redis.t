@@ -1,0 +1,133 @@
+#!/bin/bash
+# core-redis.t - a lock space on a private redis-server when the server
+# fails: refused connections and timeouts are distinct, readable errors
+# (DIRLOCK_ESERVER) that never wait past the caller's timeout (plus the
+# documented 250 ms for one last round trip), with the server down and
+# with it stopped (SIGSTOP); a restart that loses the data makes every
+# holder's release say DIRLOCK_ELOST; a holder caught inside its section
+# by a restart runs alongside the next holder (the new server knows
+# nothing of it), and a store that refuses lower fences refuses its late
+# write -- the twin, a store that does not look at fences, loses the other
+# update; and four fenced workers lose no increment while the server is
+# killed and restarted three times under them.
+# Bad addresses are refused with a message that never shows the password.
+. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/redis-lib.sh"
+redis_available || {
+	echo "1..0 # SKIP $REDIS_WHY"
+	exit 0
+}
+plan 23
+ESERVER=15
+S=$REDIS_SPACE
+
+# ---- server down ---------------------------------------------------------
+read -r code ms <<<"$("$PROGS/lockworker" wait "$S" n 0)"
+is "$code" "$ESERVER" "no server: one try fails with DIRLOCK_ESERVER ($ms ms)"
+"$DIRLOCK" -d "$S" -n n -- true 2>"$T/err"
+st=$?
+is "$st" 2 "no server: the command exits 2 (an error, not a conflict)"
+grep -q "redis+unix://$REDIS_SOCK.*cannot connect" "$T/err"
+ok $? "... saying which server and what happened: $(cat "$T/err")"
+read -r code ms <<<"$("$PROGS/lockworker" wait "$S" n 0.6)"
+is "$code" "$ESERVER" "no server: a timed wait ends with DIRLOCK_ESERVER"
+cmp_num "${ms%.*}" -lt 900 "... by its timeout, 0.6 s (${ms} ms)"
+cmp_num "${ms%.*}" -ge 550 "... and not long before it: it kept trying (${ms} ms)"
+
+# ---- a restart that loses the data ------------------------------------------
+redis_start || exit 1
+coproc HOLDER { exec "$PROGS/lockworker" hold "$S" k 1.5 30; }
+read -r word _ <&"${HOLDER[0]}"
+is "$word" held "a holder has the lock"
+redis_stop
+redis_start || exit 1
+read -r result <&"${HOLDER[0]}"
+wait "$HOLDER_PID"
+is "$result" lost "after a restart without persistence the holder's release says DIRLOCK_ELOST"
+read -r code ms <<<"$("$PROGS/lockworker" wait "$S" k 0)"
+is "$code" 0 "and the lock is free on the restarted server"
+
+# ---- the server stopped (SIGSTOP) ---------------------------------------------
+coproc HOLDER2 { exec "$PROGS/lockworker" hold "$S" s 2.5 30 0.3; }
+read -r word _ <&"${HOLDER2[0]}"
+kill -STOP "$REDIS_PID"
+t0=$(date +%s%N)
+read -r code ms <<<"$("$PROGS/lockworker" wait "$S" s 1)"
+is "$code" "$ESERVER" "stopped server: a wait with a 1 s timeout ends with DIRLOCK_ESERVER"
+cmp_num "${ms%.*}" -lt 1400 "... within its timeout and one last round trip (${ms} ms)"
+"$DIRLOCK" status -d "$S" >/dev/null 2>"$T/err"
+is "$?" 2 "stopped server: status fails ..."
+el=$((($(date +%s%N) - t0) / 1000000))
+grep -q "no answer" "$T/err"
+ok $? "... saying the server did not answer: $(cat "$T/err")"
+read -r refresh _ <&"${HOLDER2[0]}"
+is "$refresh" refresh-failed "stopped server: the holder's refresh fails (never a false OK)"
+kill -CONT "$REDIS_PID"
+wait "$HOLDER2_PID"
+diag "status and the holder's refresh took $el ms while the server was stopped"
+
+# ---- killed and restarted under fenced workers -----------------------------------
+# overlap MODE: A holds the lock, in a 1.5 s section of its store update;
+# the server is killed and restarted under it; B then takes the lock on
+# the new server and updates the store while A is still inside.
+overlap() {
+	printf '0 0\n' >"$T/ov.$1"
+	"$PROGS/lockworker" fcounter "$S" ov "$T/ov.$1" 1 1500000 "$1" >"$T/ova.$1" 2>/dev/null &
+	a=$!
+	for _ in $(seq 200); do
+		[ "$(redis_cli exists '{dirlock}:ov:w')" = 1 ] && break
+		sleep 0.01
+	done
+	redis_stop
+	redis_start || exit 1
+	"$PROGS/lockworker" fcounter "$S" ov "$T/ov.$1" 1 0 "$1" >"$T/ovb.$1" 2>/dev/null
+	wait "$a"
+	accepted=$(cat "$T/ova.$1" "$T/ovb.$1" | awk '{a += $2} END {print a}')
+	final=$(cut -d' ' -f1 "$T/ov.$1")
+	diag "$1: A: $(cat "$T/ova.$1"); B: $(cat "$T/ovb.$1"); store $final"
+}
+overlap fence
+is "$final/$accepted" "1/1" "after a restart, a fenced store refuses the old holder's late write (no update lost)"
+grep -q "refused 1 .* lost 1" "$T/ova.fence"
+ok $? "... and the old holder learns it: its write refused, its release DIRLOCK_ELOST"
+overlap nofence
+is "$final/$accepted" "1/2" "twin, store without fences: two holders after the restart, and one update is lost (test can fail)"
+
+# churn: four fenced workers, the server killed and restarted three times
+# under them, each time 50 ms into a holder's 300 ms section.
+printf '0 0\n' >"$T/store"
+pids=""
+for _ in 1 2 3 4; do
+	"$PROGS/lockworker" fcounter "$S" fc "$T/store" 4 300000 fence >>"$T/out" 2>>"$T/churn.err" &
+	pids="$pids $!"
+done
+for _ in 1 2 3; do
+	for _ in $(seq 200); do
+		[ "$(redis_cli exists '{dirlock}:fc:w')" = 1 ] && break
+		sleep 0.01
+	done
+	sleep 0.05
+	redis_stop
+	redis_start || exit 1
+	sleep 0.3
+done
+for p in $pids; do wait "$p"; done
+accepted=$(awk '{a += $2} END {print a}' "$T/out")
+late=$(awk '{a += $8} END {print a}' "$T/out")
+final=$(cut -d' ' -f1 "$T/store")
+sort "$T/churn.err" | uniq -c | sed 's/^/#   /'
+diag "churn: $(awk '{a += $2; r += $4; e += $6; l += $10} END {print "accepted", a, "refused", r, "lock errors", e, "lost", l}' "$T/out"), store $final"
+is "$final" "$accepted" "3 restarts under 4 fenced workers: every accepted increment is in the store ($final)"
+is "$late" 0 "... and no acquire returned later than its timeout"
+
+# ---- bad addresses ---------------------------------------------------------------
+"$DIRLOCK" -d 'redis://u:hunter2@h:99999' -n x -- true 2>"$T/err"
+is "$?" 2 "a bad port is an error (status 2)"
+grep -q "port must be" "$T/err" && ! grep -q hunter2 "$T/err"
+ok $? "... that names the port and hides the password: $(cat "$T/err")"
+"$DIRLOCK" status -d 'redis://h?prefix=a/b' 2>"$T/err"
+grep -q "prefix must be" "$T/err"
+ok $? "a bad prefix is refused: $(cat "$T/err")"
+DIRLOCK_DIR='redis+unix://relative/sock' "$DIRLOCK" -n x -- true 2>"$T/err"
+grep -q "must be absolute" "$T/err"
+ok $? "\$DIRLOCK_DIR is parsed the same way: $(cat "$T/err")"
