@@ -38,7 +38,11 @@ typedef struct dl_redis_conn dl_redis_conn;
  * keeps up to DL_REDIS_CONNS_PER_THREAD, the least recently used closed
  * first; after fork() the child makes its own. */
 #define DL_REDIS_CONNS_PER_THREAD 4
-int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, dl_redis_conn **out,
+/* With `checked`, a kept connection is first polled: one that the server
+ * closed meanwhile (a restart) is replaced before anything is sent on it,
+ * so that a lost reply can only mean the server failed during this
+ * request (RELEASE needs to know; idempotent requests just retry). */
+int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool checked, dl_redis_conn **out,
                      dirlock_error *err);
 /* Close the connection (after an error, or with a reply left unread); the
  * next dl_redis_connect() makes a new one. */

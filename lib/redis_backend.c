@@ -246,11 +246,12 @@ static int run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, c
                       const char **args, const dl_time *deadline, const char *what, bool retry, bool *resent,
                       redisReply **reply, dirlock_error *err)
 {
+        bool checked = resent != NULL; /* RELEASE must know whether a lost reply was its own */
         if (resent != NULL)
                 *resent = false;
         for (int attempt = 0;; attempt++) {
                 dl_redis_conn *c;
-                int rc = dl_redis_connect(u, deadline, &c, err);
+                int rc = dl_redis_connect(u, deadline, checked, &c, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
                 rc = dl_redis_eval(c, id, nkeys, keys, nargs, args, deadline, what, reply, err);
@@ -376,7 +377,7 @@ static int await_wake(const dl_redis_url *u, const char *wake_key, double wait_m
                 wait_ms = 1;
         dl_time io = dl_redis_io_deadline(deadline);
         dl_redis_conn *c;
-        int rc = dl_redis_connect(u, &io, &c, err);
+        int rc = dl_redis_connect(u, &io, false, &c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         char secs[32];
@@ -453,7 +454,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
                 rc = run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
-                                n == 1 ? "the lock" : "the locks", false, NULL, &rep, err);
+                                n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
                                 break;
@@ -636,7 +637,7 @@ static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
         struct dl_redis *r = redis_of(h);
         dl_time io = dl_redis_io_deadline(&(dl_time){-1, 0});
         dl_redis_conn *c;
-        int rc = dl_redis_connect(&r->url, &io, &c, err);
+        int rc = dl_redis_connect(&r->url, &io, false, &c, err);
         char key[sizeof r->base + 4];
         snprintf(key, sizeof key, "%s:f", r->base);
         const char *get[2] = {"GET", key};
@@ -917,7 +918,7 @@ static int names_of(const dl_redis_url *u, char ***names_out, size_t *count, dir
         dl_time never = dl_deadline(-1);
         dl_time io = dl_redis_io_deadline(&never);
         dl_redis_conn *c;
-        int rc = dl_redis_connect(u, &io, &c, err);
+        int rc = dl_redis_connect(u, &io, false, &c, err);
         const char *argv[2] = {"SMEMBERS", key};
         redisReply *rep = NULL;
         if (rc == DIRLOCK_OK)

@@ -3,7 +3,7 @@
  * wait.c), with every wait bounded by a deadline.
  *
  * TABLE.  Each thread keeps up to DL_REDIS_CONNS_PER_THREAD connections,
- * keyed by the canonical address (credentials, database and prefix
+ * keyed by the parsed address (credentials, database and prefix
  * included); the least recently used one is closed for a new server.  A
  * forked child sees its parent's table under another pid and closes it
  * (its copies of the descriptors) before it makes its own, so parent and
@@ -13,7 +13,11 @@
  * I/O.  hiredis 0.14 formats commands and parses replies; the bytes go
  * through send(MSG_NOSIGNAL) (a server gone away must not kill the caller
  * with SIGPIPE) and read() only after poll() says the socket is readable,
- * each wait bounded by the caller's deadline.  A connection on which
+ * each wait bounded by the caller's deadline -- or, when a reply may take
+ * the whole I/O budget, a blocking read() bounded by SO_RCVTIMEO.  System
+ * calls are most of a lock's cost on a virtual machine: the common path
+ * makes none but send and read (no getpid(): a fork is seen by an atfork
+ * handler).  A connection on which
  * anything failed, or whose reply was abandoned, is closed at once: a
  * reused connection never holds a stale reply.  Sockets are made
  * close-on-exec right after they are opened.
@@ -41,19 +45,22 @@
 #include <unistd.h>
 
 struct dl_redis_conn {
-        redisContext *ctx;           /* NULL: slot free                         */
-        char key[DL_REDIS_URL_MAX];  /* canonical address, password included    */
+        redisContext *ctx; /* NULL: not connected */
+        bool used;         /* url and name are set */
+        dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
         char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
         unsigned long long last_use;
 };
 
 struct conn_table {
-        pid_t pid;
         unsigned long long clock;
         struct dl_redis_conn conns[DL_REDIS_CONNS_PER_THREAD];
 };
 
 static _Thread_local struct conn_table *table;
+/* Set in a forked child (by the pthread_atfork handler, which runs in the
+ * child's one thread, the one that forked): the table is the parent's. */
+static _Thread_local bool table_forked;
 static pthread_key_t table_key;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -71,24 +78,30 @@ static void table_free(void *p)
         struct conn_table *t = p;
         if (t == NULL)
                 return;
-        if (t->pid == getpid())
-                close_all(t);
+        close_all(t);
         free(t);
         table = NULL;
 }
 
-static void table_key_create(void)
+static void forked_child(void)
 {
-        pthread_key_create(&table_key, table_free);
+        table_forked = true;
 }
 
+static void table_init(void)
+{
+        pthread_key_create(&table_key, table_free);
+        pthread_atfork(NULL, NULL, forked_child);
+}
+
+/* The calling thread's table, without a system call on the common path
+ * (getpid() is one). */
 static struct conn_table *thread_table(void)
 {
-        pid_t pid = getpid();
-        if (table != NULL && table->pid == pid)
+        if (table != NULL && !table_forked)
                 return table;
+        pthread_once(&table_once, table_init);
         if (table == NULL) {
-                pthread_once(&table_once, table_key_create);
                 table = calloc(1, sizeof *table);
                 if (table == NULL)
                         return NULL;
@@ -96,7 +109,7 @@ static struct conn_table *thread_table(void)
         } else {
                 close_all(table); /* the parent's, copied by fork(): ours to close */
         }
-        table->pid = pid;
+        table_forked = false;
         return table;
 }
 
@@ -234,6 +247,15 @@ int dl_redis_send(dl_redis_conn *c, int argc, const char **argv, const size_t *a
         return send_formatted(c, argc, argv, argvlen, deadline, err);
 }
 
+static int read_failed(dl_redis_conn *c, dirlock_error *err)
+{
+        if (c->ctx->err == REDIS_ERR_EOF)
+                return conn_failed(c, err, "connection closed by the server", NULL);
+        if (c->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return conn_failed(c, err, "no answer within the time left", NULL);
+        return conn_failed(c, err, "cannot read the reply", c->ctx->errstr);
+}
+
 int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *fds, int n, int *which,
                          redisReply **reply, dirlock_error *err)
 {
@@ -253,6 +275,14 @@ int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *f
                         *reply = r;
                         return DIRLOCK_OK;
                 }
+                if (n == 0 && dl_remaining(deadline) >= DL_REDIS_IO_MS - 50) {
+                        /* Nothing else to watch and the whole I/O budget
+                         * left: a blocking read, bounded by the socket's
+                         * SO_RCVTIMEO (DL_REDIS_IO_MS), saves a poll(). */
+                        if (redisBufferRead(c->ctx) != REDIS_OK)
+                                return read_failed(c, err);
+                        continue;
+                }
                 nfds_t k = 0;
                 p[k++] = (struct pollfd){.fd = c->ctx->fd, .events = POLLIN};
                 for (int i = 0; i < n; i++)
@@ -271,10 +301,7 @@ int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *f
                 if (p[0].revents == 0)
                         continue;
                 if (redisBufferRead(c->ctx) != REDIS_OK)
-                        return conn_failed(c, err,
-                                           c->ctx->err == REDIS_ERR_EOF ? "connection closed by the server"
-                                                                        : "cannot read the reply",
-                                           c->ctx->err == REDIS_ERR_EOF ? NULL : c->ctx->errstr);
+                        return read_failed(c, err);
         }
 }
 
@@ -351,6 +378,8 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
         int flags = fcntl(ctx->fd, F_GETFD);
         if (flags >= 0)
                 fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
+        struct timeval io = {(time_t)(DL_REDIS_IO_MS / 1e3), 0};
+        setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &io, sizeof io);
         if (!u->unix_socket)
                 redisEnableKeepAlive(ctx);
         c->ctx = ctx;
@@ -367,34 +396,31 @@ static bool idle_and_open(const dl_redis_conn *c)
         return poll(&p, 1, 0) == 0;
 }
 
-int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, dl_redis_conn **out,
+int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool checked, dl_redis_conn **out,
                      dirlock_error *err)
 {
         *out = NULL;
         struct conn_table *t = thread_table();
         if (t == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        char key[DL_REDIS_URL_MAX];
-        if (dl_redis_url_format(url, false, key, sizeof key) < 0)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "Redis address too long");
         dl_redis_conn *slot = NULL, *oldest = NULL;
         for (int i = 0; i < DL_REDIS_CONNS_PER_THREAD && slot == NULL; i++) {
                 dl_redis_conn *c = &t->conns[i];
-                if (c->key[0] != '\0' && strcmp(c->key, key) == 0)
+                if (c->used && memcmp(&c->url, url, sizeof *url) == 0)
                         slot = c;
-                else if (oldest == NULL || c->key[0] == '\0' ||
-                         (oldest->key[0] != '\0' && c->last_use < oldest->last_use))
+                else if (oldest == NULL || !c->used || (oldest->used && c->last_use < oldest->last_use))
                         oldest = c;
         }
         if (slot == NULL) {
                 slot = oldest;
                 dl_redis_drop(slot);
-                snprintf(slot->key, sizeof slot->key, "%s", key);
+                slot->url = *url;
+                slot->used = true;
                 if (dl_redis_url_format(url, true, slot->name, sizeof slot->name) < 0)
                         snprintf(slot->name, sizeof slot->name, "%s", "(address too long)");
         }
         slot->last_use = ++t->clock;
-        if (slot->ctx != NULL && slot->ctx->err == 0 && idle_and_open(slot)) {
+        if (slot->ctx != NULL && slot->ctx->err == 0 && (!checked || idle_and_open(slot))) {
                 *out = slot;
                 return DIRLOCK_OK;
         }

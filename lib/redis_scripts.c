@@ -69,16 +69,18 @@
         "  return {token = t, mode = mode, policy = policy, cls = class(mode, policy), stale = stale,\n"     \
         "          n = n, qttl = qttl, seq = seq}\n"                                                         \
         "end\n"                                                                                              \
-        /* F: the next fence of a name */                                                                    \
+        /* F: the next fence of a name: max(K:f + 1, now in microseconds) */                                 \
         "local function draw_fence(k)\n"                                                                     \
-        "  local v = redis.call('GET', k.f)\n"                                                               \
-        "  local last = 0\n"                                                                                 \
+        "  local s = string.format('%.0f', NOW_US)\n"                                                        \
+        "  local v = redis.call('SET', k.f, s, 'GET')\n"                                                     \
         "  if v then\n"                                                                                      \
-        "    last = tonumber(v)\n"                                                                           \
-        "    if not last then error('the fence counter ' .. k.f .. ' holds no number') end\n"                \
+        "    local last = tonumber(v)\n"                                                                     \
+        "    if not last then error('the fence counter ' .. k.f .. ' held no number: ' .. v) end\n"          \
+        "    if last >= NOW_US then\n"                                                                       \
+        "      s = string.format('%.0f', last + 1)\n"                                                        \
+        "      redis.call('SET', k.f, s)\n"                                                                  \
+        "    end\n"                                                                                          \
         "  end\n"                                                                                            \
-        "  local s = string.format('%.0f', math.max(last + 1, NOW_US))\n"                                    \
-        "  redis.call('SET', k.f, s)\n"                                                                      \
         "  return s\n"                                                                                       \
         "end\n"                                                                                              \
         /* K:w holds "<token> <record>": the record expires with the lock */                                 \
@@ -98,28 +100,39 @@
         "  local u = redis.call('GET', k.u)\n"                                                               \
         "  if u and u == get_w(k) then push(u, 'g', redis.call('PTTL', k.u)) end\n"                          \
         "end\n"                                                                                              \
-        /* E: drop expired readers and waiters with their records */                                         \
+        /* E: drop expired readers and waiters with their records.  The zsets */                             \
+        /* are scored by expiry, so their first entries say whether any is due. */                           \
+        /* Leaves in k: readers (the first two live ones), nq (waiters queued). */                           \
         "local function purge(k)\n"                                                                          \
         "  local changed = false\n"                                                                          \
-        "  local rs = redis.call('ZRANGEBYSCORE', k.r, '-inf', NOW)\n"                                       \
-        "  if #rs > 0 then\n"                                                                                \
+        "  local rs = redis.call('ZRANGE', k.r, 0, 1, 'WITHSCORES')\n"                                       \
+        "  if #rs > 0 and tonumber(rs[2]) <= NOW then\n"                                                     \
+        "    local dead = redis.call('ZRANGEBYSCORE', k.r, '-inf', NOW)\n"                                   \
         "    redis.call('ZREMRANGEBYSCORE', k.r, '-inf', NOW)\n"                                             \
-        "    redis.call('HDEL', k.o, unpack(rs))\n"                                                          \
+        "    redis.call('HDEL', k.o, unpack(dead))\n"                                                        \
         "    drained(k)\n"                                                                                   \
         "    changed = true\n"                                                                               \
+        "    rs = redis.call('ZRANGE', k.r, 0, 1, 'WITHSCORES')\n"                                           \
         "  end\n"                                                                                            \
-        "  local qs = redis.call('ZRANGEBYSCORE', k.qe, '-inf', NOW)\n"                                      \
-        "  if #qs > 0 then\n"                                                                                \
-        "    for _, t in ipairs(qs) do dequeue(k, t); redis.call('DEL', wake_key(t)) end\n"                  \
-        "    redis.call('HDEL', k.o, unpack(qs))\n"                                                          \
-        "    changed = true\n"                                                                               \
+        "  k.readers = {}\n"                                                                                 \
+        "  for i = 1, #rs, 2 do k.readers[#k.readers + 1] = rs[i] end\n"                                     \
+        "  k.nq = redis.call('ZCARD', k.q)\n"                                                                \
+        "  if k.nq > 0 then\n"                                                                               \
+        "    local qs = redis.call('ZRANGEBYSCORE', k.qe, '-inf', NOW)\n"                                    \
+        "    if #qs > 0 then\n"                                                                              \
+        "      for _, t in ipairs(qs) do dequeue(k, t); redis.call('DEL', wake_key(t)) end\n"                \
+        "      redis.call('HDEL', k.o, unpack(qs))\n"                                                        \
+        "      changed = true\n"                                                                             \
+        "      k.nq = redis.call('ZCARD', k.q)\n"                                                            \
+        "    end\n"                                                                                          \
         "  end\n"                                                                                            \
         "  return changed\n"                                                                                 \
         "end\n"                                                                                              \
-        /* the holders of a name: W, whether W lets readers in, two readers */                               \
+        /* the holders of a name (after purge): W, whether W lets readers in, */                             \
+        /* and up to two readers */                                                                          \
         "local function holders(k)\n"                                                                        \
         "  local v = redis.call('GET', k.w)\n"                                                               \
-        "  local h = {w = w_token(v), readers = redis.call('ZRANGE', k.r, 0, 1)}\n"                          \
+        "  local h = {w = w_token(v), readers = k.readers}\n"                                                \
         "  if h.w then h.wopen = w_mode(v) == 2 and redis.call('GET', k.u) ~= h.w end\n"                     \
         "  return h\n"                                                                                       \
         "end\n"                                                                                              \
@@ -146,10 +159,11 @@
         "  end\n"                                                                                            \
         "end\n"                                                                                              \
         "local function load_queue(k)\n"                                                                     \
-        "  local q = redis.call('ZRANGE', k.q, 0, -1, 'WITHSCORES')\n"                                       \
         "  local ws, toks = {}, {}\n"                                                                        \
-        "  if #q == 0 then return ws end\n"                                                                  \
+        "  if k.nq == 0 then return ws end\n"                                                                \
+        "  local q = redis.call('ZRANGE', k.q, 0, -1, 'WITHSCORES')\n"                                       \
         "  for i = 1, #q, 2 do toks[#toks + 1] = q[i] end\n"                                                 \
+        "  if #toks == 0 then return ws end\n"                                                               \
         "  local infos = redis.call('HMGET', k.qm, unpack(toks))\n"                                          \
         "  for i, t in ipairs(toks) do\n"                                                                    \
         "    local m, p, s, n, ttl = string.match(infos[i] or '', '^(%d+) (%d+) (%d+) (%d+) (%d+)$')\n"      \
@@ -307,31 +321,26 @@ static const char acquire_src[] =
  * Removes exactly this token's hold (W with its U, or its reader entry)
  * and its record; nobody else's.  1 when it held, 0 when its entry was
  * gone (expired, broken, or the server lost its data): DIRLOCK_ELOST.
- * Then lets in whoever may go (W): after W, or after the last reader.  A
- * name left with no holder and no waiter leaves {P}:names. */
+ * Then lets in whoever may go (W): after W, or after the last reader.
+ * (A name left without holders stays in {P}:names until cleanup.) */
 static const char release_src[] =
     COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
            "purge(k)\n"
-           "local held, free = 0, false\n"
            "local v = redis.call('GET', k.w)\n"
            "if w_token(v) == token then\n"
            "  redis.call('DEL', k.w)\n"
            "  if w_mode(v) == 2 and redis.call('GET', k.u) == token then redis.call('DEL', k.u) end\n"
-           "  held, free = 1, true\n"
-           "elseif redis.call('ZREM', k.r, token) == 1 then\n"
+           "  grant(k, {readers = k.readers}, nil)\n"
+           "  return 1\n"
+           "end\n"
+           "if redis.call('ZREM', k.r, token) == 1 then\n"
            "  redis.call('HDEL', k.o, token)\n"
-           "  held = 1\n"
            "  drained(k)\n"
-           "  free = redis.call('ZCARD', k.r) == 0\n"
+           "  k.readers = redis.call('ZRANGE', k.r, 0, 1)\n"
+           "  if #k.readers == 0 then grant(k, holders(k), nil) end\n"
+           "  return 1\n"
            "end\n"
-           "if free then\n"
-           "  local h = holders(k)\n"
-           "  local ws = grant(k, h, nil)\n"
-           "  if not h.w and #h.readers == 0 and #ws == 0 then\n"
-           "    redis.call('SREM', B .. ':names', k.name)\n"
-           "  end\n"
-           "end\n"
-           "return held\n";
+           "return 0\n";
 
 /* REFRESH  KEYS: K, {P}   ARGV: token, stale ms
  * E: extends this token's entry to now + stale only while it is there
@@ -398,6 +407,7 @@ static const char downgrade_src[] =
            "redis.call('ZADD', k.r, NOW + stale, token)\n"
            "redis.call('HSET', k.o, token, record)\n"
            "redis.call('DEL', k.w)\n"
+           "table.insert(k.readers, token)\n"
            "grant(k, holders(k), nil)\n"
            "return 1\n";
 
@@ -413,6 +423,7 @@ static const char break_src[] =
            "if get_w(k) == token then redis.call('DEL', k.w); removed = 1 end\n"
            "if redis.call('GET', k.u) == token then redis.call('DEL', k.u) end\n"
            "if redis.call('ZREM', k.r, token) == 1 then removed = 1; drained(k) end\n"
+           "k.readers = redis.call('ZRANGE', k.r, 0, 1)\n"
            "if dequeue(k, token) then removed = 1 end\n"
            "redis.call('DEL', wake_key(token))\n"
            "redis.call('HDEL', k.o, token)\n"
