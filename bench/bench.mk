@@ -12,12 +12,16 @@
 #                      (bench/peers-run; PEERS_SECONDS, PEERS_REPS, ...)
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
+#   make bench-redis   lock spaces on a private redis-server, against bare
+#                      SET NX PX + DEL and the seed article's INCRBY lock
+#                      (bench/redis-run)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
 RW_BENCH := $(BUILD)/bench/rw_bench
 RANGE_BENCH := $(BUILD)/bench/range_bench
+REDIS_BENCH := $(BUILD)/bench/redis_bench
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -26,13 +30,16 @@ $(CORE_BENCH): $(BUILD)/bench/core_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(PEER_WORKER): $(BUILD)/bench/peer_worker.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(RW_BENCH): $(BUILD)/bench/rw_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lm
 
 $(RANGE_BENCH): $(BUILD)/bench/range_bench.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(REDIS_BENCH): $(BUILD)/bench/redis_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(HELLO_BIN): $(BUILD)/bench/hello.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
@@ -48,6 +55,8 @@ bench-rw: $(RW_BENCH) $(DEMO_BIN)
 
 bench-range: $(RANGE_BENCH)
 	BUILD_DIR=$(BUILD) bench/range-run
+bench-redis: all $(REDIS_BENCH)
+	BUILD_DIR=$(BUILD) bench/redis-run
 
 bench-board: all $(HELLO_BIN)
 	HELLO=$(HELLO_BIN) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
@@ -59,5 +68,6 @@ bench:
 	$(MAKE) bench-range
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
+	$(MAKE) bench-redis
 
-.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board
+.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-redis
