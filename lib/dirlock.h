@@ -13,8 +13,11 @@
  * (for DIRLOCK_EIO) and a message a person can read, naming the path.
  *
  * Lock spaces.  The first argument of every call names a lock space: a
- * directory path (locks are directories in it: lib/exclusive.c), or
- * "flock:DIR" (the kernel's flock(2) on files in DIR).  See lib/backend.h.
+ * directory path (locks are directories in it: lib/exclusive.c),
+ * "flock:DIR" (the kernel's flock(2) on files in DIR), or a Redis server
+ * shared by several hosts: "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ * [?prefix=P]" or "redis+unix:///SOCKET[?db=N&prefix=P]" (only in a build
+ * with hiredis; lib/redis_backend.c, docs/library.md).  See lib/backend.h.
  *
  * Threads and processes.  Separate handles may be used from separate
  * threads; one handle must not be used by two threads at once.  A handle
@@ -38,7 +41,15 @@
  *   - a per-thread note of the last lock directory found in place and its
  *     mode (path.c), so that repeated acquires do not stat it; if it is
  *     removed later, the next acquire makes it again.
- * Every descriptor the library opens is close-on-exec.
+ *   - per-thread connections to Redis servers (redis_conn.c): up to four
+ *     per thread, one per server address, opened by the first call on a
+ *     Redis space and kept (the least recently used closed for a fifth),
+ *     reopened after any failure, closed when the thread exits; a forked
+ *     child closes its copies (seen by a pthread_atfork handler) and opens
+ *     its own.  The SHA1 of each server-side script is learnt once per
+ *     process, behind a mutex.
+ * Every descriptor the library opens is close-on-exec (a Redis socket is
+ * made so right after hiredis opens it).
  */
 #ifndef DIRLOCK_H
 #define DIRLOCK_H
