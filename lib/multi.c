@@ -92,31 +92,21 @@ int dirlock_acquire_many(const char *lockdir, const char *const names[], size_t 
         const dl_backend *be = NULL;
         const char *spec = NULL;
         int rc = dl_space_resolve(lockdir, &be, &spec, err);
-        if (rc == DIRLOCK_OK && be->acquire_many != NULL)
+        size_t got = 0; /* taken one by one, to give back on failure */
+        if (rc == DIRLOCK_OK && be->acquire_many != NULL) {
                 rc = acquire_atomically(be, spec, sorted, unique, &o, &deadline, locks, err);
-        if (rc != DIRLOCK_OK || be->acquire_many != NULL) {
-                free(sorted);
-                if (rc != DIRLOCK_OK) {
-                        free(locks);
-                        free(set);
-                        return rc;
+        } else if (rc == DIRLOCK_OK) {
+                for (; got < unique; got++) {
+                        /* The remaining time for this name: one deadline for all. */
+                        if (o.timeout > 0) {
+                                o.timeout = dl_remaining(&deadline) / 1e3;
+                                if (o.timeout <= 0)
+                                        o.timeout = 1e-9;
+                        }
+                        rc = dirlock_acquire(lockdir, sorted[got], &o, &locks[got], err);
+                        if (rc != DIRLOCK_OK)
+                                break;
                 }
-                set->count = unique;
-                set->locks = locks;
-                *out = set;
-                return DIRLOCK_OK;
-        }
-        size_t got = 0;
-        for (; got < unique; got++) {
-                /* The remaining time for this name: one deadline for all. */
-                if (o.timeout > 0) {
-                        o.timeout = dl_remaining(&deadline) / 1e3;
-                        if (o.timeout <= 0)
-                                o.timeout = 1e-9;
-                }
-                rc = dirlock_acquire(lockdir, sorted[got], &o, &locks[got], err);
-                if (rc != DIRLOCK_OK)
-                        break;
         }
         free(sorted);
         if (rc != DIRLOCK_OK) {
