@@ -244,15 +244,20 @@ static void message_page(struct resp *r, const struct board_config *cfg, const s
         r->status = e->status;
         r->retry_after = e->retry_after;
         buf_reset(&r->body);
-        /* The server log gets full paths; the page names data_dir only. */
+        /* The server log gets full paths; the page names data_dir and
+         * lock_space only (a lock space may be a URL with a password). */
         struct buf shown = BUF_INIT;
         if (e->status >= 500 && e->status != 503)
                 buf_puts(&shown, "The board could not complete the request: ");
         size_t dl = strlen(cfg->data_dir);
+        size_t ll = cfg->lock_space ? strlen(cfg->lock_space) : 0;
         for (const char *p = e->msg; *p;) {
                 if (dl && strncmp(p, cfg->data_dir, dl) == 0) {
                         buf_puts(&shown, "data_dir");
                         p += dl;
+                } else if (ll && strncmp(p, cfg->lock_space, ll) == 0) {
+                        buf_puts(&shown, "lock_space");
+                        p += ll;
                 } else {
                         buf_putc(&shown, *p++);
                 }

@@ -1,6 +1,7 @@
 /* config.c - configuration file parser (see config.h). */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ void config_free(struct board_config *cfg)
         free(cfg->title);
         free(cfg->base_path);
         free(cfg->data_dir);
+        free(cfg->lock_space);
         free(cfg->error_log);
         memset(cfg, 0, sizeof *cfg);
 }
@@ -100,6 +102,7 @@ enum {
         K_ERROR_LOG,
         K_DELETE_MAX_FAILURES,
         K_DELETE_FAILURE_WINDOW,
+        K_LOCK_SPACE,
         K_COUNT
 };
 
@@ -121,6 +124,7 @@ static const char *const key_names[K_COUNT] = {
     "error_log",
     "delete_max_failures",
     "delete_failure_window",
+    "lock_space",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong. */
@@ -188,8 +192,41 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                 return parse_long(v, 0, 86400, &cfg->delete_failure_window)
                            ? "must be an integer, 0 (no limit) to 86400"
                            : NULL;
+        case K_LOCK_SPACE:
+                /* Handed to the library as it is: the library picks the
+                 * backend from it and reports what it cannot use. */
+                if (vlen == 0)
+                        return "must not be empty";
+                for (size_t i = 0; i < vlen; i++)
+                        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7F)
+                                return "must not contain control characters";
+                return set_string(&cfg->lock_space, v, vlen) ? "out of memory" : NULL;
         }
         return "unknown key";
+}
+
+/* data_dir/locks, when lock_space is not given. */
+static int default_lock_space(struct board_config *cfg)
+{
+        size_t n = strlen(cfg->data_dir);
+        char *s = malloc(n + sizeof "/locks");
+        if (!s)
+                return -1;
+        memcpy(s, cfg->data_dir, n);
+        memcpy(s + n, "/locks", sizeof "/locks");
+        cfg->lock_space = s;
+        return 0;
+}
+
+/* lock_mode flock locks files in a directory: a directory path or
+ * flock:DIR, not another backend's "scheme://..." (the library's rule for
+ * telling them apart, lib/space.c). */
+static int flock_space_ok(const char *space)
+{
+        if (strncmp(space, "flock:", 6) == 0 || !isalpha((unsigned char)space[0]))
+                return 1;
+        size_t n = strspn(space, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+        return strncmp(space + n, "://", 3) != 0;
 }
 
 static int is_space(char c)
@@ -284,6 +321,13 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         }
         if (rc == 0 && !cfg->data_dir)
                 rc = board_fail(err, 500, "%s: key 'data_dir' is required", filename);
+        if (rc == 0 && !cfg->lock_space && default_lock_space(cfg) < 0)
+                rc = board_fail(err, 500, "%s: out of memory", filename);
+        if (rc == 0 && cfg->lock_mode == BOARD_LOCK_FLOCK && !flock_space_ok(cfg->lock_space))
+                rc = board_fail(err, 500,
+                                "%s: key 'lock_space': lock_mode flock takes flock(2) locks on files in a "
+                                "directory; '%.100s' is not one (give a directory or flock:DIR)",
+                                filename, cfg->lock_space);
         if (rc < 0)
                 config_free(cfg); /* the one way out of a failed parse */
         return rc;

@@ -16,6 +16,10 @@ struct board_config {
         char *title;
         char *base_path; /* starts and ends with '/' */
         char *data_dir;
+        /* Where the board's locks live, handed to the dirlock library as
+         * its lock space: a directory, "flock:DIR", or a backend's URL.
+         * Default data_dir/locks. */
+        char *lock_space;
         int lock_mode;
         int store;
         double lock_timeout; /* seconds */

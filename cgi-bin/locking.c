@@ -1,9 +1,8 @@
 /* locking.c - lock mode -> dirlock library calls (see locking.h). */
 #include "locking.h"
 
-#include <stdio.h>
+#include <string.h>
 
-#include "buf.h"
 #include "dirlock.h"
 
 static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de,
@@ -29,10 +28,6 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
 static int take_named(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
                       int use_flock, double timeout, int cancel_fd, struct board_error *err)
 {
-        struct buf dir = BUF_INIT;
-        buf_printf(&dir, "%s/locks", cfg->data_dir);
-        if (dir.oom)
-                return board_fail(err, 500, "out of memory");
         dirlock_options opts;
         dirlock_options_init(&opts);
         opts.timeout = timeout;
@@ -45,9 +40,11 @@ static int take_named(const struct board_config *cfg, const char *name, struct b
         opts.policy = DIRLOCK_POLICY_FAIR;
         dirlock_error de = {0, 0, ""};
         dirlock *h = NULL;
-        int rc = use_flock ? dirlock_flock_acquire(dir.data, name, &opts, &h, &de)
-                           : dirlock_acquire(dir.data, name, &opts, &h, &de);
-        buf_free(&dir);
+        /* flock mode: flock(2) on files in the lock space's directory
+         * (config.c allows only a directory or flock:DIR there). */
+        const char *space = cfg->lock_space;
+        int rc = use_flock && strncmp(space, "flock:", 6) != 0 ? dirlock_flock_acquire(space, name, &opts, &h, &de)
+                                                               : dirlock_acquire(space, name, &opts, &h, &de);
         if (rc == DIRLOCK_ECANCELED)
                 return 1;
         if (rc != DIRLOCK_OK)

@@ -19,8 +19,9 @@
  *
  * With group commit (config group_commit, the default) mkdir, rw and flock
  * posts go through the pending queue first (postqueue.h); the lock is the
- * same.  Lock name "messages" in data_dir/locks; "ratelimit" guards the
- * rate-limit file of queued posts, "deletelimit" the failed-delete counts. */
+ * same.  Lock name "messages" in the lock space (config lock_space, by
+ * default data_dir/locks); "ratelimit" guards the rate-limit file of
+ * queued posts, "deletelimit" the failed-delete counts. */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
 

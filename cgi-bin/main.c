@@ -130,9 +130,7 @@ int main(int argc, char **argv)
                 }
                 /* What processes killed mid-acquire left in the lock
                  * directory (prepared lock directories, dead readers). */
-                char locks[4096];
-                snprintf(locks, sizeof locks, "%s/locks", b->cfg.data_dir);
-                dirlock_cleanup(locks, NULL);
+                dirlock_cleanup(b->cfg.lock_space, NULL);
         }
         int rc;
         if (fastcgi) {

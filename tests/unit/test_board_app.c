@@ -302,21 +302,33 @@ static void test_rate_limit(void **state)
         end_world(&w);
 }
 
-static void hold_and_post(const char *mode, int lock_kind)
+/* Hold lock `messages` of the board's lock space (data_dir/locks, or
+ * `space` under the test directory: lock_space = DIR/space) in mode
+ * `lock_kind`: a post is refused while it is held and stored once it is
+ * released. */
+static void hold_in_space_and_post(const char *mode, int lock_kind, const char *space)
 {
         struct world w;
-        char extra[64];
-        snprintf(extra, sizeof extra, "lock_mode = %s\n", mode);
+        char extra[256], dir[64];
+        strcpy(dir, "/tmp/test_board_app_XXXXXX"); /* the space, outside the world */
+        assert_non_null(mkdtemp(dir));
+        int n = snprintf(extra, sizeof extra, "lock_mode = %s\n", mode);
+        if (space)
+                snprintf(extra + n, sizeof extra - (size_t)n, "lock_space = %s%s\n", space, dir);
         make_world(&w, extra);
         char lockdir[160];
-        snprintf(lockdir, sizeof lockdir, "%s/locks", w.data);
+        if (space)
+                snprintf(lockdir, sizeof lockdir, "%s%s", space, dir);
+        else
+                snprintf(lockdir, sizeof lockdir, "%s/locks", w.data);
+        const char *flock_dir = space && strcmp(space, "flock:") == 0 ? dir : lockdir;
         dirlock_options o;
         dirlock_options_init(&o);
         o.timeout = 1;
         o.mode = lock_kind;
         dirlock *h = NULL;
         dirlock_error de;
-        int rc = strcmp(mode, "flock") == 0 ? dirlock_flock_acquire(lockdir, "messages", &o, &h, &de)
+        int rc = strcmp(mode, "flock") == 0 ? dirlock_flock_acquire(flock_dir, "messages", &o, &h, &de)
                                             : dirlock_acquire(lockdir, "messages", &o, &h, &de);
         assert_int_equal(rc, DIRLOCK_OK);
         struct buf out = BUF_INIT;
@@ -327,6 +339,14 @@ static void hold_and_post(const char *mode, int lock_kind)
         assert_int_equal(post(&w, "body=free", &out), 303);
         buf_free(&out);
         end_world(&w);
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
+static void hold_and_post(const char *mode, int lock_kind)
+{
+        hold_in_space_and_post(mode, lock_kind, NULL);
 }
 
 static void test_lock_busy_mkdir(void **state)
@@ -346,6 +366,49 @@ static void test_lock_busy_flock(void **state)
 {
         (void)state;
         hold_and_post("flock", DIRLOCK_EXCLUSIVE);
+}
+
+/* lock_space moves the board's locks: a lock held there holds posts off,
+ * for every kind of space the modes use. */
+static void test_lock_space(void **state)
+{
+        (void)state;
+        hold_in_space_and_post("mkdir", DIRLOCK_EXCLUSIVE, "");
+        hold_in_space_and_post("rw", DIRLOCK_SHARED, "");
+        hold_in_space_and_post("flock", DIRLOCK_EXCLUSIVE, "");
+        hold_in_space_and_post("flock", DIRLOCK_EXCLUSIVE, "flock:");
+        hold_in_space_and_post("mkdir", DIRLOCK_EXCLUSIVE, "flock:");
+}
+
+/* A lock in data_dir/locks does not hold off a board whose lock_space is
+ * elsewhere, and the board leaves data_dir/locks alone. */
+static void test_lock_space_not_data_dir(void **state)
+{
+        (void)state;
+        char extra[160], dir[64];
+        strcpy(dir, "/tmp/test_board_app_XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        snprintf(extra, sizeof extra, "lock_mode = rw\nlock_space = %s/locks\n", dir);
+        struct world w;
+        make_world(&w, extra);
+        char lockdir[160];
+        snprintf(lockdir, sizeof lockdir, "%s/locks", w.data);
+        dirlock_options o;
+        dirlock_options_init(&o);
+        o.timeout = 1;
+        dirlock *h = NULL;
+        dirlock_error de;
+        assert_int_equal(dirlock_acquire(lockdir, "messages", &o, &h, &de), DIRLOCK_OK);
+        struct buf out = BUF_INIT;
+        assert_int_equal(post(&w, "body=elsewhere", &out), 303);
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "elsewhere"));
+        assert_int_equal(dirlock_release(h, &de), DIRLOCK_OK);
+        buf_free(&out);
+        end_world(&w);
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
 }
 
 static void test_corrupt_log(void **state)
@@ -841,6 +904,8 @@ int main(void)
             cmocka_unit_test(test_lock_busy_mkdir),
             cmocka_unit_test(test_lock_busy_rw_reader),
             cmocka_unit_test(test_lock_busy_flock),
+            cmocka_unit_test(test_lock_space),
+            cmocka_unit_test(test_lock_space_not_data_dir),
             cmocka_unit_test(test_corrupt_log),
             cmocka_unit_test(test_lock_lost_before_rename),
             cmocka_unit_test(test_storage_failure),

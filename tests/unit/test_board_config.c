@@ -38,6 +38,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.min_post_interval, 0);
         assert_int_equal(c.max_body, 65536);
         assert_int_equal(c.group_commit, 1);
+        assert_string_equal(c.lock_space, "/tmp/x/locks");
         config_free(&c);
 }
 
@@ -51,7 +52,8 @@ static void test_all_keys(void **state)
                            "data_dir\t=\t/var/lib/board rw  \n"
                            "lock_mode = rw\nstore = sqlite\nlock_timeout = 0.5\nstale_age = 2\n"
                            "delay_ms = 300\nwrite_method = inplace\nmax_messages = 5\npage_size = 3\n"
-                           "min_post_interval = 10\nmax_body = 1024\ngroup_commit = no";
+                           "min_post_interval = 10\nmax_body = 1024\ngroup_commit = no\n"
+                           "lock_space = /dev/shm/board locks/rw";
         assert_int_equal(parse(text, &c, &e), 0);
         assert_string_equal(c.title, "掲示板 = test");
         assert_string_equal(c.base_path, "/board/rw/");
@@ -67,6 +69,7 @@ static void test_all_keys(void **state)
         assert_int_equal(c.min_post_interval, 10);
         assert_int_equal(c.max_body, 1024);
         assert_int_equal(c.group_commit, 0);
+        assert_string_equal(c.lock_space, "/dev/shm/board locks/rw");
         config_free(&c);
 }
 
@@ -103,6 +106,31 @@ static void test_errors(void **state)
         expect_error("data_dir = /x\njust words\n", "board.conf:2: expected 'key = value'");
         expect_error("data_dir = /x\ndata_dir = /y\n", "given twice");
         expect_error("data_dir =\n", "key 'data_dir'");
+        expect_error("data_dir = /x\nlock_space =\n", "key 'lock_space'");
+        expect_error("data_dir = /x\nlock_space = a\x01b\n", "key 'lock_space'");
+        expect_error("data_dir = /x\nlock_mode = flock\nlock_space = redis://127.0.0.1/board\n",
+                     "lock_mode flock takes flock(2) locks on files in a directory");
+}
+
+/* lock_space is handed to the library as it is: a directory, flock:DIR or
+ * a backend's URL (the library says what it cannot use). */
+static void test_lock_space_kinds(void **state)
+{
+        (void)state;
+        const char *spaces[] = {"relative/locks", "flock:/run/board", "redis://127.0.0.1:6379/0"};
+        for (size_t i = 0; i < 3; i++) {
+                char text[128];
+                snprintf(text, sizeof text, "data_dir = /x\nlock_space = %s\n", spaces[i]);
+                struct board_config c;
+                struct board_error e = BOARD_ERROR_INIT;
+                assert_int_equal(parse(text, &c, &e), 0);
+                assert_string_equal(c.lock_space, spaces[i]);
+                config_free(&c);
+        }
+        struct board_config c;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(parse("data_dir = /x\nlock_mode = flock\nlock_space = flock:/run/b\n", &c, &e), 0);
+        config_free(&c);
 }
 
 static void test_load_missing_file(void **state)
@@ -120,6 +148,7 @@ int main(void)
             cmocka_unit_test(test_defaults),
             cmocka_unit_test(test_all_keys),
             cmocka_unit_test(test_errors),
+            cmocka_unit_test(test_lock_space_kinds),
             cmocka_unit_test(test_load_missing_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
