@@ -59,7 +59,7 @@ at_exit stop_bg
 # forks: the loop below should take little more than its interval).
 holder_pid() {
 	local e t
-	for e in "$T/data/$1/locks/messages.lock"/owner.*; do
+	for e in "$(board_locks "$1")/messages.lock"/owner.*; do
 		[ -L "$e" ] || continue
 		t=$(readlink "$e" 2>/dev/null) || continue
 		[[ "$t" =~ ^dirlock1\ pid=([0-9]+)\  ]] && echo "${BASH_REMATCH[1]}"
@@ -210,12 +210,12 @@ for b in $BOARDS; do
 	is "$code" 303 "$b: a fresh post succeeds after the chaos"
 	ok "$(awk -v s="$secs" 'BEGIN { exit !(s < 3) }' && echo 0 || echo 1)" \
 		"$b: ... at once (${secs} s; a wedged lock would take lock_timeout)"
-	status=$("${DIRLOCK:-$TOP/bin/dirlock}" status -d "$T/data/$b/locks" 2>&1 || true)
+	status=$("${DIRLOCK:-$TOP/bin/dirlock}" status -d "$(board_locks "$b")" 2>&1 || true)
 	held=$(grep -v ' free$' <<<"$status" || true)
 	is "$held" "" "$b: dirlock status shows no lock held once idle"
 	[ -n "$status" ] && diag "dirlock status: $(tr -s ' ' <<<"$status" | tr '\n' ';')"
 	tmp_after=$(find "$T/data/$b" -maxdepth 1 -name 'messages.log.tmp.*' | wc -l)
-	prep=$(find "$T/data/$b/locks" -maxdepth 1 -name '.*' ! -name . ! -name .. | wc -l)
+	prep=$(find "$(board_locks "$b")" -maxdepth 1 -name '.*' ! -name . ! -name .. | wc -l)
 	diag "$b: temp files of killed writers: $tmp_before before the fresh post, $tmp_after after;" \
 		"prepared lock directories of killed acquirers: $prep"
 	is "$tmp_after" 0 "$b: no temp file left in the data directory after the next write (killed writers' are removed)"

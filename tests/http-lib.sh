@@ -135,6 +135,12 @@ instance_stop() {
 	instance_started=0
 }
 
+# board_locks NAME: the lock space of board NAME of the private
+# deployment (its lock_space setting: tools/deploy puts it on tmpfs).
+board_locks() {
+	sed -n 's/^lock_space = //p' "$T/run/conf/$1.conf"
+}
+
 # boards_file NAME SPEC... (one argument per line of the list): writes
 # $T/boards.list and prints its path.
 boards_file() {
@@ -261,7 +267,7 @@ forced_errors() {
 	local dirlock=${DIRLOCK:-$TOP/bin/dirlock}
 	tok=$(get_token "$u" "$j")
 	is "$(post "${u}post" "$j" "$tok" "body=slow first")" 303 "$l: slow board: a first post"
-	"$dirlock" -d "$T/data/slow/locks" messages -- sleep 2.5 &
+	"$dirlock" -d "$(board_locks slow)" messages -- sleep 2.5 &
 	holder=$!
 	sleep 0.5
 	is "$(post "${u}post" "$j" "$tok" "body=while locked")" 503 "$l: post while the lock is held: 503"

@@ -275,7 +275,7 @@ STOK=$(get_token "$SU" "$SJ")
 is "$(post "${SU}post" "$SJ" "$STOK" "body=slow first")" 303 "slow board: a first post"
 DIRLOCK=${DIRLOCK:-$TOP/bin/dirlock}
 if [ -x "$DIRLOCK" ]; then
-	"$DIRLOCK" -d "$T/data/slow/locks" messages -- sleep 3 &
+	"$DIRLOCK" -d "$(board_locks slow)" messages -- sleep 3 &
 	holder=$!
 	sleep 0.5
 	t0=$(date +%s.%N)
@@ -337,10 +337,31 @@ code=$(post "${U}post" "$J" "$(printf '%064d' 0)" "name=keepme" "body=typed befo
 is "$code" 403 "post with a wrong token: 403 again"
 ok "$(grep -qF 'typed before the 403' "$T/last.body" && echo 0 || echo 1)" "the 403 page keeps what was typed"
 
+# ---- lock spaces on tmpfs (tools/deploy, docs/board.md "Where the locks live") -----------
+
+LS=$(board_locks main)
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	ok "$([[ "$LS" =~ ^/dev/shm/dirlock-board\.[A-Za-z0-9]+/main$ ]] && echo 0 || echo 1)" \
+		"the main board's lock space is on tmpfs ($LS)"
+	is "$(readlink "$T/run/locks")" "${LS%/main}" "run/locks links to the deployment's lock directory"
+	is "$(stat -c %a "${LS%/main}")" 700 "the lock directory is the starting user's alone (mode 0700)"
+	ok "$([ -d "$LS" ] && echo 0 || echo 1)" "the main board's posts made their locks there"
+	is "$(board_locks slow)" "${LS%/main}/slow" "each board has its own lock space"
+else
+	for d in tmpfs link mode made own; do skip "lock space: $d" "no writable /dev/shm"; done
+fi
+ok "$([ ! -e "$T/data/main/locks" ] && echo 0 || echo 1)" "no lock directory in the data directory"
+
 # ---- nothing left behind -------------------------------------------------------------------
 instance_stop
 left=$(find "$T/run/sock" -name '*.sock' | wc -l)
 is "$left" 0 "stop removed the sockets"
+if [[ "$LS" == /dev/shm/* ]]; then
+	ok "$([ ! -e "${LS%/main}" ] && [ ! -e "$T/run/locks" ] && echo 0 || echo 1)" \
+		"stop removed the tmpfs lock directory and its link"
+else
+	skip "stop removed the tmpfs lock directory" "no lock space on tmpfs"
+fi
 alive=0
 for f in "$T"/run/pid/*.pid; do [ -e "$f" ] && alive=1; done
 is "$alive" 0 "stop removed the pid files"
