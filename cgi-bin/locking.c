@@ -43,8 +43,9 @@ static int take_named(const struct board_config *cfg, const char *name, struct b
         /* flock mode: flock(2) on files in the lock space's directory
          * (config.c allows only a directory or flock:DIR there). */
         const char *space = cfg->lock_space;
-        int rc = use_flock && strncmp(space, "flock:", 6) != 0 ? dirlock_flock_acquire(space, name, &opts, &h, &de)
-                                                               : dirlock_acquire(space, name, &opts, &h, &de);
+        int rc = use_flock && strncmp(space, "flock:", 6) != 0
+                     ? dirlock_flock_acquire(space, name, &opts, &h, &de)
+                     : dirlock_acquire(space, name, &opts, &h, &de);
         if (rc == DIRLOCK_ECANCELED)
                 return 1;
         if (rc != DIRLOCK_OK)
@@ -72,6 +73,11 @@ int board_lock_named(const struct board_config *cfg, const char *name, struct bo
                 return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 1, cfg->lock_timeout, -1, err);
         }
         return 0;
+}
+
+int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
+{
+        return board_lock_named(cfg, BOARD_RATE_LOCK_NAME, lk, err);
 }
 
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)

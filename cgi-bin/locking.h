@@ -3,10 +3,10 @@
  * read-modify-write of the flat log takes in each mode, and the board's
  * small named locks.  The library does the locking; the protocols built
  * on these calls are the board's own and are documented where they run:
- * the read-modify-write of a post or delete and group commit in
- * store_log.c and postqueue.c (with the step that upgrades an "rw" writer
- * right before its rename), the rate limit of queued posts
- * (store_log.c), the failed-delete count (board.c, for every store).
+ * the read-modify-write of a post or delete in store_log.c (with the step
+ * that upgrades an "rw" writer right before its rename), group commit and
+ * the rate limit of queued posts in postqueue.c and groupcommit.c, the
+ * failed-delete count (board.c, for every store).
  * The SQLite store takes none of the "messages" locks: SQLite locks its
  * own database.
  *
@@ -53,6 +53,9 @@ int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk,
  * for small side files. */
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
                      struct board_error *err);
+/* board_lock_named() for the "ratelimit" lock (the post interval of
+ * queued posts). */
+int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
 /* Step between reading and writing: "wrong" takes its lock here, "rw"
  * upgrades intent to exclusive. */
 int board_lock_write_commit(struct board_lock *lk, struct board_error *err);

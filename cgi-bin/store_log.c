@@ -1,7 +1,8 @@
 /* store_log.c - the flat-log store (see store_log.h): the list, page views
  * from this process's cache of the parsed log, posts one at a time or in
  * groups (group commit: the queue and its protocol are in postqueue.c,
- * leading a group is here), and deletes; every read-modify-write inside
+ * the poster's side in groupcommit.c, storing a batch in the log is
+ * here), and deletes; every read-modify-write inside
  * the window of the configured lock mode (locking.h), with the
  * demonstration delay between reading and writing. */
 #include "store_log.h"
@@ -15,6 +16,7 @@
 #include "buf.h"
 #include "delay.h"
 #include "fileio.h"
+#include "groupcommit.h"
 #include "locking.h"
 #include "logfile.h"
 #include "postqueue.h"
@@ -47,9 +49,6 @@ struct log_store {
 /* How many leading lines a changed log may have lost and still be
  * extended rather than parsed again. */
 #define VIEW_MAX_DROPPED 8
-
-/* The most messages one rewrite of the log takes from the queue. */
-#define BATCH_MAX 256
 
 static char *path_in(const char *dir, const char *leaf)
 {
@@ -294,39 +293,6 @@ static bool uses_queue(const struct board_config *cfg)
                                      cfg->lock_mode == BOARD_LOCK_FLOCK);
 }
 
-/* The rate limit of a queued post is checked and recorded before it is
- * queued, under the board's "ratelimit" lock: the request that commits
- * the post is often another one. */
-static int rate_charge(const struct log_store *s, const struct store_write *w, struct board_error *err)
-{
-        const struct board_config *cfg = s->cfg;
-        if (cfg->min_post_interval <= 0)
-                return 0;
-        struct board_lock lk;
-        if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, err) < 0)
-                return -1;
-        int rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
-        if (rc == 0) {
-                struct board_error rerr = BOARD_ERROR_INIT; /* failing to note it only weakens the limit */
-                (void)ratelimit_record(s->rate, w->addr, w->now, cfg->min_post_interval, &rerr);
-        }
-        return board_lock_finish(&lk, rc, err);
-}
-
-/* A charged post that was certainly not stored does not count. */
-static void rate_refund(const struct log_store *s, const struct store_write *w)
-{
-        const struct board_config *cfg = s->cfg;
-        if (cfg->min_post_interval <= 0)
-                return;
-        struct board_lock lk;
-        struct board_error ignored = BOARD_ERROR_INIT;
-        if (board_lock_named(cfg, BOARD_RATE_LOCK_NAME, &lk, &ignored) < 0)
-                return;
-        (void)ratelimit_forget(s->rate, w->addr, w->now, cfg->min_post_interval, &ignored);
-        (void)board_lock_finish(&lk, 0, &ignored);
-}
-
 static bool log_has_id(const struct msglist *l, const char *id)
 {
         for (size_t i = l->count; i-- > 0;)
@@ -335,23 +301,20 @@ static bool log_has_id(const struct msglist *l, const char *id)
         return false;
 }
 
-static size_t batch_max(const struct board_config *cfg)
-{
-        return (size_t)cfg->max_messages < BATCH_MAX ? (size_t)cfg->max_messages : BATCH_MAX;
-}
-
-/* Under the write lock: steps 4 and 5 of the protocol in postqueue.c.
- * *own_claimed is set when post `own` was in the batch (committed now, or
- * found already in the log); *claimed is the size of the batch. */
-static int commit_batch(struct log_store *s, struct board_lock *lk, const char *own, bool *own_claimed,
+/* Under the write lock: steps 4 and 5 of the protocol in postqueue.c
+ * (group_commit.commit_batch).  *own_claimed is set when post `own` was
+ * in the batch (committed now, or found already in the log); *claimed is
+ * the size of the batch. */
+static int commit_batch(void *state, struct board_lock *lk, size_t max, const char *own, bool *own_claimed,
                         size_t *claimed, struct board_error *err)
 {
+        struct log_store *s = state;
         const struct board_config *cfg = s->cfg;
         struct msglist list = MSGLIST_INIT;
         struct pq_batch batch = PQ_BATCH_INIT;
         int rc = logfile_read(s->log, &list, err);
         if (rc == 0)
-                rc = pq_claim(s->pending, batch_max(cfg), &batch, err);
+                rc = pq_claim(s->pending, max, &batch, err);
         *claimed = batch.count;
         long long next = msglist_max_no(&list) + 1;
         size_t added = 0;
@@ -389,75 +352,14 @@ static int commit_batch(struct log_store *s, struct board_lock *lk, const char *
         return rc;
 }
 
-/* Holding the write lock with post t not yet stored: lead until it is. */
-static int lead(struct log_store *s, struct board_lock *lk, const struct pq_ticket *t, bool *maybe_stored,
-                struct board_error *err)
-{
-        bool own_claimed = false;
-        while (!own_claimed) {
-                size_t claimed = 0;
-                if (commit_batch(s, lk, t->id, &own_claimed, &claimed, err) < 0) {
-                        *maybe_stored = false; /* given back without it */
-                        return -1;
-                }
-                if (!own_claimed && claimed < batch_max(s->cfg))
-                        return board_fail(err, 500, "the message was lost from the queue '%s'", s->pending);
-        }
-        return 0;
-}
-
-/* A post with group commit: steps 1 to 3 and 6 of the protocol in
- * postqueue.c. */
+/* A post with group commit: the queue's protocol (groupcommit.h), the
+ * batch stored by commit_batch() under the mode's write lock. */
 static int post_queued(struct log_store *s, struct logrecord *msg, const struct store_write *w,
                        struct board_error *err)
 {
-        const struct board_config *cfg = s->cfg;
-        bool maybe_stored = false;
-        struct pq_ticket t;
-        msg->no = 0;
-        msg->time = w->now;
-        int rc = rate_charge(s, w, err);
-        if (rc < 0)
-                return -1;
-        rc = pq_enqueue(s->pending, msg, &t, err);
-        if (rc < 0)
-                goto refund;
-        maybe_stored = true;
-        double deadline = monotonic_seconds() + cfg->lock_timeout;
-        for (;;) {
-                if (pq_stored(&t))
-                        break; /* committed by a holder (I3) */
-                double left = deadline - monotonic_seconds();
-                struct board_lock lk;
-                rc = board_lock_write_wait(cfg, &lk, left > 0 ? left : 0, pq_notify_fd(&t), err);
-                if (rc == 1) { /* the entry changed: look again */
-                        pq_notify_drain();
-                        rc = 0;
-                        continue;
-                }
-                if (rc < 0) {
-                        if (pq_withdraw(s->pending, &t) == 0) {
-                                maybe_stored = false;
-                        } else {
-                                board_fail(
-                                    err, 503,
-                                    "busy: your message was already being saved by another request when "
-                                    "this one stopped waiting, so it may appear shortly; please look at "
-                                    "the board before sending it again");
-                                err->retry_after = 1;
-                        }
-                        break;
-                }
-                if (!pq_stored(&t))
-                        rc = lead(s, &lk, &t, &maybe_stored, err);
-                rc = board_lock_finish(&lk, rc, err);
-                break;
-        }
-        pq_ticket_close(&t);
-refund:
-        if (rc < 0 && !maybe_stored)
-                rate_refund(s, w);
-        return rc;
+        struct group_commit g = {s->cfg,          s->pending,   s->rate, board_lock_write_wait,
+                                 board_lock_rate, commit_batch, s};
+        return group_commit_post(&g, msg, w, err);
 }
 
 static int log_post(void *state, struct logrecord *msg, const struct store_write *w, struct board_error *err)
