@@ -80,6 +80,14 @@ int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struc
         return board_lock_named(cfg, BOARD_RATE_LOCK_NAME, lk, err);
 }
 
+int board_lock_exclusive(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                         double timeout, int cancel_fd, struct board_error *err)
+{
+        lk->cfg = cfg;
+        lk->handle = NULL;
+        return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
+}
+
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
         lk->cfg = cfg;

@@ -7,8 +7,10 @@
  * that upgrades an "rw" writer right before its rename), group commit and
  * the rate limit of queued posts in postqueue.c and groupcommit.c, the
  * failed-delete count (board.c, for every store).
- * The SQLite store takes none of the "messages" locks: SQLite locks its
- * own database.
+ * The SQLite store takes the library's exclusive "messages" lock (and
+ * "ratelimit") whatever the mode (board_lock_exclusive) around its write
+ * transactions: SQLite locks its database too, but its busy handler sleeps
+ * and retries, which lets late writers overtake early ones.
  *
  *   mode   reads            posts/deletes
  *   none   -                -
@@ -56,6 +58,12 @@ int board_lock_named(const struct board_config *cfg, const char *name, struct bo
 /* board_lock_named() for the "ratelimit" lock (the post interval of
  * queued posts). */
 int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
+/* The library's exclusive lock `name` in the lock space whatever the lock
+ * mode, waited for at most `timeout` seconds, or until `cancel_fd` (>= 0)
+ * polls readable (1, nothing held): the SQLite store serialises its
+ * writers with it. */
+int board_lock_exclusive(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                         double timeout, int cancel_fd, struct board_error *err);
 /* Step between reading and writing: "wrong" takes its lock here, "rw"
  * upgrades intent to exclusive. */
 int board_lock_write_commit(struct board_lock *lk, struct board_error *err);
