@@ -1,13 +1,48 @@
-/* store_sqlite.c - the SQLite store (see store_sqlite.h): the database and
- * its schema, and list, view, post and delete as SQL transactions. */
+/* store_sqlite.c - the SQLite store (see store_sqlite.h): one connection
+ * and its prepared statements per process, the schema, page views from a
+ * list kept while the database is unchanged, posts stored in groups
+ * through the pending queue (groupcommit.h) or one at a time, deletes.
+ *
+ * Writers.  Every write is one SQLite transaction (BEGIN IMMEDIATE ...
+ * COMMIT) taken inside the board's exclusive "messages" lock of the
+ * library (board_lock_exclusive).  SQLite's own lock alone would do for
+ * correctness, but a writer that finds it taken sleeps in the busy handler
+ * and tries again later, so a writer that came later often gets in first
+ * and a few wait far longer than the rest (or past busy_timeout: 503).
+ * The library's lock wakes its waiters when it is released, and with
+ * group commit the holder stores every post queued meanwhile in its
+ * transaction, oldest first: a post waits for at most the batch being
+ * written and its own.  busy_timeout (lock_timeout) still covers other
+ * connections (a checkpoint, the sqlite3 shell).
+ *
+ * Invariants kept inside each write transaction:
+ *   - numbers are never given twice: the next number is one above the
+ *     higher of MAX(no) and board_meta 'last_no', and 'last_no' is raised
+ *     in the transaction that gives the number;
+ *   - a queued post is stored at most once: its post id is stored with it
+ *     (column post_id, unique), and a batch skips ids already stored (a
+ *     leader that died between COMMIT and settling its claims; I4 of
+ *     postqueue.c);
+ *   - posts one at a time check and record the post interval inside their
+ *     transaction; queued posts are charged before queueing under the
+ *     board's "ratelimit" lock (groupcommit.c), as for the flat log.
+ *
+ * Page views.  PRAGMA data_version changes when another connection
+ * commits; this connection's own writes drop the kept list.  A view reads
+ * the version first and then the list, so a commit between the two only
+ * makes the next view read again. */
 #include "store_sqlite.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "delay.h"
+#include "groupcommit.h"
+#include "locking.h"
+#include "postqueue.h"
 #include "ratelimit.h"
 
 static int db_error(sqlite3 *db, int rc, const char *what, struct board_error *err)
@@ -29,13 +64,16 @@ static int db_error(sqlite3 *db, int rc, const char *what, struct board_error *e
         return board_fail(err, 500, "database error while %s: %s%s", what, msg, hint);
 }
 
+/* The schema, made (or brought up to date) in one write transaction when
+ * the statements below cannot be prepared. */
 static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
                              " no INTEGER PRIMARY KEY,"
                              " time INTEGER NOT NULL,"
                              " name TEXT NOT NULL,"
                              " subject TEXT NOT NULL,"
                              " body TEXT NOT NULL,"
-                             " pwhash TEXT NOT NULL);"
+                             " pwhash TEXT NOT NULL,"
+                             " post_id TEXT);"
                              /* The high-water mark: row 'last_no' holds the highest
                               * number ever given, written in the transaction that
                               * gives it, so a deleted newest message's number is
@@ -43,61 +81,191 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
                              "CREATE TABLE IF NOT EXISTS board_meta ("
                              " key TEXT PRIMARY KEY,"
                              " value INTEGER NOT NULL)";
+/* Databases made before post ids were stored lack the column. */
+static const char add_post_id[] = "ALTER TABLE messages ADD COLUMN post_id TEXT";
+static const char post_id_index[] =
+    "CREATE UNIQUE INDEX IF NOT EXISTS messages_post_id ON messages (post_id)";
 
-/* Open data_dir/board.db (creating the schema when new).  Busy -> 503,
- * else 500. */
-static int db_open(const struct board_config *cfg, sqlite3 **out, struct board_error *err)
+enum stmt {
+        ST_BEGIN,
+        ST_COMMIT,
+        ST_ROLLBACK,
+        ST_VERSION,
+        ST_LIST,
+        ST_GET,
+        ST_MAX_NO,
+        ST_HAS_POST,
+        ST_INSERT,
+        ST_MARK,
+        ST_DELETE,
+        ST_CAP,
+        ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_VERSION] = "PRAGMA data_version",
+    [ST_LIST] = "SELECT no, time, name, subject, body, pwhash FROM messages ORDER BY no",
+    [ST_GET] = "SELECT no, time, name, subject, body, pwhash FROM messages WHERE no = ?1",
+    [ST_MAX_NO] = "SELECT MAX(COALESCE((SELECT MAX(no) FROM messages), 0),"
+                  " COALESCE((SELECT value FROM board_meta WHERE key = 'last_no'), 0))",
+    [ST_HAS_POST] = "SELECT 1 FROM messages WHERE post_id = ?1",
+    [ST_INSERT] = "INSERT INTO messages (no, time, name, subject, body, pwhash, post_id)"
+                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_MARK] = "INSERT INTO board_meta (key, value) VALUES ('last_no', ?1)"
+                " ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)",
+    [ST_DELETE] = "DELETE FROM messages WHERE no = ?1",
+    /* Keep the newest ?1: drop the (?1 + 1)-th newest and everything older. */
+    [ST_CAP] =
+        "DELETE FROM messages WHERE no <= (SELECT no FROM messages ORDER BY no DESC LIMIT 1 OFFSET ?1)",
+};
+
+/* This process's state for one board. */
+struct sqlite_store {
+        const struct board_config *cfg;
+        char *rate;    /* data_dir/ratelimit */
+        char *pending; /* data_dir/pending: the group-commit queue */
+        sqlite3 *db;
+        sqlite3_stmt *st[ST_COUNT];
+        struct msglist view;    /* what the last view returned */
+        long long view_version; /* data_version it was read at */
+        bool view_valid;        /* false: read it again */
+};
+
+static void close_db(struct sqlite_store *s)
 {
-        *out = NULL;
+        for (int i = 0; i < ST_COUNT; i++) {
+                sqlite3_finalize(s->st[i]);
+                s->st[i] = NULL;
+        }
+        sqlite3_close(s->db);
+        s->db = NULL;
+}
+
+static int prepare_all(struct sqlite_store *s)
+{
+        for (int i = 0; i < ST_COUNT; i++) {
+                sqlite3_finalize(s->st[i]);
+                s->st[i] = NULL;
+                int rc =
+                    sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
+                if (rc != SQLITE_OK)
+                        return rc;
+        }
+        return SQLITE_OK;
+}
+
+/* Create or complete the schema: WAL journal, the tables and the post id
+ * column, in one write transaction.  0, or -1 with the error. */
+static int make_schema(sqlite3 *db, struct board_error *err)
+{
+        int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return db_error(db, rc, "preparing board.db", err);
+        rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
+        if (rc == SQLITE_OK) {
+                sqlite3_stmt *probe = NULL;
+                if (sqlite3_prepare_v2(db, "SELECT post_id FROM messages", -1, &probe, NULL) != SQLITE_OK)
+                        rc = sqlite3_exec(db, add_post_id, NULL, NULL, NULL);
+                sqlite3_finalize(probe);
+        }
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, post_id_index, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                return 0;
+        db_error(db, rc, "preparing board.db", err); /* before ROLLBACK replaces the message */
+        if (!sqlite3_get_autocommit(db))
+                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+}
+
+static int journal_is_wal(sqlite3 *db)
+{
+        sqlite3_stmt *st = NULL;
+        int wal = sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK &&
+                  sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+                  strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+        sqlite3_finalize(st);
+        return wal;
+}
+
+/* Open data_dir/board.db for this process with busy_timeout from
+ * lock_timeout and every statement prepared.  A database without the
+ * schema or the WAL journal (new, or made by an earlier version) gets them
+ * under the board's write lock: the first requests of a new board's
+ * processes take turns instead of retrying in SQLite's busy handler.
+ * Busy -> 503, else 500. */
+static int open_db(struct sqlite_store *s, struct board_error *err)
+{
         struct buf path = BUF_INIT;
-        buf_printf(&path, "%s/board.db", cfg->data_dir);
+        buf_printf(&path, "%s/board.db", s->cfg->data_dir);
         if (path.oom)
                 return board_fail(err, 500, "out of memory");
-        sqlite3 *db = NULL;
-        int rc = sqlite3_open_v2(path.data, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+        int rc = sqlite3_open_v2(path.data, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
         buf_free(&path);
         if (rc != SQLITE_OK) {
-                db_error(db, rc, "opening board.db", err);
-                sqlite3_close(db);
+                db_error(s->db, rc, "opening board.db", err);
+                close_db(s);
                 return -1;
         }
-        sqlite3_busy_timeout(db, (int)(cfg->lock_timeout * 1000));
-        rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-                db_error(db, rc, "preparing board.db", err);
-                sqlite3_close(db);
+        sqlite3_busy_timeout(s->db, (int)(s->cfg->lock_timeout * 1000));
+        if (prepare_all(s) == SQLITE_OK && journal_is_wal(s->db))
+                return 0;
+        struct board_lock lk;
+        if (board_lock_exclusive(s->cfg, BOARD_LOCK_NAME, &lk, s->cfg->lock_timeout, -1, err) < 0) {
+                close_db(s);
                 return -1;
         }
-        *out = db;
+        rc = make_schema(s->db, err);
+        if (rc == 0 && (rc = prepare_all(s)) != SQLITE_OK)
+                rc = db_error(s->db, rc, "preparing board.db", err);
+        if (board_lock_finish(&lk, rc, err) < 0) {
+                close_db(s);
+                return -1;
+        }
         return 0;
 }
 
-static void db_close(sqlite3 *db)
+/* Statement i, reset and unbound, ready to bind and step. */
+static sqlite3_stmt *stmt(struct sqlite_store *s, enum stmt i)
 {
-        sqlite3_close(db);
+        sqlite3_reset(s->st[i]);
+        sqlite3_clear_bindings(s->st[i]);
+        return s->st[i];
 }
 
-/* BEGIN IMMEDIATE: the write lock, waited for up to busy_timeout. */
-static int db_begin(sqlite3 *db, struct board_error *err)
+/* Step a statement that returns no rows, then reset it. */
+static int run(struct sqlite_store *s, sqlite3_stmt *st, const char *what, struct board_error *err)
 {
-        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0 : db_error(db, rc, "starting a write transaction", err);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : db_error(s->db, rc, what, err);
 }
 
-static void db_rollback(sqlite3 *db)
+static int db_begin(struct sqlite_store *s, struct board_error *err)
 {
-        if (!sqlite3_get_autocommit(db))
-                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return run(s, stmt(s, ST_BEGIN), "starting a write transaction", err);
 }
 
-static int db_commit(sqlite3 *db, struct board_error *err)
+static void db_rollback(struct sqlite_store *s)
 {
-        int rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-                db_error(db, rc, "committing", err);
-                db_rollback(db);
+        if (!sqlite3_get_autocommit(s->db)) {
+                sqlite3_step(stmt(s, ST_ROLLBACK));
+                sqlite3_reset(s->st[ST_ROLLBACK]);
+        }
+}
+
+/* COMMIT; rolled back when it fails. */
+static int db_commit(struct sqlite_store *s, struct board_error *err)
+{
+        if (run(s, stmt(s, ST_COMMIT), "committing", err) < 0) {
+                db_rollback(s);
                 return -1;
         }
         return 0;
@@ -124,145 +292,119 @@ static int row_to_record(sqlite3_stmt *st, struct logrecord *rec)
 }
 
 /* All messages, oldest first (appended to *out). */
-static int db_list(sqlite3 *db, struct msglist *out, struct board_error *err)
+static int db_list(struct sqlite_store *s, struct msglist *out, struct board_error *err)
 {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(
-            db, "SELECT no, time, name, subject, body, pwhash FROM messages ORDER BY no", -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return db_error(db, rc, "reading messages", err);
+        sqlite3_stmt *st = stmt(s, ST_LIST);
+        int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 struct logrecord rec;
                 if (row_to_record(st, &rec) < 0 || msglist_push(out, &rec) < 0) {
                         logrecord_free(&rec);
-                        sqlite3_finalize(st);
+                        sqlite3_reset(st);
                         return board_fail(err, 500, "out of memory reading messages");
                 }
         }
-        if (rc != SQLITE_DONE) {
-                db_error(db, rc, "reading messages", err);
-                sqlite3_finalize(st);
-                return -1;
-        }
-        sqlite3_finalize(st);
-        return 0;
+        sqlite3_reset(st); /* ends the read transaction */
+        return rc == SQLITE_DONE ? 0 : db_error(s->db, rc, "reading messages", err);
 }
 
-/* Highest number ever given (the high-water mark; 0 for a new board). */
-static int db_max_no(sqlite3 *db, long long *out, struct board_error *err)
+/* A single integer from a statement that returns one row. */
+static int step_int(struct sqlite_store *s, sqlite3_stmt *st, long long *out, const char *what,
+                    struct board_error *err)
 {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(db,
-                                    "SELECT MAX(COALESCE((SELECT MAX(no) FROM messages), 0),"
-                                    " COALESCE((SELECT value FROM board_meta WHERE key = 'last_no'), 0))",
-                                    -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return db_error(db, rc, "numbering", err);
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW) {
-                db_error(db, rc, "numbering", err);
-                sqlite3_finalize(st);
-                return -1;
-        }
-        *out = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        return 0;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *out = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        return rc == SQLITE_ROW ? 0 : db_error(s->db, rc, what, err);
 }
 
 /* Message `no` into *out: 0 found, 1 absent, -1 error. */
-static int db_get(sqlite3 *db, long long no, struct logrecord *out, struct board_error *err)
+static int db_get(struct sqlite_store *s, long long no, struct logrecord *out, struct board_error *err)
 {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(
-            db, "SELECT no, time, name, subject, body, pwhash FROM messages WHERE no = ?", -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return db_error(db, rc, "reading a message", err);
+        sqlite3_stmt *st = stmt(s, ST_GET);
         sqlite3_bind_int64(st, 1, no);
-        rc = sqlite3_step(st);
+        int rc = sqlite3_step(st);
         int result;
         if (rc == SQLITE_ROW)
                 result = row_to_record(st, out) < 0 ? board_fail(err, 500, "out of memory") : 0;
         else if (rc == SQLITE_DONE)
                 result = 1;
         else
-                result = db_error(db, rc, "reading a message", err);
-        sqlite3_finalize(st);
+                result = db_error(s->db, rc, "reading a message", err);
+        sqlite3_reset(st);
         return result;
 }
 
-static int exec_int(sqlite3 *db, const char *sql, long long v, const char *what, struct board_error *err)
+/* 1 when a message with post id `id` is stored, 0 when not, -1 error. */
+static int db_has_post(struct sqlite_store *s, const char *id, struct board_error *err)
 {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return db_error(db, rc, what, err);
-        sqlite3_bind_int64(st, 1, v);
-        rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE ? 0 : db_error(db, rc, what, err);
+        sqlite3_stmt *st = stmt(s, ST_HAS_POST);
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_ROW)
+                return 1;
+        return rc == SQLITE_DONE ? 0 : db_error(s->db, rc, "looking for a queued post", err);
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const struct lr_text *t)
 {
-        sqlite3_bind_text(st, i, t->ptr ? t->ptr : "", (int)t->len, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, i, t->ptr ? t->ptr : "", (int)t->len, SQLITE_STATIC);
 }
 
-/* Insert and raise the high-water mark to rec->no (same transaction). */
-static int db_insert(sqlite3 *db, const struct logrecord *rec, struct board_error *err)
+/* Insert rec (numbered; its post id when `post_id` is not NULL). */
+static int db_insert(struct sqlite_store *s, const struct logrecord *rec, const char *post_id,
+                     struct board_error *err)
 {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(
-            db, "INSERT INTO messages (no, time, name, subject, body, pwhash) VALUES (?, ?, ?, ?, ?, ?)", -1,
-            &st, NULL);
-        if (rc != SQLITE_OK)
-                return db_error(db, rc, "storing the message", err);
+        sqlite3_stmt *st = stmt(s, ST_INSERT);
         sqlite3_bind_int64(st, 1, rec->no);
         sqlite3_bind_int64(st, 2, rec->time);
         bind_text(st, 3, &rec->name);
         bind_text(st, 4, &rec->subject);
         bind_text(st, 5, &rec->body);
         bind_text(st, 6, &rec->pwhash);
-        rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-                return db_error(db, rc, "storing the message", err);
-        return exec_int(db,
-                        "INSERT INTO board_meta (key, value) VALUES ('last_no', ?1)"
-                        " ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)",
-                        rec->no, "storing the high-water mark", err);
+        if (post_id)
+                sqlite3_bind_text(st, 7, post_id, -1, SQLITE_STATIC);
+        return run(s, st, "storing the message", err);
 }
 
-static int db_delete(sqlite3 *db, long long no, struct board_error *err)
+/* Raise the high-water mark to `no`, then keep only the newest
+ * max_messages (same transaction as the inserts). */
+static int db_mark_and_cap(struct sqlite_store *s, long long no, struct board_error *err)
 {
-        return exec_int(db, "DELETE FROM messages WHERE no = ?", no, "deleting the message", err);
-}
-
-/* Keep only the newest `cap` messages. */
-static int db_cap(sqlite3 *db, long cap, struct board_error *err)
-{
-        return exec_int(
-            db, "DELETE FROM messages WHERE no NOT IN (SELECT no FROM messages ORDER BY no DESC LIMIT ?)",
-            cap, "dropping old messages", err);
+        sqlite3_stmt *st = stmt(s, ST_MARK);
+        sqlite3_bind_int64(st, 1, no);
+        if (run(s, st, "storing the high-water mark", err) < 0)
+                return -1;
+        st = stmt(s, ST_CAP);
+        sqlite3_bind_int64(st, 1, s->cfg->max_messages);
+        return run(s, st, "dropping old messages", err);
 }
 
 /* ---- the store (store.h) ------------------------------------------------ */
-
-/* This process's state for one board.  The database is still opened per
- * operation; a kept connection belongs here. */
-struct sqlite_store {
-        const struct board_config *cfg;
-        char *rate;          /* data_dir/ratelimit */
-        struct msglist view; /* what the last view returned */
-};
 
 static void sql_close(void *state)
 {
         struct sqlite_store *s = state;
         if (s == NULL)
                 return;
+        close_db(s);
         msglist_free(&s->view);
         free(s->rate);
+        free(s->pending);
         free(s);
+}
+
+static char *path_in(const char *dir, const char *leaf)
+{
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "%s/%s", dir, leaf);
+        if (b.oom) {
+                buf_free(&b);
+                return NULL;
+        }
+        return b.data;
 }
 
 static int sql_open(const struct board_config *cfg, void **state, struct board_error *err)
@@ -271,81 +413,161 @@ static int sql_open(const struct board_config *cfg, void **state, struct board_e
         if (s == NULL)
                 return board_fail(err, 500, "out of memory");
         s->cfg = cfg;
-        struct buf rate = BUF_INIT;
-        buf_printf(&rate, "%s/ratelimit", cfg->data_dir);
-        if (rate.oom) {
-                buf_free(&rate);
-                free(s);
+        s->rate = path_in(cfg->data_dir, "ratelimit");
+        s->pending = path_in(cfg->data_dir, "pending");
+        if (!s->rate || !s->pending) {
+                sql_close(s);
                 return board_fail(err, 500, "out of memory");
         }
-        s->rate = rate.data;
+        if (open_db(s, err) < 0) {
+                sql_close(s);
+                return -1;
+        }
         *state = s;
         return 0;
 }
 
 static int sql_list(void *state, struct msglist *out, struct board_error *err)
 {
-        struct sqlite_store *s = state;
-        sqlite3 *db;
-        if (db_open(s->cfg, &db, err) < 0)
-                return -1;
-        int rc = db_list(db, out, err);
-        db_close(db);
-        return rc;
+        return db_list(state, out, err);
 }
 
 static int sql_view(void *state, const struct msglist **out, struct board_error *err)
 {
         struct sqlite_store *s = state;
-        msglist_free(&s->view);
         *out = &s->view;
-        return sql_list(state, &s->view, err);
+        long long version = 0;
+        if (step_int(s, stmt(s, ST_VERSION), &version, "reading messages", err) < 0)
+                return -1;
+        if (s->view_valid && version == s->view_version)
+                return 0;
+        msglist_free(&s->view);
+        s->view_valid = false;
+        if (db_list(s, &s->view, err) < 0) {
+                msglist_free(&s->view);
+                return -1;
+        }
+        s->view_version = version;
+        s->view_valid = true;
+        return 0;
 }
 
 static int sql_get(void *state, long long no, struct logrecord *out, struct board_error *err)
 {
-        struct sqlite_store *s = state;
-        sqlite3 *db;
-        if (db_open(s->cfg, &db, err) < 0)
+        return db_get(state, no, out, err);
+}
+
+/* The writers' lock (see the top of the file) and the post interval's. */
+static int write_lock(const struct board_config *cfg, struct board_lock *lk, double timeout, int cancel_fd,
+                      struct board_error *err)
+{
+        return board_lock_exclusive(cfg, BOARD_LOCK_NAME, lk, timeout, cancel_fd, err);
+}
+
+static int rate_lock(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
+{
+        return board_lock_exclusive(cfg, BOARD_RATE_LOCK_NAME, lk, cfg->lock_timeout, -1, err);
+}
+
+/* Inside the write transaction, after the delay: the lock is still ours
+ * (it may have been broken as stale while this holder was paused). */
+static int commit_locked(struct sqlite_store *s, struct board_lock *lk, struct board_error *err)
+{
+        if (board_lock_make_exclusive(lk, err) < 0)
                 return -1;
-        int found = db_get(db, no, out, err);
-        db_close(db);
-        return found;
+        int rc = db_commit(s, err);
+        s->view_valid = false; /* this connection's own commit: data_version does not change */
+        return rc;
+}
+
+/* Under the write lock: steps 4 and 5 of postqueue.c's protocol in one
+ * transaction (group_commit.commit_batch). */
+static int commit_batch(void *state, struct board_lock *lk, size_t max, const char *own, bool *own_claimed,
+                        size_t *claimed, struct board_error *err)
+{
+        struct sqlite_store *s = state;
+        struct pq_batch batch = PQ_BATCH_INIT;
+        long long last = 0;
+        int rc = db_begin(s, err);
+        if (rc == 0)
+                rc = pq_claim(s->pending, max, &batch, err);
+        *claimed = batch.count;
+        if (rc == 0)
+                rc = step_int(s, stmt(s, ST_MAX_NO), &last, "numbering", err);
+        size_t added = 0;
+        for (size_t i = 0; rc == 0 && i < batch.count; i++) {
+                const struct logrecord *m = &batch.items[i];
+                if (strcmp(m->id, own) == 0)
+                        *own_claimed = true;
+                int stored = db_has_post(s, m->id, err);
+                if (stored < 0)
+                        rc = -1;
+                else if (stored == 0) {
+                        struct logrecord numbered = *m; /* shares the strings */
+                        numbered.no = ++last;
+                        rc = db_insert(s, &numbered, m->id, err);
+                        added++;
+                }
+        }
+        if (rc == 0 && added > 0) {
+                rc = db_mark_and_cap(s, last, err);
+                if (rc == 0)
+                        sleep_ms(s->cfg->delay_ms);
+        }
+        if (rc == 0)
+                rc = commit_locked(s, lk, err);
+        else
+                db_rollback(s);
+        if (rc == 0)
+                pq_settle(s->pending, &batch);
+        else
+                pq_give_back(s->pending, &batch, own);
+        pq_batch_free(&batch);
+        return rc;
+}
+
+/* A post on its own (group_commit = no): the post interval, numbering,
+ * insert and cap in one transaction. */
+static int post_alone(struct sqlite_store *s, struct logrecord *msg, const struct store_write *w,
+                      struct board_error *err)
+{
+        const struct board_config *cfg = s->cfg;
+        struct board_lock lk;
+        if (write_lock(cfg, &lk, cfg->lock_timeout, -1, err) < 0)
+                return -1;
+        long long last = 0;
+        int rc = db_begin(s, err);
+        if (rc == 0)
+                rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
+        if (rc == 0)
+                rc = step_int(s, stmt(s, ST_MAX_NO), &last, "numbering", err);
+        if (rc == 0) {
+                msg->no = last + 1;
+                msg->time = w->now;
+                rc = db_insert(s, msg, NULL, err);
+        }
+        if (rc == 0)
+                rc = db_mark_and_cap(s, msg->no, err);
+        if (rc == 0) {
+                sleep_ms(cfg->delay_ms);
+                /* Recorded inside the write transaction: the next post
+                 * checks only after this one commits. */
+                struct board_error rerr = BOARD_ERROR_INIT;
+                (void)ratelimit_record(s->rate, w->addr, w->now, cfg->min_post_interval, &rerr);
+                rc = commit_locked(s, &lk, err);
+        } else {
+                db_rollback(s);
+        }
+        return board_lock_finish(&lk, rc, err);
 }
 
 static int sql_post(void *state, struct logrecord *msg, const struct store_write *w, struct board_error *err)
 {
         struct sqlite_store *s = state;
-        const struct board_config *cfg = s->cfg;
-        sqlite3 *db;
-        if (db_open(cfg, &db, err) < 0)
-                return -1;
-        long long max = 0;
-        int rc = db_begin(db, err);
-        if (rc == 0)
-                rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
-        if (rc == 0)
-                rc = db_max_no(db, &max, err);
-        if (rc == 0) {
-                msg->no = max + 1;
-                msg->time = w->now;
-                sleep_ms(cfg->delay_ms);
-                rc = db_insert(db, msg, err);
-        }
-        if (rc == 0)
-                rc = db_cap(db, cfg->max_messages, err);
-        if (rc == 0) {
-                /* Recorded inside the write transaction, which is what
-                 * serialises posts here: after the commit, a post waiting
-                 * in BEGIN IMMEDIATE could check before this is written. */
-                struct board_error rerr = BOARD_ERROR_INIT;
-                (void)ratelimit_record(s->rate, w->addr, w->now, cfg->min_post_interval, &rerr);
-                rc = db_commit(db, err);
-        }
-        if (rc != 0)
-                db_rollback(db);
-        db_close(db);
-        return rc;
+        if (!s->cfg->group_commit)
+                return post_alone(s, msg, w, err);
+        struct group_commit g = {s->cfg, s->pending, s->rate, write_lock, rate_lock, commit_batch, s};
+        return group_commit_post(&g, msg, w, err);
 }
 
 static int sql_delete(void *state, long long no, const char *verified_hash, const struct store_write *w,
@@ -353,27 +575,28 @@ static int sql_delete(void *state, long long no, const char *verified_hash, cons
 {
         (void)w;
         struct sqlite_store *s = state;
-        sqlite3 *db;
-        if (db_open(s->cfg, &db, err) < 0)
+        struct board_lock lk;
+        if (write_lock(s->cfg, &lk, s->cfg->lock_timeout, -1, err) < 0)
                 return -1;
         struct logrecord m;
         memset(&m, 0, sizeof m);
-        int rc = db_begin(db, err);
+        int rc = db_begin(s, err);
         if (rc == 0) {
-                int found = db_get(db, no, &m, err);
+                int found = db_get(s, no, &m, err);
                 rc = found < 0 ? -1 : store_recheck_delete(found == 0 ? &m : NULL, verified_hash, err);
         }
         if (rc == 0) {
                 sleep_ms(s->cfg->delay_ms);
-                rc = db_delete(db, no, err);
+                sqlite3_stmt *st = stmt(s, ST_DELETE);
+                sqlite3_bind_int64(st, 1, no);
+                rc = run(s, st, "deleting the message", err);
         }
         if (rc == 0)
-                rc = db_commit(db, err);
-        if (rc != 0)
-                db_rollback(db);
+                rc = commit_locked(s, &lk, err);
+        else
+                db_rollback(s);
         logrecord_free(&m);
-        db_close(db);
-        return rc;
+        return board_lock_finish(&lk, rc, err);
 }
 
 const struct store_ops store_sqlite_ops = {

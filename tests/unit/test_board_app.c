@@ -289,17 +289,30 @@ static void test_pages_and_cap(void **state)
         end_world(&w);
 }
 
-static void test_rate_limit(void **state)
+static void rate_limit(const char *extra)
 {
-        (void)state;
         struct world w;
-        make_world(&w, "min_post_interval = 60\n");
+        char conf[160];
+        snprintf(conf, sizeof conf, "min_post_interval = 60\n%s", extra);
+        make_world(&w, conf);
         struct buf out = BUF_INIT;
         assert_int_equal(post(&w, "body=one", &out), 303);
         assert_int_equal(post(&w, "body=two", &out), 429);
         assert_non_null(strstr(out.data, "Retry-After: "));
+        assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
+        assert_non_null(strstr(out.data, "one"));
+        assert_null(strstr(out.data, "two"));
         buf_free(&out);
         end_world(&w);
+}
+
+static void test_rate_limit(void **state)
+{
+        (void)state;
+        rate_limit("");
+        rate_limit("group_commit = no\n");
+        rate_limit("store = sqlite\n");
+        rate_limit("store = sqlite\ngroup_commit = no\n");
 }
 
 /* Hold lock `messages` of the board's lock space (data_dir/locks, or
