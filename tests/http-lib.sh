@@ -59,11 +59,15 @@ done_testing() {
 
 # ---- a private deployment ------------------------------------------------
 
-# free_port: a port in 18000-19999 that nothing listens on.
+# free_port: a port that nothing listens on, in 18000-19999 or in
+# PORT_RANGE=LOW-HIGH (one user's share of a shared machine).
 free_port() {
-	local p i
+	local p i low=18000 high=19999
+	if [ -n "${PORT_RANGE:-}" ]; then
+		low=${PORT_RANGE%-*} high=${PORT_RANGE#*-}
+	fi
 	for ((i = 0; i < 50; i++)); do
-		p=$((18000 + RANDOM % 2000))
+		p=$((low + RANDOM % (high - low + 1)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
