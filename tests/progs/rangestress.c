@@ -15,7 +15,7 @@
  * take the whole lock instead, which conflicts with every range whatever
  * the modes, and with other whole holders by the reader-writer rules.  --nolock: no lock at all (the checker
  * must then see violations).  --kill: the parent SIGKILLs a random worker every 200 ms and starts another
- * (the checker's marks of a killed worker are dropped with it: a per-worker record of what it marked).
+ * (stopped first, so that the checker can drop its marks while it still holds its locks).
  *
  * Prints: acquisitions=N violations=N shrinks=N upgrades=N errors=N kills=N
  * and exits 0 when violations and errors are 0. */
@@ -34,21 +34,20 @@
 #include <unistd.h>
 
 #define CELLS     64
-#define MAX_PROCS 64
+#define MAX_PROCS 64 /* one bit per worker slot */
 
+/* Who holds a cell (or the whole lock), one bit per worker slot and
+ * mode: setting and clearing a bit is idempotent, so a worker killed
+ * halfway through marking or unmarking leaves nothing the parent cannot
+ * clear exactly (drop_slot). */
 struct cell {
-        atomic_int readers, intents, writers;
-};
-
-struct worker_marks {
-        atomic_int lo, hi, mode; /* what this worker has marked; mode -1: nothing */
+        atomic_ullong readers, intents, writers;
 };
 
 struct shared {
         struct cell cell[CELLS];
-        struct cell whole; /* whole-lock holders by mode            */
-        atomic_int ranges; /* range holders                         */
-        struct worker_marks marks[MAX_PROCS];
+        struct cell whole;    /* whole-lock holders by mode */
+        atomic_ullong ranges; /* range holders              */
         atomic_long acquisitions, violations, shrinks, upgrades, errors, kills;
         atomic_int stop;
 };
@@ -71,91 +70,72 @@ static void sleep_s(double secs)
                 ;
 }
 
+static atomic_ullong *holders(struct cell *x, int mode)
+{
+        return mode == DIRLOCK_EXCLUSIVE ? &x->writers : mode == DIRLOCK_INTENT ? &x->intents : &x->readers;
+}
+
+/* Slot `slot` enters cell x in `mode`: a violation when anyone else is
+ * there in a mode that conflicts.  The bit is set before the look, so of
+ * two conflicting entrants at least one sees the other. */
+static void enter(struct cell *x, int slot, int mode)
+{
+        unsigned long long me = 1ULL << slot;
+        atomic_fetch_or(holders(x, mode), me);
+        unsigned long long others = atomic_load(&x->writers);
+        if (mode != DIRLOCK_SHARED)
+                others |= atomic_load(&x->intents);
+        if (mode == DIRLOCK_EXCLUSIVE)
+                others |= atomic_load(&x->readers);
+        if (others & ~me)
+                atomic_fetch_add(&s->violations, 1);
+}
+
+static void leave(struct cell *x, int slot, int mode)
+{
+        atomic_fetch_and(holders(x, mode), ~(1ULL << slot));
+}
+
 static void mark(int slot, int lo, int hi, int mode)
 {
-        atomic_fetch_add(&s->ranges, 1);
-        if (atomic_load(&s->whole.readers) || atomic_load(&s->whole.intents) ||
-            atomic_load(&s->whole.writers))
+        atomic_fetch_or(&s->ranges, 1ULL << slot);
+        if (atomic_load(&s->whole.readers) | atomic_load(&s->whole.intents) | atomic_load(&s->whole.writers))
                 atomic_fetch_add(&s->violations, 1);
-        s->marks[slot].lo = lo;
-        s->marks[slot].hi = hi;
-        s->marks[slot].mode = mode;
-        for (int c = lo; c < hi; c++) {
-                struct cell *x = &s->cell[c];
-                int r, i, w;
-                if (mode == DIRLOCK_EXCLUSIVE) {
-                        w = atomic_fetch_add(&x->writers, 1);
-                        r = atomic_load(&x->readers);
-                        i = atomic_load(&x->intents);
-                        if (w || r || i)
-                                atomic_fetch_add(&s->violations, 1);
-                } else if (mode == DIRLOCK_INTENT) {
-                        i = atomic_fetch_add(&x->intents, 1);
-                        w = atomic_load(&x->writers);
-                        if (w || i)
-                                atomic_fetch_add(&s->violations, 1);
-                } else {
-                        atomic_fetch_add(&x->readers, 1);
-                        if (atomic_load(&x->writers))
-                                atomic_fetch_add(&s->violations, 1);
-                }
-        }
+        for (int c = lo; c < hi; c++)
+                enter(&s->cell[c], slot, mode);
 }
 
-static void unmark_cells(int lo, int hi, int mode)
+static void unmark_cells(int slot, int lo, int hi, int mode)
 {
-        for (int c = lo; c < hi; c++) {
-                struct cell *x = &s->cell[c];
-                if (mode == DIRLOCK_EXCLUSIVE)
-                        atomic_fetch_sub(&x->writers, 1);
-                else if (mode == DIRLOCK_INTENT)
-                        atomic_fetch_sub(&x->intents, 1);
-                else
-                        atomic_fetch_sub(&x->readers, 1);
-        }
+        for (int c = lo; c < hi; c++)
+                leave(&s->cell[c], slot, mode);
 }
 
-static void unmark(int slot)
+static void unmark(int slot, int lo, int hi, int mode)
 {
-        int mode = s->marks[slot].mode;
-        if (mode >= 0) {
-                unmark_cells(s->marks[slot].lo, s->marks[slot].hi, mode);
-                atomic_fetch_sub(&s->ranges, 1);
-        }
-        s->marks[slot].mode = -1;
+        unmark_cells(slot, lo, hi, mode);
+        atomic_fetch_and(&s->ranges, ~(1ULL << slot));
 }
 
 /* A whole-lock holder: compatible with other whole holders by the
  * reader-writer rules, never with a range holder. */
-static void mark_whole(int mode)
+static void mark_whole(int slot, int mode)
 {
-        struct cell *x = &s->whole;
-        int w, i, r;
-        if (mode == DIRLOCK_EXCLUSIVE) {
-                w = atomic_fetch_add(&x->writers, 1);
-                if (w || atomic_load(&x->readers) || atomic_load(&x->intents))
-                        atomic_fetch_add(&s->violations, 1);
-        } else if (mode == DIRLOCK_INTENT) {
-                i = atomic_fetch_add(&x->intents, 1);
-                if (i || atomic_load(&x->writers))
-                        atomic_fetch_add(&s->violations, 1);
-        } else {
-                r = atomic_fetch_add(&x->readers, 1);
-                (void)r;
-                if (atomic_load(&x->writers))
-                        atomic_fetch_add(&s->violations, 1);
-        }
+        enter(&s->whole, slot, mode);
         if (atomic_load(&s->ranges))
                 atomic_fetch_add(&s->violations, 1);
 }
 
-static void unmark_whole(int mode)
+/* Everything slot `slot` holds, in every cell and mode: for a worker
+ * that is stopped (and about to be killed). */
+static void drop_slot(int slot)
 {
-        struct cell *x = &s->whole;
-        atomic_fetch_sub(mode == DIRLOCK_EXCLUSIVE ? &x->writers
-                         : mode == DIRLOCK_INTENT  ? &x->intents
-                                                   : &x->readers,
-                         1);
+        for (int m = 0; m < 3; m++) {
+                int mode = m == 0 ? DIRLOCK_SHARED : m == 1 ? DIRLOCK_INTENT : DIRLOCK_EXCLUSIVE;
+                unmark_cells(slot, 0, CELLS, mode);
+                leave(&s->whole, slot, mode);
+        }
+        atomic_fetch_and(&s->ranges, ~(1ULL << slot));
 }
 
 static void report(const char *what, const dirlock_error *e)
@@ -198,14 +178,13 @@ static void worker(int slot, const char *space, int nolock, int whole)
                 }
                 atomic_fetch_add(&s->acquisitions, 1);
                 if (take_whole)
-                        mark_whole(o.mode);
+                        mark_whole(slot, o.mode);
                 else
                         mark(slot, lo, hi, o.mode);
                 sleep_s(unit() * 0.002);
                 if (!nolock && !take_whole && hi - lo >= 2 && unit() < 0.2) {
                         int mid = lo + (hi - lo) / 2;
-                        unmark_cells(mid, hi, o.mode); /* give the cells up first */
-                        s->marks[slot].hi = mid;
+                        unmark_cells(slot, mid, hi, o.mode); /* give the cells up first */
                         hi = mid;
                         if (dirlock_shrink(h, lo, hi, &e) != DIRLOCK_OK)
                                 report("shrink", &e);
@@ -218,16 +197,17 @@ static void worker(int slot, const char *space, int nolock, int whole)
                         if (dirlock_upgrade(h, &uo, &e) != DIRLOCK_OK) {
                                 report("upgrade", &e);
                         } else {
-                                unmark(slot);
-                                mark(slot, lo, hi, DIRLOCK_EXCLUSIVE);
+                                unmark(slot, lo, hi, o.mode);
+                                o.mode = DIRLOCK_EXCLUSIVE;
+                                mark(slot, lo, hi, o.mode);
                                 atomic_fetch_add(&s->upgrades, 1);
                                 sleep_s(unit() * 0.001);
                         }
                 }
                 if (take_whole)
-                        unmark_whole(o.mode);
+                        leave(&s->whole, slot, o.mode);
                 else
-                        unmark(slot);
+                        unmark(slot, lo, hi, o.mode);
                 if (h != NULL && dirlock_release(h, &e) != DIRLOCK_OK)
                         report("release", &e);
         }
@@ -271,8 +251,6 @@ int main(int argc, char **argv)
         if (s == MAP_FAILED)
                 return 2;
         memset(s, 0, sizeof *s);
-        for (int i = 0; i < MAX_PROCS; i++)
-                s->marks[i].mode = -1;
         rng = (unsigned long long)time(NULL) | 1;
         pid_t pids[MAX_PROCS];
         for (int i = 0; i < procs; i++)
@@ -287,9 +265,16 @@ int main(int argc, char **argv)
                         break;
                 if (kill_some) {
                         int victim = (int)(unit() * procs);
+                        /* Stopped first, it still holds its locks (its
+                         * owner is alive): its marks go while no one else
+                         * can have taken what it held; then it dies, and
+                         * its locks go with it (same host: at once). */
+                        int st;
+                        kill(pids[victim], SIGSTOP);
+                        waitpid(pids[victim], &st, WUNTRACED);
+                        drop_slot(victim);
                         kill(pids[victim], SIGKILL);
                         waitpid(pids[victim], NULL, 0);
-                        unmark(victim); /* its locks are gone with it (same host: at once) */
                         atomic_fetch_add(&s->kills, 1);
                         pids[victim] = start(victim, space, nolock, whole);
                 }
