@@ -38,10 +38,11 @@
  * A one-try acquire (timeout 0) does not queue at all, like tryLock() on
  * a fair lock; an acquire without DIRLOCK_FIFO tries once on arrival, so
  * it may take a free lock ahead of the queue, and while queued it takes
- * one it finds free at a re-check (no lock-out of the queue results: its
- * first waiter is woken by every release; and a first waiter that stopped
- * running holds the others up for a re-check interval, not for the stale
- * age its ticket takes to go stale, as it does in a DIRLOCK_FIFO queue). */
+ * one it finds free at two re-checks in a row (no lock-out of the queue
+ * results: its first waiter is woken by every release; and a first waiter
+ * that stopped running holds the others up for two re-check intervals,
+ * not for the stale age its ticket takes to go stale, as it does in a
+ * DIRLOCK_FIFO queue). */
 #include "rw_internal.h"
 
 #include <dirent.h>

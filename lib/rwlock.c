@@ -450,8 +450,8 @@ static double ms_since(const dl_time *then)
  * while a queue exists: arrival order); any other waiter after one try at
  * W has failed, where inotify works (a local filesystem): it may take a
  * free lock ahead of the queue on arrival -- like ReentrantLock's
- * non-fair mode -- and, once per re-check interval, one it finds free
- * while queued (so a stopped first waiter cannot hold it up for long).
+ * non-fair mode -- and, while queued, one it finds free at two re-checks
+ * in a row (so a stopped first waiter cannot hold it up for long).
  * Without inotify (NFS, ...) a non-FIFO waiter does not queue; it polls W
  * with backoff.
  *
@@ -509,7 +509,8 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
          * attempt; the holder is judged (readdir, readlink, /proc) only
          * when the watched owner died or the re-check interval passed. */
         dl_time last_judged = dl_now();
-        char *ahead = NULL; /* the ticket of the waiter we follow */
+        char *ahead = NULL;       /* the ticket of the waiter we follow */
+        bool free_before = false; /* W was free at the last re-check */
         for (bool judge = true;;) {
                 int first = 1;
                 free(ahead);
@@ -542,17 +543,24 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                         }
                 } else {
                         /* Without DIRLOCK_FIFO a waiter behind others
-                         * still tries once per re-check interval: a first
-                         * waiter that stopped running (SIGSTOP, swapped
-                         * out) then holds the others up for that long at
+                         * looks at W once per re-check interval, and tries
+                         * when it finds W free at two looks in a row: the
+                         * first waiter normally takes a free W within a
+                         * millisecond, so W free that long means it has
+                         * stopped running (SIGSTOP, swapped out), and it
+                         * then holds the others up for two intervals at
                          * most, not for the stale age its ticket needs to
                          * go stale.  (A FIFO queue waits for that.) */
                         if (!fifo && judge) {
-                                dl_record w_holder;
-                                rc = dl_excl_try(h, &w_holder, true, err);
-                                if (rc != DIRLOCK_EBUSY)
-                                        break;
                                 last_judged = dl_now();
+                                bool free_now = lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
+                                if (free_now && free_before) {
+                                        dl_record w_holder;
+                                        rc = dl_excl_try(h, &w_holder, true, err);
+                                        if (rc != DIRLOCK_EBUSY)
+                                                break;
+                                }
+                                free_before = free_now;
                         }
                         dl_waiter_lockdir_events(&w, false);
                         if (dl_waiter_watch_entry(&w, ahead) != 0 && errno == ENOENT)

@@ -3,11 +3,11 @@
 # forced order acquire in that order; so do waiters without the flag, which
 # queue too once their first try failed; a dead waiter's ticket is
 # skipped; a stopped first waiter holds the plain waiters behind it up
-# for a re-check interval, not for the stale age; and a waiter at the back of the queue sleeps while the waiters
-# ahead of it hand the lock on (it is woken by the one just ahead, not by
-# every release).  The FIFO order and the dead waiter are also checked on
-# a private Redis server (its queue serves a space's waiters in arrival
-# order).
+# for two re-check intervals, not for the stale age; and a waiter at the
+# back of the queue sleeps while the waiters ahead of it hand the lock on
+# (it is woken by the one just ahead, not by every release).  The FIFO
+# order and the dead waiter are also checked on a private Redis server
+# (its queue serves a space's waiters in arrival order).
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
 # shellcheck source=tests/redis-lib.sh
@@ -105,8 +105,9 @@ diag "order: $got"
 [ "$got" = "v1 v2 " ]; ok $? "a dead waiter's ticket is skipped"
 
 # A first waiter that stops running (SIGSTOP) while the lock is free: a
-# plain waiter behind it takes the lock at its next re-check (100 ms)
-# instead of waiting for the stopped one's ticket to go stale (180 s).
+# plain waiter behind it takes the lock once it has found it free at two
+# re-checks in a row (100 ms apart) instead of waiting for the stopped
+# one's ticket to go stale (180 s).
 queued() { ls "$T/s.fifo" 2>/dev/null | wc -l; }
 "$DIRLOCK" -d "$T" s -- sleep 1 &
 holder=$!
