@@ -11,7 +11,7 @@
 LIB_SRCS := lib/admin.c lib/clock.c lib/dir_backend.c lib/dir_fence.c lib/error.c lib/exclusive.c \
 	lib/fifo.c lib/flock.c lib/handle.c lib/layout.c lib/multi.c lib/owner.c lib/path.c lib/range.c \
 	lib/rw_entries.c lib/rwlock.c lib/space.c lib/wait.c
-REDIS_SRCS := lib/redis_backend.c lib/redis_conn.c lib/redis_scripts.c lib/redis_url.c
+REDIS_SRCS := lib/redis_backend.c lib/redis_conn.c lib/redis_range.c lib/redis_scripts.c lib/redis_url.c
 LIB_LIBS :=
 PC_REQUIRES :=
 REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)

@@ -1,6 +1,8 @@
 /* redis.h - what the files of the Redis backend share (redis_conn.c,
- * redis_scripts.c, redis_backend.c): the per-thread connection, the
- * scripts, and how a server's answers become dirlock errors.  The data
+ * redis_scripts.c, redis_backend.c, redis_range.c): the per-thread
+ * connection, the scripts, how a server's answers become dirlock errors,
+ * and the handle's state and helpers that the range locks share with
+ * the whole ones.  The data
  * model is at the top of redis_backend.c; the address grammar in
  * redis_url.h.  Only built when hiredis is (DIRLOCK_WITH_REDIS). */
 #ifndef DIRLOCK_REDIS_H
@@ -81,6 +83,14 @@ typedef enum dl_redis_script_id {
         DL_RS_BREAK,
         DL_RS_INSPECT,
         DL_RS_TIDY,
+        DL_RS_RANGE_ACQUIRE, /* range locks: redis_range.c */
+        DL_RS_RANGE_RELEASE,
+        DL_RS_RANGE_SHRINK,
+        DL_RS_RANGE_REFRESH,
+        DL_RS_RANGE_CHECK,
+        DL_RS_RANGE_UPGRADE,
+        DL_RS_RANGE_DOWNGRADE,
+        DL_RS_RANGE_LIST,
         DL_RS_COUNT
 } dl_redis_script_id;
 
@@ -104,5 +114,86 @@ int dl_redis_eval(dl_redis_conn *c, dl_redis_script_id id, int nkeys, const char
  * DIRLOCK_EDATA, NOAUTH/WRONGPASS/NOPERM DIRLOCK_EAUTH, LOADING, BUSY,
  * OOM, READONLY, MISCONF and the like DIRLOCK_ESERVER. */
 int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what, dirlock_error *err);
+
+/* ---- the handle, and what redis_backend.c lends redis_range.c -------------- */
+
+struct dl_redis {
+        dl_redis_url url;
+        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4]; /* {P}:NAME */
+        char space[DL_REDIS_PREFIX_MAX + 3];                   /* {P}      */
+        unsigned long long fence;                              /* drawn at acquire */
+        long long seq;                                         /* arrival number, 0: none */
+};
+
+struct dl_redis *dl_redis_of(const dirlock *h);
+/* h's stale age in ms, and its queue ttl: min(stale age, 6 s). */
+long long dl_redis_stale_ms(const dirlock *h);
+long long dl_redis_queue_ttl_ms(const dirlock *h);
+/* Lock space `space` parsed into *u, or DIRLOCK_EINVAL with the reason. */
+int dl_redis_parse_space(const char *space, dl_redis_url *u, dirlock_error *err);
+/* Prefix err's message with "lock 'NAME': "; returns rc. */
+int dl_redis_about(dirlock_error *err, int rc, const char *name);
+int dl_redis_bad_reply(dirlock_error *err, const char *what);
+/* DIRLOCK_ELOST: h's entry on the server is gone. */
+int dl_redis_lost(dirlock_error *err, const dirlock *h);
+bool dl_redis_reply_is(const redisReply *r, int type);
+long long dl_redis_reply_int(const redisReply *r);
+const char *dl_redis_reply_str(const redisReply *r);
+/* h's owner record in `mode`, as the scripts store it. */
+int dl_redis_format_record(const dirlock *h, int mode, char *buf, size_t size, dirlock_error *err);
+
+/* Run one script on the space of `u` by `deadline`; with `retry`, a lost
+ * reply is asked again once on a new connection (*resent tells). */
+int dl_redis_run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
+                        const char **args, const dl_time *deadline, const char *what, bool retry,
+                        bool *resent, redisReply **reply, dirlock_error *err);
+/* A script on h's name (KEYS: its base and the space's), with the time
+ * budget of h's timeout. */
+int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const char **args, bool retry,
+                    bool *resent, redisReply **reply, dirlock_error *err);
+/* A script on lock `name` with the admin time budget. */
+int dl_redis_admin_script(const dl_redis_url *u, const char *name, dl_redis_script_id id, int nargs,
+                          const char **args, redisReply **reply, dirlock_error *err);
+
+/* What an acquire attempt found in the way (kind w: W's holder, r: a
+ * reader, q: a waiter ahead, g: a range holder or waiter). */
+struct dl_redis_blocker {
+        char token[64];
+        char record[DL_RECORD_MAX];
+        long long left_ms;
+        size_t index; /* which name */
+        char kind[2];
+};
+/* Parse a busy answer {0, seq, token, record, left, index, kind}. */
+int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
+                        dirlock_error *err);
+/* "timed out after 2 s: lock 'x' is held by ..." and the like. */
+int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,
+                     const struct dl_redis_blocker *b);
+/* BREAK exactly token t of h's name (an owner found dead on this host). */
+int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err);
+/* A pidfd on the live process of `rec` (or its partner), or -1. */
+int dl_redis_open_pidfd(const dl_record *rec);
+/* Sleep up to ms, not past the deadline; 1 when cancel_fd fired. */
+int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd);
+/* BLPOP wake list `wake_key` for up to wait_ms (and the deadline) while
+ * watching cancel_fd and pid_fd: *granted (with *fence) when the lock was
+ * handed over, *canceled / *pid_fired when those fired. */
+int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
+                        int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
+                        bool *pid_fired, dirlock_error *err);
+
+/* ---- range locks (redis_range.c) ------------------------------------------- */
+
+int dl_redis_range_open(dirlock *h, dirlock_error *err);
+int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+int dl_redis_range_release(dirlock *h, dirlock_error *err);
+int dl_redis_range_refresh(dirlock *h, dirlock_error *err);
+int dl_redis_range_check(const dirlock *h, dirlock_error *err);
+int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+int dl_redis_range_downgrade(dirlock *h, dirlock_error *err);
+int dl_redis_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
+int dl_redis_ranges(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
+                    dirlock_error *err);
 
 #endif

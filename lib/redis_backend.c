@@ -23,6 +23,10 @@
  *         text: pid, start time, host, boot, pid namespace, token, acquire
  *         time, mode, stale age, partner), removed with its entry
  *   K:f   string: the last fence drawn for NAME (never expires)
+ *   K:g   hash: range holder or waiter token -> "<state><mode> <seq> <lo>
+ *         <hi> <policy> <queue ttl ms>" (redis_range.c says the protocol)
+ *   K:ge  zset: range tokens, scored by when their entries expire (ms)
+ *   K:go  hash: range token -> owner record
  *   {P}:seq         the arrival counter (INCR), one number per waiter,
  *                   kept across its attempts and the same in every queue
  *   {P}:names       set of the names that have or had state (list, cleanup)
@@ -94,15 +98,7 @@
 #define BACKOFF_START_MS 10.0
 #define BACKOFF_CAP_MS   500.0
 
-struct dl_redis {
-        dl_redis_url url;
-        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4]; /* {P}:NAME */
-        char space[DL_REDIS_PREFIX_MAX + 3];                   /* {P}      */
-        unsigned long long fence;                              /* drawn at acquire */
-        long long seq;                                         /* arrival number, 0: none */
-};
-
-static struct dl_redis *redis_of(const dirlock *h)
+struct dl_redis *dl_redis_of(const dirlock *h)
 {
         return (struct dl_redis *)h->impl;
 }
@@ -120,7 +116,7 @@ static void redact(const char *space, char *out, size_t size)
                 snprintf(out, size, "%.*s***%.200s", (int)(s + 3 - space), space, at);
 }
 
-static int parse_space(const char *space, dl_redis_url *u, dirlock_error *err)
+int dl_redis_parse_space(const char *space, dl_redis_url *u, dirlock_error *err)
 {
         char why[200];
         if (dl_redis_url_parse(space, strlen(space), u, why, sizeof why) == 0)
@@ -139,7 +135,7 @@ static void make_keys(const dl_redis_url *u, const char *name, char *base, size_
 }
 
 /* Prefix err's message with "lock 'NAME': ". */
-static int about(dirlock_error *err, int rc, const char *name)
+int dl_redis_about(dirlock_error *err, int rc, const char *name)
 {
         if (err == NULL || rc == DIRLOCK_OK || name == NULL)
                 return rc;
@@ -154,7 +150,7 @@ static int about(dirlock_error *err, int rc, const char *name)
         return rc;
 }
 
-static long long stale_ms(const dirlock *h)
+long long dl_redis_stale_ms(const dirlock *h)
 {
         double ms = h->opts.stale_age * 1e3;
         if (ms > 1e12)
@@ -162,18 +158,18 @@ static long long stale_ms(const dirlock *h)
         return (long long)ms;
 }
 
-static long long queue_ttl_ms(const dirlock *h)
+long long dl_redis_queue_ttl_ms(const dirlock *h)
 {
         double ms = h->opts.stale_age * 1e3;
         return (long long)(ms < QUEUE_TTL_MAX_MS ? ms : QUEUE_TTL_MAX_MS);
 }
 
-static bool reply_is(const redisReply *r, int type)
+bool dl_redis_reply_is(const redisReply *r, int type)
 {
         return r != NULL && r->type == type;
 }
 
-static long long reply_int(const redisReply *r)
+long long dl_redis_reply_int(const redisReply *r)
 {
         if (r == NULL)
                 return 0;
@@ -184,21 +180,24 @@ static long long reply_int(const redisReply *r)
         return 0;
 }
 
-static const char *reply_str(const redisReply *r)
+const char *dl_redis_reply_str(const redisReply *r)
 {
         return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? r->str : "";
 }
 
-static int bad_reply(dirlock_error *err, const char *what)
+int dl_redis_bad_reply(dirlock_error *err, const char *what)
 {
         return dl_fail(err, DIRLOCK_EDATA, 0, "unexpected answer from the Redis server to %s", what);
 }
 
 /* "held by pid 812 on www1" and the like, from a blocker's record. */
-static void describe(const char *record, const char *kind, char *out, size_t size)
+void dl_redis_describe(const char *record, const char *kind, char *out, size_t size)
 {
         dl_record rec;
-        const char *role = kind[0] == 'r' ? "a reader, " : kind[0] == 'q' ? "a waiter ahead, " : "";
+        const char *role = kind[0] == 'r'   ? "a reader, "
+                           : kind[0] == 'q' ? "a waiter ahead, "
+                           : kind[0] == 'g' ? "a range, "
+                                            : "";
         if (record[0] != '\0' && dl_record_parse(record, strlen(record), &rec) == 0)
                 snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
         else
@@ -206,7 +205,7 @@ static void describe(const char *record, const char *kind, char *out, size_t siz
 }
 
 /* A pidfd on the process of `rec` that still runs (or its partner), or -1. */
-static int open_pidfd(const dl_record *rec)
+int dl_redis_open_pidfd(const dl_record *rec)
 {
 #ifdef SYS_pidfd_open
         pid_t pids[2] = {rec->pid, rec->partner};
@@ -228,7 +227,7 @@ static int open_pidfd(const dl_record *rec)
 }
 
 /* Sleep up to ms (not past the deadline); 1 when the cancel fd fired. */
-static int nap(double ms, const dl_time *deadline, int cancel_fd)
+int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd)
 {
         double left = dl_remaining(deadline);
         if (ms > left)
@@ -242,9 +241,9 @@ static int nap(double ms, const dl_time *deadline, int cancel_fd)
 /* Run one script on the space of `u`, by `deadline`.  With `retry`, a
  * failure after the request was sent (reply lost) is tried once more on
  * a new connection; *resent tells whether that happened. */
-static int run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
-                      const char **args, const dl_time *deadline, const char *what, bool retry, bool *resent,
-                      redisReply **reply, dirlock_error *err)
+int dl_redis_run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
+                        const char **args, const dl_time *deadline, const char *what, bool retry,
+                        bool *resent, redisReply **reply, dirlock_error *err)
 {
         bool checked = resent != NULL; /* RELEASE must know whether a lost reply was its own */
         if (resent != NULL)
@@ -263,16 +262,16 @@ static int run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, c
 }
 
 /* A script on one name of handle h; op deadline from its own timeout. */
-static int run_on(const dirlock *h, dl_redis_script_id id, int nargs, const char **args, bool retry,
-                  bool *resent, redisReply **reply, dirlock_error *err)
+int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const char **args, bool retry,
+                    bool *resent, redisReply **reply, dirlock_error *err)
 {
-        const struct dl_redis *r = redis_of(h);
+        const struct dl_redis *r = dl_redis_of(h);
         const char *keys[2] = {r->base, r->space};
         dl_time call = dl_deadline(h->opts.timeout);
         dl_time io = dl_redis_io_deadline(&call);
         char what[DIRLOCK_NAME_MAX + 16];
         snprintf(what, sizeof what, "lock '%s'", h->name);
-        return run_script(&r->url, id, 2, keys, nargs, args, &io, what, retry, resent, reply, err);
+        return dl_redis_run_script(&r->url, id, 2, keys, nargs, args, &io, what, retry, resent, reply, err);
 }
 
 /* ---- a handle -------------------------------------------------------------- */
@@ -282,7 +281,7 @@ static int redis_open(dirlock *h, const char *spec, dirlock_error *err)
         struct dl_redis *r = calloc(1, sizeof *r);
         if (r == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        int rc = parse_space(spec, &r->url, err);
+        int rc = dl_redis_parse_space(spec, &r->url, err);
         if (rc != DIRLOCK_OK) {
                 free(r);
                 return rc;
@@ -301,13 +300,13 @@ static void redis_close(dirlock *h)
 static int redis_retoken(dirlock *h, dirlock_error *err)
 {
         (void)err;
-        struct dl_redis *r = redis_of(h);
+        struct dl_redis *r = dl_redis_of(h);
         r->fence = 0;
         r->seq = 0;
         return DIRLOCK_OK;
 }
 
-static int format_record(const dirlock *h, int mode, char *buf, size_t size, dirlock_error *err)
+int dl_redis_format_record(const dirlock *h, int mode, char *buf, size_t size, dirlock_error *err)
 {
         dl_record rec;
         dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
@@ -318,46 +317,38 @@ static int format_record(const dirlock *h, int mode, char *buf, size_t size, dir
 
 /* ---- acquiring: the wait loop -------------------------------------------- */
 
-/* What one ACQUIRE attempt found in the way. */
-struct blocker {
-        char token[64];
-        char record[DL_RECORD_MAX];
-        long long left_ms;
-        size_t index; /* which name */
-        char kind[2];
-};
-
-/* Parse a busy answer {0, seq, token, record, left, index, kind}. */
-static int parse_busy(const redisReply *rep, size_t n, long long *seq, struct blocker *b, dirlock_error *err)
+int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
+                        dirlock_error *err)
 {
         if (rep->elements != 7)
-                return bad_reply(err, "an acquire");
-        *seq = reply_int(rep->element[1]);
-        snprintf(b->token, sizeof b->token, "%s", reply_str(rep->element[2]));
-        snprintf(b->record, sizeof b->record, "%s", reply_str(rep->element[3]));
-        b->left_ms = reply_int(rep->element[4]);
-        long long i = reply_int(rep->element[5]);
+                return dl_redis_bad_reply(err, "an acquire");
+        *seq = dl_redis_reply_int(rep->element[1]);
+        snprintf(b->token, sizeof b->token, "%s", dl_redis_reply_str(rep->element[2]));
+        snprintf(b->record, sizeof b->record, "%s", dl_redis_reply_str(rep->element[3]));
+        b->left_ms = dl_redis_reply_int(rep->element[4]);
+        long long i = dl_redis_reply_int(rep->element[5]);
         b->index = i >= 0 && (size_t)i < n ? (size_t)i : 0;
-        snprintf(b->kind, sizeof b->kind, "%s", reply_str(rep->element[6]));
+        snprintf(b->kind, sizeof b->kind, "%s", dl_redis_reply_str(rep->element[6]));
         return DIRLOCK_OK;
 }
 
 /* BREAK token `t` of lock hs->name (a same-host owner found dead). */
-static int break_token(const dirlock *h, const char *t, dirlock_error *err)
+int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err)
 {
         const char *args[1] = {t};
         redisReply *rep;
-        int rc = run_on(h, DL_RS_BREAK, 1, args, true, NULL, &rep, err);
+        int rc = dl_redis_run_on(h, DL_RS_BREAK, 1, args, true, NULL, &rep, err);
         if (rc == DIRLOCK_OK)
                 freeReplyObject(rep);
         return rc;
 }
 
 /* Why a wait ended: "timed out after 2 s" / "canceled" / "busy". */
-static int gave_up(dirlock_error *err, int code, double timeout, const char *name, const struct blocker *b)
+int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,
+                     const struct dl_redis_blocker *b)
 {
         char who[300];
-        describe(b->record, b->kind, who, sizeof who);
+        dl_redis_describe(b->record, b->kind, who, sizeof who);
         if (code == DIRLOCK_EBUSY)
                 return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
         if (code == DIRLOCK_ECANCELED)
@@ -368,9 +359,9 @@ static int gave_up(dirlock_error *err, int code, double timeout, const char *nam
 /* Wait on our wake list for at most wait_ms (and the deadline), watching
  * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
  * when the lock was handed to us, *canceled when cancel_fd fired. */
-static int await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
-                      int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
-                      bool *pid_fired, dirlock_error *err)
+int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
+                        int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
+                        bool *pid_fired, dirlock_error *err)
 {
         *granted = *canceled = *pid_fired = false;
         if (wait_ms < 1)
@@ -402,10 +393,10 @@ static int await_wake(const dl_redis_url *u, const char *wake_key, double wait_m
                 *pid_fired = which == 1;
                 return DIRLOCK_OK;
         }
-        if (reply_is(rep, REDIS_REPLY_ERROR)) {
+        if (dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
                 rc = dl_redis_reply_error(c, rep, "wait", err);
-        } else if (reply_is(rep, REDIS_REPLY_ARRAY) && rep->elements == 2) {
-                const char *msg = reply_str(rep->element[1]);
+        } else if (dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) && rep->elements == 2) {
+                const char *msg = dl_redis_reply_str(rep->element[1]);
                 if (msg[0] == 'g') {
                         *granted = true;
                         *fence = strtoull(msg + 1, NULL, 10);
@@ -420,21 +411,21 @@ static int await_wake(const dl_redis_url *u, const char *wake_key, double wait_m
 static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
 {
         dirlock *h = hs[0];
-        struct dl_redis *r = redis_of(h);
+        struct dl_redis *r = dl_redis_of(h);
         const dirlock_options *o = &h->opts;
         const char **keys = calloc(n + 1, sizeof *keys);
         if (keys == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         for (size_t i = 0; i < n; i++)
-                keys[i] = redis_of(hs[i])->base;
+                keys[i] = dl_redis_of(hs[i])->base;
         keys[n] = r->space;
         char record[DL_RECORD_MAX];
-        int rc = format_record(h, o->mode, record, sizeof record, err);
+        int rc = dl_redis_format_record(h, o->mode, record, sizeof record, err);
         char mode[8], policy[8], stale[24], qttl[24], seq[24], wake_key[sizeof r->space + 48];
         snprintf(mode, sizeof mode, "%d", o->mode);
         snprintf(policy, sizeof policy, "%d", o->policy);
-        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
-        long long ttl = queue_ttl_ms(h);
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        long long ttl = dl_redis_queue_ttl_ms(h);
         snprintf(qttl, sizeof qttl, "%lld", ttl);
         snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
         bool may_queue = o->timeout != 0, canceled = false;
@@ -443,7 +434,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
             0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)getpid());
         int pid_fd = -1;
         pid_t watched = 0;
-        struct blocker b;
+        struct dl_redis_blocker b;
         r->seq = 0;
         while (rc == DIRLOCK_OK) {
                 bool last = canceled || dl_deadline_passed(deadline);
@@ -453,8 +444,8 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                     last ? "1" : "0", "0",  qttl};
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
-                rc = run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
-                                n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
+                rc = dl_redis_run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
+                                         n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
                                 break;
@@ -462,46 +453,46 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
                         double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
                         backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
-                        canceled = nap(step, deadline, o->cancel_fd) == 1;
+                        canceled = dl_redis_nap(step, deadline, o->cancel_fd) == 1;
                         rc = DIRLOCK_OK;
                         continue;
                 }
                 if (rc != DIRLOCK_OK)
                         break;
                 backoff = BACKOFF_START_MS;
-                if (!reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        rc = bad_reply(err, "an acquire");
-                } else if (reply_int(rep->element[0]) == 1) {
+                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        rc = dl_redis_bad_reply(err, "an acquire");
+                } else if (dl_redis_reply_int(rep->element[0]) == 1) {
                         if (rep->elements != n + 1) {
-                                rc = bad_reply(err, "an acquire");
+                                rc = dl_redis_bad_reply(err, "an acquire");
                         } else {
                                 for (size_t i = 0; i < n; i++)
-                                        redis_of(hs[i])->fence =
-                                            strtoull(reply_str(rep->element[i + 1]), NULL, 10);
+                                        dl_redis_of(hs[i])->fence =
+                                            strtoull(dl_redis_reply_str(rep->element[i + 1]), NULL, 10);
                                 r->seq = 0;
                                 freeReplyObject(rep);
                                 break; /* rc == DIRLOCK_OK */
                         }
                 } else {
-                        rc = parse_busy(rep, n, &r->seq, &b, err);
+                        rc = dl_redis_parse_busy(rep, n, &r->seq, &b, err);
                 }
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK)
                         break;
                 const char *busy_name = hs[b.index]->name;
                 if (!may_queue || last) {
-                        rc = gave_up(err,
-                                     !may_queue ? DIRLOCK_EBUSY
-                                     : canceled ? DIRLOCK_ECANCELED
-                                                : DIRLOCK_ETIMEDOUT,
-                                     o->timeout, busy_name, &b);
+                        rc = dl_redis_gave_up(err,
+                                              !may_queue ? DIRLOCK_EBUSY
+                                              : canceled ? DIRLOCK_ECANCELED
+                                                         : DIRLOCK_ETIMEDOUT,
+                                              o->timeout, busy_name, &b);
                         break;
                 }
                 /* A holder or waiter provably dead on this host: break it now. */
                 dl_record rec;
                 bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
                 if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = break_token(hs[b.index], b.token, err);
+                        rc = dl_redis_break_token(hs[b.index], b.token, err);
                         if (rc == DIRLOCK_ESERVER)
                                 rc = DIRLOCK_OK; /* the next attempt says more */
                         continue;
@@ -509,7 +500,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 if (readable && rec.pid != watched) {
                         if (pid_fd >= 0)
                                 close(pid_fd);
-                        pid_fd = dl_record_same_host(&rec) ? open_pidfd(&rec) : -1;
+                        pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
                         watched = rec.pid;
                 }
                 double wait_ms = dl_remaining(deadline);
@@ -519,8 +510,8 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         wait_ms = (double)ttl / 3;
                 bool granted, pid_fired;
                 unsigned long long fence = 0;
-                rc = await_wake(&r->url, wake_key, wait_ms, deadline, o->cancel_fd, pid_fd, &granted, &fence,
-                                &canceled, &pid_fired, err);
+                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, deadline, o->cancel_fd, pid_fd, &granted,
+                                         &fence, &canceled, &pid_fired, err);
                 if (pid_fired) { /* judge again; watch its partner if it has one */
                         close(pid_fd);
                         pid_fd = -1;
@@ -549,12 +540,14 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                          o->timeout);
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                about(err, rc, h->name);
+                dl_redis_about(err, rc, h->name);
         return rc;
 }
 
 static int redis_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
+        if (h->ranged)
+                return dl_redis_range_acquire(h, deadline, err);
         return acquire_set(&h, 1, deadline, err);
 }
 
@@ -570,13 +563,15 @@ static int redis_acquire_many(dirlock **hs, size_t n, const dl_time *deadline, d
 
 static int redis_release(dirlock *h, dirlock_error *err)
 {
+        if (h->ranged)
+                return dl_redis_range_release(h, err);
         const char *args[1] = {h->token};
         redisReply *rep;
         bool resent;
-        int rc = run_on(h, DL_RS_RELEASE, 1, args, true, &resent, &rep, err);
+        int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, &resent, &rep, err);
         if (rc != DIRLOCK_OK)
-                return about(err, rc, h->name);
-        long long held = reply_int(rep);
+                return dl_redis_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         if (held == 1)
                 return DIRLOCK_OK;
@@ -593,7 +588,7 @@ static int redis_release(dirlock *h, dirlock_error *err)
             h->name);
 }
 
-static int lost(dirlock_error *err, const dirlock *h)
+int dl_redis_lost(dirlock_error *err, const dirlock *h)
 {
         return dl_fail(
             err, DIRLOCK_ELOST, 0,
@@ -604,28 +599,32 @@ static int lost(dirlock_error *err, const dirlock *h)
 
 static int redis_refresh(dirlock *h, dirlock_error *err)
 {
+        if (h->ranged)
+                return dl_redis_range_refresh(h, err);
         char stale[24];
-        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         const char *args[2] = {h->token, stale};
         redisReply *rep;
-        int rc = run_on(h, DL_RS_REFRESH, 2, args, true, NULL, &rep, err);
+        int rc = dl_redis_run_on(h, DL_RS_REFRESH, 2, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
-                return about(err, rc, h->name);
-        long long held = reply_int(rep);
+                return dl_redis_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : lost(err, h);
+        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h);
 }
 
 static int redis_check(const dirlock *h, dirlock_error *err)
 {
+        if (h->ranged)
+                return dl_redis_range_check(h, err);
         const char *args[1] = {h->token};
         redisReply *rep;
-        int rc = run_on(h, DL_RS_CHECK, 1, args, true, NULL, &rep, err);
+        int rc = dl_redis_run_on(h, DL_RS_CHECK, 1, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
-                return about(err, rc, h->name);
-        long long held = reply_int(rep);
+                return dl_redis_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : lost(err, h);
+        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h);
 }
 
 #ifdef DIRLOCK_TEST_HOOKS
@@ -634,7 +633,7 @@ static int redis_check(const dirlock *h, dirlock_error *err)
  * catch (a paused holder then gets a number above its successor's). */
 static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
 {
-        struct dl_redis *r = redis_of(h);
+        struct dl_redis *r = dl_redis_of(h);
         dl_time io = dl_redis_io_deadline(&(dl_time){-1, 0});
         dl_redis_conn *c;
         int rc = dl_redis_connect(&r->url, &io, false, &c, err);
@@ -646,7 +645,7 @@ static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
                 rc = dl_redis_command(c, 2, get, NULL, &io, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        unsigned long long next = strtoull(reply_str(rep), NULL, 10) + 1;
+        unsigned long long next = strtoull(dl_redis_reply_str(rep), NULL, 10) + 1;
         freeReplyObject(rep);
         char v[24];
         snprintf(v, sizeof v, "%llu", next);
@@ -668,9 +667,9 @@ static int redis_fence(dirlock *h, unsigned long long *fence, dirlock_error *err
         int rc = redis_check(h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (redis_of(h)->fence == 0)
+        if (dl_redis_of(h)->fence == 0)
                 return dl_fail(err, DIRLOCK_EDATA, 0, "lock '%s': the Redis server gave no fence", h->name);
-        *fence = redis_of(h)->fence;
+        *fence = dl_redis_of(h)->fence;
         return DIRLOCK_OK;
 }
 
@@ -685,12 +684,14 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                     "read lock '%s' cannot be upgraded: two readers upgrading at once would wait for "
                     "each other forever; take it in intent mode (DIRLOCK_INTENT) to upgrade",
                     h->name);
-        struct dl_redis *r = redis_of(h);
+        if (h->ranged)
+                return dl_redis_range_upgrade(h, opts, err);
+        struct dl_redis *r = dl_redis_of(h);
         dirlock_options o = opts != NULL ? *opts : h->opts;
         int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
         dl_time deadline = dl_deadline(o.timeout);
         char stale[24], wake_key[sizeof r->space + 48];
-        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
         const char *keys[2] = {r->base, r->space};
         bool canceled = false;
@@ -701,21 +702,21 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                                        h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
                 dl_time io = dl_redis_io_deadline(&deadline);
                 redisReply *rep;
-                rc = run_script(&r->url, DL_RS_UPGRADE, 2, keys, 4, args, &io, "the upgrade", true, NULL,
-                                &rep, err);
+                rc = dl_redis_run_script(&r->url, DL_RS_UPGRADE, 2, keys, 4, args, &io, "the upgrade", true,
+                                         NULL, &rep, err);
                 if (rc != DIRLOCK_OK)
                         break;
-                if (!reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
                         freeReplyObject(rep);
-                        rc = bad_reply(err, "an upgrade");
+                        rc = dl_redis_bad_reply(err, "an upgrade");
                         break;
                 }
-                long long state = reply_int(rep->element[0]);
-                struct blocker b = {.kind = "r"};
+                long long state = dl_redis_reply_int(rep->element[0]);
+                struct dl_redis_blocker b = {.kind = "r"};
                 if (state == 0 && rep->elements == 4) {
-                        snprintf(b.token, sizeof b.token, "%s", reply_str(rep->element[1]));
-                        snprintf(b.record, sizeof b.record, "%s", reply_str(rep->element[2]));
-                        b.left_ms = reply_int(rep->element[3]);
+                        snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
+                        snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
+                        b.left_ms = dl_redis_reply_int(rep->element[3]);
                 }
                 freeReplyObject(rep);
                 if (state == 1) {
@@ -723,37 +724,37 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                         break;
                 }
                 if (state < 0) {
-                        rc = lost(err, h);
+                        rc = dl_redis_lost(err, h);
                         break;
                 }
                 if (last) {
-                        rc = gave_up(err,
-                                     o.timeout == 0 ? DIRLOCK_EBUSY
-                                     : canceled     ? DIRLOCK_ECANCELED
-                                                    : DIRLOCK_ETIMEDOUT,
-                                     o.timeout, h->name, &b);
+                        rc = dl_redis_gave_up(err,
+                                              o.timeout == 0 ? DIRLOCK_EBUSY
+                                              : canceled     ? DIRLOCK_ECANCELED
+                                                             : DIRLOCK_ETIMEDOUT,
+                                              o.timeout, h->name, &b);
                         break;
                 }
                 dl_record rec;
                 bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
                 if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = break_token(h, b.token, err);
+                        rc = dl_redis_break_token(h, b.token, err);
                         if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
                                 break;
                         continue;
                 }
                 if (pid_fd >= 0)
                         close(pid_fd);
-                pid_fd = readable && dl_record_same_host(&rec) ? open_pidfd(&rec) : -1;
+                pid_fd = readable && dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
                 double wait_ms = dl_remaining(&deadline);
                 if (wait_ms > (double)b.left_ms + 2)
                         wait_ms = (double)b.left_ms + 2;
-                if (wait_ms > (double)stale_ms(h) / 3)
-                        wait_ms = (double)stale_ms(h) / 3;
+                if (wait_ms > (double)dl_redis_stale_ms(h) / 3)
+                        wait_ms = (double)dl_redis_stale_ms(h) / 3;
                 bool granted, pid_fired;
                 unsigned long long ignored;
-                rc = await_wake(&r->url, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted, &ignored,
-                                &canceled, &pid_fired, err);
+                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted,
+                                         &ignored, &canceled, &pid_fired, err);
                 if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
                         break;
                 if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
@@ -764,28 +765,30 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                 close(pid_fd);
         return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
                    ? rc
-                   : about(err, rc, h->name);
+                   : dl_redis_about(err, rc, h->name);
 }
 
 static int redis_downgrade(dirlock *h, dirlock_error *err)
 {
         if (h->mode == DIRLOCK_SHARED)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", h->name);
+        if (h->ranged)
+                return dl_redis_range_downgrade(h, err);
         char record[DL_RECORD_MAX], stale[24], policy[8];
-        int rc = format_record(h, DIRLOCK_SHARED, record, sizeof record, err);
+        int rc = dl_redis_format_record(h, DIRLOCK_SHARED, record, sizeof record, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        snprintf(stale, sizeof stale, "%lld", stale_ms(h));
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         snprintf(policy, sizeof policy, "%d", h->opts.policy);
         const char *args[4] = {h->token, stale, record, policy};
         redisReply *rep;
-        rc = run_on(h, DL_RS_DOWNGRADE, 4, args, true, NULL, &rep, err);
+        rc = dl_redis_run_on(h, DL_RS_DOWNGRADE, 4, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
-                return about(err, rc, h->name);
-        long long held = reply_int(rep);
+                return dl_redis_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         if (held != 1)
-                return lost(err, h);
+                return dl_redis_lost(err, h);
         h->mode = DIRLOCK_SHARED;
         return DIRLOCK_OK;
 }
@@ -793,8 +796,8 @@ static int redis_downgrade(dirlock *h, dirlock_error *err)
 /* ---- the space, from outside its holders ---------------------------------- */
 
 /* Run a script on lock `name` of space `spec` with the admin time budget. */
-static int admin_script(const dl_redis_url *u, const char *name, dl_redis_script_id id, int nargs,
-                        const char **args, redisReply **reply, dirlock_error *err)
+int dl_redis_admin_script(const dl_redis_url *u, const char *name, dl_redis_script_id id, int nargs,
+                          const char **args, redisReply **reply, dirlock_error *err)
 {
         char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4], space[DL_REDIS_PREFIX_MAX + 3];
         make_keys(u, name, base, sizeof base, space, sizeof space);
@@ -803,7 +806,8 @@ static int admin_script(const dl_redis_url *u, const char *name, dl_redis_script
         dl_time io = dl_redis_io_deadline(&never);
         char what[DIRLOCK_NAME_MAX + 16];
         snprintf(what, sizeof what, "lock '%s'", name);
-        return about(err, run_script(u, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
+        return dl_redis_about(
+            err, dl_redis_run_script(u, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
 }
 
 /* W's holder of lock `name`: its token and record, ms left; readers. */
@@ -812,26 +816,27 @@ struct view {
         char record[DL_RECORD_MAX];
         long long left_ms;
         bool upgraded;
-        long long readers, waiters;
+        long long readers, waiters, ranges;
 };
 
 static int look(const dl_redis_url *u, const char *name, struct view *v, dirlock_error *err)
 {
         memset(v, 0, sizeof *v);
         redisReply *rep;
-        int rc = admin_script(u, name, DL_RS_INSPECT, 0, NULL, &rep, err);
+        int rc = dl_redis_admin_script(u, name, DL_RS_INSPECT, 0, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (!reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements != 6) {
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements != 7) {
                 freeReplyObject(rep);
-                return bad_reply(err, "an inspect");
+                return dl_redis_bad_reply(err, "an inspect");
         }
-        snprintf(v->token, sizeof v->token, "%s", reply_str(rep->element[0]));
-        snprintf(v->record, sizeof v->record, "%s", reply_str(rep->element[1]));
-        v->left_ms = reply_int(rep->element[2]);
-        v->upgraded = reply_int(rep->element[3]) == 1;
-        v->readers = reply_int(rep->element[4]);
-        v->waiters = reply_int(rep->element[5]);
+        snprintf(v->token, sizeof v->token, "%s", dl_redis_reply_str(rep->element[0]));
+        snprintf(v->record, sizeof v->record, "%s", dl_redis_reply_str(rep->element[1]));
+        v->left_ms = dl_redis_reply_int(rep->element[2]);
+        v->upgraded = dl_redis_reply_int(rep->element[3]) == 1;
+        v->readers = dl_redis_reply_int(rep->element[4]);
+        v->waiters = dl_redis_reply_int(rep->element[5]);
+        v->ranges = dl_redis_reply_int(rep->element[6]);
         freeReplyObject(rep);
         return DIRLOCK_OK;
 }
@@ -841,15 +846,16 @@ static int redis_inspect(const char *spec, const char *name, double stale_age, d
 {
         (void)stale_age; /* an entry older than its holder's stale age is gone already */
         dl_redis_url u;
-        int rc = parse_space(spec, &u, err);
+        int rc = dl_redis_parse_space(spec, &u, err);
         struct view v;
         if (rc == DIRLOCK_OK)
                 rc = look(&u, name, &v, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         owner->readers = (unsigned)v.readers;
+        owner->ranges = (unsigned)v.ranges;
         if (v.token[0] == '\0') {
-                if (v.readers == 0)
+                if (v.readers == 0 && v.ranges == 0)
                         return dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
                 owner->mode = DIRLOCK_SHARED;
                 return DIRLOCK_OK;
@@ -880,7 +886,7 @@ static int redis_break(const char *spec, const char *name, double stale_age, int
 {
         (void)stale_age;
         dl_redis_url u;
-        int rc = parse_space(spec, &u, err);
+        int rc = dl_redis_parse_space(spec, &u, err);
         struct view v;
         if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
                 rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
@@ -901,10 +907,10 @@ static int redis_break(const char *spec, const char *name, double stale_age, int
                                (double)v.left_ms / 1e3);
         const char *args[1] = {v.token};
         redisReply *rep;
-        rc = admin_script(&u, name, DL_RS_BREAK, 1, args, &rep, err);
+        rc = dl_redis_admin_script(&u, name, DL_RS_BREAK, 1, args, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        long long removed = reply_int(rep);
+        long long removed = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         return removed == 1 ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
 }
@@ -925,20 +931,20 @@ static int names_of(const dl_redis_url *u, char ***names_out, size_t *count, dir
                 rc = dl_redis_command(c, 2, argv, NULL, &io, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (reply_is(rep, REDIS_REPLY_ERROR)) {
+        if (dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
                 rc = dl_redis_reply_error(c, rep, "list of lock names", err);
                 freeReplyObject(rep);
                 return rc;
         }
-        if (!reply_is(rep, REDIS_REPLY_ARRAY)) {
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY)) {
                 freeReplyObject(rep);
-                return bad_reply(err, "SMEMBERS");
+                return dl_redis_bad_reply(err, "SMEMBERS");
         }
         char **names = calloc(rep->elements ? rep->elements : 1, sizeof *names);
         size_t n = 0;
         bool oom = names == NULL;
         for (size_t i = 0; !oom && i < rep->elements; i++) {
-                const char *s = reply_str(rep->element[i]);
+                const char *s = dl_redis_reply_str(rep->element[i]);
                 if (!dirlock_name_valid(s))
                         continue; /* not ours */
                 if ((names[n] = strdup(s)) == NULL)
@@ -961,7 +967,7 @@ static int names_of(const dl_redis_url *u, char ***names_out, size_t *count, dir
 static int redis_list(const char *spec, char ***names, size_t *count, dirlock_error *err)
 {
         dl_redis_url u;
-        int rc = parse_space(spec, &u, err);
+        int rc = dl_redis_parse_space(spec, &u, err);
         return rc != DIRLOCK_OK ? rc : names_of(&u, names, count, err);
 }
 
@@ -970,7 +976,7 @@ static int redis_list(const char *spec, char ***names, size_t *count, dirlock_er
 static int redis_cleanup(const char *spec, dirlock_error *err)
 {
         dl_redis_url u;
-        int rc = parse_space(spec, &u, err);
+        int rc = dl_redis_parse_space(spec, &u, err);
         char **names = NULL;
         size_t n = 0;
         if (rc == DIRLOCK_OK)
@@ -978,18 +984,20 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
         for (size_t i = 0; i < n; i++) {
                 redisReply *rep = NULL;
                 if (rc == DIRLOCK_OK)
-                        rc = admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err);
+                        rc = dl_redis_admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err);
                 bool broke = false;
                 for (size_t j = 0;
-                     rc == DIRLOCK_OK && reply_is(rep, REDIS_REPLY_ARRAY) && j + 1 < rep->elements; j += 2) {
-                        const char *t = reply_str(rep->element[j]), *text = reply_str(rep->element[j + 1]);
+                     rc == DIRLOCK_OK && dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) && j + 1 < rep->elements;
+                     j += 2) {
+                        const char *t = dl_redis_reply_str(rep->element[j]),
+                                   *text = dl_redis_reply_str(rep->element[j + 1]);
                         dl_record rec;
                         if (dl_record_parse(text, strlen(text), &rec) != 0 ||
                             dl_record_owner_alive(&rec) != 0)
                                 continue;
                         const char *args[1] = {t};
                         redisReply *b;
-                        rc = admin_script(&u, names[i], DL_RS_BREAK, 1, args, &b, err);
+                        rc = dl_redis_admin_script(&u, names[i], DL_RS_BREAK, 1, args, &b, err);
                         if (rc == DIRLOCK_OK)
                                 freeReplyObject(b);
                         broke = true;
@@ -997,7 +1005,7 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
                 if (rep != NULL)
                         freeReplyObject(rep);
                 if (rc == DIRLOCK_OK && broke &&
-                    admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err) == 0)
+                    dl_redis_admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err) == 0)
                         freeReplyObject(rep);
                 free(names[i]);
         }
@@ -1016,10 +1024,13 @@ const dl_backend dl_redis_backend = {
     .refresh = redis_refresh,
     .check = redis_check,
     .fence = redis_fence,
+    .range = dl_redis_range_open,
+    .shrink = dl_redis_range_shrink,
     .upgrade = redis_upgrade,
     .downgrade = redis_downgrade,
     .inspect = redis_inspect,
     .break_lock = redis_break,
     .cleanup = redis_cleanup,
+    .ranges = dl_redis_ranges,
     .list = redis_list,
 };

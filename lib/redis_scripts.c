@@ -52,6 +52,7 @@
         "local function K(base)\n"                                                                           \
         "  return {w = base .. ':w', u = base .. ':u', r = base .. ':r', q = base .. ':q',\n"                \
         "          qe = base .. ':qe', qm = base .. ':qm', o = base .. ':o', f = base .. ':f',\n"            \
+        "          g = base .. ':g', ge = base .. ':ge', go = base .. ':go',\n" \
         "          name = string.sub(base, #B + 2)}\n"                                                       \
         "end\n"                                                                                              \
         "local function wake_key(t) return B .. ':wake:' .. t end\n"                                         \
@@ -100,6 +101,50 @@
         "  local u = redis.call('GET', k.u)\n"                                                               \
         "  if u and u == get_w(k) then push(u, 'g', redis.call('PTTL', k.u)) end\n"                          \
         "end\n"                                                                                              \
+        /* RANGES (redis_range.c): the entries of a name, cached in k.gs until */ \
+        /* one changes (range_drop, range_set clear it) */ \
+        "local function range_entries(k)\n" \
+        "  if k.gs then return k.gs end\n" \
+        "  local gs, all = {}, redis.call('HGETALL', k.g)\n" \
+        "  for i = 1, #all, 2 do\n" \
+        "    local st, m, sq, lo, hi, p, ttl =\n" \
+        "      string.match(all[i + 1], '^([hw])([sixu]) (%d+) (%S+) (%S+) (%d) (%d+)$')\n" \
+        "    if st then\n" \
+        "      gs[#gs + 1] = {token = all[i], state = st, mode = m, seq = tonumber(sq), los = lo, his = hi,\n" \
+        "                     lo = tonumber(lo), hi = tonumber(hi), policy = tonumber(p), qttl = tonumber(ttl)}\n" \
+        "    end\n" \
+        "  end\n" \
+        "  k.gs = gs\n" \
+        "  return gs\n" \
+        "end\n" \
+        "local function range_find(k, t)\n" \
+        "  for _, e in ipairs(range_entries(k)) do if e.token == t then return e end end\n" \
+        "  return nil\n" \
+        "end\n" \
+        "local function range_set(k, t, st, m, seq, los, his, policy, qttl)\n" \
+        "  redis.call('HSET', k.g, t, string.format('%s%s %.0f %s %s %d %d', st, m, seq, los, his, policy, qttl))\n" \
+        "  k.gs = nil\n" \
+        "end\n" \
+        "local function overlap(alo, ahi, blo, bhi) return alo < bhi and blo < ahi end\n" \
+        /* R3: wake the waiters (and an upgrading holder) whose range meets */ \
+        /* [lo, hi), not those that also meet [klo, khi) (still held) */ \
+        "local function range_wake(k, lo, hi, klo, khi)\n" \
+        "  for _, e in ipairs(range_entries(k)) do\n" \
+        "    if (e.state == 'w' or e.mode == 'u') and overlap(e.lo, e.hi, lo, hi) and\n" \
+        "       not (klo and overlap(e.lo, e.hi, klo, khi)) and redis.call('LLEN', wake_key(e.token)) == 0 then\n" \
+        "      push(e.token, 'w', e.qttl)\n" \
+        "    end\n" \
+        "  end\n" \
+        "end\n" \
+        "local function range_drop(k, t)\n" \
+        "  local e = range_find(k, t)\n" \
+        "  if not e then return nil end\n" \
+        "  redis.call('HDEL', k.g, t)\n" \
+        "  redis.call('ZREM', k.ge, t)\n" \
+        "  redis.call('HDEL', k.go, t)\n" \
+        "  k.gs = nil\n" \
+        "  return e\n" \
+        "end\n" \
         /* E: drop expired readers and waiters with their records.  The zsets */                             \
         /* are scored by expiry, so their first entries say whether any is due. */                           \
         /* Leaves in k: readers (the first two live ones), nq (waiters queued). */                           \
@@ -114,6 +159,16 @@
         "    changed = true\n"                                                                               \
         "    rs = redis.call('ZRANGE', k.r, 0, 1, 'WITHSCORES')\n"                                           \
         "  end\n"                                                                                            \
+        "  local gs = redis.call('ZRANGE', k.ge, 0, 0, 'WITHSCORES')\n" \
+        "  if #gs > 0 and tonumber(gs[2]) <= NOW then\n" \
+        "    local gone = {}\n" \
+        "    for _, t in ipairs(redis.call('ZRANGEBYSCORE', k.ge, '-inf', NOW)) do\n" \
+        "      gone[#gone + 1] = range_drop(k, t)\n" \
+        "    end\n" \
+        "    redis.call('ZREMRANGEBYSCORE', k.ge, '-inf', NOW)\n" \
+        "    for _, e in ipairs(gone) do range_wake(k, e.lo, e.hi) end\n" \
+        "    changed = true\n" \
+        "  end\n" \
         "  k.readers = {}\n"                                                                                 \
         "  for i = 1, #rs, 2 do k.readers[#k.readers + 1] = rs[i] end\n"                                     \
         "  k.nq = redis.call('ZCARD', k.q)\n"                                                                \
@@ -204,11 +259,22 @@
         "  end\n"                                                                                            \
         "  return nil\n"                                                                                     \
         "end\n"                                                                                              \
-        /* W: let in whoever may go now, in queue order (not `except`) */                                    \
-        "local function grant(k, h, except)\n"                                                               \
-        "  local ws, gone = load_queue(k), {}\n"                                                             \
-        "  for i, A in ipairs(ws) do\n"                                                                      \
-        "    if A.token ~= except and not holder_blocks(h, A) and not queue_blocks(ws, A, gone) then\n"      \
+        /* R2: a held range keeps every whole request out (range waiters do */ \
+        /* not: whole waiters go first, as in a directory space) */ \
+        "local function range_held(k)\n" \
+        "  for _, e in ipairs(range_entries(k)) do\n" \
+        "    if e.state == 'h' then return e.token end\n" \
+        "  end\n" \
+        "  return nil\n" \
+        "end\n" \
+        /* W: let in whoever may go now, in queue order (not `except`); R3: */ \
+        /* unless `quiet`, when no whole holder nor waiter is left, wake the */ \
+        /* range waiters */ \
+        "local function grant(k, h, except, quiet)\n" \
+        "  local ws, gone = load_queue(k), {}\n" \
+        "  for i, A in ipairs(ws) do\n" \
+        "    if A.token ~= except and not holder_blocks(h, A) and not queue_blocks(ws, A, gone) and\n" \
+        "       not range_held(k) then\n" \
         "      if A.n == 1 then\n"                                                                           \
         "        local f = draw_fence(k)\n"                                                                  \
         "        dequeue(k, A.token)\n"                                                                      \
@@ -220,7 +286,14 @@
         "      end\n"                                                                                        \
         "    end\n"                                                                                          \
         "  end\n"                                                                                            \
-        "  return ws, gone\n"                                                                                \
+        "  if not quiet and not h.w and #h.readers == 0 and redis.call('ZCARD', k.q) == 0 then\n" \
+        "    for _, e in ipairs(range_entries(k)) do\n" \
+        "      if e.state == 'w' and redis.call('LLEN', wake_key(e.token)) == 0 then\n" \
+        "        push(e.token, 'w', e.qttl)\n" \
+        "      end\n" \
+        "    end\n" \
+        "  end\n" \
+        "  return ws, gone\n" \
         "end\n"
 
 /* ACQUIRE  KEYS: K1..Kn, {P}   ARGV: token, mode, policy, stale ms, record,
@@ -252,7 +325,7 @@ static const char acquire_src[] =
            "  local h = holders(k)\n"
            "  hs[i] = h\n"
            "  local ws, gone = nil, {}\n"
-           "  if changed or not h.w or h.wopen then ws, gone = grant(k, h, token) end\n"
+           "  if changed or not h.w or h.wopen then ws, gone = grant(k, h, token, not changed) end\n"
            "  local bt, kind = nil, nil\n"
            /* ours already (a reply was lost, or a grant came meanwhile): take again */
            "  local ours = h.w == token or (#h.readers > 0 and redis.call('ZSCORE', k.r, token))\n"
@@ -261,6 +334,10 @@ static const char acquire_src[] =
            "    if not bt then\n"
            "      local A = queue_blocks(ws or load_queue(k), R, gone)\n"
            "      if A then bt, kind = A.token, 'q' end\n"
+           "    end\n"
+           "    if not bt then\n"
+           "      local g = range_held(k)\n"
+           "      if g then bt, kind = g, 'g' end\n"
            "    end\n"
            "  end\n"
            "  if bt then\n"
@@ -286,6 +363,9 @@ static const char acquire_src[] =
            "local brec, left\n"
            "if kind == 'w' then\n"
            "  brec, left = w_record(redis.call('GET', bk.w)), redis.call('PTTL', bk.w)\n"
+           "elseif kind == 'g' then\n"
+           "  brec = redis.call('HGET', bk.go, bt) or ''\n"
+           "  left = (tonumber(redis.call('ZSCORE', bk.ge, bt)) or NOW) - NOW\n"
            "elseif kind == 'r' then\n"
            "  brec = redis.call('HGET', bk.o, bt) or ''\n"
            "  left = (tonumber(redis.call('ZSCORE', bk.r, bt)) or NOW) - NOW\n"
@@ -425,6 +505,8 @@ static const char break_src[] =
            "if redis.call('ZREM', k.r, token) == 1 then removed = 1; drained(k) end\n"
            "k.readers = redis.call('ZRANGE', k.r, 0, 1)\n"
            "if dequeue(k, token) then removed = 1 end\n"
+           "local g = range_drop(k, token)\n"
+           "if g then removed = 1; range_wake(k, g.lo, g.hi) end\n"
            "redis.call('DEL', wake_key(token))\n"
            "redis.call('HDEL', k.o, token)\n"
            "if removed == 1 then grant(k, holders(k), nil) end\n"
@@ -432,15 +514,20 @@ static const char break_src[] =
 
 /* INSPECT  KEYS: K, {P}
  * After the purge: {W's token or '', its record, ms until W expires,
- * 1 when W is upgraded (U), readers, waiters}. */
-static const char inspect_src[] = COMMON "local k = K(KEYS[1])\n"
-                                         "if purge(k) then grant(k, holders(k), nil) end\n"
-                                         "local v = redis.call('GET', k.w)\n"
-                                         "local w, rec, left = w_token(v), w_record(v), 0\n"
-                                         "if w then left = redis.call('PTTL', k.w) end\n"
-                                         "local u = redis.call('GET', k.u)\n"
-                                         "return {w or '', rec, left, (w and u == w) and 1 or 0,\n"
-                                         "        redis.call('ZCARD', k.r), redis.call('ZCARD', k.q)}\n";
+ * 1 when W is upgraded (U), readers, waiters, held ranges}. */
+static const char inspect_src[] =
+    COMMON "local k = K(KEYS[1])\n"
+           "if purge(k) then grant(k, holders(k), nil) end\n"
+           "local v = redis.call('GET', k.w)\n"
+           "local w, rec, left = w_token(v), w_record(v), 0\n"
+           "if w then left = redis.call('PTTL', k.w) end\n"
+           "local u = redis.call('GET', k.u)\n"
+           "local held = 0\n"
+           "for _, e in ipairs(range_entries(k)) do\n"
+           "  if e.state == 'h' then held = held + 1 end\n"
+           "end\n"
+           "return {w or '', rec, left, (w and u == w) and 1 or 0,\n"
+           "        redis.call('ZCARD', k.r), redis.call('ZCARD', k.q), held}\n";
 
 /* TIDY  KEYS: K, {P}
  * cleanup, one name: purges it; a name with no holder and no waiter loses
@@ -451,8 +538,8 @@ static const char tidy_src[] =
     COMMON "local k = K(KEYS[1])\n"
            "if purge(k) then grant(k, holders(k), nil) end\n"
            "if redis.call('EXISTS', k.w) == 0 and redis.call('ZCARD', k.r) == 0 and\n"
-           "   redis.call('ZCARD', k.q) == 0 then\n"
-           "  redis.call('DEL', k.o, k.qm, k.qe, k.u)\n"
+           "   redis.call('ZCARD', k.q) == 0 and redis.call('EXISTS', k.g) == 0 then\n"
+           "  redis.call('DEL', k.o, k.qm, k.qe, k.u, k.ge, k.go)\n"
            "  redis.call('SREM', B .. ':names', k.name)\n"
            "  return {}\n"
            "end\n"
@@ -461,10 +548,229 @@ static const char tidy_src[] =
            "    redis.call('HDEL', k.o, t)\n"
            "  end\n"
            "end\n"
+           "for _, t in ipairs(redis.call('HKEYS', k.go)) do\n"
+           "  if redis.call('HEXISTS', k.g, t) == 0 then redis.call('HDEL', k.go, t) end\n"
+           "end\n"
            "local out = redis.call('HGETALL', k.o)\n"
+           "for _, v in ipairs(redis.call('HGETALL', k.go)) do out[#out + 1] = v end\n"
            "local v = redis.call('GET', k.w)\n"
            "if v then out[#out + 1] = w_token(v); out[#out + 1] = w_record(v) end\n"
            "return out\n";
+
+/* ---- range locks: the protocol and its invariants R1-R5 are at the top of
+ * redis_range.c ------------------------------------------------------------ */
+
+/* The range part every range script shares: who conflicts with whom (R1),
+ * which waiters ahead hold an acquirer back (R1), and the blocker's
+ * record and time left for the answer. */
+#define RANGE_COMMON                                                                                         \
+        "local function range_conflict(e, ours, policy)\n"                                                   \
+        "  if policy == 3 or e.policy == 3 or e.mode == 'x' or ours == 'x' then return true end\n"           \
+        "  if e.mode == 's' then return false end\n"                                                         \
+        "  if ours == 's' then return e.mode == 'u' end\n"                                                   \
+        "  return true\n"                                                                                    \
+        "end\n"                                                                                              \
+        "local function range_waiter_blocks(e, ours, seq, policy)\n"                                         \
+        "  if seq and e.seq >= seq then return false end\n"                                                  \
+        "  local they_write, we_write = e.mode ~= 's', ours ~= 's'\n"                                        \
+        "  if policy == 1 then return not (we_write and not they_write) end\n"                               \
+        "  if policy == 2 then return not (not we_write and they_write) end\n"                               \
+        "  return true\n"                                                                                    \
+        "end\n"                                                                                              \
+        "local function blocker_info(k, bt, kind)\n"                                                         \
+        "  local rec, left\n"                                                                                \
+        "  if kind == 'w' then\n"                                                                            \
+        "    rec, left = w_record(redis.call('GET', k.w)), redis.call('PTTL', k.w)\n"                        \
+        "  elseif kind == 'r' then\n"                                                                        \
+        "    rec = redis.call('HGET', k.o, bt) or ''\n"                                                      \
+        "    left = (tonumber(redis.call('ZSCORE', k.r, bt)) or NOW) - NOW\n"                                \
+        "  elseif kind == 'q' then\n"                                                                        \
+        "    rec = redis.call('HGET', k.o, bt) or ''\n"                                                      \
+        "    left = (tonumber(redis.call('ZSCORE', k.qe, bt)) or NOW) - NOW\n"                               \
+        "  else\n"                                                                                           \
+        "    rec = redis.call('HGET', k.go, bt) or ''\n"                                                     \
+        "    left = (tonumber(redis.call('ZSCORE', k.ge, bt)) or NOW) - NOW\n"                               \
+        "  end\n"                                                                                            \
+        "  return rec, math.max(left, 0)\n"                                                                  \
+        "end\n"                                                                                              \
+        "local function range_left(k, e)\n"                                                                  \
+        "  range_wake(k, e.lo, e.hi)\n"                                                                      \
+        "  if redis.call('ZCARD', k.q) > 0 then grant(k, holders(k), nil, true) end\n"                       \
+        "end\n"
+
+/* RANGE_ACQUIRE  KEYS: K, {P}   ARGV: token, mode, policy, stale ms, record,
+ *                may_queue (0/1), last (0/1), queue ttl ms, lo, hi
+ * One attempt at [lo, hi) (the ends as "%.17g": exact).  Purges the name
+ * (E), then judges the request (R1, R2): free -> its held entry (keeping
+ * its arrival number if it waited), its record, a fence (F): {1, fence};
+ * a token that already holds (a lost reply) takes again with a new fence.
+ * Busy: with may_queue and not last, its waiting entry (a reservation,
+ * with the arrival number it drew first, renewed to now + queue ttl); else
+ * its reservation, if any, is withdrawn and whoever it held back is woken
+ * (R3).  {0, seq, blocker token, record, ms until it expires, 0, kind
+ * w|r|q|g}.  Its wake list is emptied first (a wake-up older than this
+ * judgement means nothing). */
+
+static const char range_acquire_src[] = COMMON RANGE_COMMON
+    "local k, token = K(KEYS[1]), ARGV[1]\n"
+    "local mode, policy, stale, record = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]\n"
+    "local may_queue, last, qttl = ARGV[6] == '1', ARGV[7] == '1', tonumber(ARGV[8])\n"
+    "local los, his = ARGV[9], ARGV[10]\n"
+    "local lo, hi = tonumber(los), tonumber(his)\n"
+    "local ours = mode == 1 and 's' or (mode == 2 and 'i' or 'x')\n"
+    "redis.call('DEL', wake_key(token))\n"
+    "if purge(k) then grant(k, holders(k), nil, true) end\n"
+    "local me = range_find(k, token)\n"
+    "if me and me.state == 'h' then return {1, draw_fence(k)} end\n"
+    "local seq = me and me.seq or nil\n"
+    "local bt, kind = nil, nil\n"
+    "local h = holders(k)\n"
+    "if h.w then\n"
+    "  bt, kind = h.w, 'w'\n"
+    "elseif #h.readers > 0 then\n"
+    "  bt, kind = h.readers[1], 'r'\n"
+    "else\n"
+    "  local q = redis.call('ZRANGE', k.q, 0, 0)\n"
+    "  if #q > 0 then bt, kind = q[1], 'q' end\n"
+    "end\n"
+    "if not bt then\n"
+    "  for _, e in ipairs(range_entries(k)) do\n"
+    "    if e.token ~= token and overlap(e.lo, e.hi, lo, hi) and range_conflict(e, ours, policy) and\n"
+    "       (e.state == 'h' or range_waiter_blocks(e, ours, seq, policy)) then\n"
+    "      bt, kind = e.token, 'g'\n"
+    "      break\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if not bt then\n"
+    "  local f = draw_fence(k)\n"
+    "  redis.call('SADD', B .. ':names', k.name)\n"
+    "  redis.call('HSET', k.go, token, record)\n"
+    "  range_set(k, token, 'h', ours, seq or 0, los, his, policy, qttl)\n"
+    "  redis.call('ZADD', k.ge, NOW + stale, token)\n"
+    "  return {1, f}\n"
+    "end\n"
+    "local brec, left = blocker_info(k, bt, kind)\n"
+    "if last or not may_queue then\n"
+    "  if me then\n"
+    "    range_drop(k, token)\n"
+    "    range_left(k, me)\n"
+    "  end\n"
+    "  return {0, 0, bt, brec, left, 0, kind}\n"
+    "end\n"
+    "if not seq then seq = redis.call('INCR', B .. ':seq') end\n"
+    "redis.call('SADD', B .. ':names', k.name)\n"
+    "redis.call('HSET', k.go, token, record)\n"
+    "range_set(k, token, 'w', ours, seq, los, his, policy, qttl)\n"
+    "redis.call('ZADD', k.ge, NOW + qttl, token)\n"
+    "return {0, seq, bt, brec, left, 0, kind}\n";
+
+/* RANGE_RELEASE  KEYS: K, {P}   ARGV: token
+ * Removes exactly this token's entry and record; 1 when it held, 0 when
+ * it was gone (expired, broken, lost: DIRLOCK_ELOST).  R3: wakes the
+ * waiters whose range met it, and lets in the whole waiters that may go. */
+
+static const char range_release_src[] = COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                                                            "purge(k)\n"
+                                                            "local e = range_drop(k, token)\n"
+                                                            "if not e then return 0 end\n"
+                                                            "range_left(k, e)\n"
+                                                            "return e.state == 'h' and 1 or 0\n";
+
+/* RANGE_SHRINK  KEYS: K, {P}   ARGV: token, lo, hi, stale ms
+ * The held entry becomes [lo, hi) (a part of it: the caller checked) and
+ * is renewed; R3: the waiters that met the old range and do not meet the
+ * new one are woken at once.  1, or 0: lost. */
+
+static const char range_shrink_src[] =
+    COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                        "purge(k)\n"
+                        "local e = range_find(k, token)\n"
+                        "if not e or e.state ~= 'h' then return 0 end\n"
+                        "range_set(k, token, 'h', e.mode, e.seq, ARGV[2], ARGV[3], e.policy, e.qttl)\n"
+                        "redis.call('ZADD', k.ge, 'XX', NOW + tonumber(ARGV[4]), token)\n"
+                        "range_wake(k, e.lo, e.hi, tonumber(ARGV[2]), tonumber(ARGV[3]))\n"
+                        "return 1\n";
+
+/* RANGE_REFRESH  KEYS: K, {P}   ARGV: token, stale ms
+ * E: extends the held entry to now + stale only while it is there (after
+ * the purge removed the expired ones).  1, or 0: lost. */
+
+static const char range_refresh_src[] =
+    COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                        "purge(k)\n"
+                        "local e = range_find(k, token)\n"
+                        "if not e or e.state ~= 'h' then return 0 end\n"
+                        "redis.call('ZADD', k.ge, 'XX', NOW + tonumber(ARGV[2]), token)\n"
+                        "return 1\n";
+
+/* RANGE_CHECK  KEYS: K, {P}   ARGV: token
+ * Read only: 1 while this token holds an unexpired range entry. */
+
+static const char range_check_src[] =
+    COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                        "local v = redis.call('HGET', k.g, token)\n"
+                        "local s = redis.call('ZSCORE', k.ge, token)\n"
+                        "if v and string.sub(v, 1, 1) == 'h' and s and tonumber(s) > NOW then return 1 end\n"
+                        "return 0\n";
+
+/* RANGE_UPGRADE  KEYS: K, {P}   ARGV: token, stale ms, last (0/1)
+ * Intent range -> exclusive.  Only while this token holds ({-1}: lost).
+ * The entry becomes u (new overlapping readers and intents wait: R1) and
+ * is renewed; {1} (now x) when no overlapping read range is held, else
+ * {0, reader, its record, ms until it expires}: the reader's release wakes
+ * us (R3).  A failed last try goes back to i and wakes the waiters that u
+ * held back. */
+
+static const char range_upgrade_src[] = COMMON RANGE_COMMON
+    "local k, token, stale = K(KEYS[1]), ARGV[1], tonumber(ARGV[2])\n"
+    "purge(k)\n"
+    "local e = range_find(k, token)\n"
+    "if not e or e.state ~= 'h' then return {-1} end\n"
+    "redis.call('DEL', wake_key(token))\n"
+    "redis.call('ZADD', k.ge, 'XX', NOW + stale, token)\n"
+    "for _, r in ipairs(range_entries(k)) do\n"
+    "  if r.token ~= token and r.state == 'h' and r.mode == 's' and overlap(r.lo, r.hi, e.lo, e.hi) then\n"
+    "    local rec, left = blocker_info(k, r.token, 'g')\n"
+    "    if ARGV[3] == '1' then\n"
+    "      range_set(k, token, 'h', 'i', e.seq, e.los, e.his, e.policy, e.qttl)\n"
+    "      range_wake(k, e.lo, e.hi)\n"
+    "    else\n"
+    "      range_set(k, token, 'h', 'u', e.seq, e.los, e.his, e.policy, e.qttl)\n"
+    "    end\n"
+    "    return {0, r.token, rec, left}\n"
+    "  end\n"
+    "end\n"
+    "range_set(k, token, 'h', 'x', e.seq, e.los, e.his, e.policy, e.qttl)\n"
+    "return {1}\n";
+
+/* RANGE_DOWNGRADE  KEYS: K, {P}   ARGV: token
+ * Exclusive or intent range -> shared, in one step (no writer slips in);
+ * R3: wakes the waiters that met it.  1, or 0: lost. */
+
+static const char range_downgrade_src[] =
+    COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                        "purge(k)\n"
+                        "local e = range_find(k, token)\n"
+                        "if not e or e.state ~= 'h' then return 0 end\n"
+                        "range_set(k, token, 'h', 's', e.seq, e.los, e.his, e.policy, e.qttl)\n"
+                        "range_wake(k, e.lo, e.hi)\n"
+                        "return 1\n";
+
+/* RANGE_LIST  KEYS: K, {P}
+ * After the purge: {state and mode ("hx", "ws", "hu", ...), lo, hi, owner
+ * record, ...} of every range holder and waiter (dirlock_ranges). */
+static const char range_list_src[] =
+    COMMON RANGE_COMMON "local k = K(KEYS[1])\n"
+                        "if purge(k) then grant(k, holders(k), nil, true) end\n"
+                        "local out = {}\n"
+                        "for _, e in ipairs(range_entries(k)) do\n"
+                        "  out[#out + 1] = e.state .. e.mode\n"
+                        "  out[#out + 1] = e.los\n"
+                        "  out[#out + 1] = e.his\n"
+                        "  out[#out + 1] = redis.call('HGET', k.go, e.token) or ''\n"
+                        "end\n"
+                        "return out\n";
 
 #ifdef DIRLOCK_TEST_HOOKS
 /* Test builds only (tests/tests.mk): an ACQUIRE that takes without
@@ -485,11 +791,23 @@ static const struct {
         const char *name;
         const char *src;
 } scripts[DL_RS_COUNT] = {
-    [DL_RS_ACQUIRE] = {"acquire", acquire_src}, [DL_RS_RELEASE] = {"release", release_src},
-    [DL_RS_REFRESH] = {"refresh", refresh_src}, [DL_RS_CHECK] = {"check", check_src},
-    [DL_RS_UPGRADE] = {"upgrade", upgrade_src}, [DL_RS_DOWNGRADE] = {"downgrade", downgrade_src},
-    [DL_RS_BREAK] = {"break", break_src},       [DL_RS_INSPECT] = {"inspect", inspect_src},
+    [DL_RS_ACQUIRE] = {"acquire", acquire_src},
+    [DL_RS_RELEASE] = {"release", release_src},
+    [DL_RS_REFRESH] = {"refresh", refresh_src},
+    [DL_RS_CHECK] = {"check", check_src},
+    [DL_RS_UPGRADE] = {"upgrade", upgrade_src},
+    [DL_RS_DOWNGRADE] = {"downgrade", downgrade_src},
+    [DL_RS_BREAK] = {"break", break_src},
+    [DL_RS_INSPECT] = {"inspect", inspect_src},
     [DL_RS_TIDY] = {"tidy", tidy_src},
+    [DL_RS_RANGE_ACQUIRE] = {"range acquire", range_acquire_src},
+    [DL_RS_RANGE_RELEASE] = {"range release", range_release_src},
+    [DL_RS_RANGE_SHRINK] = {"range shrink", range_shrink_src},
+    [DL_RS_RANGE_REFRESH] = {"range refresh", range_refresh_src},
+    [DL_RS_RANGE_CHECK] = {"range check", range_check_src},
+    [DL_RS_RANGE_UPGRADE] = {"range upgrade", range_upgrade_src},
+    [DL_RS_RANGE_DOWNGRADE] = {"range downgrade", range_downgrade_src},
+    [DL_RS_RANGE_LIST] = {"range list", range_list_src},
 };
 
 const char *dl_redis_script_source(dl_redis_script_id id)

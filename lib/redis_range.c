@@ -1,0 +1,449 @@
+/* redis_range.c - range locks in a Redis space (redis_backend.c): shared,
+ * intent and exclusive locks on half-open ranges [lo, hi) of lock NAME,
+ * with the policies, shrinking, upgrade of an intent range and downgrade
+ * -- what lib/range.c gives a directory space, kept on the server.  Here:
+ * the protocol, the wait loop and the entry points; the scripts, one per
+ * operation, are in redis_scripts.c (RANGE_*).
+ *
+ * ======================================================================
+ * ENTRIES.  Every range holder and waiter of NAME is one entry, keyed by
+ * its token, under K = {P}:NAME (the data model at the top of
+ * redis_backend.c):
+ *   K:g   hash: token -> "<state><mode> <seq> <lo> <hi> <policy> <qttl>"
+ *         state h (holds) or w (waits: a reservation); mode s, i, x, or
+ *         u (an intent holder upgrading); seq its arrival number, drawn
+ *         from {P}:seq -- the counter the whole lock's waiters draw from
+ *         too -- on its first wait and kept until it leaves; lo and hi as
+ *         "%.17g" (a double's exact text); the queue ttl for its wake list
+ *   K:ge  zset: token -> when the entry expires (server ms): a holder's
+ *         at now + its stale age (REFRESH renews it), a waiter's at now +
+ *         its queue ttl (renewed by every attempt)
+ *   K:go  hash: token -> owner record, removed with the entry
+ * Every script first purges: entries due by the server's clock go, with
+ * their records, and the waiters they met are woken.  No meta-lock: each
+ * operation is one script, which the server runs atomically.
+ *
+ * INVARIANTS the range scripts keep, with those of redis_scripts.c (M, E,
+ * Q, W, F for the whole lock):
+ *   R1 (ranges among themselves) two entries conflict when their ranges
+ *      overlap (lo1 < hi2 and lo2 < hi1) and their modes do not mix: s-s
+ *      and s-i mix; i-i, x against anything, u against a new s or i do
+ *      not; an entry taken under `simple` conflicts with everything it
+ *      overlaps.  An acquirer is kept out by every conflicting holder, and
+ *      by conflicting waiters that arrived before it (a smaller seq; a new
+ *      arrival is after everyone): all of them under fair and simple;
+ *      under `writer` not by waiting readers if it writes, under `reader`
+ *      not by waiting writers if it reads.  Waiters that arrived after it
+ *      never keep it out: among ranges "waits for" points to a smaller seq
+ *      only, so no two range waiters wait for each other, and under `fair` a waiting writer's
+ *      reservation holds off new overlapping readers while readers that
+ *      queued before it go first: neither side is locked out.
+ *   R2 (ranges against the whole lock) a whole-lock holder of NAME (K:w or
+ *      a reader in K:r) conflicts with every range, whatever the modes.  A
+ *      range acquirer is kept out by W, a whole reader, and every whole
+ *      waiter (K:q); a whole acquirer (the ACQUIRE script, and grant() for
+ *      a queued one) by every held range, not by range waiters.  So whole
+ *      waiters go before range acquirers, as in a directory space (where
+ *      the whole side announces itself first and ranges withdraw): a whole
+ *      waiter holds off new ranges until the held ones are gone, and is
+ *      never locked out.  "Waits for" edges run from range waiters to
+ *      whole holders and waiters, and from whole waiters to held ranges
+ *      only -- never from a whole waiter to a range waiter -- so they
+ *      close no cycle with the whole queue's own order (Q, whose policy
+ *      rules let a waiter wait for one that arrived after it).  Both sides
+ *      are judged in scripts on one server: no window in which each
+ *      misses the other.
+ *   R3 (wake-ups, no polling) a waiter blocks on its wake list
+ *      {P}:wake:<token> (BLPOP).  A script that removes or narrows a range
+ *      entry (release, shrink, downgrade, a withdrawn reservation, break,
+ *      expiry) pushes "w" to the waiters -- and the upgrading holder --
+ *      whose range met the old one (a shrink: those that do not meet the
+ *      new one), and, when whole waiters queue, lets in those that may
+ *      go now (grant).  A script that lets whole holders or waiters go
+ *      (the whole lock's RELEASE, BREAK, a withdrawn whole waiter, expiry)
+ *      wakes the range waiters once no whole holder nor waiter is left.
+ *      A woken waiter tries again; nobody else is woken.  A
+ *      waiter also looks again when the entry in its way would expire, and
+ *      every third of its queue ttl (to renew its reservation), and at
+ *      once when that entry's owner dies on this host (pidfd).
+ *   R4 (crashes) an entry expires by the server's clock after its own
+ *      stale age (a waiter's after its queue ttl, at most 6 s), so a
+ *      killed holder's range frees itself; on the same host a waiter finds
+ *      the owner dead by its record (pid and start time) and BREAKs
+ *      exactly that token at once, as for the whole lock.
+ *   R5 (fences) a range take draws its fence from K:f like the whole
+ *      lock's (max(K:f + 1, server time in microseconds)), so fences of
+ *      NAME only grow, whichever kind of lock drew them.
+ *
+ * LOST REPLIES: asking again is safe as for the whole lock.  A range
+ * ACQUIRE by a token that already holds takes again (a new fence); SHRINK,
+ * REFRESH, CHECK, UPGRADE and DOWNGRADE are idempotent; a RELEASE whose
+ * reply was lost and whose retry finds nothing says so (DIRLOCK_ESERVER).
+ * A grant is never handed over by another's script (unlike whole locks): a
+ * woken range waiter always takes by its own attempt. */
+#include "backend.h"
+#include "redis.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BACKOFF_START_MS 10.0
+#define BACKOFF_CAP_MS   500.0
+
+static void end_text(char out[40], double v)
+{
+        snprintf(out, 40, "%.17g", v);
+}
+
+int dl_redis_range_open(dirlock *h, dirlock_error *err)
+{
+        (void)err;
+        dl_redis_of(h)->seq = 0;
+        return DIRLOCK_OK;
+}
+
+static int range_lost(dirlock_error *err, const dirlock *h)
+{
+        return dl_fail(err, DIRLOCK_ELOST, 0,
+                       "range [%g, %g) of lock '%s' is not held any more: its entry on the Redis server "
+                       "expired, was broken, or the server lost its data",
+                       h->lo, h->hi, h->name);
+}
+
+/* ---- acquiring: the wait loop (R3) ------------------------------------------ */
+
+int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_redis *r = dl_redis_of(h);
+        const dirlock_options *o = &h->opts;
+        char record[DL_RECORD_MAX];
+        int rc = dl_redis_format_record(h, o->mode, record, sizeof record, err);
+        char mode[8], policy[8], stale[24], qttl[24], lo[40], hi[40], wake_key[sizeof r->space + 48];
+        snprintf(mode, sizeof mode, "%d", o->mode);
+        snprintf(policy, sizeof policy, "%d", o->policy);
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        long long ttl = dl_redis_queue_ttl_ms(h);
+        snprintf(qttl, sizeof qttl, "%lld", ttl);
+        end_text(lo, h->lo);
+        end_text(hi, h->hi);
+        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
+        const char *keys[2] = {r->base, r->space};
+        bool may_queue = o->timeout != 0, canceled = false;
+        double backoff = BACKOFF_START_MS;
+        unsigned long long jitter =
+            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)getpid());
+        int pid_fd = -1;
+        pid_t watched = 0;
+        struct dl_redis_blocker b;
+        memset(&b, 0, sizeof b);
+        while (rc == DIRLOCK_OK) {
+                bool last = canceled || dl_deadline_passed(deadline);
+                const char *args[10] = {h->token,         mode, policy, stale, record, may_queue ? "1" : "0",
+                                        last ? "1" : "0", qttl, lo,     hi};
+                dl_time io = dl_redis_io_deadline(deadline);
+                redisReply *rep = NULL;
+                rc = dl_redis_run_script(&r->url, DL_RS_RANGE_ACQUIRE, 2, keys, 10, args, &io, "the range",
+                                         true, NULL, &rep, err);
+                if (rc == DIRLOCK_ESERVER) {
+                        if (!may_queue || last)
+                                break;
+                        /* Unreachable: try again, with backoff, until the deadline. */
+                        jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
+                        double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
+                        backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
+                        canceled = dl_redis_nap(step, deadline, o->cancel_fd) == 1;
+                        rc = DIRLOCK_OK;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                backoff = BACKOFF_START_MS;
+                bool taken = false;
+                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        rc = dl_redis_bad_reply(err, "a range acquire");
+                } else if (dl_redis_reply_int(rep->element[0]) == 1) {
+                        if (rep->elements != 2) {
+                                rc = dl_redis_bad_reply(err, "a range acquire");
+                        } else {
+                                r->fence = strtoull(dl_redis_reply_str(rep->element[1]), NULL, 10);
+                                taken = true;
+                        }
+                } else {
+                        rc = dl_redis_parse_busy(rep, 1, &r->seq, &b, err);
+                }
+                freeReplyObject(rep);
+                if (rc != DIRLOCK_OK || taken)
+                        break;
+                if (!may_queue || last) {
+                        rc = dl_redis_gave_up(err,
+                                              !may_queue ? DIRLOCK_EBUSY
+                                              : canceled ? DIRLOCK_ECANCELED
+                                                         : DIRLOCK_ETIMEDOUT,
+                                              o->timeout, h->name, &b);
+                        break;
+                }
+                /* R4: an owner provably dead on this host: break it now. */
+                dl_record rec;
+                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
+                if (readable && dl_record_owner_alive(&rec) == 0) {
+                        rc = dl_redis_break_token(h, b.token, err);
+                        if (rc == DIRLOCK_ESERVER)
+                                rc = DIRLOCK_OK; /* the next attempt says more */
+                        continue;
+                }
+                if (readable && rec.pid != watched) {
+                        if (pid_fd >= 0)
+                                close(pid_fd);
+                        pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
+                        watched = rec.pid;
+                }
+                double wait_ms = dl_remaining(deadline);
+                if (wait_ms > (double)b.left_ms + 2)
+                        wait_ms = (double)b.left_ms + 2;
+                if (wait_ms > (double)ttl / 3)
+                        wait_ms = (double)ttl / 3;
+                bool granted, pid_fired;
+                unsigned long long ignored;
+                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, deadline, o->cancel_fd, pid_fd, &granted,
+                                         &ignored, &canceled, &pid_fired, err);
+                if (pid_fired) { /* judge again; watch its partner if it has one */
+                        close(pid_fd);
+                        pid_fd = -1;
+                        watched = 0;
+                }
+                if (rc == DIRLOCK_ESERVER)
+                        rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        r->seq = 0;
+        if (rc == DIRLOCK_ESERVER && canceled)
+                return dl_fail(
+                    err, DIRLOCK_ECANCELED, 0,
+                    "canceled waiting for a range of lock '%s' while the Redis server could not be "
+                    "reached",
+                    h->name);
+        if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
+                size_t len = strlen(err->message);
+                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
+                         o->timeout);
+        }
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
+                dl_redis_about(err, rc, h->name);
+        return rc;
+}
+
+/* ---- holding ------------------------------------------------------------------ */
+
+int dl_redis_range_release(dirlock *h, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        redisReply *rep;
+        bool resent;
+        int rc = dl_redis_run_on(h, DL_RS_RANGE_RELEASE, 1, args, true, &resent, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return dl_redis_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
+        freeReplyObject(rep);
+        if (held == 1)
+                return DIRLOCK_OK;
+        if (resent)
+                return dl_fail(err, DIRLOCK_ESERVER, 0,
+                               "lock '%s': the connection to the Redis server broke during the release of a "
+                               "range; it is not held any more, but whether it was released or had been lost "
+                               "cannot be told",
+                               h->name);
+        return range_lost(err, h);
+}
+
+/* Run a script that answers 1 (done) or 0 (the entry is gone). */
+static int one_or_lost(dirlock *h, dl_redis_script_id id, int nargs, const char **args, dirlock_error *err)
+{
+        redisReply *rep;
+        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return dl_redis_about(err, rc, h->name);
+        long long done = dl_redis_reply_int(rep);
+        freeReplyObject(rep);
+        return done == 1 ? DIRLOCK_OK : range_lost(err, h);
+}
+
+int dl_redis_range_refresh(dirlock *h, dirlock_error *err)
+{
+        char stale[24];
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        const char *args[2] = {h->token, stale};
+        return one_or_lost(h, DL_RS_RANGE_REFRESH, 2, args, err);
+}
+
+int dl_redis_range_check(const dirlock *h, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        return one_or_lost((dirlock *)h, DL_RS_RANGE_CHECK, 1, args, err);
+}
+
+/* The caller (handle.c) checked that [lo, hi) is a part of the held range. */
+int dl_redis_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
+{
+        char los[40], his[40], stale[24];
+        end_text(los, lo);
+        end_text(his, hi);
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        const char *args[4] = {h->token, los, his, stale};
+        int rc = one_or_lost(h, DL_RS_RANGE_SHRINK, 4, args, err);
+        if (rc == DIRLOCK_OK) {
+                h->lo = lo;
+                h->hi = hi;
+        }
+        return rc;
+}
+
+int dl_redis_range_downgrade(dirlock *h, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        int rc = one_or_lost(h, DL_RS_RANGE_DOWNGRADE, 1, args, err);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_SHARED;
+        return rc;
+}
+
+/* Intent -> exclusive: the entry becomes u, then x once no overlapping
+ * read range is held; the last reader's release wakes us (R3). */
+int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
+{
+        struct dl_redis *r = dl_redis_of(h);
+        dirlock_options o = opts != NULL ? *opts : h->opts;
+        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
+        dl_time deadline = dl_deadline(o.timeout);
+        char stale[24], wake_key[sizeof r->space + 48];
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
+        const char *keys[2] = {r->base, r->space};
+        bool canceled = false;
+        int pid_fd = -1, rc;
+        for (;;) {
+                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
+                const char *args[3] = {h->token, stale, last ? "1" : "0"};
+                dl_time io = dl_redis_io_deadline(&deadline);
+                redisReply *rep;
+                rc = dl_redis_run_script(&r->url, DL_RS_RANGE_UPGRADE, 2, keys, 3, args, &io,
+                                         "the range upgrade", true, NULL, &rep, err);
+                if (rc != DIRLOCK_OK)
+                        break;
+                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        freeReplyObject(rep);
+                        rc = dl_redis_bad_reply(err, "a range upgrade");
+                        break;
+                }
+                long long state = dl_redis_reply_int(rep->element[0]);
+                struct dl_redis_blocker b = {.kind = "g"};
+                if (state == 0 && rep->elements == 4) {
+                        snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
+                        snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
+                        b.left_ms = dl_redis_reply_int(rep->element[3]);
+                }
+                freeReplyObject(rep);
+                if (state == 1) {
+                        h->mode = DIRLOCK_EXCLUSIVE;
+                        break;
+                }
+                if (state < 0) {
+                        rc = range_lost(err, h);
+                        break;
+                }
+                if (last) {
+                        rc = dl_redis_gave_up(err,
+                                              o.timeout == 0 ? DIRLOCK_EBUSY
+                                              : canceled     ? DIRLOCK_ECANCELED
+                                                             : DIRLOCK_ETIMEDOUT,
+                                              o.timeout, h->name, &b);
+                        break;
+                }
+                dl_record rec;
+                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
+                if (readable && dl_record_owner_alive(&rec) == 0) {
+                        rc = dl_redis_break_token(h, b.token, err);
+                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                                break;
+                        continue;
+                }
+                if (pid_fd >= 0)
+                        close(pid_fd);
+                pid_fd = readable && dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
+                double wait_ms = dl_remaining(&deadline);
+                if (wait_ms > (double)b.left_ms + 2)
+                        wait_ms = (double)b.left_ms + 2;
+                if (wait_ms > (double)dl_redis_stale_ms(h) / 3)
+                        wait_ms = (double)dl_redis_stale_ms(h) / 3;
+                bool granted, pid_fired;
+                unsigned long long ignored;
+                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted,
+                                         &ignored, &canceled, &pid_fired, err);
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                        break;
+                if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
+                        break;
+                rc = DIRLOCK_OK;
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
+                   ? rc
+                   : dl_redis_about(err, rc, h->name);
+}
+
+/* ---- from outside the holders ---------------------------------------------------- */
+
+static int mode_of_letter(char m)
+{
+        return m == 's' ? DIRLOCK_SHARED : m == 'x' ? DIRLOCK_EXCLUSIVE : DIRLOCK_INTENT;
+}
+
+int dl_redis_ranges(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
+                    dirlock_error *err)
+{
+        *out = NULL;
+        *count = 0;
+        dl_redis_url u;
+        int rc = dl_redis_parse_space(spec, &u, err);
+        redisReply *rep = NULL;
+        if (rc == DIRLOCK_OK)
+                rc = dl_redis_admin_script(&u, name, DL_RS_RANGE_LIST, 0, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements % 4 != 0) {
+                freeReplyObject(rep);
+                return dl_redis_bad_reply(err, "a range list");
+        }
+        size_t n = rep->elements / 4;
+        if ((*out = calloc(n ? n : 1, sizeof **out)) == NULL) {
+                freeReplyObject(rep);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        long long now = dl_wall_ns();
+        size_t got = 0;
+        for (size_t i = 0; i < n; i++) {
+                const char *sm = dl_redis_reply_str(rep->element[4 * i]);
+                const char *text = dl_redis_reply_str(rep->element[4 * i + 3]);
+                if (strlen(sm) != 2)
+                        continue;
+                dirlock_range_info *ri = &(*out)[got++];
+                ri->lo = strtod(dl_redis_reply_str(rep->element[4 * i + 1]), NULL);
+                ri->hi = strtod(dl_redis_reply_str(rep->element[4 * i + 2]), NULL);
+                ri->waiting = sm[0] == 'w';
+                ri->mode = mode_of_letter(sm[1]);
+                ri->upgrading = sm[1] == 'u';
+                dl_record rec;
+                if (dl_record_parse(text, strlen(text), &rec) == 0) {
+                        ri->pid = rec.pid;
+                        snprintf(ri->host, sizeof ri->host, "%s", rec.host);
+                        ri->age = rec.acquired_ns > 0 ? (double)(now - rec.acquired_ns) / 1e9 : 0;
+                }
+        }
+        freeReplyObject(rep);
+        *count = got;
+        return DIRLOCK_OK;
+}
