@@ -1,10 +1,116 @@
-/* test_range.c - unit tests of range locks in a directory space
- * (lib/range.c): disjoint ranges never wait, overlapping ones follow the
- * reader-writer rules, whole locks conflict with every range, shrinking
- * lets a waiter in at once, an intent range upgrades, a fair waiting
- * writer holds off new overlapping readers, a killed holder's range is
- * freed at once, and what is refused. */
+/* test_range.c - unit tests of range locks, run twice: in a directory
+ * space (lib/range.c) and on a private redis-server (lib/redis_range.c)
+ * that this program starts on a unix socket in its directory and kills at
+ * the end (that group is skipped, saying why, when redis-server is not
+ * installed or the library was built without Redis support): disjoint
+ * ranges never wait, overlapping ones follow the reader-writer rules,
+ * whole locks conflict with every range both ways and a waiter of either
+ * kind gets in when the other lets go, shrinking lets a waiter in at once,
+ * an intent range upgrades, a fair waiting writer holds off new
+ * overlapping readers and readers queued before a writer go before it, a
+ * killed holder's range is freed at once, and what is refused. */
 #include "core_fixture.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static const char *space; /* the group's lock space */
+static char redis_space[400], redis_sock[300];
+static pid_t redis_server = -1;
+static const char *skip_why;
+
+#define NEED_SPACE()                                                                                         \
+        do {                                                                                                 \
+                if (skip_why != NULL) {                                                                      \
+                        print_message("skipped: %s\n", skip_why);                                            \
+                        skip();                                                                              \
+                }                                                                                            \
+        } while (0)
+
+static int dir_setup(void **state)
+{
+        skip_why = NULL;
+        int rc = setup(state);
+        space = lockdir;
+        return rc;
+}
+
+static bool redis_answers(void)
+{
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        bool ok = fd >= 0 && strlen(redis_sock) < sizeof a.sun_path;
+        if (ok) {
+                memcpy(a.sun_path, redis_sock, strlen(redis_sock) + 1);
+                ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        }
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* A private redis-server in the group's directory, or skip_why. */
+static int redis_setup(void **state)
+{
+        if (setup(state) != 0)
+                return -1;
+        snprintf(redis_sock, sizeof redis_sock, "%s/redis.sock", lockdir);
+        snprintf(redis_space, sizeof redis_space, "redis+unix://%s", redis_sock);
+        space = redis_space;
+        skip_why = NULL;
+        dirlock_owner o;
+        dirlock_error e;
+        if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+                skip_why = "redis-server is not installed";
+                return 0;
+        }
+        if (dirlock_inspect("redis+unix:///nonexistent", "x", 0, &o, &e) == DIRLOCK_EINVAL &&
+            strstr(e.message, "no Redis support") != NULL) {
+                skip_why = "the library was built without Redis support";
+                return 0;
+        }
+        redis_server = fork();
+        if (redis_server == 0) {
+                execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", redis_sock,
+                       "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", lockdir,
+                       "--logfile", "redis.log", (char *)NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 500; i++) {
+                if (redis_answers())
+                        return 0;
+                int st;
+                if (waitpid(redis_server, &st, WNOHANG) == redis_server) {
+                        redis_server = -1;
+                        return -1;
+                }
+                sleep_ms(10);
+        }
+        return -1;
+}
+
+/* Before each test: an empty space, whatever a failed test left held. */
+static int fresh(void **state)
+{
+        (void)state;
+        char cmd[700];
+        if (space == redis_space && skip_why == NULL)
+                snprintf(cmd, sizeof cmd, "redis-cli -s '%s' flushall >/dev/null", redis_sock);
+        else
+                snprintf(cmd, sizeof cmd,
+                         "find '%s' -mindepth 1 -maxdepth 1 ! -name 'redis*' -exec rm -rf {} +", lockdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static int redis_teardown(void **state)
+{
+        if (redis_server > 0) {
+                kill(redis_server, SIGKILL);
+                waitpid(redis_server, NULL, 0);
+        }
+        redis_server = -1;
+        return teardown(state);
+}
 
 static dirlock *range(double lo, double hi, int mode, double timeout)
 {
@@ -13,7 +119,7 @@ static dirlock *range(double lo, double hi, int mode, double timeout)
         o.mode = mode;
         dirlock *h = NULL;
         dirlock_error e;
-        return dirlock_acquire_range(lockdir, "tree", lo, hi, &o, &h, &e) == DIRLOCK_OK ? h : NULL;
+        return dirlock_acquire_range(space, "tree", lo, hi, &o, &h, &e) == DIRLOCK_OK ? h : NULL;
 }
 
 static int try_range(double lo, double hi, int mode)
@@ -23,7 +129,7 @@ static int try_range(double lo, double hi, int mode)
         o.mode = mode;
         dirlock *h = NULL;
         dirlock_error e;
-        int rc = dirlock_acquire_range(lockdir, "tree", lo, hi, &o, &h, &e);
+        int rc = dirlock_acquire_range(space, "tree", lo, hi, &o, &h, &e);
         if (rc == DIRLOCK_OK)
                 dirlock_release(h, NULL);
         return rc;
@@ -32,6 +138,7 @@ static int try_range(double lo, double hi, int mode)
 static void test_modes_and_overlap(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *x = range(0, 10, DIRLOCK_EXCLUSIVE, 0);
         assert_non_null(x);
         double lo, hi;
@@ -57,21 +164,22 @@ static void test_modes_and_overlap(void **state)
 static void test_whole_lock(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.timeout = 0;
         o.mode = DIRLOCK_SHARED;
         dirlock *whole = NULL;
         dirlock_error e;
-        assert_int_equal(dirlock_acquire(lockdir, "tree", &o, &whole, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, "tree", &o, &whole, &e), DIRLOCK_OK);
         assert_int_equal(try_range(0, 1, DIRLOCK_SHARED), DIRLOCK_EBUSY);
         dirlock_release(whole, NULL);
         dirlock *r = range(100, 101, DIRLOCK_SHARED, 0);
         assert_non_null(r);
-        assert_int_equal(dirlock_acquire(lockdir, "tree", &o, &whole, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_acquire(space, "tree", &o, &whole, &e), DIRLOCK_EBUSY);
         o.mode = DIRLOCK_EXCLUSIVE;
-        assert_int_equal(dirlock_acquire(lockdir, "tree", &o, &whole, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_acquire(space, "tree", &o, &whole, &e), DIRLOCK_EBUSY);
         dirlock_release(r, NULL);
-        assert_int_equal(dirlock_acquire(lockdir, "tree", &o, &whole, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, "tree", &o, &whole, &e), DIRLOCK_OK);
         dirlock_release(whole, NULL);
 }
 
@@ -96,6 +204,7 @@ static void *later_fn(void *arg)
 static void test_shrink(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *big = range(0, 100, DIRLOCK_EXCLUSIVE, 0);
         assert_non_null(big);
         dirlock_error e;
@@ -121,6 +230,7 @@ static void test_shrink(void **state)
 static void test_upgrade(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *i = range(0, 10, DIRLOCK_INTENT, 0), *r = range(5, 6, DIRLOCK_SHARED, 0);
         assert_non_null(i);
         assert_non_null(r);
@@ -144,11 +254,114 @@ static void test_upgrade(void **state)
         dirlock_release(i, NULL);
 }
 
+struct whole_later {
+        dirlock *h;
+        long ms;
+};
+
+static void *release_later(void *arg)
+{
+        struct whole_later *l = arg;
+        sleep_ms(l->ms);
+        dirlock_release(l->h, NULL);
+        return NULL;
+}
+
+/* A waiter of either kind gets in, promptly, when the other kind lets go. */
+static void test_whole_and_range_wait(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        dirlock *r = range(0, 1, DIRLOCK_SHARED, 0);
+        assert_non_null(r);
+        struct whole_later l = {r, 150};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, release_later, &l), 0);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 5;
+        o.mode = DIRLOCK_SHARED;
+        dirlock *whole = NULL;
+        dirlock_error e;
+        double t0 = now_ms();
+        assert_int_equal(dirlock_acquire(space, "tree", &o, &whole, &e), DIRLOCK_OK);
+        double waited = now_ms() - t0;
+        pthread_join(th, NULL);
+        assert_true(waited >= 100 && waited < 1000);
+        l.h = whole;
+        assert_int_equal(pthread_create(&th, NULL, release_later, &l), 0);
+        t0 = now_ms();
+        dirlock *r2 = range(50, 60, DIRLOCK_EXCLUSIVE, 5);
+        waited = now_ms() - t0;
+        pthread_join(th, NULL);
+        assert_non_null(r2);
+        assert_true(waited >= 100 && waited < 1000);
+        dirlock_release(r2, NULL);
+}
+
+struct timed {
+        double lo, hi;
+        int mode;
+        long hold_ms;
+        double got, done; /* when it acquired and released (now_ms), -1: failed */
+};
+
+static void *take_timed(void *arg)
+{
+        struct timed *t = arg;
+        dirlock *h = range(t->lo, t->hi, t->mode, 10);
+        t->got = h ? now_ms() : -1;
+        sleep_ms(t->hold_ms);
+        t->done = now_ms();
+        if (h)
+                dirlock_release(h, NULL);
+        return NULL;
+}
+
+/* Wait until `n` reservations (waiting entries) of mode `mode` are listed. */
+static bool reserved(size_t n, int mode)
+{
+        for (int i = 0; i < 1000; i++) {
+                dirlock_range_info *list;
+                size_t count, got = 0;
+                if (dirlock_ranges(space, "tree", &list, &count, NULL) != DIRLOCK_OK)
+                        return false;
+                for (size_t k = 0; k < count; k++)
+                        got += list[k].waiting && list[k].mode == mode;
+                free(list);
+                if (got >= n)
+                        return true;
+                sleep_ms(5);
+        }
+        return false;
+}
+
+/* fair, the other side: a reader queued behind a writer goes before a
+ * writer that queued after it (writers do not lock readers out). */
+static void test_fair_readers_not_locked_out(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        dirlock *w1 = range(0, 10, DIRLOCK_EXCLUSIVE, 0);
+        assert_non_null(w1);
+        struct timed rd = {2, 8, DIRLOCK_SHARED, 200, 0, 0}, w2 = {0, 10, DIRLOCK_EXCLUSIVE, 0, 0, 0};
+        pthread_t a, b;
+        assert_int_equal(pthread_create(&a, NULL, take_timed, &rd), 0);
+        assert_true(reserved(1, DIRLOCK_SHARED));
+        assert_int_equal(pthread_create(&b, NULL, take_timed, &w2), 0);
+        assert_true(reserved(1, DIRLOCK_EXCLUSIVE));
+        dirlock_release(w1, NULL);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        assert_true(rd.got > 0 && w2.got > 0);
+        assert_true(w2.got >= rd.done - 1); /* the writer only after the reader */
+}
+
 /* fair: a writer waiting for a reader holds off new overlapping readers
  * (and not the disjoint ones). */
 static void test_fair_reservation(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *r = range(0, 10, DIRLOCK_SHARED, 0);
         assert_non_null(r);
         pid_t pid = fork();
@@ -161,7 +374,7 @@ static void test_fair_reservation(void **state)
         for (int i = 0; i < 1000 && !reserved; i++) {
                 dirlock_range_info *list;
                 size_t n;
-                assert_int_equal(dirlock_ranges(lockdir, "tree", &list, &n, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_ranges(space, "tree", &list, &n, NULL), DIRLOCK_OK);
                 for (size_t k = 0; k < n; k++)
                         reserved |= list[k].waiting && list[k].mode == DIRLOCK_EXCLUSIVE;
                 free(list);
@@ -182,13 +395,14 @@ static void test_fair_reservation(void **state)
 static void test_killed_holder(void **state)
 {
         (void)state;
+        NEED_SPACE();
         int p[2];
         assert_int_equal(pipe(p), 0);
         pid_t pid = fork();
         if (pid == 0) {
                 dirlock *h = range(0, 10, DIRLOCK_EXCLUSIVE, 0);
                 char c = h ? 'y' : 'n';
-                if (write(p[1], &c, 1) != 1)
+                if (write(p[1], &c, 1) != 1 || h == NULL)
                         _exit(1);
                 pause();
                 _exit(0);
@@ -217,20 +431,22 @@ static void test_killed_holder(void **state)
 static void test_refused(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.timeout = 0;
         dirlock *h = NULL;
         dirlock_error e;
-        assert_int_equal(dirlock_acquire_range(lockdir, "tree", 5, 5, &o, &h, &e), DIRLOCK_EINVAL);
-        assert_int_equal(dirlock_acquire_range(lockdir, "tree", 6, 5, &o, &h, &e), DIRLOCK_EINVAL);
-        assert_int_equal(dirlock_acquire_range(lockdir, "tree", 0, 1.0 / 0.0, &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire_range(space, "tree", 5, 5, &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire_range(space, "tree", 6, 5, &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire_range(space, "tree", 0, 1.0 / 0.0, &o, &h, &e), DIRLOCK_EINVAL);
         o.flags = DIRLOCK_REENTRANT;
-        assert_int_equal(dirlock_acquire_range(lockdir, "tree", 0, 1, &o, &h, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire_range(space, "tree", 0, 1, &o, &h, &e), DIRLOCK_EINVAL);
         o.flags = 0;
         char flock_space[300];
         snprintf(flock_space, sizeof flock_space, "flock:%s", lockdir);
         assert_int_equal(dirlock_acquire_range(flock_space, "tree", 0, 1, &o, &h, &e), DIRLOCK_EINVAL);
-        dirlock *whole = take("plain", 0);
+        dirlock *whole = NULL;
+        assert_int_equal(dirlock_acquire(space, "plain", &o, &whole, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_shrink(whole, 0, 1, &e), DIRLOCK_EINVAL);
         assert_int_equal(dirlock_range_of(whole, NULL, NULL), 0);
         dirlock_release(whole, NULL);
@@ -239,13 +455,16 @@ static void test_refused(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_modes_and_overlap),
-            cmocka_unit_test(test_whole_lock),
-            cmocka_unit_test(test_shrink),
-            cmocka_unit_test(test_upgrade),
-            cmocka_unit_test(test_fair_reservation),
-            cmocka_unit_test(test_killed_holder),
-            cmocka_unit_test(test_refused),
+            cmocka_unit_test_setup(test_modes_and_overlap, fresh),
+            cmocka_unit_test_setup(test_whole_lock, fresh),
+            cmocka_unit_test_setup(test_shrink, fresh),
+            cmocka_unit_test_setup(test_upgrade, fresh),
+            cmocka_unit_test_setup(test_whole_and_range_wait, fresh),
+            cmocka_unit_test_setup(test_fair_reservation, fresh),
+            cmocka_unit_test_setup(test_fair_readers_not_locked_out, fresh),
+            cmocka_unit_test_setup(test_killed_holder, fresh),
+            cmocka_unit_test_setup(test_refused, fresh),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        int failed = cmocka_run_group_tests_name("directory space", tests, dir_setup, teardown);
+        return failed + cmocka_run_group_tests_name("Redis space", tests, redis_setup, redis_teardown);
 }
