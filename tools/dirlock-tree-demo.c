@@ -1,8 +1,11 @@
 /* dirlock-tree-demo.c - seed 002's use of range locks, shown: a tree kept
  * as nested intervals in one file, edited by many processes at once.
  *
- *   dirlock-tree-demo [-d LOCKDIR] [-p PROCS] [-n EDITS] [-l LEVELS] [-w MS]
- *                     [MODE...]          MODE: none, range, whole (default all)
+ *   dirlock-tree-demo [-d LOCKDIR] [-s SPACE] [-p PROCS] [-n EDITS] [-l LEVELS]
+ *                     [-w MS] [MODE...]  MODE: none, range, whole (default all)
+ *
+ * The tree's file is LOCKDIR/tree.data; the locks are in LOCKDIR too, or
+ * in lock space SPACE (redis://HOST:PORT, redis+unix:///PATH, ...).
  *
  * The tree is a complete binary tree of LEVELS levels (default 5: 31
  * nodes); node k's interval is nested in its parent's (the root is
@@ -47,6 +50,7 @@ struct node {
 static int levels = 5, procs = 8, edits = 40;
 static long work_ms = 2;
 static const char *lockdir = "locks";
+static const char *space; /* -s: the lock space, else lockdir */
 
 static double now_s(void)
 {
@@ -88,9 +92,9 @@ static int editor(const char *file, const char *mode, const struct node *shape, 
                 o.timeout = 60;
                 int rc = DIRLOCK_OK;
                 if (strcmp(mode, "range") == 0)
-                        rc = dirlock_acquire_range(lockdir, "tree", root->lo, root->hi, &o, &h, &err);
+                        rc = dirlock_acquire_range(space, "tree", root->lo, root->hi, &o, &h, &err);
                 else if (strcmp(mode, "whole") == 0)
-                        rc = dirlock_acquire(lockdir, "tree", &o, &h, &err);
+                        rc = dirlock_acquire(space, "tree", &o, &h, &err);
                 if (rc != DIRLOCK_OK) {
                         fprintf(stderr, "dirlock-tree-demo: %s\n", err.message);
                         return 1;
@@ -162,10 +166,13 @@ static int run(const char *mode, const char *file, struct node *shape, int nodes
 int main(int argc, char **argv)
 {
         int c;
-        while ((c = getopt(argc, argv, "d:p:n:l:w:h")) != -1) {
+        while ((c = getopt(argc, argv, "d:s:p:n:l:w:h")) != -1) {
                 switch (c) {
                 case 'd':
                         lockdir = optarg;
+                        break;
+                case 's':
+                        space = optarg;
                         break;
                 case 'p':
                         procs = atoi(optarg);
@@ -181,8 +188,8 @@ int main(int argc, char **argv)
                         break;
                 default:
                         fprintf(stderr,
-                                "usage: dirlock-tree-demo [-d LOCKDIR] [-p PROCS] [-n EDITS] [-l LEVELS] "
-                                "[-w MS] [none|range|whole...]\n");
+                                "usage: dirlock-tree-demo [-d LOCKDIR] [-s SPACE] [-p PROCS] [-n EDITS] "
+                                "[-l LEVELS] [-w MS] [none|range|whole...]\n");
                         return c == 'h' ? 0 : 2;
                 }
         }
@@ -190,13 +197,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "dirlock-tree-demo: out-of-range option\n");
                 return 2;
         }
+        if (space == NULL)
+                space = lockdir;
         int nodes = (1 << levels) - 1;
         struct node shape[1 << 12];
         build(shape, 0, 0, 0.0, 1.0);
         char file[4096];
         snprintf(file, sizeof file, "%s/tree.data", lockdir);
         dirlock_error e;
-        if (dirlock_cleanup(lockdir, &e) != DIRLOCK_OK && e.code != DIRLOCK_EIO) {
+        if (dirlock_cleanup(space, &e) != DIRLOCK_OK && e.code != DIRLOCK_EIO) {
                 fprintf(stderr, "dirlock-tree-demo: %s\n", e.message);
                 return 2;
         }
@@ -207,6 +216,8 @@ int main(int argc, char **argv)
         printf("%d processes x %d edits of random subtrees of a %d-node tree (nested intervals), %ld ms "
                "each\n\n",
                procs, edits, nodes, work_ms);
+        if (space != lockdir)
+                printf("locks in %s\n\n", strchr(space, '@') ? "a lock space given with a password" : space);
         printf("| mode  | edits | expected | stored |  **lost** | wrong nodes | edits/s |\n");
         printf("|-------|------:|---------:|-------:|----------:|------------:|--------:|\n");
         static const char *const all[] = {"none", "range", "whole"};
