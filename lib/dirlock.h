@@ -311,7 +311,7 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err);
  * real intervals, and a double has room for 52 levels of bisection.
  * The handle is released, refreshed, checked, fenced, upgraded (intent ->
  * exclusive) and downgraded as a whole lock's; it is not reentrant.
- * Directory spaces: lib/range.c. */
+ * Directory spaces: lib/range.c; Redis spaces: lib/redis_range.c. */
 int dirlock_acquire_range(const char *lockdir, const char *name, double lo, double hi,
                           const dirlock_options *opts, dirlock **out, dirlock_error *err);
 /* Narrow a held range to [lo, hi), a part of it, at once; waiters that no

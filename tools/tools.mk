@@ -9,9 +9,11 @@
 #   make demo-rw                   bin/dirlock-demo: torn reads, read and
 #                                  write attacks per policy (5 s a run), and
 #                                  the trace htdocs/rw-timeline.html draws
-#   make demo-range                bin/dirlock-tree-demo: a nested-interval
+#   make demo-range [DEMO_SPACE=redis://...]
+#                                  bin/dirlock-tree-demo: a nested-interval
 #                                  tree edited at once by 8 processes, with
 #                                  no lock, range locks and a whole lock
+#                                  (locks in DEMO_SPACE when given)
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
 #   provides: DEMO_BIN, TREE_DEMO_BIN
@@ -31,7 +33,7 @@ $(TREE_DEMO_BIN): $(BUILD)/tools/dirlock-tree-demo.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 demo-range: $(TREE_DEMO_BIN)
-	@d=$$(mktemp -d) && $(TREE_DEMO_BIN) -d $$d; rc=$$?; rm -rf $$d; exit $$rc
+	@d=$$(mktemp -d) && $(TREE_DEMO_BIN) -d $$d $(if $(DEMO_SPACE),-s '$(DEMO_SPACE)'); rc=$$?; rm -rf $$d; exit $$rc
 
 RW_TRACE ?= htdocs/rw-trace.json
 
