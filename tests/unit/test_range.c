@@ -8,7 +8,8 @@
  * kind gets in when the other lets go, shrinking lets a waiter in at once,
  * an intent range upgrades, a fair waiting writer holds off new
  * overlapping readers and readers queued before a writer go before it, a
- * killed holder's range is freed at once, and what is refused. */
+ * killed holder's range is freed at once, a cancel descriptor ends a
+ * wait and its reservation, and what is refused. */
 #include "core_fixture.h"
 
 #include <sys/socket.h>
@@ -428,6 +429,40 @@ static void test_killed_holder(void **state)
         close(p[1]);
 }
 
+/* A range waiter ends promptly when its cancel descriptor fires, and its
+ * reservation goes with it (a new overlapping reader is not held off). */
+static void test_cancel(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        dirlock *r = range(0, 10, DIRLOCK_SHARED, 0);
+        assert_non_null(r);
+        int efd = eventfd(0, EFD_CLOEXEC);
+        assert_true(efd >= 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+                sleep_ms(300);
+                uint64_t one = 1;
+                _exit(write(efd, &one, sizeof one) == sizeof one ? 0 : 1);
+        }
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 30;
+        o.mode = DIRLOCK_EXCLUSIVE;
+        o.flags = DIRLOCK_CANCEL_FD;
+        o.cancel_fd = efd;
+        dirlock *w = NULL;
+        dirlock_error e;
+        double t0 = now_ms();
+        assert_int_equal(dirlock_acquire_range(space, "tree", 5, 15, &o, &w, &e), DIRLOCK_ECANCELED);
+        double waited = now_ms() - t0;
+        waitpid(pid, NULL, 0);
+        assert_true(waited >= 200 && waited < 5000);
+        assert_non_null(strstr(e.message, "cancel"));
+        assert_int_equal(try_range(8, 9, DIRLOCK_SHARED), DIRLOCK_OK); /* no reservation left */
+        close(efd);
+        dirlock_release(r, NULL);
+}
+
 static void test_refused(void **state)
 {
         (void)state;
@@ -463,6 +498,7 @@ int main(void)
             cmocka_unit_test_setup(test_fair_reservation, fresh),
             cmocka_unit_test_setup(test_fair_readers_not_locked_out, fresh),
             cmocka_unit_test_setup(test_killed_holder, fresh),
+            cmocka_unit_test_setup(test_cancel, fresh),
             cmocka_unit_test_setup(test_refused, fresh),
         };
         int failed = cmocka_run_group_tests_name("directory space", tests, dir_setup, teardown);
