@@ -136,6 +136,21 @@ int dl_redis_about(dirlock_error *err, int rc, const char *name);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
 /* DIRLOCK_ELOST: h's entry on the server is gone. */
 int dl_redis_lost(dirlock_error *err, const dirlock *h);
+
+/* An upgrade (intent -> exclusive) of a whole lock or a range: its
+ * script, run until it says done (1), lost (< 0) or the deadline, waiting
+ * for the readers in the way as an acquire waits (wake list, their
+ * expiry, a dead same-host owner broken by token). */
+struct dl_redis_upgrade {
+        int script;          /* DL_RS_UPGRADE, DL_RS_RANGE_UPGRADE     */
+        bool policy_arg;     /* the script takes the `simple` flag too */
+        char blocker_kind;   /* the blocking entry's kind (messages)   */
+        const char *running; /* "the upgrade", for connection errors   */
+        const char *reply;   /* "an upgrade", for a reply not understood */
+        int (*lost)(dirlock_error *err, const dirlock *h);
+};
+int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
+                          dirlock_error *err);
 bool dl_redis_reply_is(const redisReply *r, int type);
 long long dl_redis_reply_int(const redisReply *r);
 const char *dl_redis_reply_str(const redisReply *r);

@@ -686,6 +686,18 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                     h->name);
         if (h->ranged)
                 return dl_redis_range_upgrade(h, opts, err);
+        static const struct dl_redis_upgrade whole = {.script = DL_RS_UPGRADE,
+                                                      .policy_arg = true,
+                                                      .blocker_kind = 'r',
+                                                      .running = "the upgrade",
+                                                      .reply = "an upgrade",
+                                                      .lost = dl_redis_lost};
+        return dl_redis_upgrade_wait(h, opts, &whole, err);
+}
+
+int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
+                          dirlock_error *err)
+{
         struct dl_redis *r = dl_redis_of(h);
         dirlock_options o = opts != NULL ? *opts : h->opts;
         int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
@@ -702,17 +714,17 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                                        h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
                 dl_time io = dl_redis_io_deadline(&deadline);
                 redisReply *rep;
-                rc = dl_redis_run_script(&r->url, DL_RS_UPGRADE, 2, keys, 4, args, &io, "the upgrade", true,
-                                         NULL, &rep, err);
+                rc = dl_redis_run_script(&r->url, u->script, 2, keys, u->policy_arg ? 4 : 3, args, &io,
+                                         u->running, true, NULL, &rep, err);
                 if (rc != DIRLOCK_OK)
                         break;
                 if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
                         freeReplyObject(rep);
-                        rc = dl_redis_bad_reply(err, "an upgrade");
+                        rc = dl_redis_bad_reply(err, u->reply);
                         break;
                 }
                 long long state = dl_redis_reply_int(rep->element[0]);
-                struct dl_redis_blocker b = {.kind = "r"};
+                struct dl_redis_blocker b = {.kind = {u->blocker_kind, '\0'}};
                 if (state == 0 && rep->elements == 4) {
                         snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
                         snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
@@ -724,7 +736,7 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                         break;
                 }
                 if (state < 0) {
-                        rc = dl_redis_lost(err, h);
+                        rc = u->lost(err, h);
                         break;
                 }
                 if (last) {

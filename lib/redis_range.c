@@ -314,85 +314,13 @@ int dl_redis_range_downgrade(dirlock *h, dirlock_error *err)
  * read range is held; the last reader's release wakes us (R3). */
 int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
-        struct dl_redis *r = dl_redis_of(h);
-        dirlock_options o = opts != NULL ? *opts : h->opts;
-        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
-        dl_time deadline = dl_deadline(o.timeout);
-        char stale[24], wake_key[sizeof r->space + 48];
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        const char *keys[2] = {r->base, r->space};
-        bool canceled = false;
-        int pid_fd = -1, rc;
-        for (;;) {
-                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
-                const char *args[3] = {h->token, stale, last ? "1" : "0"};
-                dl_time io = dl_redis_io_deadline(&deadline);
-                redisReply *rep;
-                rc = dl_redis_run_script(&r->url, DL_RS_RANGE_UPGRADE, 2, keys, 3, args, &io,
-                                         "the range upgrade", true, NULL, &rep, err);
-                if (rc != DIRLOCK_OK)
-                        break;
-                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        freeReplyObject(rep);
-                        rc = dl_redis_bad_reply(err, "a range upgrade");
-                        break;
-                }
-                long long state = dl_redis_reply_int(rep->element[0]);
-                struct dl_redis_blocker b = {.kind = "g"};
-                if (state == 0 && rep->elements == 4) {
-                        snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
-                        snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
-                        b.left_ms = dl_redis_reply_int(rep->element[3]);
-                }
-                freeReplyObject(rep);
-                if (state == 1) {
-                        h->mode = DIRLOCK_EXCLUSIVE;
-                        break;
-                }
-                if (state < 0) {
-                        rc = range_lost(err, h);
-                        break;
-                }
-                if (last) {
-                        rc = dl_redis_gave_up(err,
-                                              o.timeout == 0 ? DIRLOCK_EBUSY
-                                              : canceled     ? DIRLOCK_ECANCELED
-                                                             : DIRLOCK_ETIMEDOUT,
-                                              o.timeout, h->name, &b);
-                        break;
-                }
-                dl_record rec;
-                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
-                if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = dl_redis_break_token(h, b.token, err);
-                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
-                                break;
-                        continue;
-                }
-                if (pid_fd >= 0)
-                        close(pid_fd);
-                pid_fd = readable && dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
-                double wait_ms = dl_remaining(&deadline);
-                if (wait_ms > (double)b.left_ms + 2)
-                        wait_ms = (double)b.left_ms + 2;
-                if (wait_ms > (double)dl_redis_stale_ms(h) / 3)
-                        wait_ms = (double)dl_redis_stale_ms(h) / 3;
-                bool granted, pid_fired;
-                unsigned long long ignored;
-                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted,
-                                         &ignored, &canceled, &pid_fired, err);
-                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
-                        break;
-                if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
-                        break;
-                rc = DIRLOCK_OK;
-        }
-        if (pid_fd >= 0)
-                close(pid_fd);
-        return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
-                   ? rc
-                   : dl_redis_about(err, rc, h->name);
+        static const struct dl_redis_upgrade range = {.script = DL_RS_RANGE_UPGRADE,
+                                                      .policy_arg = false,
+                                                      .blocker_kind = 'g',
+                                                      .running = "the range upgrade",
+                                                      .reply = "a range upgrade",
+                                                      .lost = range_lost};
+        return dl_redis_upgrade_wait(h, opts, &range, err);
 }
 
 /* ---- from outside the holders ---------------------------------------------------- */
