@@ -218,15 +218,21 @@ static int default_lock_space(struct board_config *cfg)
         return 0;
 }
 
-/* lock_mode flock locks files in a directory: a directory path or
- * flock:DIR, not another backend's "scheme://..." (the library's rule for
- * telling them apart, lib/space.c). */
-static int flock_space_ok(const char *space)
+/* A lock server's space, "scheme://..." (the library's rule for telling
+ * it from a directory path or flock:DIR, lib/space.c). */
+static int is_server_space(const char *space)
 {
         if (strncmp(space, "flock:", 6) == 0 || !isalpha((unsigned char)space[0]))
-                return 1;
+                return 0;
         size_t n = strspn(space, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
-        return strncmp(space + n, "://", 3) != 0;
+        return strncmp(space + n, "://", 3) == 0;
+}
+
+/* lock_mode flock locks files in a directory: a directory path or
+ * flock:DIR, not a lock server's space. */
+static int flock_space_ok(const char *space)
+{
+        return !is_server_space(space);
 }
 
 static int is_space(char c)
@@ -328,6 +334,19 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                                 "%s: key 'lock_space': lock_mode flock takes flock(2) locks on files in a "
                                 "directory; '%.100s' is not one (give a directory or flock:DIR)",
                                 filename, cfg->lock_space);
+        /* A lock server's space is shared by several hosts, and group
+         * commit judges the claims of its queue by process id, which only
+         * means something on one host (postqueue.c): off by default there,
+         * and refused when asked for. */
+        if (rc == 0 && is_server_space(cfg->lock_space)) {
+                if (seen[K_GROUP_COMMIT] && cfg->group_commit)
+                        rc = board_fail(err, 500,
+                                        "%s: key 'group_commit': group commit judges queued posts by process "
+                                        "id, on one host; a lock server's space ('%.100s') is shared by "
+                                        "several hosts (set group_commit = no)",
+                                        filename, cfg->lock_space);
+                cfg->group_commit = 0;
+        }
         if (rc < 0)
                 config_free(cfg); /* the one way out of a failed parse */
         return rc;

@@ -110,6 +110,27 @@ static void test_errors(void **state)
         expect_error("data_dir = /x\nlock_space = a\x01b\n", "key 'lock_space'");
         expect_error("data_dir = /x\nlock_mode = flock\nlock_space = redis://127.0.0.1/board\n",
                      "lock_mode flock takes flock(2) locks on files in a directory");
+        expect_error("data_dir = /x\nlock_space = redis://127.0.0.1/0\ngroup_commit = yes\n",
+                     "group commit judges queued posts by process id");
+}
+
+/* Group commit is off on a lock server's space (several hosts), on by
+ * default on a directory. */
+static void test_group_commit_per_space(void **state)
+{
+        (void)state;
+        const char *spaces[] = {"/run/locks", "flock:/run/board", "redis://127.0.0.1:6379/0",
+                                "redis+unix:///run/redis.sock"};
+        const int want[] = {1, 1, 0, 0};
+        for (size_t i = 0; i < 4; i++) {
+                char text[128];
+                snprintf(text, sizeof text, "data_dir = /x\nlock_space = %s\n", spaces[i]);
+                struct board_config c;
+                struct board_error e = BOARD_ERROR_INIT;
+                assert_int_equal(parse(text, &c, &e), 0);
+                assert_int_equal(c.group_commit, want[i]);
+                config_free(&c);
+        }
 }
 
 /* lock_space is handed to the library as it is: a directory, flock:DIR or
@@ -149,6 +170,7 @@ int main(void)
             cmocka_unit_test(test_all_keys),
             cmocka_unit_test(test_errors),
             cmocka_unit_test(test_lock_space_kinds),
+            cmocka_unit_test(test_group_commit_per_space),
             cmocka_unit_test(test_load_missing_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
