@@ -14,6 +14,13 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 err->retry_after = 1;
                 return -1;
         }
+        if (code == DIRLOCK_ESERVER) {
+                board_fail(err, 503,
+                           "the lock server cannot be reached; nothing was written, please try again (%s)",
+                           de->message[0] ? de->message : dirlock_strerror(code));
+                err->retry_after = 1;
+                return -1;
+        }
         if (code == DIRLOCK_ELOST) {
                 board_fail(err, 503,
                            "The board's lock was broken as stale; nothing was written, please try again");
@@ -54,6 +61,25 @@ static int take_named(const struct board_config *cfg, const char *name, struct b
         return 0;
 }
 
+/* Draw the fence of the write lock just taken (fence.h); a lock without
+ * fences (flock) leaves it 0.  Losing the lock already is a 503. */
+static int draw_fence(struct board_lock *lk, int rc, struct board_error *err)
+{
+        lk->fence = 0;
+        if (rc != 0 || !lk->handle)
+                return rc;
+        dirlock_error de = {0, 0, ""};
+        int code = dirlock_fence(lk->handle, &lk->fence, &de);
+        if (code == DIRLOCK_OK)
+                return 0;
+        lk->fence = 0;
+        if (code == DIRLOCK_EINVAL)
+                return 0;
+        (void)dirlock_release(lk->handle, NULL);
+        lk->handle = NULL;
+        return lock_error(lk->cfg, code, &de, err);
+}
+
 static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
                 struct board_error *err)
 {
@@ -65,6 +91,7 @@ int board_lock_named(const struct board_config *cfg, const char *name, struct bo
 {
         lk->cfg = cfg;
         lk->handle = NULL;
+        lk->fence = 0;
         switch (cfg->lock_mode) {
         case BOARD_LOCK_MKDIR:
         case BOARD_LOCK_RW:
@@ -85,13 +112,16 @@ int board_lock_exclusive(const struct board_config *cfg, const char *name, struc
 {
         lk->cfg = cfg;
         lk->handle = NULL;
-        return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
+        lk->fence = 0;
+        int rc = take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
+        return strcmp(name, BOARD_LOCK_NAME) == 0 ? draw_fence(lk, rc, err) : rc;
 }
 
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
         lk->cfg = cfg;
         lk->handle = NULL;
+        lk->fence = 0;
         switch (cfg->lock_mode) {
         case BOARD_LOCK_RW:
                 return take(cfg, lk, DIRLOCK_SHARED, 0, err);
@@ -111,11 +141,16 @@ int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk,
 {
         lk->cfg = cfg;
         lk->handle = NULL;
+        lk->fence = 0;
         switch (cfg->lock_mode) {
         case BOARD_LOCK_MKDIR:
-                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err);
+                return draw_fence(
+                    lk, take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err),
+                    err);
         case BOARD_LOCK_RW:
-                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_INTENT, 0, timeout, cancel_fd, err);
+                return draw_fence(
+                    lk, take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_INTENT, 0, timeout, cancel_fd, err),
+                    err);
         case BOARD_LOCK_FLOCK:
                 return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 1, timeout, cancel_fd, err);
         }

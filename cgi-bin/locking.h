@@ -35,6 +35,10 @@ struct dirlock;
 struct board_lock {
         const struct board_config *cfg;
         struct dirlock *handle; /* NULL when nothing is held */
+        /* The fence of this acquisition of the "messages" lock for writing
+         * (fence.h), drawn as soon as it is taken; 0 when the lock has no
+         * fences (flock, none, wrong). */
+        unsigned long long fence;
 };
 
 #define BOARD_LOCK_NAME        "messages"
@@ -43,7 +47,8 @@ struct board_lock {
 
 /* Lock for reading the flat log (may hold nothing, per mode). */
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
-/* Lock taken before reading in a read-modify-write. */
+/* Lock taken before reading in a read-modify-write (with its fence, in
+ * lk->fence).  A lock server that cannot be reached is a 503. */
 int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
 /* board_lock_write_begin() with a timeout of its own, that also gives up
  * early, returning 1 (nothing held, no error), when `cancel_fd` (>= 0)

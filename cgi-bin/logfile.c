@@ -1,8 +1,11 @@
 /* logfile.c - the message log file (see logfile.h). */
 #include "logfile.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "config.h"
@@ -10,6 +13,42 @@
 /* The high-water mark line (see logfile.h). */
 #define MARK_PREFIX     "#last_no\t"
 #define MARK_PREFIX_LEN (sizeof MARK_PREFIX - 1)
+/* The fence line (see logfile.h). */
+#define FENCE_PREFIX     "#fence\t"
+#define FENCE_PREFIX_LEN (sizeof FENCE_PREFIX - 1)
+
+size_t logfile_fence_line(const char *text, size_t len, unsigned long long *fence)
+{
+        if (len <= FENCE_PREFIX_LEN || memcmp(text, FENCE_PREFIX, FENCE_PREFIX_LEN) != 0)
+                return 0;
+        unsigned long long v = 0;
+        size_t i = FENCE_PREFIX_LEN;
+        for (; i < len && i < FENCE_PREFIX_LEN + 20 && text[i] >= '0' && text[i] <= '9'; i++)
+                v = v * 10 + (unsigned long long)(text[i] - '0');
+        if (i == FENCE_PREFIX_LEN || i >= len || text[i] != '\n')
+                return 0;
+        *fence = v;
+        return i + 1;
+}
+
+int logfile_read_fence(const char *path, unsigned long long *fence, struct board_error *err)
+{
+        *fence = 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return board_fail(err, 500, "cannot read the message log's fence: %s", strerror(errno));
+        }
+        char head[64];
+        ssize_t n = pread(fd, head, sizeof head, 0);
+        int saved = errno;
+        close(fd);
+        if (n < 0)
+                return board_fail(err, 500, "cannot read the message log's fence: %s", strerror(saved));
+        (void)logfile_fence_line(head, (size_t)n, fence);
+        return 0;
+}
 
 /* "#last_no TAB N": 1 and *no set, or 0 when `line` is not a mark. */
 static int parse_mark(const char *line, size_t len, long long *no)
@@ -33,6 +72,12 @@ int logfile_parse(const char *text, size_t len, const char *path, struct msglist
         size_t pos = 0;
         long lineno = 0;
         long long last = 0;
+        unsigned long long fence = 0;
+        pos = logfile_fence_line(text, len, &fence);
+        if (pos > 0) {
+                out->fence = fence;
+                lineno++;
+        }
         while (pos < len) {
                 lineno++;
                 const char *nl = memchr(text + pos, '\n', len - pos);
@@ -90,6 +135,8 @@ int logfile_write(const char *path, const struct msglist *l, size_t cap, int met
                   file_commit_check check, void *ctx, struct board_error *err)
 {
         struct buf out = BUF_INIT;
+        if (l->fence > 0)
+                buf_printf(&out, FENCE_PREFIX "%llu\n", l->fence);
         size_t first = l->count > cap ? l->count - cap : 0;
         for (size_t i = first; i < l->count; i++) {
                 char *line;

@@ -7,7 +7,11 @@
  * board's high-water mark, "#last_no TAB N LF": the highest number ever
  * given, written only when that message is no longer in the file (it was
  * deleted), so that numbers are never given twice.  Invariant: N is above
- * every message number in the file. */
+ * every message number in the file.
+ *
+ * The log may begin with the highest fence that wrote it, "#fence TAB F"
+ * (fence.h): written by every write that holds a lock with fences, kept
+ * by those that do not. */
 #ifndef BOARD_LOGFILE_H
 #define BOARD_LOGFILE_H
 
@@ -22,6 +26,13 @@
  * mark sets out->last_no. */
 int logfile_parse(const char *text, size_t len, const char *path, struct msglist *out,
                   struct board_error *err);
+
+/* The fence line of a log's text: its length (0 without one) and *fence. */
+size_t logfile_fence_line(const char *text, size_t len, unsigned long long *fence);
+
+/* The fence recorded in log `path` now (0: none, or no log), read from its
+ * first line only.  0, or -1 with a 500 error. */
+int logfile_read_fence(const char *path, unsigned long long *fence, struct board_error *err);
 
 /* Read `path` into *out (appended); a missing file is an empty log. */
 int logfile_read(const char *path, struct msglist *out, struct board_error *err);

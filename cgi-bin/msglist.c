@@ -72,4 +72,5 @@ void msglist_free(struct msglist *l)
         l->items = NULL;
         l->count = l->cap = 0;
         l->last_no = 0;
+        l->fence = 0;
 }

@@ -12,11 +12,14 @@ struct msglist {
         size_t count;
         size_t cap;
         long long last_no; /* highest number ever given; >= every item's */
+        /* The highest fence that wrote the log this list was read from (0:
+         * none), and the one a write of it records (fence.h). */
+        unsigned long long fence;
 };
 
 #define MSGLIST_INIT                                                                                         \
         {                                                                                                    \
-                NULL, 0, 0, 0                                                                                \
+                NULL, 0, 0, 0, 0                                                                             \
         }
 
 /* Append *rec, taking ownership of its strings (rec is zeroed).  0 or -1

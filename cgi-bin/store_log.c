@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "delay.h"
+#include "fence.h"
 #include "fileio.h"
 #include "groupcommit.h"
 #include "locking.h"
@@ -113,18 +114,37 @@ static int copy_message(struct logrecord *dst, const struct logrecord *src)
         return 0;
 }
 
-/* logfile_write()'s check right before the new log becomes visible. */
-static int make_lock_exclusive(void *lk, struct board_error *err)
+/* What logfile_write()'s check needs. */
+struct write_check {
+        const struct log_store *s;
+        struct board_lock *lk;
+        struct fence_gate gate;
+};
+
+/* logfile_write()'s check right before the new log becomes visible: the
+ * lock is still ours, and the fence gate (fence.h) admits the write; the
+ * gate stays held until write_log() has renamed. */
+static int check_before_rename(void *ctx, struct board_error *err)
 {
-        return board_lock_make_exclusive(lk, err);
+        struct write_check *c = ctx;
+        if (board_lock_make_exclusive(c->lk, err) < 0)
+                return -1;
+        return fence_gate_enter(&c->gate, c->s->cfg->data_dir, c->s->log, c->lk->fence, err);
 }
 
-static int write_log(const struct log_store *s, const struct msglist *list, struct board_lock *lk,
+/* Write `list` as the new log, recording the write's fence (or keeping
+ * the one read with the list when the lock has none). */
+static int write_log(const struct log_store *s, struct msglist *list, struct board_lock *lk,
                      struct board_error *err)
 {
         const struct board_config *cfg = s->cfg;
-        return logfile_write(s->log, list, (size_t)cfg->max_messages, cfg->write_method, cfg->delay_ms,
-                             make_lock_exclusive, lk, err);
+        if (lk->fence > 0)
+                list->fence = lk->fence;
+        struct write_check c = {s, lk, FENCE_GATE_INIT};
+        int rc = logfile_write(s->log, list, (size_t)cfg->max_messages, cfg->write_method, cfg->delay_ms,
+                               check_before_rename, &c, err);
+        fence_gate_leave(&c.gate);
+        return rc;
 }
 
 /* ---- reading ----------------------------------------------------------- */
@@ -154,19 +174,24 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static bool view_extend(struct view_cache *v, const struct buf *now, const char *path)
 {
         const char *old = v->text.data ? v->text.data : "";
-        size_t off = 0;
+        /* The fence line at the top changes with every write (fence.h): it
+         * is no message, compare what follows it. */
+        unsigned long long fence;
+        size_t off = logfile_fence_line(old, v->text.len, &fence);
         long long last_held = v->list.count ? v->list.items[v->list.count - 1].no : 0;
         if (msglist_max_no(&v->list) > last_held)
                 return false; /* the old text ends in the high-water mark: nothing may follow it */
         /* An empty buffer may have no storage at all: never hand its NULL
          * to memcmp or pointer arithmetic, even for zero bytes. */
-        const char *text = now->data ? now->data : "";
+        size_t skip = logfile_fence_line(now->data ? now->data : "", now->len, &fence);
+        const char *text = now->data ? now->data + skip : "";
+        size_t now_len = now->len - skip;
         for (size_t dropped = 0; dropped <= VIEW_MAX_DROPPED && dropped <= v->list.count; dropped++) {
                 size_t keep = v->text.len - off;
-                if (keep <= now->len && (keep == 0 || memcmp(text, old + off, keep) == 0)) {
+                if (keep <= now_len && (keep == 0 || memcmp(text, old + off, keep) == 0)) {
                         struct msglist added = MSGLIST_INIT;
                         struct board_error ignored = BOARD_ERROR_INIT;
-                        bool ok = logfile_parse(text + keep, now->len - keep, path, &added, &ignored) == 0;
+                        bool ok = logfile_parse(text + keep, now_len - keep, path, &added, &ignored) == 0;
                         long long last = v->list.count > dropped ? v->list.items[v->list.count - 1].no : 0;
                         if (ok && added.count > 0 && added.items[0].no <= last)
                                 ok = false; /* numbers must keep increasing */

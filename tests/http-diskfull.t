@@ -81,13 +81,16 @@ diag "stderr: $(head -c 300 "$T/stderr")"
 for i in 1 2 3; do cgi POST /post "token=$TOK&name=disk&body=while+full+$i+$filler" >/dev/null; done
 
 LOG=$DATA/messages.log
-lines=$(wc -l <"$LOG")
+# The first line may be the fence of the last write (docs/board.md).
+lines=$(grep -vc '^#fence' "$LOG")
 is "$lines" "$acked" "the log holds exactly the $acked acknowledged posts"
 bad=$(LC_ALL=C awk -F'\t' '
+	NR == 1 && /^#fence\t[1-9][0-9]*$/ { next }
+	{ n++ }
 	NF != 6 && NF != 7 { print "line " NR ": " NF " fields"; next }
-	$1 != NR { print "line " NR ": number " $1 }
+	$1 != n { print "line " NR ": number " $1 }
 	$2 !~ /^[0-9]+$/ { print "line " NR ": time " $2 }
-	$5 !~ ("^diskfull post " NR " x+$") { print "line " NR ": body is not post " NR }' "$LOG")
+	$5 !~ ("^diskfull post " n " x+$") { print "line " NR ": body is not post " n }' "$LOG")
 is "$bad" "" "every line parses and holds its post, in order"
 ok "$([ "$(tail -c 1 "$LOG" | od -An -c | tr -d ' ')" = '\n' ] && echo 0 || echo 1)" "the log ends with a whole line"
 is "$(find "$DATA" -name 'messages.log.tmp.*' | wc -l)" 0 "no temp file is left in the data directory"
@@ -97,7 +100,7 @@ is "$(sed '1,/^\r\{0,1\}$/d' "$T/resp" | jq '.messages | length' 2>/dev/null)" "
 # Room again: posting works.
 if mount -o remount,size=4m "$MNT" 2>/dev/null; then
 	is "$(cgi POST /post "token=$TOK&name=disk&body=after+the+disk+was+full")" 303 "posting works again once there is room"
-	is "$(wc -l <"$LOG")" "$((acked + 1))" "the new post was added to the intact log"
+	is "$(grep -vc "^#fence" "$LOG")" "$((acked + 1))" "the new post was added to the intact log"
 else
 	skip "posting works again" "cannot remount the tmpfs bigger"
 	skip "the new post was added" "cannot remount the tmpfs bigger"

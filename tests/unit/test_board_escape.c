@@ -67,7 +67,7 @@ static void test_json_messages(void **state)
             {1, 0, {"anonymous", 9}, {"hi", 2}, {"line1\nline2", 11}, {"$y$secret", 9}, ""},
             {2, 1795343757, {"太郎", 6}, {"", 0}, {"x", 1}, {"", 0}, ""},
         };
-        struct msglist l = {items, 2, 2, 0};
+        struct msglist l = {items, 2, 2, 0, 0};
         struct buf b = BUF_INIT;
         struct json_page all = {0, 0, 0, JSON_PAGE_DEFAULT_LIMIT};
         json_messages(&b, &l, &all);

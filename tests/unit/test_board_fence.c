@@ -1,0 +1,167 @@
+/* test_board_fence.c - fencing in the flat log (cgi-bin/fence.h): a post
+ * records its lock's fence in the log; a holder whose lock was broken and
+ * taken by a later writer is refused by the fence gate (503), a later one
+ * is admitted; the fence line round-trips and does not disturb views. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../cgi-bin/board.h"
+#include "../../cgi-bin/config.h"
+#include "../../cgi-bin/fence.h"
+#include "../../cgi-bin/locking.h"
+#include "../../cgi-bin/logfile.h"
+#include "dirlock.h"
+
+static char dir[64];
+static char log_path[128];
+static struct board_config cfg;
+
+static int setup(void **state)
+{
+        (void)state;
+        strcpy(dir, "/tmp/test_board_fence_XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        snprintf(log_path, sizeof log_path, "%s/messages.log", dir);
+        char text[256];
+        int n = snprintf(text, sizeof text,
+                         "data_dir = %s\nlock_mode = mkdir\ngroup_commit = no\nstale_age = 1\n", dir);
+        struct board_error e = BOARD_ERROR_INIT;
+        return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        config_free(&cfg);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void post(const char *body, int want)
+{
+        struct logrecord m;
+        memset(&m, 0, sizeof m);
+        assert_int_equal(lr_text_set(&m.name, "n", 1), 0);
+        assert_int_equal(lr_text_set(&m.subject, "s", 1), 0);
+        assert_int_equal(lr_text_set(&m.body, body, strlen(body)), 0);
+        assert_int_equal(lr_text_set(&m.pwhash, "", 0), 0);
+        struct board board;
+        struct board_error e = BOARD_ERROR_INIT;
+        board_init(&board, &cfg);
+        int rc = board_post(&board, &m, "127.0.0.1", 1700000000, &e);
+        if (rc != want)
+                print_message("post '%s': %d (%d %s)\n", body, rc, e.status, e.msg);
+        assert_int_equal(rc, want);
+        board_close(&board);
+        logrecord_free(&m);
+}
+
+static unsigned long long recorded(void)
+{
+        unsigned long long f = 0;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(logfile_read_fence(log_path, &f, &e), 0);
+        return f;
+}
+
+static void test_admit(void **state)
+{
+        (void)state;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(fence_admit(0, 0, &e), 0);
+        assert_int_equal(fence_admit(5, 0, &e), 0); /* no fence: nothing to compare */
+        assert_int_equal(fence_admit(5, 5, &e), 0);
+        assert_int_equal(fence_admit(5, 6, &e), 0);
+        assert_int_equal(fence_admit(6, 5, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_int_equal(e.retry_after, 1);
+        assert_non_null(strstr(e.msg, "nothing was written"));
+}
+
+/* Every post records its fence, and the fences grow. */
+static void test_post_records_fence(void **state)
+{
+        (void)state;
+        assert_int_equal(recorded(), 0);
+        post("one", 0);
+        unsigned long long f1 = recorded();
+        assert_true(f1 > 0);
+        post("two", 0);
+        unsigned long long f2 = recorded();
+        assert_true(f2 > f1);
+        struct msglist l = MSGLIST_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(logfile_read(log_path, &l, &e), 0);
+        assert_int_equal(l.count, 2);
+        assert_true(l.fence == f2);
+        msglist_free(&l);
+}
+
+/* A holds the lock and its fence; the lock is broken (A paused past its
+ * stale age) and B posts with a higher fence.  A's late write is refused
+ * by the gate and leaves the log alone; B's fence is admitted. */
+static void test_late_holder_refused(void **state)
+{
+        (void)state;
+        struct board_lock a;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_write_begin(&cfg, &a, &e), 0);
+        assert_true(a.fence > 0);
+        unsigned long long fa = a.fence;
+        dirlock_error de;
+        assert_int_equal(dirlock_break(cfg.lock_space, BOARD_LOCK_NAME, 0.1, 1, &de), DIRLOCK_OK);
+        post("from B", 0);
+        unsigned long long fb = recorded();
+        assert_true(fb > fa);
+
+        struct fence_gate g = FENCE_GATE_INIT;
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, fa, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_int_equal(g.fd, -1);
+        fence_gate_leave(&g);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, fb, &e), 0);
+        fence_gate_leave(&g);
+
+        (void)board_lock_release(&a, &e);
+}
+
+/* The fence line round-trips and is not a message; a log without one has
+ * fence 0. */
+static void test_fence_line(void **state)
+{
+        (void)state;
+        const char *text = "#fence\t1234567890123\n1\t1700000000\tn\ts\tb\t\n";
+        struct msglist l = MSGLIST_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(logfile_parse(text, strlen(text), "x", &l, &e), 0);
+        assert_int_equal(l.count, 1);
+        assert_true(l.fence == 1234567890123ULL);
+        assert_int_equal(logfile_write(log_path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_true(recorded() == 1234567890123ULL);
+        msglist_free(&l);
+        unsigned long long f = 7;
+        assert_int_equal(logfile_fence_line("1\t17\tn\ts\tb\t\n", 13, &f), 0);
+        assert_int_equal(logfile_fence_line("#fence\t\n", 8, &f), 0);
+        assert_true(f == 7);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_admit),
+            cmocka_unit_test_setup_teardown(test_post_records_fence, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_late_holder_refused, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
