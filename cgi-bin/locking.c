@@ -207,6 +207,11 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
                     "the board's lock was broken as stale before it was released; the change was "
                     "written while the lock was still ours, but another writer may have run "
                     "since (raise stale_age)");
+        /* A lock server gone after the write: the write was made under the
+         * lock and admitted by its fence; the server frees the lock by
+         * itself after the stale age (or lost it in a restart). */
+        if (rc == DIRLOCK_ESERVER)
+                return 0;
         if (rc != DIRLOCK_OK)
                 return board_fail(err, 500, "cannot release the board's lock: %s",
                                   de.message[0] ? de.message : dirlock_strerror(rc));
