@@ -8,10 +8,12 @@
 #include "store_log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "delay.h"
@@ -129,6 +131,15 @@ static int check_before_rename(void *ctx, struct board_error *err)
         struct write_check *c = ctx;
         if (board_lock_make_exclusive(c->lk, err) < 0)
                 return -1;
+#ifdef DIRLOCK_TEST_HOOKS
+        /* Test builds only (build/tests/progs/board-hooks): the one process
+         * that removes the file DIRLOCK_TEST_STOP_AFTER_CHECK names stops
+         * here, between the check and the fence gate, so a test can show
+         * that the fence refuses a late write the check let through. */
+        const char *arm = getenv("DIRLOCK_TEST_STOP_AFTER_CHECK");
+        if (arm != NULL && unlink(arm) == 0)
+                raise(SIGSTOP);
+#endif
         return fence_gate_enter(&c->gate, c->s->cfg->data_dir, c->s->log, c->lk->fence, err);
 }
 

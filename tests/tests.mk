@@ -47,7 +47,14 @@ $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
-test-build: all $(UNIT_BINS) $(PROG_BINS)
+# board-hooks: the board linked from objects built the same way, for
+# tests/http-cluster.t (DIRLOCK_TEST_STOP_AFTER_CHECK in store_log.c).
+HOOK_BOARD_OBJS := $(BOARD_SRCS:%.c=$(BUILD)/hooks/%.o)
+$(BUILD)/tests/progs/board-hooks: $(HOOK_BOARD_OBJS) $(HOOK_LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BOARD_LIBS)
+
+test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks
 
 # make test installs what is missing first (tools/install-deps is quick
 # when everything is there), so it works on a fresh Debian machine.
