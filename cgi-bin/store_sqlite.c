@@ -25,7 +25,15 @@
  *     postqueue.c);
  *   - posts one at a time check and record the post interval inside their
  *     transaction; queued posts are charged before queueing under the
- *     board's "ratelimit" lock (groupcommit.c), as for the flat log.
+ *     board's "ratelimit" lock (groupcommit.c), as for the flat log;
+ *   - the fence recorded in board_meta 'fence' never decreases, and no
+ *     change written under a lower fence is committed (fence.h): right
+ *     before COMMIT the write's fence is recorded with
+ *     UPDATE ... WHERE value <= fence in the same transaction; when that
+ *     changes no row, a later holder has written, and the transaction is
+ *     rolled back (503, nothing written).  SQLite's own write lock
+ *     (BEGIN IMMEDIATE) serialises the comparison with every other
+ *     writer's, whether it still holds the board's lock or not.
  *
  * Page views.  PRAGMA data_version changes when another connection
  * commits; this connection's own writes drop the kept list.  A view reads
@@ -40,6 +48,7 @@
 
 #include "buf.h"
 #include "delay.h"
+#include "fence.h"
 #include "groupcommit.h"
 #include "locking.h"
 #include "postqueue.h"
@@ -77,7 +86,8 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS messages ("
                              /* The high-water mark: row 'last_no' holds the highest
                               * number ever given, written in the transaction that
                               * gives it, so a deleted newest message's number is
-                              * never given again. */
+                              * never given again.  Row 'fence' holds the highest
+                              * fence that has written the database (fence.h). */
                              "CREATE TABLE IF NOT EXISTS board_meta ("
                              " key TEXT PRIMARY KEY,"
                              " value INTEGER NOT NULL)";
@@ -99,6 +109,8 @@ enum stmt {
         ST_MARK,
         ST_DELETE,
         ST_CAP,
+        ST_FENCE_RECORD,
+        ST_FENCE_READ,
         ST_COUNT
 };
 
@@ -120,6 +132,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     /* Keep the newest ?1: drop the (?1 + 1)-th newest and everything older. */
     [ST_CAP] =
         "DELETE FROM messages WHERE no <= (SELECT no FROM messages ORDER BY no DESC LIMIT 1 OFFSET ?1)",
+    /* Changes one row when ?1 is at least the recorded fence, none when a
+     * later holder has recorded a higher one. */
+    [ST_FENCE_RECORD] = "INSERT INTO board_meta (key, value) VALUES ('fence', ?1)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                        " WHERE value <= excluded.value",
+    [ST_FENCE_READ] = "SELECT COALESCE((SELECT value FROM board_meta WHERE key = 'fence'), 0)",
 };
 
 /* This process's state for one board. */
@@ -469,12 +487,38 @@ static int rate_lock(const struct board_config *cfg, struct board_lock *lk, stru
         return board_lock_exclusive(cfg, BOARD_RATE_LOCK_NAME, lk, cfg->lock_timeout, -1, err);
 }
 
+/* Inside the write transaction: record the write's fence, or refuse it
+ * when a later holder has recorded a higher one (503; the caller rolls
+ * back).  A lock without fences (0) records nothing. */
+static int record_fence(struct sqlite_store *s, unsigned long long fence, struct board_error *err)
+{
+        if (fence == 0)
+                return 0;
+        sqlite3_stmt *st = stmt(s, ST_FENCE_RECORD);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)fence);
+        if (run(s, st, "recording the fence", err) < 0)
+                return -1;
+        if (sqlite3_changes(s->db) == 1)
+                return 0;
+        long long recorded = 0;
+        if (step_int(s, stmt(s, ST_FENCE_READ), &recorded, "reading the fence", err) < 0)
+                return -1;
+        if (fence_admit((unsigned long long)recorded, fence, err) == 0)
+                return board_fail(err, 500, "the fence %llu was not recorded (the database records %lld)",
+                                  fence, recorded);
+        return -1;
+}
+
 /* Inside the write transaction, after the delay: the lock is still ours
- * (it may have been broken as stale while this holder was paused). */
+ * (it may have been broken as stale while this holder was paused), the
+ * fence is recorded (refused when lower than the recorded one), COMMIT.
+ * Rolled back when any of them fails. */
 static int commit_locked(struct sqlite_store *s, struct board_lock *lk, struct board_error *err)
 {
-        if (board_lock_make_exclusive(lk, err) < 0)
+        if (board_lock_make_exclusive(lk, err) < 0 || record_fence(s, lk->fence, err) < 0) {
+                db_rollback(s);
                 return -1;
+        }
         int rc = db_commit(s, err);
         s->view_valid = false; /* this connection's own commit: data_version does not change */
         return rc;

@@ -1,7 +1,10 @@
-/* test_board_fence.c - fencing in the flat log (cgi-bin/fence.h): a post
- * records its lock's fence in the log; a holder whose lock was broken and
- * taken by a later writer is refused by the fence gate (503), a later one
- * is admitted; the fence line round-trips and does not disturb views. */
+/* test_board_fence.c - fencing in the stores (cgi-bin/fence.h).  The flat
+ * log: a post records its lock's fence in the log; a holder whose lock was
+ * broken and taken by a later writer is refused by the fence gate (503), a
+ * later one is admitted; the fence line round-trips and does not disturb
+ * views.  SQLite: a post records its fence in board_meta in its own
+ * transaction, and a write whose fence is below the recorded one is
+ * refused (503) with nothing written. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,12 +15,14 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "../../cgi-bin/board.h"
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/fence.h"
 #include "../../cgi-bin/locking.h"
 #include "../../cgi-bin/logfile.h"
+#include "../../cgi-bin/password.h"
 #include "dirlock.h"
 
 static char dir[64];
@@ -38,6 +43,22 @@ static int setup(void **state)
         return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
 }
 
+/* The same board with store = sqlite. */
+static int setup_sqlite(void **state)
+{
+        (void)state;
+        strcpy(dir, "/tmp/test_board_fence_XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        char text[256];
+        int n = snprintf(text, sizeof text,
+                         "data_dir = %s\nstore = sqlite\nlock_mode = mkdir\ngroup_commit = no\n"
+                         "stale_age = 1\n",
+                         dir);
+        struct board_error e = BOARD_ERROR_INIT;
+        return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
+}
+
 static int teardown(void **state)
 {
         (void)state;
@@ -46,6 +67,8 @@ static int teardown(void **state)
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         return system(cmd) == 0 ? 0 : -1;
 }
+
+static int last_status; /* the error status of post()'s last failure */
 
 static void post(const char *body, int want)
 {
@@ -61,6 +84,10 @@ static void post(const char *body, int want)
         int rc = board_post(&board, &m, "127.0.0.1", 1700000000, &e);
         if (rc != want)
                 print_message("post '%s': %d (%d %s)\n", body, rc, e.status, e.msg);
+        if (rc < 0) {
+                last_status = e.status;
+                assert_non_null(strstr(e.msg, "is below the store's"));
+        }
         assert_int_equal(rc, want);
         board_close(&board);
         logrecord_free(&m);
@@ -155,6 +182,86 @@ static void test_fence_line(void **state)
         assert_true(f == 7);
 }
 
+/* One integer from board.db (the test's own connection). */
+static long long db_int(const char *sql)
+{
+        char path[160];
+        snprintf(path, sizeof path, "%s/board.db", dir);
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        long long v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+static void db_exec(const char *sql)
+{
+        char path[160];
+        snprintf(path, sizeof path, "%s/board.db", dir);
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+}
+
+#define SQL_FENCE "SELECT COALESCE((SELECT value FROM board_meta WHERE key = 'fence'), 0)"
+#define SQL_COUNT "SELECT COUNT(*) FROM messages"
+
+/* Every post records its fence in board_meta, and the fences grow. */
+static void test_sqlite_post_records_fence(void **state)
+{
+        (void)state;
+        post("one", 0);
+        long long f1 = db_int(SQL_FENCE);
+        assert_true(f1 > 0);
+        post("two", 0);
+        long long f2 = db_int(SQL_FENCE);
+        assert_true(f2 > f1);
+        assert_int_equal(db_int(SQL_COUNT), 2);
+}
+
+/* A later holder has recorded a higher fence than the next acquisition
+ * draws (as when this writer's lock was broken while it was paused and
+ * another host wrote): the post and a delete are refused with 503, and
+ * nothing is written -- no message, no number, the recorded fence stays. */
+static void test_sqlite_lower_fence_refused(void **state)
+{
+        (void)state;
+        post("one", 0);
+        long long high = db_int(SQL_FENCE) + 1000000000000LL;
+        char sql[160];
+        snprintf(sql, sizeof sql, "UPDATE board_meta SET value = %lld WHERE key = 'fence'", high);
+        db_exec(sql);
+
+        post("late", -1);
+        assert_int_equal(last_status, 503);
+        assert_int_equal(db_int(SQL_COUNT), 1);
+        assert_int_equal(db_int("SELECT value FROM board_meta WHERE key = 'last_no'"), 1);
+        assert_true(db_int(SQL_FENCE) == high);
+
+        struct board board;
+        struct board_error e = BOARD_ERROR_INIT;
+        board_init(&board, &cfg);
+        char *hash = NULL;
+        assert_int_equal(password_hash("pw", &hash, &e), 0);
+        snprintf(sql, sizeof sql, "UPDATE messages SET pwhash = '%s' WHERE no = 1", hash);
+        free(hash);
+        db_exec(sql);
+        assert_int_equal(board_delete(&board, 1, "pw", "127.0.0.1", 1700000100, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_non_null(strstr(e.msg, "is below the store's"));
+        board_close(&board);
+        assert_int_equal(db_int(SQL_COUNT), 1);
+
+        db_exec("UPDATE board_meta SET value = 1 WHERE key = 'fence'");
+        post("in time", 0); /* a fence above the recorded one is admitted */
+        assert_int_equal(db_int(SQL_COUNT), 2);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -162,6 +269,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_post_records_fence, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_holder_refused, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sqlite_post_records_fence, setup_sqlite, teardown),
+            cmocka_unit_test_setup_teardown(test_sqlite_lower_fence_refused, setup_sqlite, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
