@@ -191,6 +191,22 @@ int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err);
 int dl_redis_open_pidfd(const dl_record *rec);
 /* Sleep up to ms, not past the deadline; 1 when cancel_fd fired. */
 int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd);
+/* The owner of the entry in an acquire's way that a waiter watches. */
+struct dl_redis_owner_watch {
+        int pid_fd; /* a pidfd on it, or -1 */
+        pid_t pid;  /* its pid, 0: none */
+};
+/* One step of an acquire's wait for the entry in its way, b (both acquire
+ * loops): when b's owner is provably dead on this host, break it by token
+ * through `breaker`, set *broke and return (attempt again at once);
+ * otherwise watch b's owner (ow) and wait on `wake_key` for a grant or a
+ * wake-up, b's expiry, a third of ttl_ms, the deadline, the cancel
+ * descriptor or the owner's death.  DIRLOCK_OK (with *granted, *fence),
+ * DIRLOCK_ESERVER (attempt again), or another error. */
+int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
+                          const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
+                          bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
+                          dirlock_error *err);
 /* BLPOP wake list `wake_key` for up to wait_ms (and the deadline) while
  * watching cancel_fd and pid_fd: *granted (with *fence) when the lock was
  * handed over, *canceled / *pid_fired when those fired. */

@@ -406,6 +406,42 @@ int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait
         return rc;
 }
 
+int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
+                          const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
+                          bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
+                          dirlock_error *err)
+{
+        *broke = *granted = false;
+        dl_record rec;
+        bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
+        if (readable && dl_record_owner_alive(&rec) == 0) {
+                int rc = dl_redis_break_token(breaker, b->token, err);
+                *broke = rc == DIRLOCK_OK || rc == DIRLOCK_ESERVER; /* the next attempt says more */
+                return *broke ? DIRLOCK_OK : rc;
+        }
+        if (readable && rec.pid != ow->pid) {
+                if (ow->pid_fd >= 0)
+                        close(ow->pid_fd);
+                ow->pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
+                ow->pid = rec.pid;
+        }
+        double wait_ms = dl_remaining(deadline);
+        if (wait_ms > (double)b->left_ms + 2)
+                wait_ms = (double)b->left_ms + 2;
+        if (wait_ms > (double)ttl_ms / 3)
+                wait_ms = (double)ttl_ms / 3;
+        bool pid_fired;
+        const struct dl_redis *r = dl_redis_of(breaker);
+        int rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, deadline, cancel_fd, ow->pid_fd, granted,
+                                     fence, canceled, &pid_fired, err);
+        if (pid_fired) { /* judge again; watch its partner if it has one */
+                close(ow->pid_fd);
+                ow->pid_fd = -1;
+                ow->pid = 0;
+        }
+        return rc;
+}
+
 /* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
  * names) by the deadline, all or none. */
 static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
@@ -432,8 +468,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         double backoff = BACKOFF_START_MS;
         unsigned long long jitter =
             0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)getpid());
-        int pid_fd = -1;
-        pid_t watched = 0;
+        struct dl_redis_owner_watch ow = {-1, 0};
         struct dl_redis_blocker b;
         r->seq = 0;
         while (rc == DIRLOCK_OK) {
@@ -488,35 +523,12 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                                               o->timeout, busy_name, &b);
                         break;
                 }
-                /* A holder or waiter provably dead on this host: break it now. */
-                dl_record rec;
-                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
-                if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = dl_redis_break_token(hs[b.index], b.token, err);
-                        if (rc == DIRLOCK_ESERVER)
-                                rc = DIRLOCK_OK; /* the next attempt says more */
-                        continue;
-                }
-                if (readable && rec.pid != watched) {
-                        if (pid_fd >= 0)
-                                close(pid_fd);
-                        pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
-                        watched = rec.pid;
-                }
-                double wait_ms = dl_remaining(deadline);
-                if (wait_ms > (double)b.left_ms + 2)
-                        wait_ms = (double)b.left_ms + 2;
-                if (wait_ms > (double)ttl / 3)
-                        wait_ms = (double)ttl / 3;
-                bool granted, pid_fired;
+                bool broke, granted;
                 unsigned long long fence = 0;
-                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, deadline, o->cancel_fd, pid_fd, &granted,
-                                         &fence, &canceled, &pid_fired, err);
-                if (pid_fired) { /* judge again; watch its partner if it has one */
-                        close(pid_fd);
-                        pid_fd = -1;
-                        watched = 0;
-                }
+                rc = dl_redis_wait_blocker(hs[b.index], &b, &ow, wake_key, ttl, deadline, o->cancel_fd,
+                                           &broke, &canceled, &granted, &fence, err);
+                if (broke)
+                        continue;
                 if (rc == DIRLOCK_ESERVER) {
                         rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
                         continue;
@@ -527,8 +539,8 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         break;
                 }
         }
-        if (pid_fd >= 0)
-                close(pid_fd);
+        if (ow.pid_fd >= 0)
+                close(ow.pid_fd);
         free(keys);
         if (rc == DIRLOCK_ESERVER && canceled)
                 return dl_fail(err, DIRLOCK_ECANCELED, 0,

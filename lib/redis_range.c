@@ -135,8 +135,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
         double backoff = BACKOFF_START_MS;
         unsigned long long jitter =
             0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)getpid());
-        int pid_fd = -1;
-        pid_t watched = 0;
+        struct dl_redis_owner_watch ow = {-1, 0};
         struct dl_redis_blocker b;
         memset(&b, 0, sizeof b);
         while (rc == DIRLOCK_OK) {
@@ -185,40 +184,18 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                                               o->timeout, h->name, &b);
                         break;
                 }
-                /* R4: an owner provably dead on this host: break it now. */
-                dl_record rec;
-                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
-                if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = dl_redis_break_token(h, b.token, err);
-                        if (rc == DIRLOCK_ESERVER)
-                                rc = DIRLOCK_OK; /* the next attempt says more */
-                        continue;
-                }
-                if (readable && rec.pid != watched) {
-                        if (pid_fd >= 0)
-                                close(pid_fd);
-                        pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
-                        watched = rec.pid;
-                }
-                double wait_ms = dl_remaining(deadline);
-                if (wait_ms > (double)b.left_ms + 2)
-                        wait_ms = (double)b.left_ms + 2;
-                if (wait_ms > (double)ttl / 3)
-                        wait_ms = (double)ttl / 3;
-                bool granted, pid_fired;
+                /* R4: an owner provably dead on this host is broken at once. */
+                bool broke, granted;
                 unsigned long long ignored;
-                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, deadline, o->cancel_fd, pid_fd, &granted,
-                                         &ignored, &canceled, &pid_fired, err);
-                if (pid_fired) { /* judge again; watch its partner if it has one */
-                        close(pid_fd);
-                        pid_fd = -1;
-                        watched = 0;
-                }
+                rc = dl_redis_wait_blocker(h, &b, &ow, wake_key, ttl, deadline, o->cancel_fd, &broke,
+                                           &canceled, &granted, &ignored, err);
+                if (broke)
+                        continue;
                 if (rc == DIRLOCK_ESERVER)
                         rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
         }
-        if (pid_fd >= 0)
-                close(pid_fd);
+        if (ow.pid_fd >= 0)
+                close(ow.pid_fd);
         r->seq = 0;
         if (rc == DIRLOCK_ESERVER && canceled)
                 return dl_fail(
