@@ -632,19 +632,26 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                                h->name, sc.live);
         }
         dl_waiter w;
-        waiter_start(&w, h, rw->readers_dir, NULL);
+        waiter_start(&w, h, NULL, NULL);
         int rc = DIRLOCK_OK;
         sc.remember = false;
         sc.admit_known = true;
         long long renewed = dl_wall_ns();
-        /* The watch exists before the next scan, so a reader leaving after
-         * that scan always wakes us. */
+        /* NAME.readers is watched again before every scan, so a reader
+         * leaving after that scan always wakes us: the last reader out
+         * removes the directory and the next one in makes a new one, which
+         * a watch set on the old one would not hear (the drain then slept
+         * a whole re-check interval).  A directory missing when we watched
+         * but found by the scan was made in between, unwatched: look again
+         * without sleeping (it is watched first). */
+        bool unwatched = false;
         for (bool first = true;; first = false) {
                 if (sc.have_one)
                         dl_waiter_watch_owner(&w, &sc.one);
-                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                int waited = first || unwatched ? 0 : dl_waiter_wait(&w, deadline);
                 if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK)
                         break;
+                unwatched = dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
                 if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
                         rc = err->code;
                         break;
@@ -686,7 +693,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         dl_waiter w;
-        bool waiting = false;
+        bool waiting = false, unwatched = false;
         dl_scan sc = {.active = "raw"}; /* waiting readers go first */
         int rc;
         bool canceled = false;
@@ -727,12 +734,16 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         waiting = true;
                         continue;
                 }
-                dl_waiter_watch_owner(&w, &holder);
-                canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
+                /* Readers found in a directory that was missing when we
+                 * last watched it: it was made since, unwatched; watch and
+                 * look again before sleeping (as drain() does). */
+                if (!(unwatched && sc.live > 0)) {
+                        dl_waiter_watch_owner(&w, &holder);
+                        canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
+                }
                 /* The readers directory may have been removed and made
                  * again since we started watching: watch it again. */
-                if (w.notify)
-                        dl_waiter_watch_dir(&w, rw->readers_dir); /* ENOENT: gone, fine */
+                unwatched = dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
         }
         if (waiting)
                 dl_waiter_close(&w);

@@ -36,7 +36,8 @@ $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 
 # Test seams exist only in a second build of the library, compiled with
 # DIRLOCK_TEST_HOOKS, that the shipped library and programs never link:
-# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t).
+# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t),
+# and rw_hold (DIRLOCK_TEST_RECHECK_MS, tests/rw-wake.t).
 HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
 $(BUILD)/hooks/%.o: %.c
@@ -45,6 +46,8 @@ $(BUILD)/hooks/%.o: %.c
 $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+$(BUILD)/tests/progs/rw_hold: $(BUILD)/tests/progs/rw_hold.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 # board-hooks: the board linked from objects built the same way, for

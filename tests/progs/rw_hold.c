@@ -2,13 +2,17 @@
  * policy, reports what happened on stdout, holds it, releases it; repeats.
  *
  * Usage: rw_hold [-p POLICY] [-t TIMEOUT] [-H HOLD_MS] [-c CYCLES] [-F]
- *                [-u] [-U UPGRADE_TIMEOUT] [-D] [-l LABEL] [-w WAIT_FILE]
+ *                [-u] [-P PAUSE_MS] [-U UPGRADE_TIMEOUT] [-D] [-l LABEL]
+ *                [-w WAIT_FILE]
  *                LOCKDIR NAME MODE
  *   MODE: r (shared), w (exclusive), i (intent)
- *   -u: after taking intent, upgrade; -D: after writing, downgrade
+ *   -u: after taking intent, upgrade (-P: PAUSE_MS after taking it, first);
+ *   -D: after writing, downgrade
  *   -F: DIRLOCK_FIFO; -w: before each acquire, wait until WAIT_FILE exists
  * Output lines: "LABEL acquired MS", "LABEL upgraded MS", "LABEL released MS"
- * (MS: CLOCK_REALTIME milliseconds), "LABEL error CODE MESSAGE".
+ * (MS: CLOCK_REALTIME milliseconds), "LABEL error CODE MESSAGE"; with more
+ * than one cycle only "LABEL done CYCLES MAX_ACQUIRE_MS MAX_UPGRADE_MS", the
+ * longest acquire and upgrade.
  * Exit status: 0, 1 on a timeout, 2 on any other error. */
 #include "dirlock.h"
 
@@ -45,12 +49,12 @@ int main(int argc, char **argv)
 {
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.timeout = 10;
-        double hold = 0, up_timeout = -2;
+        double hold = 0, pause = 0, up_timeout = -2;
         long cycles = 1;
         int upgrade = 0, downgrade = 0;
         const char *label = "p", *wait_file = NULL;
         int opt;
-        while ((opt = getopt(argc, argv, "p:t:H:c:FuU:Dl:w:")) != -1) {
+        while ((opt = getopt(argc, argv, "p:t:H:c:FuP:U:Dl:w:")) != -1) {
                 switch (opt) {
                 case 'p':
                         o.policy = strcmp(optarg, "writer") == 0   ? DIRLOCK_POLICY_WRITER
@@ -72,6 +76,9 @@ int main(int argc, char **argv)
                         break;
                 case 'u':
                         upgrade = 1;
+                        break;
+                case 'P':
+                        pause = atof(optarg);
                         break;
                 case 'U':
                         up_timeout = atof(optarg);
@@ -95,14 +102,19 @@ int main(int argc, char **argv)
         }
         const char *dir = argv[optind], *name = argv[optind + 1], *mode = argv[optind + 2];
         o.mode = mode[0] == 'r' ? DIRLOCK_SHARED : mode[0] == 'i' ? DIRLOCK_INTENT : DIRLOCK_EXCLUSIVE;
+        double max_acquire = 0, max_upgrade = 0;
         for (long c = 0; c < cycles; c++) {
                 struct stat st;
                 while (wait_file != NULL && stat(wait_file, &st) != 0)
                         sleep_ms(2);
                 dirlock *h;
                 dirlock_error err;
+                double began = wall_ms();
                 if (dirlock_acquire(dir, name, &o, &h, &err) != DIRLOCK_OK)
                         return fail(label, &err);
+                double took = wall_ms() - began;
+                if (took > max_acquire)
+                        max_acquire = took;
                 if (cycles == 1) {
                         printf("%s acquired %.1f\n", label, wall_ms());
                         fflush(stdout);
@@ -111,11 +123,17 @@ int main(int argc, char **argv)
                         dirlock_options uo = o;
                         if (up_timeout > -2)
                                 uo.timeout = up_timeout;
+                        if (pause > 0)
+                                sleep_ms(pause);
+                        began = wall_ms();
                         if (dirlock_upgrade(h, &uo, &err) != DIRLOCK_OK) {
                                 int rc = fail(label, &err);
                                 dirlock_release(h, NULL);
                                 return rc;
                         }
+                        took = wall_ms() - began;
+                        if (took > max_upgrade)
+                                max_upgrade = took;
                         if (cycles == 1) {
                                 printf("%s upgraded %.1f\n", label, wall_ms());
                                 fflush(stdout);
@@ -139,6 +157,6 @@ int main(int argc, char **argv)
                 }
         }
         if (cycles > 1)
-                printf("%s done %ld\n", label, cycles);
+                printf("%s done %ld %.1f %.1f\n", label, cycles, max_acquire, max_upgrade);
         return 0;
 }
