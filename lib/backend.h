@@ -53,9 +53,11 @@ typedef struct dl_backend {
          * acquire then takes; `shrink` narrows a held range at once. */
         int (*range)(dirlock *h, dirlock_error *err);
         int (*shrink)(dirlock *h, double lo, double hi, dirlock_error *err);
-        /* Intent -> exclusive, exclusive -> shared (NULL: not offered). */
+        /* Intent -> exclusive, exclusive -> shared, upgraded intent ->
+         * intent (NULL: not offered; handle.c checks the modes). */
         int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
         int (*downgrade)(dirlock *h, dirlock_error *err);
+        int (*downgrade_intent)(dirlock *h, dirlock_error *err);
 
         /* ---- the space, from outside its holders ------------------------ */
 

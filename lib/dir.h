@@ -42,6 +42,7 @@ int dl_range_refresh(dirlock *h, dirlock_error *err);
 int dl_range_check(const dirlock *h, dirlock_error *err);
 int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
 int dl_range_downgrade(dirlock *h, dirlock_error *err);
+int dl_range_downgrade_intent(dirlock *h, dirlock_error *err);
 int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
 /* The range holders and waiters of lock `name` (dirlock_ranges), and the
  * number of held ranges (for inspect). */
@@ -137,6 +138,7 @@ int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *r
 /* Upgrade and downgrade (the backend's entries). */
 int dl_rw_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
 int dl_rw_downgrade(dirlock *h, dirlock_error *err);
+int dl_rw_downgrade_intent(dirlock *h, dirlock_error *err);
 
 /* Take the lock in h->opts.mode (exclusive, shared or intent) by the
  * deadline.  Exclusive means: <name>.lock and no readers. */

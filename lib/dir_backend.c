@@ -105,6 +105,11 @@ static int dir_downgrade(dirlock *h, dirlock_error *err)
         return h->ranged ? dl_range_downgrade(h, err) : dl_rw_downgrade(h, err);
 }
 
+static int dir_downgrade_intent(dirlock *h, dirlock_error *err)
+{
+        return h->ranged ? dl_range_downgrade_intent(h, err) : dl_rw_downgrade_intent(h, err);
+}
+
 int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
                       dirlock_error *err)
 {
@@ -291,6 +296,7 @@ const dl_backend dl_dir_backend = {
     .shrink = dl_range_shrink,
     .upgrade = dir_upgrade,
     .downgrade = dir_downgrade,
+    .downgrade_intent = dir_downgrade_intent,
     .inspect = dir_inspect,
     .break_lock = dir_break,
     .cleanup = dir_cleanup,

@@ -299,6 +299,14 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
 /* Exclusive -> shared, without letting a writer in between. */
 int dirlock_downgrade(dirlock *lock, dirlock_error *err);
 
+/* Upgraded intent -> intent again: readers may enter from here, writers
+ * and other intent holders still wait.  For a writer whose change became
+ * visible in one atomic step (a rename) and that keeps the lock for the
+ * work that follows (syncing, bookkeeping) without holding readers off.
+ * A no-op on an intent lock; DIRLOCK_EINVAL on a lock not taken in intent
+ * mode.  It may upgrade again later. */
+int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err);
+
 /* ---- range locks ------------------------------------------------------- */
 
 /* Lock the half-open range [lo, hi) of lock `name` in opts->mode (shared,

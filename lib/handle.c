@@ -351,6 +351,27 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
         return lock->be->downgrade(lock, err);
 }
 
+int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err)
+{
+        dirlock_error local;
+        if (err == NULL)
+                err = &local;
+        int rc = dl_handle_usable(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (lock->mode == DIRLOCK_INTENT)
+                return DIRLOCK_OK;
+        if (lock->mode != DIRLOCK_EXCLUSIVE || lock->opts.mode != DIRLOCK_INTENT)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "lock '%s' was not taken in intent mode: only an upgraded intent lock can go "
+                               "back to intent",
+                               lock->name);
+        if (lock->be->downgrade_intent == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot go back to intent",
+                               lock->be->name, lock->name);
+        return lock->be->downgrade_intent(lock, err);
+}
+
 int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err)
 {
         int rc = dl_handle_usable(lock, err);

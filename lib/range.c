@@ -804,6 +804,21 @@ int dl_range_downgrade(dirlock *h, dirlock_error *err)
         return rc;
 }
 
+/* The caller (handle.c) checked that this is an upgraded intent range:
+ * back to i, which overlapping readers share; the rename wakes them. */
+int dl_range_downgrade_intent(dirlock *h, dirlock_error *err)
+{
+        dl_time never = dl_deadline(-1);
+        int rc = meta_take(h, &never, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        rc = set_entry(h, 'h', MODE_INTENT, err);
+        meta_give(h);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_INTENT;
+        return rc;
+}
+
 /* The caller (handle.c) checked that [lo, hi) is a part of the held range. */
 int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
 {

@@ -80,6 +80,7 @@ typedef enum dl_redis_script_id {
         DL_RS_CHECK,
         DL_RS_UPGRADE,
         DL_RS_DOWNGRADE,
+        DL_RS_DOWNGRADE_INTENT,
         DL_RS_BREAK,
         DL_RS_INSPECT,
         DL_RS_TIDY,
@@ -90,6 +91,7 @@ typedef enum dl_redis_script_id {
         DL_RS_RANGE_CHECK,
         DL_RS_RANGE_UPGRADE,
         DL_RS_RANGE_DOWNGRADE,
+        DL_RS_RANGE_DOWNGRADE_INTENT,
         DL_RS_RANGE_LIST,
         DL_RS_COUNT
 } dl_redis_script_id;
@@ -223,6 +225,7 @@ int dl_redis_range_refresh(dirlock *h, dirlock_error *err);
 int dl_redis_range_check(const dirlock *h, dirlock_error *err);
 int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
 int dl_redis_range_downgrade(dirlock *h, dirlock_error *err);
+int dl_redis_range_downgrade_intent(dirlock *h, dirlock_error *err);
 int dl_redis_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
 int dl_redis_ranges(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
                     dirlock_error *err);

@@ -817,6 +817,26 @@ static int redis_downgrade(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+/* The caller (handle.c) checked that this is an upgraded intent lock. */
+static int redis_downgrade_intent(dirlock *h, dirlock_error *err)
+{
+        if (h->ranged)
+                return dl_redis_range_downgrade_intent(h, err);
+        char policy[8];
+        snprintf(policy, sizeof policy, "%d", h->opts.policy);
+        const char *args[2] = {h->token, policy};
+        redisReply *rep;
+        int rc = dl_redis_run_on(h, DL_RS_DOWNGRADE_INTENT, 2, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return dl_redis_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
+        freeReplyObject(rep);
+        if (held != 1)
+                return dl_redis_lost(err, h);
+        h->mode = DIRLOCK_INTENT;
+        return DIRLOCK_OK;
+}
+
 /* ---- the space, from outside its holders ---------------------------------- */
 
 /* Run a script on lock `name` of space `spec` with the admin time budget. */
@@ -1052,6 +1072,7 @@ const dl_backend dl_redis_backend = {
     .shrink = dl_redis_range_shrink,
     .upgrade = redis_upgrade,
     .downgrade = redis_downgrade,
+    .downgrade_intent = redis_downgrade_intent,
     .inspect = redis_inspect,
     .break_lock = redis_break,
     .cleanup = redis_cleanup,

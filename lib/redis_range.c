@@ -287,6 +287,15 @@ int dl_redis_range_downgrade(dirlock *h, dirlock_error *err)
         return rc;
 }
 
+int dl_redis_range_downgrade_intent(dirlock *h, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        int rc = one_or_lost(h, DL_RS_RANGE_DOWNGRADE_INTENT, 1, args, err);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_INTENT;
+        return rc;
+}
+
 /* Intent -> exclusive: the entry becomes u, then x once no overlapping
  * read range is held; the last reader's release wakes us (R3). */
 int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)

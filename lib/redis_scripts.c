@@ -491,6 +491,18 @@ static const char downgrade_src[] =
            "grant(k, holders(k), nil)\n"
            "return 1\n";
 
+/* DOWNGRADE_INTENT  KEYS: K, {P}   ARGV: token, policy
+ * Upgraded intent -> intent: U goes, W stays ours (writers and intents
+ * still wait), and the readers U held back are let in.  `simple` keeps U
+ * (its intent is exclusive).  1, or 0: lost. */
+static const char downgrade_intent_src[] =
+    COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+           "purge(k)\n"
+           "if get_w(k) ~= token then return 0 end\n"
+           "if ARGV[2] ~= '3' and redis.call('GET', k.u) == token then redis.call('DEL', k.u) end\n"
+           "grant(k, holders(k), nil)\n"
+           "return 1\n";
+
 /* BREAK  KEYS: K, {P}   ARGV: token
  * Removes exactly the given token's entries (W, U, reader, waiter, record,
  * wake list): a same-host owner found dead, or `dirlock break --force`.
@@ -757,6 +769,18 @@ static const char range_downgrade_src[] =
                         "range_wake(k, e.lo, e.hi)\n"
                         "return 1\n";
 
+/* RANGE_DOWNGRADE_INTENT  KEYS: K, {P}   ARGV: token
+ * Upgraded intent range -> intent (i, which readers share); R3: wakes
+ * the waiters that met it.  1, or 0: lost. */
+static const char range_downgrade_intent_src[] =
+    COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                        "purge(k)\n"
+                        "local e = range_find(k, token)\n"
+                        "if not e or e.state ~= 'h' then return 0 end\n"
+                        "range_set(k, token, 'h', 'i', e.seq, e.los, e.his, e.policy, e.qttl)\n"
+                        "range_wake(k, e.lo, e.hi)\n"
+                        "return 1\n";
+
 /* RANGE_LIST  KEYS: K, {P}
  * After the purge: {state and mode ("hx", "ws", "hu", ...), lo, hi, owner
  * record, ...} of every range holder and waiter (dirlock_ranges). */
@@ -797,6 +821,7 @@ static const struct {
     [DL_RS_CHECK] = {"check", check_src},
     [DL_RS_UPGRADE] = {"upgrade", upgrade_src},
     [DL_RS_DOWNGRADE] = {"downgrade", downgrade_src},
+    [DL_RS_DOWNGRADE_INTENT] = {"downgrade to intent", downgrade_intent_src},
     [DL_RS_BREAK] = {"break", break_src},
     [DL_RS_INSPECT] = {"inspect", inspect_src},
     [DL_RS_TIDY] = {"tidy", tidy_src},
@@ -807,6 +832,7 @@ static const struct {
     [DL_RS_RANGE_CHECK] = {"range check", range_check_src},
     [DL_RS_RANGE_UPGRADE] = {"range upgrade", range_upgrade_src},
     [DL_RS_RANGE_DOWNGRADE] = {"range downgrade", range_downgrade_src},
+    [DL_RS_RANGE_DOWNGRADE_INTENT] = {"range downgrade to intent", range_downgrade_intent_src},
     [DL_RS_RANGE_LIST] = {"range list", range_list_src},
 };
 

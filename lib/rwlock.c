@@ -95,6 +95,9 @@
  *   other.  Two intent holders cannot exist at once (W), hence no deadlock.
  * DOWNGRADE (exclusive or intent -> shared): create r.<T>, remove U, release
  *   W.  We are a registered reader before W is free: no writer slips in.
+ * DOWNGRADE TO INTENT (upgraded intent -> intent): remove U.  W stays ours
+ *   (writers and intent holders still wait); readers waiting for U's
+ *   removal wake and enter.  (`simple`: U stays, intent is exclusive.)
  * RELEASE: reader: unlink our entry (ENOENT -> DIRLOCK_ELOST), rmdir
  *   NAME.readers if empty.  W holder: unlink U if ours, release W.
  * REFRESH renews our entry's age (reader entry, U, W's owner entry).
@@ -932,6 +935,28 @@ int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
         }
         rw->reader_entry = rw->r_path;
         lock->mode = DIRLOCK_SHARED;
+        dl_ok(err);
+        return DIRLOCK_OK;
+}
+
+/* The caller (handle.c) checked that this is an upgraded intent lock. */
+int dl_rw_downgrade_intent(dirlock *lock, dirlock_error *err)
+{
+        dirlock_error local;
+        if (err == NULL)
+                err = &local;
+        int rc = dl_rw_state(lock, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_excl_check(lock, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        struct dl_rw *rw = dl_dir_of(lock)->rw;
+        if (rw->up_held && lock->opts.policy != DIRLOCK_POLICY_SIMPLE) {
+                if (unlink(rw->up_path) != 0 && errno != ENOENT)
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot remove '%s'", rw->up_path);
+                rw->up_held = false;
+        }
+        lock->mode = DIRLOCK_INTENT;
         dl_ok(err);
         return DIRLOCK_OK;
 }

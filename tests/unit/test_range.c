@@ -253,6 +253,20 @@ static void test_upgrade(void **state)
         assert_int_equal(dirlock_downgrade(i, &e), DIRLOCK_OK);
         assert_int_equal(try_range(7, 8, DIRLOCK_SHARED), DIRLOCK_OK);
         dirlock_release(i, NULL);
+        /* upgraded intent range -> intent: readers share it again, writers
+         * and intents still wait */
+        i = range(0, 10, DIRLOCK_INTENT, 0);
+        assert_non_null(i);
+        assert_int_equal(dirlock_upgrade(i, &o, &e), DIRLOCK_OK);
+        assert_int_equal(try_range(7, 8, DIRLOCK_SHARED), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_downgrade_intent(i, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_mode_of(i), DIRLOCK_INTENT);
+        assert_int_equal(try_range(7, 8, DIRLOCK_SHARED), DIRLOCK_OK);
+        assert_int_equal(try_range(7, 8, DIRLOCK_EXCLUSIVE), DIRLOCK_EBUSY);
+        assert_int_equal(try_range(7, 8, DIRLOCK_INTENT), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_upgrade(i, &o, &e), DIRLOCK_OK);
+        assert_int_equal(try_range(7, 8, DIRLOCK_SHARED), DIRLOCK_EBUSY);
+        dirlock_release(i, NULL);
 }
 
 struct whole_later {

@@ -396,6 +396,26 @@ static void test_upgrade_downgrade(void **state)
         assert_int_equal(dirlock_downgrade(i, &e), DIRLOCK_EINVAL);
         dirlock_release(r, NULL);
         assert_int_equal(dirlock_release(i, &e), DIRLOCK_OK);
+        /* upgraded intent -> intent: readers enter, writers and intents wait */
+        i = take_in(space, "ud", DIRLOCK_INTENT, 0, &e);
+        assert_non_null(i);
+        assert_int_equal(dirlock_upgrade(i, &quick, &e), DIRLOCK_OK);
+        assert_null(take_in(space, "ud", DIRLOCK_SHARED, 0, &e));
+        assert_int_equal(dirlock_downgrade_intent(i, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_mode_of(i), DIRLOCK_INTENT);
+        r = take_in(space, "ud", DIRLOCK_SHARED, 0, &e);
+        assert_non_null(r);
+        assert_null(take_in(space, "ud", DIRLOCK_EXCLUSIVE, 0, &e));
+        assert_int_equal(e.code, DIRLOCK_EBUSY);
+        assert_null(take_in(space, "ud", DIRLOCK_INTENT, 0, &e));
+        dirlock_release(r, NULL);
+        assert_int_equal(dirlock_upgrade(i, &quick, &e), DIRLOCK_OK); /* and up again */
+        assert_null(take_in(space, "ud", DIRLOCK_SHARED, 0, &e));
+        assert_int_equal(dirlock_release(i, &e), DIRLOCK_OK);
+        dirlock *x = take_in(space, "ud", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(x);
+        assert_int_equal(dirlock_downgrade_intent(x, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_release(x, &e), DIRLOCK_OK);
 }
 
 /* The upgrade waits for the reader that is in, and is woken when it goes. */

@@ -12,6 +12,7 @@
 
 #include "dirlock.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,57 @@ static void test_downgrade(void **state)
         drop(w);
 }
 
+/* A reader waiting while the upgraded intent holder writes. */
+struct waiting_reader {
+        const fixture *f;
+        int rc;
+        dirlock *h;
+};
+
+static void *waiting_reader_fn(void *arg)
+{
+        struct waiting_reader *w = arg;
+        w->rc = take(w->f, DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 5, &w->h);
+        return NULL;
+}
+
+/* Upgraded intent -> intent: readers (waiting ones too) enter, writers and
+ * intents still wait; it may upgrade again; only intent locks may. */
+static void test_downgrade_intent(void **state)
+{
+        fixture *f = *state;
+        dirlock *i, *r, *x;
+        dirlock_error err;
+        assert_int_equal(take(f, DIRLOCK_INTENT, DIRLOCK_POLICY_FAIR, 0, &i), DIRLOCK_OK);
+        assert_int_equal(dirlock_downgrade_intent(i, &err), DIRLOCK_OK); /* not upgraded: no-op */
+        assert_int_equal(dirlock_upgrade(i, NULL, &err), DIRLOCK_OK);
+        struct waiting_reader wr = {f, -1, NULL};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, waiting_reader_fn, &wr), 0);
+        usleep(100 * 1000); /* the reader waits for the write phase */
+        assert_int_equal(dirlock_downgrade_intent(i, &err), DIRLOCK_OK);
+        assert_int_equal(dirlock_mode_of(i), DIRLOCK_INTENT);
+        pthread_join(th, NULL);
+        assert_int_equal(wr.rc, DIRLOCK_OK); /* in while the intent is still held */
+        assert_int_equal(take(f, DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 0, &r), DIRLOCK_OK);
+        assert_int_equal(take(f, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, 0, &x), DIRLOCK_EBUSY);
+        assert_int_equal(take(f, DIRLOCK_INTENT, DIRLOCK_POLICY_FAIR, 0, &x), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_check(i, &err), DIRLOCK_OK);
+        drop(r);
+        drop(wr.h);
+        assert_int_equal(dirlock_upgrade(i, NULL, &err), DIRLOCK_OK);
+        assert_int_equal(take(f, DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 0, &r), DIRLOCK_EBUSY);
+        drop(i);
+        /* a lock taken exclusive or shared has no intent to go back to */
+        assert_int_equal(take(f, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, 0, &x), DIRLOCK_OK);
+        assert_int_equal(dirlock_downgrade_intent(x, &err), DIRLOCK_EINVAL);
+        assert_non_null(strstr(err.message, "intent"));
+        drop(x);
+        assert_int_equal(take(f, DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 0, &r), DIRLOCK_OK);
+        assert_int_equal(dirlock_downgrade_intent(r, &err), DIRLOCK_EINVAL);
+        drop(r);
+}
+
 static void test_reentrant(void **state)
 {
         fixture *f = *state;
@@ -278,6 +330,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_upgrade_shared_refused, setup, teardown),
             cmocka_unit_test_setup_teardown(test_upgrade_waits_for_present_readers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_downgrade, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_downgrade_intent, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reentrant, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dead_reader_is_broken, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reader_lost_and_refresh, setup, teardown),
