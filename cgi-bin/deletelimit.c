@@ -133,7 +133,7 @@ int deletelimit_record(const char *path, const char *addr, long long no, long lo
         buf_free(&old);
         buf_printf(&out, "%s\t%lld\n%s\t%lld\n", akey, now, mkey, now);
         rc = out.oom ? board_fail(err, 500, "out of memory")
-                     : file_replace(path, out.data, out.len, 0600, NULL, NULL, err);
+                     : file_replace(path, out.data, out.len, 0600, NULL, err);
         buf_free(&out);
         return rc;
 }

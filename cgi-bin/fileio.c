@@ -79,7 +79,7 @@ static int fsync_dir_of(const char *path)
         return rc;
 }
 
-int file_replace(const char *path, const char *data, size_t len, int mode, file_commit_check check, void *ctx,
+int file_replace(const char *path, const char *data, size_t len, int mode, const struct file_commit *commit,
                  struct board_error *err)
 {
         temp_remove_dead_beside(path);
@@ -111,7 +111,7 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
                 buf_free(&tmp);
                 return -1;
         }
-        if (check && check(ctx, err) != 0) {
+        if (commit && commit->check && commit->check(commit->ctx, err) != 0) {
                 unlink(tmp.data);
                 buf_free(&tmp);
                 return -1;
@@ -125,6 +125,8 @@ int file_replace(const char *path, const char *data, size_t len, int mode, file_
                 return -1;
         }
         buf_free(&tmp);
+        if (commit && commit->done)
+                commit->done(commit->ctx);
         if (fsync_dir_of(path) < 0) {
                 e = errno;
                 return board_fail(err, 500, "cannot fsync the directory of '%s': %s", path, strerror(e));

@@ -17,15 +17,24 @@ int file_read_all(const char *path, struct buf *out, struct board_error *err);
  * short writes.  0, or -1 with errno set. */
 int write_all(int fd, const void *data, size_t len);
 
-/* Called after the temp file is complete and synced, right before the
- * rename; a non-zero return cancels the replacement. */
-typedef int (*file_commit_check)(void *ctx, struct board_error *err);
+/* The caller's part in a replacement (file_replace).  `check` runs after
+ * the temp file is complete and synced, right before the rename; a
+ * non-zero return cancels the replacement.  `done` runs right after the
+ * rename made the new content visible, before the directory is synced
+ * (what readers need is done; what a crash needs is not yet).  Either may
+ * be NULL. */
+struct file_commit {
+        int (*check)(void *ctx, struct board_error *err);
+        void (*done)(void *ctx);
+        void *ctx;
+};
 
 /* Replace `path` with `len` bytes at `data`: write a temp file beside it
- * (tempname.h), fsync, run `check` (may be NULL), rename over
- * `path`, fsync the directory.  On any failure the temp file is removed and
- * `path` is left as it was. */
-int file_replace(const char *path, const char *data, size_t len, int mode, file_commit_check check, void *ctx,
+ * (tempname.h), fsync, run commit->check, rename over `path`, run
+ * commit->done, fsync the directory (`commit` may be NULL).  On a failure
+ * before the rename the temp file is removed and `path` is left as it
+ * was. */
+int file_replace(const char *path, const char *data, size_t len, int mode, const struct file_commit *commit,
                  struct board_error *err);
 
 /* Overwrite `path` in place (truncate, then write in `chunks` pieces with

@@ -175,7 +175,8 @@ int board_lock_write_commit(struct board_lock *lk, struct board_error *err)
          * needs the exclusive lock before it starts.  A rename write does
          * not: its temp file is written and synced while readers go on
          * (that is what the intent lock is for), and the upgrade waits
-         * until board_lock_make_exclusive(), right before the rename. */
+         * until board_lock_make_exclusive(), right before the rename;
+         * board_lock_write_visible() steps back to intent right after it. */
         if (cfg->lock_mode == BOARD_LOCK_RW && lk->handle && cfg->write_method == BOARD_WRITE_INPLACE)
                 return upgrade(lk, err);
         return 0;
@@ -192,6 +193,15 @@ int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err)
         if (rc != DIRLOCK_OK)
                 return lock_error(lk->cfg, rc, &de, err);
         return 0;
+}
+
+void board_lock_write_visible(struct board_lock *lk)
+{
+        if (lk->handle && lk->cfg->lock_mode == BOARD_LOCK_RW &&
+            dirlock_mode_of(lk->handle) == DIRLOCK_EXCLUSIVE) {
+                dirlock_error ignored = {0, 0, ""};
+                (void)dirlock_downgrade_intent(lk->handle, &ignored);
+        }
 }
 
 int board_lock_release(struct board_lock *lk, struct board_error *err)

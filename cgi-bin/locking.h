@@ -78,6 +78,12 @@ int board_lock_write_commit(struct board_lock *lk, struct board_error *err);
  * exclusive one is checked.  0, also when nothing is held; 503 when the
  * lock was lost. */
 int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err);
+/* Right after a write became visible to readers: an upgraded intent lock
+ * ("rw") goes back to intent, so readers come in again while the writer
+ * finishes (syncing, bookkeeping) and other writers still wait.  Nothing
+ * for the other modes.  A failure leaves the lock as it was: a lost lock
+ * shows at its release. */
+void board_lock_write_visible(struct board_lock *lk);
 /* Release whatever is held; DIRLOCK_ELOST here is an error (500). */
 int board_lock_release(struct board_lock *lk, struct board_error *err);
 /* The end of a locked operation whose result is `rc`: release, and keep

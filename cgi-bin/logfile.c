@@ -132,7 +132,7 @@ int logfile_read(const char *path, struct msglist *out, struct board_error *err)
 }
 
 int logfile_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                  file_commit_check check, void *ctx, struct board_error *err)
+                  const struct file_commit *commit, struct board_error *err)
 {
         struct buf out = BUF_INIT;
         if (l->fence > 0)
@@ -163,11 +163,13 @@ int logfile_write(const char *path, const struct msglist *l, size_t cap, int met
         const char *data = out.data ? out.data : "";
         int rc;
         if (method == BOARD_WRITE_INPLACE) {
-                rc = check ? check(ctx, err) : 0;
+                rc = commit && commit->check ? commit->check(commit->ctx, err) : 0;
                 if (rc == 0)
                         rc = file_overwrite_inplace(path, data, out.len, 4, delay_ms, err);
+                if (rc == 0 && commit && commit->done)
+                        commit->done(commit->ctx);
         } else {
-                rc = file_replace(path, data, out.len, 0644, check, ctx, err);
+                rc = file_replace(path, data, out.len, 0644, commit, err);
         }
         buf_free(&out);
         return rc;

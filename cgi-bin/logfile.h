@@ -39,10 +39,12 @@ int logfile_read(const char *path, struct msglist *out, struct board_error *err)
 
 /* Write the newest `cap` messages of `l` as the new log, and the mark
  * when msglist_max_no(l) is above the last of them.  method
- * BOARD_WRITE_RENAME: crash-safe replacement, `check` runs right before the
- * rename; BOARD_WRITE_INPLACE: overwrite in chunks with delay_ms between them
- * (`check` runs before the first byte is written). */
+ * BOARD_WRITE_RENAME: crash-safe replacement (file_replace: commit->check
+ * right before the rename, commit->done right after it);
+ * BOARD_WRITE_INPLACE: overwrite in chunks with delay_ms between them
+ * (commit->check before the first byte is written, commit->done after the
+ * last is synced).  `commit` may be NULL. */
 int logfile_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                  file_commit_check check, void *ctx, struct board_error *err);
+                  const struct file_commit *commit, struct board_error *err);
 
 #endif

@@ -138,7 +138,7 @@ static int rewrite(const char *path, struct rewrite_ctx *c, struct board_error *
         if (out.oom)
                 rc = board_fail(err, 500, "out of memory");
         else if (c->then < 0 || c->dropped)
-                rc = file_replace(path, out.data ? out.data : "", out.len, 0644, NULL, NULL, err);
+                rc = file_replace(path, out.data ? out.data : "", out.len, 0644, NULL, err);
         else
                 rc = 0;
         buf_free(&out);

@@ -143,6 +143,17 @@ static int check_before_rename(void *ctx, struct board_error *err)
         return fence_gate_enter(&c->gate, c->s->cfg->data_dir, c->s->log, c->lk->fence, err);
 }
 
+/* logfile_write()'s step right after the new log became visible: the
+ * fence gate is left, and readers may come in again while the writer
+ * syncs the directory and settles its bookkeeping, still holding off
+ * other writers (board_lock_write_visible). */
+static void after_rename(void *ctx)
+{
+        struct write_check *c = ctx;
+        fence_gate_leave(&c->gate);
+        board_lock_write_visible(c->lk);
+}
+
 /* Write `list` as the new log, recording the write's fence (or keeping
  * the one read with the list when the lock has none). */
 static int write_log(const struct log_store *s, struct msglist *list, struct board_lock *lk,
@@ -152,8 +163,9 @@ static int write_log(const struct log_store *s, struct msglist *list, struct boa
         if (lk->fence > 0)
                 list->fence = lk->fence;
         struct write_check c = {s, lk, FENCE_GATE_INIT};
+        struct file_commit commit = {check_before_rename, after_rename, &c};
         int rc = logfile_write(s->log, list, (size_t)cfg->max_messages, cfg->write_method, cfg->delay_ms,
-                               check_before_rename, &c, err);
+                               &commit, err);
         fence_gate_leave(&c.gate);
         return rc;
 }

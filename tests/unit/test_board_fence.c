@@ -59,6 +59,21 @@ static int setup_sqlite(void **state)
         return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
 }
 
+/* The same board with lock_mode = rw. */
+static int setup_rw(void **state)
+{
+        (void)state;
+        strcpy(dir, "/tmp/test_board_fence_XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        snprintf(log_path, sizeof log_path, "%s/messages.log", dir);
+        char text[256];
+        int n = snprintf(text, sizeof text,
+                         "data_dir = %s\nlock_mode = rw\ngroup_commit = no\nstale_age = 1\n", dir);
+        struct board_error e = BOARD_ERROR_INIT;
+        return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
+}
+
 static int teardown(void **state)
 {
         (void)state;
@@ -162,6 +177,57 @@ static void test_late_holder_refused(void **state)
         (void)board_lock_release(&a, &e);
 }
 
+/* Whether a lock of `mode` on the board's lock is free right now. */
+static int try_board_lock(int mode)
+{
+        dirlock_options o;
+        dirlock_options_init(&o);
+        o.timeout = 0;
+        o.mode = mode;
+        dirlock *h = NULL;
+        dirlock_error de;
+        int rc = dirlock_acquire(cfg.lock_space, BOARD_LOCK_NAME, &o, &h, &de);
+        if (rc == DIRLOCK_OK)
+                dirlock_release(h, NULL);
+        return rc;
+}
+
+/* rw: the writer holds readers off from its upgrade to the moment the new
+ * log is visible, and from there only writers (board_lock_write_visible);
+ * the other modes keep what they hold. */
+static void test_rw_readers_back_after_rename(void **state)
+{
+        (void)state;
+        struct board_lock w;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_write_begin(&cfg, &w, &e), 0);
+        assert_int_equal(try_board_lock(DIRLOCK_SHARED), DIRLOCK_OK); /* intent: readers go on */
+        assert_int_equal(board_lock_make_exclusive(&w, &e), 0);
+        assert_int_equal(try_board_lock(DIRLOCK_SHARED), DIRLOCK_EBUSY);
+        board_lock_write_visible(&w);
+        assert_int_equal(try_board_lock(DIRLOCK_SHARED), DIRLOCK_OK);
+        assert_int_equal(try_board_lock(DIRLOCK_INTENT), DIRLOCK_EBUSY);
+        assert_int_equal(try_board_lock(DIRLOCK_EXCLUSIVE), DIRLOCK_EBUSY);
+        assert_int_equal(board_lock_release(&w, &e), 0);
+        assert_int_equal(try_board_lock(DIRLOCK_EXCLUSIVE), DIRLOCK_OK);
+        /* and a whole post leaves the lock free and the post in the log */
+        post("through rw", 0);
+        assert_int_equal(try_board_lock(DIRLOCK_EXCLUSIVE), DIRLOCK_OK);
+}
+
+/* mkdir: board_lock_write_visible changes nothing; the writer stays
+ * exclusive to its release. */
+static void test_mkdir_keeps_exclusive(void **state)
+{
+        (void)state;
+        struct board_lock w;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_write_begin(&cfg, &w, &e), 0);
+        board_lock_write_visible(&w);
+        assert_int_equal(try_board_lock(DIRLOCK_EXCLUSIVE), DIRLOCK_EBUSY);
+        assert_int_equal(board_lock_release(&w, &e), 0);
+}
+
 /* The fence line round-trips and is not a message; a log without one has
  * fence 0. */
 static void test_fence_line(void **state)
@@ -173,7 +239,7 @@ static void test_fence_line(void **state)
         assert_int_equal(logfile_parse(text, strlen(text), "x", &l, &e), 0);
         assert_int_equal(l.count, 1);
         assert_true(l.fence == 1234567890123ULL);
-        assert_int_equal(logfile_write(log_path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(log_path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, &e), 0);
         assert_true(recorded() == 1234567890123ULL);
         msglist_free(&l);
         unsigned long long f = 7;
@@ -269,6 +335,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_post_records_fence, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_holder_refused, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_rw_readers_back_after_rename, setup_rw, teardown),
+            cmocka_unit_test_setup_teardown(test_mkdir_keeps_exclusive, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sqlite_post_records_fence, setup_sqlite, teardown),
             cmocka_unit_test_setup_teardown(test_sqlite_lower_fence_refused, setup_sqlite, teardown),
         };

@@ -92,7 +92,7 @@ static void test_write_read(void **state)
         struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "first\nline");
         add(&l, 2, "二番目\ttab\\");
-        assert_int_equal(logfile_write(f->path, &l, 100, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 100, BOARD_WRITE_RENAME, 0, NULL, &e), 0);
         assert_int_equal(count_files(f->dir), 1); /* no temp file left */
         assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 2);
@@ -101,7 +101,7 @@ static void test_write_read(void **state)
         msglist_free(&back);
         /* in place gives the same file */
         add(&l, 5, "third");
-        assert_int_equal(logfile_write(f->path, &l, 100, BOARD_WRITE_INPLACE, 1, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 100, BOARD_WRITE_INPLACE, 1, NULL, &e), 0);
         assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 3);
         assert_int_equal(msglist_max_no(&back), 5);
@@ -116,7 +116,7 @@ static void test_cap(void **state)
         struct board_error e = BOARD_ERROR_INIT;
         for (int i = 1; i <= 10; i++)
                 add(&l, i, "m");
-        assert_int_equal(logfile_write(f->path, &l, 3, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 3, BOARD_WRITE_RENAME, 0, NULL, &e), 0);
         assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 3);
         assert_int_equal(back.items[0].no, 8);
@@ -157,22 +157,72 @@ static int refuse(void *ctx, struct board_error *err)
         return -1;
 }
 
+/* The `done` step: records how many messages a reader saw at that point. */
+struct seen {
+        const char *path;
+        int done_calls;
+        long count;
+};
+
+static void count_on_done(void *ctx)
+{
+        struct seen *s = ctx;
+        struct msglist l = MSGLIST_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
+        s->done_calls++;
+        s->count = logfile_read(s->path, &l, &e) == 0 ? (long)l.count : -1;
+        msglist_free(&l);
+}
+
+static int refuse_seen(void *ctx, struct board_error *err)
+{
+        (void)ctx;
+        return board_fail(err, 503, "lock lost");
+}
+
 static void test_check_cancels(void **state)
 {
         struct fixture *f = *state;
         struct msglist l = MSGLIST_INIT, back = MSGLIST_INIT;
         struct board_error e = BOARD_ERROR_INIT;
         add(&l, 1, "old");
-        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, &e), 0);
         add(&l, 2, "new");
         int called = 0;
-        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, refuse, &called, &e), -1);
+        struct file_commit refusing = {refuse, NULL, &called};
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, &refusing, &e), -1);
         assert_int_equal(called, 1);
         assert_int_equal(e.status, 503);
         assert_int_equal(count_files(f->dir), 1);
         assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 1);
         msglist_free(&back);
+        msglist_free(&l);
+}
+
+/* `done` runs once the new log is what readers get, once per write, in
+ * both write methods; never when the check refused. */
+static void test_done_after_visible(void **state)
+{
+        struct fixture *f = *state;
+        struct msglist l = MSGLIST_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
+        add(&l, 1, "one");
+        struct seen seen = {f->path, 0, 0};
+        struct file_commit c = {NULL, count_on_done, &seen};
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, &c, &e), 0);
+        assert_int_equal(seen.done_calls, 1);
+        assert_int_equal(seen.count, 1);
+        add(&l, 2, "two");
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, &c, &e), 0);
+        assert_int_equal(seen.done_calls, 2);
+        assert_int_equal(seen.count, 2);
+        add(&l, 3, "three");
+        struct file_commit refusing = {refuse_seen, count_on_done, &seen};
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, &refusing, &e), -1);
+        assert_int_equal(seen.done_calls, 2);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, &refusing, &e), -1);
+        assert_int_equal(seen.done_calls, 2);
         msglist_free(&l);
 }
 
@@ -184,7 +234,7 @@ static void test_write_failure_keeps_old(void **state)
         add(&l, 1, "x");
         char bad[160];
         snprintf(bad, sizeof bad, "%s/missing-dir/messages.log", f->dir);
-        assert_int_equal(logfile_write(bad, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), -1);
+        assert_int_equal(logfile_write(bad, &l, 10, BOARD_WRITE_RENAME, 0, NULL, &e), -1);
         assert_int_equal(e.status, 500);
         assert_non_null(strstr(e.msg, "cannot create"));
         assert_int_equal(count_files(f->dir), 0);
@@ -202,13 +252,13 @@ static void test_high_water_mark(void **state)
         add(&l, 2, "two");
         msglist_remove(&l, 1); /* the newest deleted */
         assert_int_equal(msglist_max_no(&l), 2);
-        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_RENAME, 0, NULL, &e), 0);
         assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 1);
         assert_int_equal(msglist_max_no(&back), 2);
         msglist_free(&back);
         msglist_remove(&l, 0); /* every message deleted */
-        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, NULL, NULL, &e), 0);
+        assert_int_equal(logfile_write(f->path, &l, 10, BOARD_WRITE_INPLACE, 0, NULL, &e), 0);
         assert_int_equal(logfile_read(f->path, &back, &e), 0);
         assert_int_equal(back.count, 0);
         assert_int_equal(msglist_max_no(&back), 2);
@@ -236,6 +286,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_high_water_mark, setup, teardown),
             cmocka_unit_test_setup_teardown(test_corrupt_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_check_cancels, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_done_after_visible, setup, teardown),
             cmocka_unit_test_setup_teardown(test_write_failure_keeps_old, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
