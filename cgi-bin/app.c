@@ -61,6 +61,7 @@ void app_free(struct app *app)
                 config_free(&b->cfg);
                 free(b->conf_path);
                 memset(b->secret, 0, sizeof b->secret);
+                memset(&b->cookies, 0, sizeof b->cookies);
                 free(b);
         }
 }
@@ -696,13 +697,11 @@ static int take_csrf_cookie(struct req *q, struct resp *r, struct cookie_jar *ja
         if (ch && strlen(ch) <= REQUEST_COOKIE_MAX &&
             cookie_parse(ch, strlen(ch), MAX_COOKIES, jar) == COOKIE_OK) {
                 const struct cookie *c = cookie_find(jar, CSRF_COOKIE_NAME);
-                if (c && csrf_cookie_valid(secret, c->value, c->value_len))
+                if (c && csrf_memo_token(&q->loaded->cookies, secret, c->value, c->value_len, q->token, NULL))
                         q->token_cookie = c->value;
         }
-        if (q->token_cookie) {
-                csrf_token(secret, q->token_cookie, strlen(q->token_cookie), q->token);
+        if (q->token_cookie)
                 return 0;
-        }
         struct board_error e = BOARD_ERROR_INIT;
         if (csrf_new_cookie(secret, r->new_cookie, &e) < 0) {
                 log_error(q->cfg, q->envp, 500, e.msg);

@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "config.h"
 #include "csrf.h"
+#include "csrf_memo.h"
 #include "request.h"
 
 /* A loaded board: its configuration, CSRF secret and store. */
@@ -16,7 +17,8 @@ struct app_board {
         char *conf_path;
         struct board_config cfg;
         unsigned char secret[CSRF_SECRET_LEN];
-        struct board board; /* its store's state lives as long as this */
+        struct csrf_memo cookies; /* cookies checked, with their tokens */
+        struct board board;       /* its store's state lives as long as this */
         struct app_board *next;
 };
 

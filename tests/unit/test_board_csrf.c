@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "../../cgi-bin/csrf.h"
+#include "../../cgi-bin/csrf_memo.h"
 #include "../../cgi-bin/password.h"
 
 static void test_secret_file(void **state)
@@ -71,6 +72,68 @@ static void test_tokens(void **state)
         assert_false(csrf_verify(secret, cookie, strlen(cookie), token, CSRF_TOKEN_LEN - 1));
         assert_false(csrf_verify(secret, cookie, strlen(cookie), "", 0));
         assert_false(csrf_verify(secret, NULL, 0, token, strlen(token)));
+}
+
+/* The memory of checked cookies answers as the HMACs would: the token of
+ * a valid cookie (computed once), and no token for a cookie the board did
+ * not issue, even one that shares the slot of a remembered cookie. */
+static void test_memo(void **state)
+{
+        (void)state;
+        unsigned char secret[CSRF_SECRET_LEN];
+        memset(secret, 7, sizeof secret);
+        static struct csrf_memo memo; /* zeroed: nothing remembered */
+        char cookie[CSRF_COOKIE_LEN + 1], want[CSRF_TOKEN_LEN + 1], got[CSRF_TOKEN_LEN + 1];
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(csrf_new_cookie(secret, cookie, &e), 0);
+        csrf_token(secret, cookie, CSRF_COOKIE_LEN, want);
+        bool computed = false;
+        assert_int_equal(csrf_memo_token(&memo, secret, cookie, CSRF_COOKIE_LEN, got, &computed), 1);
+        assert_true(computed);
+        assert_string_equal(got, want);
+        memset(got, 0, sizeof got);
+        assert_int_equal(csrf_memo_token(&memo, secret, cookie, CSRF_COOKIE_LEN, got, &computed), 1);
+        assert_false(computed); /* remembered */
+        assert_string_equal(got, want);
+
+        /* Same random half (same slot), forged MAC half: refused, every time. */
+        char forged[CSRF_COOKIE_LEN + 1];
+        memcpy(forged, cookie, sizeof forged);
+        forged[CSRF_COOKIE_LEN - 1] = forged[CSRF_COOKIE_LEN - 1] == '0' ? '1' : '0';
+        for (int i = 0; i < 2; i++) {
+                memset(got, 'z', CSRF_TOKEN_LEN);
+                assert_int_equal(csrf_memo_token(&memo, secret, forged, CSRF_COOKIE_LEN, got, &computed), 0);
+                assert_true(computed);
+                assert_int_equal(got[0], 'z'); /* untouched */
+        }
+        /* Not hex, too short: refused before any lookup. */
+        char upper[CSRF_COOKIE_LEN + 1];
+        memcpy(upper, cookie, sizeof upper);
+        upper[0] = 'G';
+        assert_int_equal(csrf_memo_token(&memo, secret, upper, CSRF_COOKIE_LEN, got, NULL), 0);
+        assert_int_equal(csrf_memo_token(&memo, secret, cookie, CSRF_COOKIE_LEN - 1, got, NULL), 0);
+        /* The valid cookie is still remembered. */
+        assert_int_equal(csrf_memo_token(&memo, secret, cookie, CSRF_COOKIE_LEN, got, &computed), 1);
+        assert_false(computed);
+        assert_string_equal(got, want);
+
+        /* A valid cookie of another secret (another board) gets nothing here. */
+        unsigned char secret2[CSRF_SECRET_LEN];
+        memset(secret2, 8, sizeof secret2);
+        char theirs[CSRF_COOKIE_LEN + 1];
+        assert_int_equal(csrf_new_cookie(secret2, theirs, &e), 0);
+        assert_int_equal(csrf_memo_token(&memo, secret, theirs, CSRF_COOKIE_LEN, got, NULL), 0);
+
+        /* Many cookies: each gets its own token, whichever slot it shares. */
+        for (int i = 0; i < 3 * CSRF_MEMO_SLOTS; i++) {
+                char c[CSRF_COOKIE_LEN + 1], t[CSRF_TOKEN_LEN + 1];
+                assert_int_equal(csrf_new_cookie(secret, c, &e), 0);
+                csrf_token(secret, c, CSRF_COOKIE_LEN, t);
+                assert_int_equal(csrf_memo_token(&memo, secret, c, CSRF_COOKIE_LEN, got, NULL), 1);
+                assert_string_equal(got, t);
+                assert_int_equal(csrf_memo_token(&memo, secret, cookie, CSRF_COOKIE_LEN, got, NULL), 1);
+                assert_string_equal(got, want);
+        }
 }
 
 static void test_known_hmac(void **state)
@@ -137,9 +200,9 @@ static void test_password(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_secret_file), cmocka_unit_test(test_tokens),
-            cmocka_unit_test(test_known_hmac),  cmocka_unit_test(test_cookie_shape),
-            cmocka_unit_test(test_password),
+            cmocka_unit_test(test_secret_file),  cmocka_unit_test(test_tokens),
+            cmocka_unit_test(test_known_hmac),   cmocka_unit_test(test_memo),
+            cmocka_unit_test(test_cookie_shape), cmocka_unit_test(test_password),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
