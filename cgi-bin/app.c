@@ -303,7 +303,7 @@ static void show_board(struct req *q, struct resp *r, int status, const char *er
 {
         const struct msglist *list;
         struct board_error lerr = BOARD_ERROR_INIT;
-        int listed = board_view(&q->loaded->board, &list, &lerr);
+        int listed = board_view(&q->loaded->board, &list, NULL, &lerr);
         if (listed < 0 && status == 200) {
                 message_page(r, q->cfg, &lerr);
                 log_error(q->cfg, q->envp, lerr.status, lerr.msg);
@@ -576,7 +576,7 @@ static void handle_api(struct req *q, struct resp *r)
                 }
         }
         const struct msglist *list;
-        if (board_view(&q->loaded->board, &list, &e) < 0) {
+        if (board_view(&q->loaded->board, &list, NULL, &e) < 0) {
                 if (e.status >= 500)
                         log_error(q->cfg, q->envp, e.status, e.msg);
                 api_error(r, &e);

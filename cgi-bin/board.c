@@ -39,11 +39,12 @@ int board_list(struct board *b, struct msglist *out, struct board_error *err)
         return b->store->list(b->state, out, err);
 }
 
-int board_view(struct board *b, const struct msglist **out, struct board_error *err)
+int board_view(struct board *b, const struct msglist **out, unsigned long long *generation,
+               struct board_error *err)
 {
         if (opened(b, err) < 0)
                 return -1;
-        return b->store->view(b->state, out, err);
+        return b->store->view(b->state, out, generation, err);
 }
 
 int board_post(struct board *b, struct logrecord *msg, const char *addr, long long now,

@@ -29,8 +29,10 @@ int board_list(struct board *b, struct msglist *out, struct board_error *err);
 /* The same for page views, borrowed: *out stays valid until the next
  * board_view() of this board and must not be freed.  The flat log is
  * parsed again only when the file changed since the last view in this
- * process. */
-int board_view(struct board *b, const struct msglist **out, struct board_error *err);
+ * process.  *generation (may be NULL) is the same number as an earlier
+ * view's only when the list is the same, unchanged (store.h). */
+int board_view(struct board *b, const struct msglist **out, unsigned long long *generation,
+               struct board_error *err);
 
 /* Store a new message (name, subject, body, pwhash of *msg are copied;
  * msg->no and msg->time are set).  `addr` is the poster's address for the

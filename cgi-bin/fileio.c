@@ -13,6 +13,23 @@
 #include "delay.h"
 #include "tempname.h"
 
+int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *err)
+{
+        char chunk[65536];
+        for (;;) {
+                ssize_t n = read(fd, chunk, sizeof chunk);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return board_fail(err, 500, "cannot read '%s': %s", path, strerror(errno));
+                }
+                if (n == 0)
+                        return 0;
+                if (buf_append(out, chunk, (size_t)n) < 0)
+                        return board_fail(err, 500, "out of memory reading '%s'", path);
+        }
+}
+
 int file_read_all(const char *path, struct buf *out, struct board_error *err)
 {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -22,25 +39,9 @@ int file_read_all(const char *path, struct buf *out, struct board_error *err)
                 int e = errno;
                 return board_fail(err, 500, "cannot open '%s': %s%s", path, strerror(e), storage_hint(e));
         }
-        char chunk[65536];
-        for (;;) {
-                ssize_t n = read(fd, chunk, sizeof chunk);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int e = errno;
-                        close(fd);
-                        return board_fail(err, 500, "cannot read '%s': %s", path, strerror(e));
-                }
-                if (n == 0)
-                        break;
-                if (buf_append(out, chunk, (size_t)n) < 0) {
-                        close(fd);
-                        return board_fail(err, 500, "out of memory reading '%s'", path);
-                }
-        }
+        int rc = file_read_fd(fd, path, out, err);
         close(fd);
-        return 0;
+        return rc;
 }
 
 int write_all(int fd, const void *data, size_t len)

@@ -13,6 +13,10 @@
  * not exist, 0 when read, -1 on error (500, message names the path). */
 int file_read_all(const char *path, struct buf *out, struct board_error *err);
 
+/* Read what is left of open file `fd` (named `path` in errors) into *out
+ * (appended); the descriptor stays open.  0, or -1 (500). */
+int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *err);
+
 /* Write all `len` bytes at `data` to `fd`, resuming after signals and
  * short writes.  0, or -1 with errno set. */
 int write_all(int fd, const void *data, size_t len);

@@ -45,8 +45,14 @@ struct store_ops {
         int (*list)(void *state, struct msglist *out, struct board_error *err);
 
         /* The same for page views, borrowed: *out stays valid until the
-         * next view() on this state and must not be freed. */
-        int (*view)(void *state, const struct msglist **out, struct board_error *err);
+         * next view() on this state and must not be freed.  *generation
+         * (when not NULL) names what *out holds: a view that returns the
+         * same number as an earlier one of this state returns the very
+         * list it returned then, unchanged, so whatever was made from
+         * that list (a rendered page) may be used again.  Any change of
+         * the list gives a new number. */
+        int (*view)(void *state, const struct msglist **out, unsigned long long *generation,
+                    struct board_error *err);
 
         /* Message `no`, read without the write lock, into *out (owned by
          * the caller, free with logrecord_free): 0 found, 1 absent, -1

@@ -8,6 +8,7 @@
 #include "store_log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -26,18 +27,26 @@
 #include "ratelimit.h"
 
 /* The list page views read last, kept between requests with the text it
- * was parsed from.  A flat log that is still the same file (same inode,
- * size, mtime and ctime: every post renames a new file into place, and an
- * in-place write changes size and times) is not read again.  A changed one
- * is read, and when it is the old text minus some of its first lines plus
- * new lines at the end (what a post or the cap makes of it) only the new
- * lines are parsed.  All of it under the same read lock as a full read, so
- * what a view sees is exactly what parsing the whole file would give. */
+ * was parsed from, and the file it was read from kept open.  A flat log
+ * that is still that file (same device and inode, size, mtime and ctime)
+ * is not read again: every post renames a new file into place, and while
+ * the old one is held open its inode number cannot be given to the new
+ * one, so a rewrite is seen even when it keeps the size and falls within
+ * one timestamp tick.  (An in-place write keeps the inode and can keep
+ * size and times within a tick: in that mode the log is always read.)  A
+ * changed log is read, from the descriptor whose fstat() becomes the
+ * cache's identity, and when it is the old text minus some of its first
+ * lines plus new lines at the end (what a post or the cap makes of it)
+ * only the new lines are parsed.  All of it under the same read lock as a
+ * full read, so what a view sees is exactly what parsing the whole file
+ * would give.  `generation` changes with every read (store.h). */
 struct view_cache {
         struct msglist list;
         struct buf text;
         struct stat id;
-        bool valid;
+        int fd;     /* the file `id` describes, or -1 (no log, or none read) */
+        bool valid; /* list, text, id and fd are the log's (or: there is no log, fd -1) */
+        unsigned long long generation;
 };
 
 /* This process's state for one board. */
@@ -64,10 +73,14 @@ static char *path_in(const char *dir, const char *leaf)
         return b.data;
 }
 
+/* Forget the list and the file it came from (the generation goes on). */
 static void view_drop(struct view_cache *v)
 {
         msglist_free(&v->list);
         buf_free(&v->text);
+        if (v->fd >= 0)
+                close(v->fd);
+        v->fd = -1;
         v->valid = false;
 }
 
@@ -92,6 +105,7 @@ static int log_open(const struct board_config *cfg, void **state, struct board_e
         s->log = path_in(cfg->data_dir, "messages.log");
         s->rate = path_in(cfg->data_dir, "ratelimit");
         s->pending = path_in(cfg->data_dir, "pending");
+        s->view.fd = -1;
         if (!s->log || !s->rate || !s->pending) {
                 log_close(s);
                 return board_fail(err, 500, "out of memory");
@@ -239,37 +253,51 @@ static bool view_extend(struct view_cache *v, const struct buf *now, const char 
 static int view_refresh(struct log_store *s, struct board_error *err)
 {
         struct view_cache *v = &s->view;
+        bool inplace = s->cfg->write_method == BOARD_WRITE_INPLACE;
         struct stat st;
         bool exists = stat(s->log, &st) == 0;
         if (!exists && errno != ENOENT)
                 return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
-        /* (In-place writes keep the inode and can keep the size within one
-         * timestamp tick: always read.) */
-        if (exists && v->valid && same_file(&st, &v->id) && s->cfg->write_method != BOARD_WRITE_INPLACE)
-                return 0;
-        struct buf now = BUF_INIT;
-        int rc = exists ? file_read_all(s->log, &now, err) : 1;
-        if (rc == 1) { /* no log (yet): no messages */
+        if (v->valid && !inplace && (exists ? v->fd >= 0 && same_file(&st, &v->id) : v->fd < 0))
+                return 0; /* the file held open, unchanged; or still no log */
+        v->generation++;
+        int fd = exists ? open(s->log, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd < 0 && exists && errno != ENOENT)
+                return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
+        if (fd < 0) { /* no log (yet, or removed since the stat): no messages */
                 view_drop(v);
-                rc = 0;
-        } else if (rc == 0 && !(v->valid && view_extend(v, &now, s->log))) {
+                v->valid = true;
+                return 0;
+        }
+        struct buf now = BUF_INIT;
+        int rc = fstat(fd, &st) == 0
+                     ? 0
+                     : board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
+        if (rc == 0)
+                rc = file_read_fd(fd, s->log, &now, err);
+        if (rc == 0 && !(v->valid && v->fd >= 0 && view_extend(v, &now, s->log))) {
                 view_drop(v);
                 rc = logfile_parse(now.data ? now.data : "", now.len, s->log, &v->list, err);
         }
-        if (rc == 0 && exists) {
+        if (rc == 0) {
                 buf_free(&v->text);
                 v->text = now;
                 now = (struct buf)BUF_INIT;
+                if (v->fd >= 0)
+                        close(v->fd);
+                v->fd = fd;
                 v->id = st;
                 v->valid = true;
-        } else if (rc != 0) {
+        } else {
+                close(fd);
                 view_drop(v);
         }
         buf_free(&now);
         return rc;
 }
 
-static int log_view(void *state, const struct msglist **out, struct board_error *err)
+static int log_view(void *state, const struct msglist **out, unsigned long long *generation,
+                    struct board_error *err)
 {
         struct log_store *s = state;
         struct board_lock lk;
@@ -279,13 +307,15 @@ static int log_view(void *state, const struct msglist **out, struct board_error 
                 rc = board_lock_finish(&lk, rc, err);
         }
         *out = &s->view.list;
+        if (generation)
+                *generation = s->view.generation;
         return rc;
 }
 
 static int log_get(void *state, long long no, struct logrecord *out, struct board_error *err)
 {
         const struct msglist *list;
-        if (log_view(state, &list, err) < 0)
+        if (log_view(state, &list, NULL, err) < 0)
                 return -1;
         long idx = msglist_find(list, no);
         if (idx < 0)

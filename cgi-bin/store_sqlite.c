@@ -147,9 +147,10 @@ struct sqlite_store {
         char *pending; /* data_dir/pending: the group-commit queue */
         sqlite3 *db;
         sqlite3_stmt *st[ST_COUNT];
-        struct msglist view;    /* what the last view returned */
-        long long view_version; /* data_version it was read at */
-        bool view_valid;        /* false: read it again */
+        struct msglist view;                /* what the last view returned */
+        long long view_version;             /* data_version it was read at */
+        bool view_valid;                    /* false: read it again */
+        unsigned long long view_generation; /* one more at every read (store.h) */
 };
 
 static void close_db(struct sqlite_store *s)
@@ -450,15 +451,22 @@ static int sql_list(void *state, struct msglist *out, struct board_error *err)
         return db_list(state, out, err);
 }
 
-static int sql_view(void *state, const struct msglist **out, struct board_error *err)
+static int sql_view(void *state, const struct msglist **out, unsigned long long *generation,
+                    struct board_error *err)
 {
         struct sqlite_store *s = state;
         *out = &s->view;
         long long version = 0;
         if (step_int(s, stmt(s, ST_VERSION), &version, "reading messages", err) < 0)
                 return -1;
-        if (s->view_valid && version == s->view_version)
+        if (s->view_valid && version == s->view_version) {
+                if (generation)
+                        *generation = s->view_generation;
                 return 0;
+        }
+        s->view_generation++;
+        if (generation)
+                *generation = s->view_generation;
         msglist_free(&s->view);
         s->view_valid = false;
         if (db_list(s, &s->view, err) < 0) {

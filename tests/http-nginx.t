@@ -247,7 +247,7 @@ if [ "$(id -u)" -ne 0 ]; then
 elif mount --bind "$rodir" "$rodir" 2>/dev/null; then
 	if mount -o remount,ro,bind "$rodir" 2>/dev/null; then
 		ro_how=mount
-		at_exit "umount '$rodir' 2>/dev/null"
+		at_exit "umount -l '$rodir' 2>/dev/null"
 	else
 		umount "$rodir" 2>/dev/null || true
 	fi
@@ -259,7 +259,8 @@ if [ -n "$ro_how" ]; then
 	is "$(sha256sum "$rodir/messages.log" | cut -d' ' -f1)" "$sum_before" "the log is unchanged"
 	error_line_ok ro 500 'read-only' "the 500 is a line of run/log/ro-errors.log"
 	is "$(api "$RU" | jq '.messages | length')" 1 "the board still reads its log"
-	if [ "$ro_how" = chmod ]; then chmod u+w "$rodir"; else umount "$rodir"; fi
+	# (umount -l: the board processes hold the log they read last open.)
+	if [ "$ro_how" = chmod ]; then chmod u+w "$rodir"; else umount -l "$rodir"; fi
 	is "$(post "${RU}post" "$RJ" "$RTOK" "body=after read-only")" 303 "posting works again once writable"
 else
 	for d in "500" "message" "log unchanged" "error log" "still reads" "works again"; do

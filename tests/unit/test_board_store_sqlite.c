@@ -105,7 +105,7 @@ static void view_bodies(struct board *b, char *out, size_t n)
 {
         const struct msglist *l;
         struct board_error e = BOARD_ERROR_INIT;
-        assert_int_equal(board_view(b, &l, &e), 0);
+        assert_int_equal(board_view(b, &l, NULL, &e), 0);
         size_t used = 0;
         out[0] = '\0';
         for (size_t i = 0; i < l->count && used < n; i++)
@@ -199,7 +199,7 @@ static void test_earlier_schema(void **state)
         post_ok(&b, "new");
         const struct msglist *l;
         struct board_error e = BOARD_ERROR_INIT;
-        assert_int_equal(board_view(&b, &l, &e), 0);
+        assert_int_equal(board_view(&b, &l, NULL, &e), 0);
         assert_int_equal(l->count, 2);
         assert_string_equal(l->items[0].body.ptr, "old");
         assert_int_equal(l->items[1].no, 8);
@@ -325,7 +325,7 @@ static int contend(const char *extra, int procs)
         board_init(&b, &cfg);
         const struct msglist *l;
         struct board_error e = BOARD_ERROR_INIT;
-        assert_int_equal(board_view(&b, &l, &e), 0);
+        assert_int_equal(board_view(&b, &l, NULL, &e), 0);
         assert_int_equal((int)l->count, procs - refused);
         for (size_t i = 0; i < l->count; i++)
                 assert_int_equal(l->items[i].no, (long long)i + 1);
