@@ -3,6 +3,7 @@
 #include "app.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ void app_free(struct app *app)
                 free(b->conf_path);
                 memset(b->secret, 0, sizeof b->secret);
                 memset(&b->cookies, 0, sizeof b->cookies);
+                page_cache_free(&b->pages);
                 free(b);
         }
 }
@@ -298,22 +300,33 @@ static long page_from_query(char *const *envp)
         return page;
 }
 
-/* The board page, with an error and what was typed when given. */
+/* The board page, with an error and what was typed when given.  The
+ * plain page (200, neither) comes from the page cache while the list's
+ * generation is the one it was rendered from (pagecache.h). */
 static void show_board(struct req *q, struct resp *r, int status, const char *error, const struct form *typed)
 {
         const struct msglist *list;
+        unsigned long long generation = 0;
         struct board_error lerr = BOARD_ERROR_INIT;
-        int listed = board_view(&q->loaded->board, &list, NULL, &lerr);
+        int listed = board_view(&q->loaded->board, &list, &generation, &lerr);
         if (listed < 0 && status == 200) {
                 message_page(r, q->cfg, &lerr);
                 log_error(q->cfg, q->envp, lerr.status, lerr.msg);
                 return;
         }
+        long page = status == 200 ? page_from_query(q->envp) : 1;
+        bool plain = listed == 0 && status == 200 && !error && !typed && strlen(q->token) == CSRF_TOKEN_LEN;
+        r->status = status;
+        buf_reset(&r->body);
+        if (plain && page_cache_get(&q->loaded->pages, generation, page, q->token, &r->body))
+                return;
+        struct page_tokens tokens;
         struct page_args a;
         memset(&a, 0, sizeof a);
         a.cfg = q->cfg;
         a.list = listed == 0 ? list : NULL;
-        a.page = status == 200 ? page_from_query(q->envp) : 1;
+        a.page = page;
+        a.tokens = plain ? &tokens : NULL;
         a.token = q->token;
         a.error = error;
         if (typed) {
@@ -325,9 +338,9 @@ static void show_board(struct req *q, struct resp *r, int status, const char *er
                 if ((f = form_get(typed, "body")))
                         a.body = (struct lr_text){f->value, f->value_len};
         }
-        r->status = status;
-        buf_reset(&r->body);
         render_page(&r->body, &a);
+        if (plain)
+                page_cache_put(&q->loaded->pages, generation, page, &r->body, &tokens);
 }
 
 static int csrf_ok(struct req *q, const struct form *f)

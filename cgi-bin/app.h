@@ -10,6 +10,7 @@
 #include "config.h"
 #include "csrf.h"
 #include "csrf_memo.h"
+#include "pagecache.h"
 #include "request.h"
 
 /* A loaded board: its configuration, CSRF secret and store. */
@@ -18,6 +19,7 @@ struct app_board {
         struct board_config cfg;
         unsigned char secret[CSRF_SECRET_LEN];
         struct csrf_memo cookies; /* cookies checked, with their tokens */
+        struct page_cache pages;  /* the board's pages rendered last */
         struct board board;       /* its store's state lives as long as this */
         struct app_board *next;
 };

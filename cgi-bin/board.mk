@@ -6,7 +6,7 @@
 BOARD_SRCS := cgi-bin/app.c cgi-bin/board.c cgi-bin/board_error.c cgi-bin/buf.c cgi-bin/cgi.c \
 	cgi-bin/config.c cgi-bin/cookie.c cgi-bin/csrf.c cgi-bin/csrf_memo.c cgi-bin/delay.c cgi-bin/deletelimit.c \
 	cgi-bin/errlog.c cgi-bin/fence.c cgi-bin/fileio.c cgi-bin/form.c cgi-bin/groupcommit.c cgi-bin/hex.c cgi-bin/json.c cgi-bin/locking.c \
-	cgi-bin/logfile.c cgi-bin/logrecord.c cgi-bin/main.c cgi-bin/msglist.c cgi-bin/password.c \
+	cgi-bin/logfile.c cgi-bin/logrecord.c cgi-bin/main.c cgi-bin/msglist.c cgi-bin/pagecache.c cgi-bin/password.c \
 	cgi-bin/postqueue.c cgi-bin/process.c cgi-bin/random.c cgi-bin/ratelimit.c cgi-bin/render.c \
 	cgi-bin/request.c cgi-bin/store.c cgi-bin/store_log.c cgi-bin/store_sqlite.c cgi-bin/tempname.c \
 	cgi-bin/utf8.c cgi-bin/validate.c

@@ -96,10 +96,15 @@ static void foot(struct buf *out)
                       "</body>\n</html>\n");
 }
 
-static void token_input(struct buf *out, const char *token)
+static void token_input(struct buf *out, const struct page_args *a)
 {
         buf_puts(out, "<input type=\"hidden\" name=\"token\" value=\"");
-        esc(out, token);
+        struct page_tokens *t = a->tokens;
+        if (t && t->count < sizeof t->at / sizeof t->at[0])
+                t->at[t->count++] = out->len;
+        else if (t)
+                t->overflow = true;
+        esc(out, a->token);
         buf_puts(out, "\">\n");
 }
 
@@ -115,7 +120,7 @@ static void post_form(struct buf *out, const struct page_args *a)
                       "<h2 id=\"post-h\">New message</h2>\n<form method=\"post\" action=\"");
         esc(out, a->cfg->base_path);
         buf_puts(out, "post\" accept-charset=\"utf-8\">\n");
-        token_input(out, a->token);
+        token_input(out, a);
         buf_puts(out, "<p class=\"field\"><label for=\"name\">Name</label>\n"
                       "<input id=\"name\" name=\"name\" maxlength=\"64\" autocomplete=\"nickname\" "
                       "placeholder=\"anonymous\" value=\"");
@@ -138,7 +143,7 @@ static void delete_form(struct buf *out, const struct page_args *a)
                       "<h2 id=\"del-h\">Delete a message</h2>\n<form method=\"post\" action=\"");
         esc(out, a->cfg->base_path);
         buf_puts(out, "delete\">\n");
-        token_input(out, a->token);
+        token_input(out, a);
         buf_puts(out,
                  "<p class=\"field\"><label for=\"del-no\">Message number</label>\n"
                  "<input id=\"del-no\" name=\"no\" inputmode=\"numeric\" pattern=\"[0-9]+\" required></p>\n"
@@ -207,6 +212,9 @@ static void pager(struct buf *out, const struct page_args *a, long pages)
 
 void render_page(struct buf *out, const struct page_args *a)
 {
+        size_t start = out->len;
+        if (a->tokens)
+                *a->tokens = (struct page_tokens){{0, 0}, 0, false};
         head(out, a->cfg, a->cfg->title);
         if (a->error) {
                 buf_puts(out, "<div class=\"error\" role=\"alert\"><p>");
@@ -237,6 +245,8 @@ void render_page(struct buf *out, const struct page_args *a)
         buf_puts(out, "</section>\n");
         delete_form(out, a);
         foot(out);
+        for (size_t i = 0; a->tokens && i < a->tokens->count; i++)
+                a->tokens->at[i] -= start;
 }
 
 void render_message(struct buf *out, const struct board_config *cfg, const char *heading, const char *msg)

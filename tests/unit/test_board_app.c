@@ -1,6 +1,7 @@
 /* test_board_app.c - whole requests through app_handle(): pages, posting,
  * CSRF, limits, status codes, lock modes (with the dirlock library), SQLite,
  * pagination, rate limit, delete. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -775,6 +777,150 @@ static int page_token(struct world *w, const char *cookie, char token[CSRF_TOKEN
         return set;
 }
 
+/* The tokens of a page: both forms carry the same one; 1 when a cookie
+ * was set (its value in *cookie). */
+static int page_tokens_of(const struct buf *out, char token[CSRF_TOKEN_LEN + 1], char cookie[80])
+{
+        const char *tag = "<input type=\"hidden\" name=\"token\" value=\"";
+        const char *t1 = strstr(out->data, tag);
+        assert_non_null(t1);
+        const char *t2 = strstr(t1 + 1, tag);
+        assert_non_null(t2);
+        assert_null(strstr(t2 + 1, tag)); /* two forms, two tokens */
+        assert_memory_equal(t1 + strlen(tag), t2 + strlen(tag), CSRF_TOKEN_LEN);
+        memcpy(token, t1 + strlen(tag), CSRF_TOKEN_LEN);
+        token[CSRF_TOKEN_LEN] = '\0';
+        const char *c = strstr(out->data, "Set-Cookie: board_csrf=");
+        if (!c)
+                return 0;
+        c += strlen("Set-Cookie: board_csrf=");
+        snprintf(cookie, 80, "board_csrf=%.*s", (int)strcspn(c, ";\r"), c);
+        return 1;
+}
+
+/* Page views served from the page cache are what rendering gives: each
+ * visitor gets his own token, one without a cookie still gets a new
+ * cookie and the token for it, page 2 is page 2, and the page follows
+ * posts, deletes and rewrites of the log by another process - one that
+ * keeps the log's size and times included. */
+static void test_page_cache(void **state)
+{
+        (void)state;
+        struct world w;
+        make_world(&w, "lock_mode = mkdir\npage_size = 2\n");
+        struct buf out = BUF_INIT, again = BUF_INIT;
+        assert_int_equal(post(&w, "subject=first&body=one&password=pw1", &out), 303);
+        assert_int_equal(post(&w, "subject=second&body=two", &out), 303);
+        assert_int_equal(post(&w, "subject=third&body=three", &out), 303);
+
+        /* The same page twice for one visitor: identical. */
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &again, NULL), 200);
+        assert_int_equal(out.len, again.len);
+        assert_memory_equal(out.data, again.data, out.len);
+        char tok[CSRF_TOKEN_LEN + 1], ck[80];
+        assert_int_equal(page_tokens_of(&out, tok, ck), 0);
+        assert_string_equal(tok, w.token);
+
+        /* A visitor without a cookie: a new cookie, the token for it, and
+         * nowhere the first visitor's token. */
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, NULL, &again, NULL), 200);
+                char tok2[CSRF_TOKEN_LEN + 1], ck2[80];
+                assert_int_equal(page_tokens_of(&again, tok2, ck2), 1);
+                assert_string_not_equal(tok2, w.token);
+                assert_null(strstr(again.data, w.token));
+                char tok3[CSRF_TOKEN_LEN + 1];
+                assert_int_equal(page_token(&w, ck2, tok3), 0); /* the cookie works ... */
+                assert_string_equal(tok3, tok2);                /* ... with that token */
+                /* Apart from cookie and token, the same page. */
+                const char *b1 = strstr(out.data, "\r\n\r\n"), *b2 = strstr(again.data, "\r\n\r\n");
+                assert_int_equal(strlen(b1), strlen(b2));
+                char *copy = strdup(b2);
+                for (char *p = copy; (p = strstr(p, tok2)) != NULL;)
+                        memcpy(p, w.token, CSRF_TOKEN_LEN);
+                assert_string_equal(copy, b1);
+                free(copy);
+        }
+
+        /* Page 2 is its own page. */
+        assert_int_equal(request(&w, "GET", "/b/", "page=2", NULL, w.cookie, &again, NULL), 200);
+        assert_non_null(strstr(again.data, " first</h3>"));
+        assert_null(strstr(again.data, " third</h3>"));
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, " third</h3>"));
+        assert_null(strstr(out.data, " first</h3>"));
+
+        /* Another process (its own app, as another FastCGI process) posts:
+         * the next view here shows the post. */
+        struct app mine = w.app, other = APP_INIT;
+        w.app = other;
+        assert_int_equal(post(&w, "subject=fourth&body=four", &again), 303);
+        other = w.app;
+        w.app = mine;
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, " fourth</h3>"));
+        assert_null(strstr(out.data, " second</h3>"));
+
+        /* ... deletes message 1: it disappears from page 2. */
+        assert_int_equal(request(&w, "GET", "/b/", "page=2", NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, " first</h3>"));
+        w.app = other;
+        assert_int_equal(delete_no(&w, 1, "pw1", &again), 303);
+        other = w.app;
+        w.app = mine;
+        assert_int_equal(request(&w, "GET", "/b/", "page=2", NULL, w.cookie, &out, NULL), 200);
+        assert_null(strstr(out.data, " first</h3>"));
+        assert_non_null(strstr(out.data, " second</h3>"));
+        app_free(&other);
+
+        /* ... rewrites the log to the same size, giving it the old times. */
+        char log[160], tmp[170];
+        snprintf(log, sizeof log, "%s/messages.log", w.data);
+        snprintf(tmp, sizeof tmp, "%s.new", log);
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, " fourth</h3>"));
+        struct stat before, after;
+        assert_int_equal(stat(log, &before), 0);
+        struct buf text = BUF_INIT;
+        FILE *f = fopen(log, "r");
+        assert_non_null(f);
+        char chunk[4096];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+                buf_append(&text, chunk, n);
+        fclose(f);
+        char *at = strstr(text.data, "\tfourth\t");
+        assert_non_null(at);
+        memcpy(at, "\tFOURTH\t", 8);
+        f = fopen(tmp, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(text.data, 1, text.len, f), text.len);
+        fclose(f);
+        assert_int_equal(rename(tmp, log), 0);
+        struct timespec times[2] = {before.st_atim, before.st_mtim};
+        assert_int_equal(utimensat(AT_FDCWD, log, times, 0), 0);
+        assert_int_equal(stat(log, &after), 0);
+        assert_int_equal(after.st_size, before.st_size);
+        assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+        assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_non_null(strstr(out.data, " FOURTH</h3>"));
+        assert_null(strstr(out.data, " fourth</h3>"));
+        buf_free(&text);
+
+        /* An error page is never the cached page, nor the other way round. */
+        assert_int_equal(request(&w, "POST", "/b/post", NULL, "token=bad&body=x", w.cookie, &again, NULL),
+                         403);
+        assert_non_null(strstr(again.data, "The form had expired"));
+        assert_int_equal(request(&w, "GET", "/b/", NULL, NULL, w.cookie, &out, NULL), 200);
+        assert_null(strstr(out.data, "The form had expired"));
+        assert_null(strstr(out.data, "class=\"error\""));
+        buf_free(&out);
+        buf_free(&again);
+        end_world(&w);
+}
+
 /* A cookie the board did not issue (planted by a sibling subdomain or
  * over plain HTTP) is replaced, never given a token that works; a POST
  * whose Origin, or failing that Referer, is another site is 403. */
@@ -934,6 +1080,7 @@ int main(void)
             cmocka_unit_test(test_delete_guess_limit),
             cmocka_unit_test(test_api_pages),
             cmocka_unit_test(test_invisible_is_empty),
+            cmocka_unit_test(test_page_cache),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
