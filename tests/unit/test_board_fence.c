@@ -29,49 +29,38 @@ static char dir[64];
 static char log_path[128];
 static struct board_config cfg;
 
-static int setup(void **state)
+/* A board in a new directory, with `settings` after its data_dir. */
+static int setup_with(const char *settings)
 {
-        (void)state;
         strcpy(dir, "/tmp/test_board_fence_XXXXXX");
         if (!mkdtemp(dir))
                 return -1;
         snprintf(log_path, sizeof log_path, "%s/messages.log", dir);
         char text[256];
-        int n = snprintf(text, sizeof text,
-                         "data_dir = %s\nlock_mode = mkdir\ngroup_commit = no\nstale_age = 1\n", dir);
+        int n =
+            snprintf(text, sizeof text, "data_dir = %s\n%sgroup_commit = no\nstale_age = 1\n", dir, settings);
         struct board_error e = BOARD_ERROR_INIT;
         return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        return setup_with("lock_mode = mkdir\n");
 }
 
 /* The same board with store = sqlite. */
 static int setup_sqlite(void **state)
 {
         (void)state;
-        strcpy(dir, "/tmp/test_board_fence_XXXXXX");
-        if (!mkdtemp(dir))
-                return -1;
-        char text[256];
-        int n = snprintf(text, sizeof text,
-                         "data_dir = %s\nstore = sqlite\nlock_mode = mkdir\ngroup_commit = no\n"
-                         "stale_age = 1\n",
-                         dir);
-        struct board_error e = BOARD_ERROR_INIT;
-        return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
+        return setup_with("store = sqlite\nlock_mode = mkdir\n");
 }
 
 /* The same board with lock_mode = rw. */
 static int setup_rw(void **state)
 {
         (void)state;
-        strcpy(dir, "/tmp/test_board_fence_XXXXXX");
-        if (!mkdtemp(dir))
-                return -1;
-        snprintf(log_path, sizeof log_path, "%s/messages.log", dir);
-        char text[256];
-        int n = snprintf(text, sizeof text,
-                         "data_dir = %s\nlock_mode = rw\ngroup_commit = no\nstale_age = 1\n", dir);
-        struct board_error e = BOARD_ERROR_INIT;
-        return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
+        return setup_with("lock_mode = rw\n");
 }
 
 static int teardown(void **state)
