@@ -83,7 +83,7 @@ int dl_handle_open(const dl_backend *be, const char *spec, const char *name, con
         }
         strcpy(h->name, name);
         h->mode = h->opts.mode;
-        h->pid = getpid();
+        h->pid = dl_self_pid();
         rc = be->open(h, spec, err);
         if (rc != DIRLOCK_OK) {
                 free(h);
@@ -104,12 +104,13 @@ void dl_handle_free(dirlock *h)
 
 int dl_handle_owned(const dirlock *h, dirlock_error *err)
 {
-        if (h->pid != getpid())
+        pid_t self = dl_self_pid();
+        if (h->pid != self)
                 return dl_fail(
                     err, DIRLOCK_ENOTOWNER, 0,
                     "lock '%s' belongs to process %ld, not to this process %ld (a child after fork "
                     "does not own its parent's locks)",
-                    h->name, (long)h->pid, (long)getpid());
+                    h->name, (long)h->pid, (long)self);
         return DIRLOCK_OK;
 }
 

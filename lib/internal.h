@@ -105,6 +105,8 @@ int dl_process_alive(pid_t pid, unsigned long long start);
 int dl_record_same_host(const dl_record *rec);
 /* Start time of a process in clock ticks since boot, 0 when it is gone. */
 unsigned long long dl_process_start_time(pid_t pid);
+/* getpid(), without a system call after the first (cleared by fork()). */
+pid_t dl_self_pid(void);
 /* 128 random bits as 32 hex digits. */
 int dl_random_token(char out[33], dirlock_error *err);
 

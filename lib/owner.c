@@ -33,7 +33,7 @@
 
 /* Identity of this machine and process.  Host, boot id and pid namespace do
  * not change while we run; the start time is per process and re-read after
- * fork (when getpid() differs).  Guarded by a mutex: handles in separate
+ * fork (when the pid differs).  Guarded by a mutex: handles in separate
  * threads are independent. */
 static struct {
         pthread_mutex_t mutex;
@@ -68,16 +68,38 @@ static ssize_t read_small_file(const char *path, char *buf, size_t size)
 static _Thread_local pid_t token_pid;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+/* This process's pid, asked once: getpid() is a system call, and a lock
+ * asked for it five times a cycle.  0 until asked, and again in a forked
+ * child (the pthread_atfork handler below runs there before fork()
+ * returns, so the child never sees its parent's number).  A child made
+ * without fork() -- vfork() or a raw clone -- must not use the library
+ * before it execs, as for any library that keeps state. */
+static _Atomic pid_t cached_pid;
+
 static void forget_parent(void)
 {
         pthread_mutex_init(&self.mutex, NULL); /* another thread may have held it */
         self.pid = 0;
         token_pid = 0;
+        cached_pid = 0;
 }
 
 static void register_atfork(void)
 {
         pthread_atfork(NULL, NULL, forget_parent);
+}
+
+pid_t dl_self_pid(void)
+{
+        pid_t pid = cached_pid;
+        if (pid != 0)
+                return pid;
+        /* The handler is in place before the pid is kept: a fork after this
+         * point clears it. */
+        pthread_once(&atfork_once, register_atfork);
+        pid = getpid();
+        cached_pid = pid;
+        return pid;
 }
 
 /* Start time (field 22) and state (field 3) of /proc/<pid>/stat.  Returns
@@ -138,7 +160,7 @@ static void load_identity_locked(void)
                 self.pidns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
                 self.have_static = true;
         }
-        pid_t pid = getpid();
+        pid_t pid = dl_self_pid();
         if (self.pid != pid) {
                 self.pid = pid;
                 self.start_time = dl_process_start_time(pid);
@@ -359,7 +381,7 @@ static unsigned long long token_next(void)
 
 int dl_random_token(char out[33], dirlock_error *err)
 {
-        pid_t pid = getpid();
+        pid_t pid = dl_self_pid();
         if (token_pid != pid) {
                 size_t got = 0;
                 unsigned char *seed = (unsigned char *)token_state;

@@ -467,7 +467,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         bool may_queue = o->timeout != 0, canceled = false;
         double backoff = BACKOFF_START_MS;
         unsigned long long jitter =
-            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)getpid());
+            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
         struct dl_redis_owner_watch ow = {-1, 0};
         struct dl_redis_blocker b;
         r->seq = 0;

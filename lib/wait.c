@@ -91,7 +91,7 @@ static void notify_key_create(void)
 
 static int thread_inotify(void)
 {
-        pid_t pid = getpid();
+        pid_t pid = dl_self_pid();
         if (notify_fd >= 0 && notify_pid == pid)
                 return notify_fd;
         if (notify_fd >= 0)

@@ -1,6 +1,6 @@
 /* test_core_owner.c - unit tests of ownership: owner records (text form,
  * parsing, liveness, partners) and a child after fork() that does not
- * own its parent's lock. */
+ * own its parent's lock and records its own pid. */
 #include "core_fixture.h"
 
 static void test_record_round_trip(void **state)
@@ -105,12 +105,62 @@ static void test_fork_child_check(void **state)
         assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
 }
 
+/* A lock taken in a child after fork() (and in its own child) records
+ * that process's pid and start time, not the pid its parent had already
+ * looked up; the parent's handle names the child's pid in its refusal. */
+static int child_records_itself(const char *name, const dirlock *parents)
+{
+        dirlock_error e;
+        if (dirlock_check(parents, &e) != DIRLOCK_ENOTOWNER)
+                return 1;
+        char self[64];
+        snprintf(self, sizeof self, "not to this process %ld ", (long)getpid());
+        if (strstr(e.message, self) == NULL)
+                return 2;
+        dirlock *mine = take(name, 0);
+        dirlock_owner o;
+        if (mine == NULL || dirlock_inspect(lockdir, name, 60, &o, &e) != DIRLOCK_OK)
+                return 3;
+        if (o.pid != getpid() || o.start_time != dl_process_start_time(getpid()))
+                return 4;
+        return dirlock_release(mine, NULL) == DIRLOCK_OK ? 0 : 5;
+}
+
+static void test_fork_child_records_its_own_pid(void **state)
+{
+        (void)state;
+        dirlock *a = take("forked-rec", 0); /* the parent has used its pid */
+        assert_non_null(a);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int rc = child_records_itself("forked-rec-child", a);
+                if (rc != 0)
+                        _exit(rc);
+                pid_t grandchild = fork();
+                if (grandchild == 0)
+                        _exit(child_records_itself("forked-rec-grandchild", a));
+                int st;
+                waitpid(grandchild, &st, 0);
+                _exit(WIFEXITED(st) ? 10 * WEXITSTATUS(st) : 99);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        dirlock_owner o;
+        assert_int_equal(dirlock_inspect(lockdir, "forked-rec", 60, &o, NULL), DIRLOCK_OK);
+        assert_int_equal(o.pid, getpid());
+        assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_record_round_trip),
             cmocka_unit_test(test_fork_child_cannot_release),
             cmocka_unit_test(test_fork_child_check),
+            cmocka_unit_test(test_fork_child_records_its_own_pid),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
