@@ -12,12 +12,18 @@
  *
  * I/O.  hiredis 0.14 formats commands and parses replies; the bytes go
  * through send(MSG_NOSIGNAL) (a server gone away must not kill the caller
- * with SIGPIPE) and read() only after poll() says the socket is readable,
- * each wait bounded by the caller's deadline -- or, when a reply may take
- * the whole I/O budget, a blocking read() bounded by SO_RCVTIMEO.  System
+ * with SIGPIPE).  On TCP a reply is read with a blocking recv() bounded
+ * by the socket's SO_RCVTIMEO, READ_SLICE_MS, as long as at least that
+ * much of the caller's deadline is left (a slow reply is waited for slice
+ * by slice); the rest of the time, on a unix socket, and whenever another
+ * descriptor is watched too (cancel, pidfd), after poll() says it is
+ * readable.  Every wait is so bounded by the caller's deadline.  System
  * calls are most of a lock's cost on a virtual machine: the common path
- * makes none but send and read (no getpid(): a fork is seen by an atfork
- * handler).  A connection on which
+ * makes none but send and recv on TCP, send, poll and read on a unix
+ * socket (there a reader blocked in recv() is also woken when the server
+ * reads our request -- the socket's write-space wake-up, which poll()
+ * filters out -- and a context switch costs more than the poll()), and
+ * no getpid() (a fork is seen by an atfork handler).  A connection on which
  * anything failed, or whose reply was abandoned, is closed at once: a
  * reused connection never holds a stale reply.  Sockets are made
  * close-on-exec right after they are opened.
@@ -44,8 +50,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* SO_RCVTIMEO of every connection: under DL_REDIS_GRACE_MS, so that even
+ * a call at timeout 0 (a round trip of DL_REDIS_GRACE_MS) reads its reply
+ * on TCP without a poll() first. */
+#define READ_SLICE_MS 100
+_Static_assert(READ_SLICE_MS < DL_REDIS_GRACE_MS, "a call at timeout 0 reads without poll()");
+
 struct dl_redis_conn {
         redisContext *ctx; /* NULL: not connected */
+        bool slice_reads;  /* TCP: read replies with a blocking recv() (see I/O) */
         bool used;         /* url and name are set */
         dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
         char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
@@ -256,6 +269,26 @@ static int read_failed(dl_redis_conn *c, dirlock_error *err)
         return conn_failed(c, err, "cannot read the reply", c->ctx->errstr);
 }
 
+/* One blocking recv() of at most READ_SLICE_MS (SO_RCVTIMEO), fed to the
+ * reply parser.  DIRLOCK_OK when bytes came and when the slice passed (or
+ * a signal came) without any; else the failure (the connection is
+ * closed). */
+static int read_slice(dl_redis_conn *c, dirlock_error *err)
+{
+        char buf[16384];
+        ssize_t n = recv(c->ctx->fd, buf, sizeof buf, 0);
+        if (n > 0) {
+                if (redisReaderFeed(c->ctx->reader, buf, (size_t)n) != REDIS_OK)
+                        return conn_failed(c, err, "unreadable reply", c->ctx->reader->errstr);
+                return DIRLOCK_OK;
+        }
+        if (n == 0)
+                return conn_failed(c, err, "connection closed by the server", NULL);
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return DIRLOCK_OK;
+        return conn_failed(c, err, "cannot read the reply", strerror(errno));
+}
+
 int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *fds, int n, int *which,
                          redisReply **reply, dirlock_error *err)
 {
@@ -275,12 +308,13 @@ int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *f
                         *reply = r;
                         return DIRLOCK_OK;
                 }
-                if (n == 0 && dl_remaining(deadline) >= DL_REDIS_IO_MS - 50) {
-                        /* Nothing else to watch and the whole I/O budget
-                         * left: a blocking read, bounded by the socket's
-                         * SO_RCVTIMEO (DL_REDIS_IO_MS), saves a poll(). */
-                        if (redisBufferRead(c->ctx) != REDIS_OK)
-                                return read_failed(c, err);
+                if (n == 0 && c->slice_reads && dl_remaining(deadline) >= READ_SLICE_MS) {
+                        /* Nothing else to watch, and a whole slice left:
+                         * a blocking read cannot pass the deadline, and
+                         * saves a poll(). */
+                        int rc = read_slice(c, err);
+                        if (rc != DIRLOCK_OK)
+                                return rc;
                         continue;
                 }
                 nfds_t k = 0;
@@ -378,11 +412,12 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
         int flags = fcntl(ctx->fd, F_GETFD);
         if (flags >= 0)
                 fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-        struct timeval io = {(time_t)(DL_REDIS_IO_MS / 1e3), 0};
-        setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &io, sizeof io);
+        struct timeval slice = {0, READ_SLICE_MS * 1000};
+        setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice);
         if (!u->unix_socket)
                 redisEnableKeepAlive(ctx);
         c->ctx = ctx;
+        c->slice_reads = !u->unix_socket;
         return handshake(c, u, deadline, err);
 }
 

@@ -17,7 +17,7 @@ redis_available || {
 	echo "1..0 # SKIP $REDIS_WHY"
 	exit 0
 }
-plan 23
+plan 28
 ESERVER=15
 S=$REDIS_SPACE
 
@@ -119,6 +119,33 @@ sort "$T/churn.err" | uniq -c | sed 's/^/#   /'
 diag "churn: $(awk '{a += $2; r += $4; e += $6; l += $10} END {print "accepted", a, "refused", r, "lock errors", e, "lost", l}' "$T/out"), store $final"
 is "$final" "$accepted" "3 restarts under 4 fenced workers: every accepted increment is in the store ($final)"
 is "$late" 0 "... and no acquire returned later than its timeout"
+
+# ---- a slow server over TCP --------------------------------------------------------
+# On TCP a reply is read with blocking reads of 100 ms each (the socket's
+# receive timeout): a reply slower than that is still waited for while the
+# call has time, and a call whose time is up fails though the reply would
+# come later.
+redis_stop
+port=$(redis_free_port) || {
+	echo "no free port" >&2
+	exit 1
+}
+redis_start -p "$port" || exit 1
+TCP="redis://127.0.0.1:$port/0"
+read -r code _ <<<"$("$PROGS/lockworker" wait "$TCP" slow 0)"
+is "$code" 0 "TCP: a lock taken (connection made, scripts loaded)"
+kill -STOP "$REDIS_PID"
+(sleep 0.4 && kill -CONT "$REDIS_PID") &
+read -r code ms <<<"$("$PROGS/lockworker" wait "$TCP" slow 5)"
+wait $!
+is "$code" 0 "TCP, the server paused 0.4 s: a wait with time left gets the lock (${ms} ms)"
+kill -STOP "$REDIS_PID"
+(sleep 1.5 && kill -CONT "$REDIS_PID") &
+read -r code ms <<<"$("$PROGS/lockworker" wait "$TCP" slow2 0)"
+wait $!
+is "$code" "$ESERVER" "TCP, the server paused 1.5 s: one try fails with DIRLOCK_ESERVER"
+cmp_num "${ms%.*}" -lt 1000 "... after its one round trip's 250 ms, not when the server goes on (${ms} ms)"
+cmp_num "${ms%.*}" -ge 240 "... and not before them: a read that times out is not a failure (${ms} ms)"
 
 # ---- bad addresses ---------------------------------------------------------------
 "$DIRLOCK" -d 'redis://u:hunter2@h:99999' -n x -- true 2>"$T/err"

@@ -39,11 +39,15 @@ redis_available() {
 	return 0
 }
 
-# free_port: a port in 20000-21999 that nothing listens on.
+# redis_free_port: a port in 20000-21999 (or $PORT_RANGE, LOW-HIGH) that
+# nothing listens on.
 redis_free_port() {
-	local p i
+	local p i low=20000 high=21999
+	if [ -n "${PORT_RANGE:-}" ]; then
+		low=${PORT_RANGE%-*} high=${PORT_RANGE#*-}
+	fi
 	for ((i = 0; i < 50; i++)); do
-		p=$((20000 + RANDOM % 2000))
+		p=$((low + RANDOM % (high - low + 1)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0

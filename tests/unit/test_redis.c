@@ -184,6 +184,50 @@ static void test_no_server(void **state)
         assert_non_null(strstr(e.message, "redis://:***@127.0.0.1:1/0"));
 }
 
+/* The server paused for `ms` (SIGSTOP, then SIGCONT from a child). */
+static pid_t pause_server(double ms)
+{
+        kill(server, SIGSTOP);
+        pid_t waker = fork();
+        if (waker == 0) {
+                sleep_ms(ms);
+                kill(server, SIGCONT);
+                _exit(0);
+        }
+        return waker;
+}
+
+/* A paused server: a reply slower than a read's receive timeout (100 ms)
+ * is still waited for while the call has time, and a call whose time is
+ * up (timeout 0: one round trip's grace) fails even though the reply
+ * would come later.  (Over TCP, where replies are read with blocking
+ * reads, in core-redis.t.) */
+static void test_slow_reply(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        dirlock_error e;
+        dirlock *warm = take_in(space, "slow", DIRLOCK_EXCLUSIVE, 0, &e); /* connected, scripts loaded */
+        assert_non_null(warm);
+        assert_int_equal(dirlock_release(warm, &e), DIRLOCK_OK);
+        pid_t waker = pause_server(400);
+        dirlock *h = take_in(space, "slow", DIRLOCK_EXCLUSIVE, 5, &e);
+        waitpid(waker, NULL, 0);
+        assert_non_null(h);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        waker = pause_server(1500);
+        assert_null(take_in(space, "slow", DIRLOCK_EXCLUSIVE, 0, &e));
+        int code = e.code;
+        waitpid(waker, NULL, 0);
+        assert_int_equal(code, DIRLOCK_ESERVER);
+        assert_non_null(strstr(e.message, "no answer"));
+        /* The next call works (not on "slow": the server ran the abandoned
+         * request when it went on, and that token holds it now). */
+        h = take_in(space, "slow2", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(h);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+}
+
 static void test_auth_and_db_refused(void **state)
 {
         (void)state;
@@ -560,6 +604,7 @@ int main(void)
             cmocka_unit_test(test_reentrant_and_cancel),
             cmocka_unit_test(test_fork),
             cmocka_unit_test(test_multi),
+            cmocka_unit_test(test_slow_reply),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
