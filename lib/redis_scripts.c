@@ -148,7 +148,14 @@
         /* E: drop expired readers and waiters with their records.  The zsets */                             \
         /* are scored by expiry, so their first entries say whether any is due. */                           \
         /* Leaves in k: readers (the first two live ones), nq (waiters queued). */                           \
+        /* Redis removes a set or hash when it empties: one EXISTS tells that a */                           \
+        /* name has no reader, waiter nor range at all (a plain whole lock), */                              \
+        /* and then there is nothing to purge and no range entry to read. */                                 \
         "local function purge(k)\n"                                                                          \
+        "  if redis.call('EXISTS', k.r, k.q, k.g, k.ge) == 0 then\n"                                         \
+        "    k.readers, k.nq, k.gs = {}, 0, {}\n"                                                            \
+        "    return false\n"                                                                                 \
+        "  end\n"                                                                                            \
         "  local changed = false\n"                                                                          \
         "  local rs = redis.call('ZRANGE', k.r, 0, 1, 'WITHSCORES')\n"                                       \
         "  if #rs > 0 and tonumber(rs[2]) <= NOW then\n"                                                     \
@@ -286,7 +293,8 @@
         "      end\n"                                                                                        \
         "    end\n"                                                                                          \
         "  end\n"                                                                                            \
-        "  if not quiet and not h.w and #h.readers == 0 and redis.call('ZCARD', k.q) == 0 then\n" \
+        /* k.nq == 0: the purge of this script found none, and none joined since */ \
+        "  if not quiet and not h.w and #h.readers == 0 and (k.nq == 0 or redis.call('ZCARD', k.q) == 0) then\n" \
         "    for _, e in ipairs(range_entries(k)) do\n" \
         "      if e.state == 'w' and redis.call('LLEN', wake_key(e.token)) == 0 then\n" \
         "        push(e.token, 'w', e.qttl)\n" \
