@@ -42,17 +42,20 @@
  * the names of a multi-lock at once (all or nothing).  Busy: the script
  * has queued us with our arrival number and names the entry in the way
  * (a holder, a reader, or a waiter ahead of us), its owner record, and
- * when that entry would expire.  Then:
- *   - its owner is provably dead on this host (pid and start time): BREAK
- *     exactly that token, and try again at once;
- *   - else BLPOP {P}:wake:<T> for the least of: the time to our deadline,
+ * when that entry would expire.  Then BLPOP {P}:wake:<T> goes out at once
+ * (a release that comes while we look at the blocker hands over without
+ * waiting for that look), and:
+ *   - its owner is provably dead on this host (pid and start time): drop
+ *     the connection with the BLPOP in flight, BREAK exactly that token,
+ *     and try again at once;
+ *   - else the BLPOP waits for the least of: the time to our deadline,
  *     the time until the blocking entry expires (then it is gone: look
  *     again), and a third of our queue ttl (to renew our queue entry), while
  *     poll() also watches the cancel descriptor and, for a live owner on
  *     this host, its pidfd.  The reply "g<fence>" means the releaser's
  *     script took the lock for us: done, without another round trip.
  *     Anything else: attempt again.  A wait abandoned while BLPOP is in
- *     flight (cancel, pidfd) closes the connection, so no reply is left
+ *     flight (cancel, pidfd, a dead owner) closes the connection, so no reply is left
  *     unread on a reused one (a grant popped that way is found by the
  *     next attempt: a token that already holds the lock simply takes it
  *     again, with a new fence).
@@ -356,27 +359,28 @@ int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *n
         return dl_fail(err, code, 0, "timed out after %.3g s: lock '%s' is held by %s", timeout, name, who);
 }
 
-/* Wait on our wake list for at most wait_ms (and the deadline), watching
- * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
- * when the lock was handed to us, *canceled when cancel_fd fired. */
-int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
-                        int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
-                        bool *pid_fired, dirlock_error *err)
+/* Ask for the next message of our wake list (BLPOP, at most *wait_ms, at
+ * least 1 ms); *c is the connection it is then in flight on. */
+static int wake_send(const dl_redis_url *u, const char *wake_key, double *wait_ms, const dl_time *deadline,
+                     dl_redis_conn **c, dirlock_error *err)
 {
-        *granted = *canceled = *pid_fired = false;
-        if (wait_ms < 1)
-                wait_ms = 1;
+        if (*wait_ms < 1)
+                *wait_ms = 1;
         dl_time io = dl_redis_io_deadline(deadline);
-        dl_redis_conn *c;
-        int rc = dl_redis_connect(u, &io, false, &c, err);
+        int rc = dl_redis_connect(u, &io, false, c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         char secs[32];
-        snprintf(secs, sizeof secs, "%.3f", wait_ms / 1e3);
+        snprintf(secs, sizeof secs, "%.3f", *wait_ms / 1e3);
         const char *argv[3] = {"BLPOP", wake_key, secs};
-        rc = dl_redis_send(c, 3, argv, NULL, &io, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
+        return dl_redis_send(*c, 3, argv, NULL, &io, err);
+}
+
+/* The answer to wake_send on c, watching cancel_fd and pid_fd meanwhile. */
+static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, bool *granted,
+                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
+{
+        *granted = *canceled = *pid_fired = false;
         /* The server answers by wait_ms (never past our deadline); a server
          * that does not (stopped) is given DL_REDIS_GRACE_MS more, then
          * counts as unreachable. */
@@ -384,7 +388,7 @@ int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait
         int fds[2] = {cancel_fd, pid_fd};
         int which;
         redisReply *rep;
-        rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
+        int rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (which >= 0) {
@@ -406,6 +410,27 @@ int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait
         return rc;
 }
 
+/* Wait on our wake list for at most wait_ms (and the deadline), watching
+ * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
+ * when the lock was handed to us, *canceled when cancel_fd fired. */
+int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
+                        int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
+                        bool *pid_fired, dirlock_error *err)
+{
+        *granted = *canceled = *pid_fired = false;
+        dl_redis_conn *c;
+        int rc = wake_send(u, wake_key, &wait_ms, deadline, &c, err);
+        return rc != DIRLOCK_OK
+                   ? rc
+                   : wake_receive(c, wait_ms, cancel_fd, pid_fd, granted, fence, canceled, pid_fired, err);
+}
+
+/* The BLPOP goes out first and the blocker's owner is judged while it is
+ * in flight: a release that comes meanwhile hands the lock over at once
+ * instead of waiting for our look at /proc (two reads of its stat file
+ * and a pidfd_open, about as long as a round trip).  A dead owner found
+ * then costs the connection (its BLPOP is in flight: a grant it pops is
+ * found by the next attempt, which takes again what is already ours). */
 int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
                           const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
                           bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
@@ -414,8 +439,22 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
         *broke = *granted = false;
         dl_record rec;
         bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
-        if (readable && dl_record_owner_alive(&rec) == 0) {
-                int rc = dl_redis_break_token(breaker, b->token, err);
+        double wait_ms = dl_remaining(deadline);
+        if (wait_ms > (double)b->left_ms + 2)
+                wait_ms = (double)b->left_ms + 2;
+        if (wait_ms > (double)ttl_ms / 3)
+                wait_ms = (double)ttl_ms / 3;
+        const struct dl_redis *r = dl_redis_of(breaker);
+        dl_redis_conn *c;
+        int rc = wake_send(&r->url, wake_key, &wait_ms, deadline, &c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        /* A pidfd already on this very process would have fired had it
+         * died: only a new owner, or one not watched, is judged. */
+        bool watched = readable && rec.pid == ow->pid && ow->pid_fd >= 0;
+        if (readable && !watched && dl_record_owner_alive(&rec) == 0) {
+                dl_redis_drop(c);
+                rc = dl_redis_break_token(breaker, b->token, err);
                 *broke = rc == DIRLOCK_OK || rc == DIRLOCK_ESERVER; /* the next attempt says more */
                 return *broke ? DIRLOCK_OK : rc;
         }
@@ -425,15 +464,8 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
                 ow->pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
                 ow->pid = rec.pid;
         }
-        double wait_ms = dl_remaining(deadline);
-        if (wait_ms > (double)b->left_ms + 2)
-                wait_ms = (double)b->left_ms + 2;
-        if (wait_ms > (double)ttl_ms / 3)
-                wait_ms = (double)ttl_ms / 3;
         bool pid_fired;
-        const struct dl_redis *r = dl_redis_of(breaker);
-        int rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, deadline, cancel_fd, ow->pid_fd, granted,
-                                     fence, canceled, &pid_fired, err);
+        rc = wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, granted, fence, canceled, &pid_fired, err);
         if (pid_fired) { /* judge again; watch its partner if it has one */
                 close(ow->pid_fd);
                 ow->pid_fd = -1;
