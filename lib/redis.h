@@ -40,10 +40,12 @@ typedef struct dl_redis_conn dl_redis_conn;
  * keeps up to DL_REDIS_CONNS_PER_THREAD, the least recently used closed
  * first; after fork() the child makes its own. */
 #define DL_REDIS_CONNS_PER_THREAD 4
-/* With `checked`, a kept connection is first polled: one that the server
- * closed meanwhile (a restart) is replaced before anything is sent on it,
- * so that a lost reply can only mean the server failed during this
- * request (RELEASE needs to know; idempotent requests just retry). */
+/* With `checked`, a kept TCP connection is first polled: one that the
+ * server closed meanwhile (a restart) is replaced before anything is sent
+ * on it, so that a lost reply can only mean the server failed during this
+ * request (RELEASE needs to know; idempotent requests just retry).  On a
+ * unix socket a send on such a connection fails before anything goes
+ * out, which dl_redis_unsent() tells, so it is not polled. */
 int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool checked, dl_redis_conn **out,
                      dirlock_error *err);
 /* Close the connection (after an error, or with a reply left unread); the
@@ -63,6 +65,9 @@ int dl_redis_command(dl_redis_conn *c, int argc, const char **argv, const size_t
  * else until the reply is read or the connection dropped. */
 int dl_redis_send(dl_redis_conn *c, int argc, const char **argv, const size_t *argvlen,
                   const dl_time *deadline, dirlock_error *err);
+/* Whether the last request on c failed before any byte of it went out
+ * (so the server never saw it). */
+bool dl_redis_unsent(const dl_redis_conn *c);
 /* Wait for the reply of dl_redis_send() by `deadline`, or until one of
  * `fds` (count n, entries < 0 ignored) polls readable: then *which is its
  * index, *reply NULL, and the caller must drop the connection or read the

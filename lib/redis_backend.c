@@ -76,11 +76,14 @@
  * LOST REPLIES.  Scripts are written so that asking again is safe:
  * ACQUIRE by a token that already holds takes again; REFRESH, CHECK and
  * BREAK are idempotent.  RELEASE, REFRESH and CHECK retry once on a new
- * connection when a reply is lost.  A cached connection is checked
- * before use (a server that went away has closed it), so a restarted
- * server answers RELEASE with "not held": DIRLOCK_ELOST.  Only a release
- * whose reply was lost and whose retry finds nothing cannot tell released
- * from lost: it says so, with DIRLOCK_ESERVER.
+ * connection when a reply is lost.  RELEASE makes sure that a request
+ * which failed on a connection the server had closed meanwhile did not
+ * reach it -- a kept TCP connection is checked before use (poll), and on
+ * a unix socket the send itself fails before anything goes out (EPIPE)
+ * -- so a restarted server answers RELEASE with "not held":
+ * DIRLOCK_ELOST.  Only a release whose reply was lost and whose retry
+ * finds nothing cannot tell released from lost: it says so, with
+ * DIRLOCK_ESERVER.
  *
  * FENCES are drawn in the ACQUIRE script (or by the releaser's script
  * that grants): max(K:f + 1, server time in microseconds).  dirlock_fence()
@@ -259,8 +262,8 @@ int dl_redis_run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys,
                 rc = dl_redis_eval(c, id, nkeys, keys, nargs, args, deadline, what, reply, err);
                 if (rc != DIRLOCK_ESERVER || !retry || attempt > 0 || dl_deadline_passed(deadline))
                         return rc;
-                if (resent != NULL)
-                        *resent = true;
+                if (resent != NULL && !dl_redis_unsent(c))
+                        *resent = true; /* it may have run: the retry cannot tell */
         }
 }
 

@@ -59,6 +59,8 @@ _Static_assert(READ_SLICE_MS < DL_REDIS_GRACE_MS, "a call at timeout 0 reads wit
 struct dl_redis_conn {
         redisContext *ctx; /* NULL: not connected */
         bool slice_reads;  /* TCP: read replies with a blocking recv() (see I/O) */
+        bool unix_socket;  /* a send to a server that closed it fails (EPIPE) */
+        bool unsent;       /* the last request failed before any byte of it went out */
         bool used;         /* url and name are set */
         dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
         char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
@@ -231,10 +233,13 @@ static int write_all(dl_redis_conn *c, const char *buf, size_t len, const dl_tim
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
                         struct pollfd p = {.fd = c->ctx->fd, .events = POLLOUT};
-                        if (poll_until(&p, 1, deadline) <= 0)
+                        if (poll_until(&p, 1, deadline) <= 0) {
+                                c->unsent = off == 0;
                                 return conn_failed(c, err, "no room to send within the time left", NULL);
+                        }
                         continue;
                 }
+                c->unsent = off == 0;
                 return conn_failed(c, err, "cannot send", strerror(errno));
         }
         return DIRLOCK_OK;
@@ -255,9 +260,15 @@ static int send_formatted(dl_redis_conn *c, int argc, const char **argv, const s
 int dl_redis_send(dl_redis_conn *c, int argc, const char **argv, const size_t *argvlen,
                   const dl_time *deadline, dirlock_error *err)
 {
+        c->unsent = c->ctx == NULL;
         if (c->ctx == NULL)
                 return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: not connected", c->name);
         return send_formatted(c, argc, argv, argvlen, deadline, err);
+}
+
+bool dl_redis_unsent(const dl_redis_conn *c)
+{
+        return c->unsent;
 }
 
 static int read_failed(dl_redis_conn *c, dirlock_error *err)
@@ -418,13 +429,17 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
                 redisEnableKeepAlive(ctx);
         c->ctx = ctx;
         c->slice_reads = !u->unix_socket;
+        c->unix_socket = u->unix_socket;
         return handshake(c, u, deadline, err);
 }
 
 /* A kept connection is usable when nothing is waiting to be read on it:
  * a server that went away (restarted, killed) has closed it, and a reply
- * nobody asked for means it is out of step.  Checked before every use, so
- * that a request is sent only on a connection that was fine. */
+ * nobody asked for means it is out of step.  Checked before a use that
+ * must know whether a lost reply was its own, so that such a request is
+ * sent only on a connection that was fine.  Not on a unix socket: there
+ * sending on a connection the server closed fails before anything goes
+ * out (EPIPE), and dl_redis_unsent() says so. */
 static bool idle_and_open(const dl_redis_conn *c)
 {
         struct pollfd p = {.fd = c->ctx->fd, .events = POLLIN | POLLRDHUP};
@@ -455,7 +470,8 @@ int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool chec
                         snprintf(slot->name, sizeof slot->name, "%s", "(address too long)");
         }
         slot->last_use = ++t->clock;
-        if (slot->ctx != NULL && slot->ctx->err == 0 && (!checked || idle_and_open(slot))) {
+        if (slot->ctx != NULL && slot->ctx->err == 0 &&
+            (!checked || slot->unix_socket || idle_and_open(slot))) {
                 *out = slot;
                 return DIRLOCK_OK;
         }
