@@ -644,15 +644,13 @@ int dl_redis_lost(dirlock_error *err, const dirlock *h)
             h->name);
 }
 
-static int redis_refresh(dirlock *h, dirlock_error *err)
+/* Run a script that answers 1 while h's token still holds the lock:
+ * DIRLOCK_OK, DIRLOCK_ELOST, or the server's error. */
+static int run_while_held(const dirlock *h, dl_redis_script_id id, int nargs, const char **args,
+                          dirlock_error *err)
 {
-        if (h->ranged)
-                return dl_redis_range_refresh(h, err);
-        char stale[24];
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        const char *args[2] = {h->token, stale};
         redisReply *rep;
-        int rc = dl_redis_run_on(h, DL_RS_REFRESH, 2, args, true, NULL, &rep, err);
+        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
                 return dl_redis_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
@@ -660,18 +658,22 @@ static int redis_refresh(dirlock *h, dirlock_error *err)
         return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h);
 }
 
+static int redis_refresh(dirlock *h, dirlock_error *err)
+{
+        if (h->ranged)
+                return dl_redis_range_refresh(h, err);
+        char stale[24];
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        const char *args[2] = {h->token, stale};
+        return run_while_held(h, DL_RS_REFRESH, 2, args, err);
+}
+
 static int redis_check(const dirlock *h, dirlock_error *err)
 {
         if (h->ranged)
                 return dl_redis_range_check(h, err);
         const char *args[1] = {h->token};
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, DL_RS_CHECK, 1, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h);
+        return run_while_held(h, DL_RS_CHECK, 1, args, err);
 }
 
 #ifdef DIRLOCK_TEST_HOOKS
@@ -840,16 +842,10 @@ static int redis_downgrade(dirlock *h, dirlock_error *err)
         snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         snprintf(policy, sizeof policy, "%d", h->opts.policy);
         const char *args[4] = {h->token, stale, record, policy};
-        redisReply *rep;
-        rc = dl_redis_run_on(h, DL_RS_DOWNGRADE, 4, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        if (held != 1)
-                return dl_redis_lost(err, h);
-        h->mode = DIRLOCK_SHARED;
-        return DIRLOCK_OK;
+        rc = run_while_held(h, DL_RS_DOWNGRADE, 4, args, err);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_SHARED;
+        return rc;
 }
 
 /* The caller (handle.c) checked that this is an upgraded intent lock. */
@@ -860,16 +856,10 @@ static int redis_downgrade_intent(dirlock *h, dirlock_error *err)
         char policy[8];
         snprintf(policy, sizeof policy, "%d", h->opts.policy);
         const char *args[2] = {h->token, policy};
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, DL_RS_DOWNGRADE_INTENT, 2, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        if (held != 1)
-                return dl_redis_lost(err, h);
-        h->mode = DIRLOCK_INTENT;
-        return DIRLOCK_OK;
+        int rc = run_while_held(h, DL_RS_DOWNGRADE_INTENT, 2, args, err);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_INTENT;
+        return rc;
 }
 
 /* ---- the space, from outside its holders ---------------------------------- */
