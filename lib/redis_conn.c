@@ -58,8 +58,7 @@ _Static_assert(READ_SLICE_MS < DL_REDIS_GRACE_MS, "a call at timeout 0 reads wit
 
 struct dl_redis_conn {
         redisContext *ctx; /* NULL: not connected */
-        bool slice_reads;  /* TCP: read replies with a blocking recv() (see I/O) */
-        bool unix_socket;  /* a send to a server that closed it fails (EPIPE) */
+        bool unix_socket;  /* poll() before reads; a send to a server that closed it fails (EPIPE) */
         bool unsent;       /* the last request failed before any byte of it went out */
         bool used;         /* url and name are set */
         dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
@@ -319,7 +318,7 @@ int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *f
                         *reply = r;
                         return DIRLOCK_OK;
                 }
-                if (n == 0 && c->slice_reads && dl_remaining(deadline) >= READ_SLICE_MS) {
+                if (n == 0 && !c->unix_socket && dl_remaining(deadline) >= READ_SLICE_MS) {
                         /* Nothing else to watch, and a whole slice left:
                          * a blocking read cannot pass the deadline, and
                          * saves a poll(). */
@@ -428,7 +427,6 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
         if (!u->unix_socket)
                 redisEnableKeepAlive(ctx);
         c->ctx = ctx;
-        c->slice_reads = !u->unix_socket;
         c->unix_socket = u->unix_socket;
         return handshake(c, u, deadline, err);
 }
