@@ -17,8 +17,9 @@
 int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode)
 {
         /* The directory usually exists while there are readers: try the
-         * entry first, make the directory only when it is missing.  A last
-         * reader may rmdir it between our mkdir and symlink: retry. */
+         * entry first, make the directory only when it is missing.  It may
+         * be removed again between our mkdir and the entry (by a writer, or
+         * the last one out of a queue): retry. */
         for (int round = 0; round < 100; round++) {
                 if (dl_entry_create(path, h, mode) == 0)
                         return 0;

@@ -55,8 +55,9 @@ int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err
 void dl_rw_scan_done(dl_scan *s);
 
 /* Create entry `path` (our record, `mode`) in directory `dir`, making the
- * directory when it is missing (it is removed when it empties).  0 or -1
- * with errno. */
+ * directory when it is missing (an empty one may be removed at any time:
+ * by the last one out, or for NAME.readers by a writer).  0 or -1 with
+ * errno. */
 int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode);
 
 /* Remove our entry `path`, then `dir` if that left it empty.  0, or -1 with

@@ -13,9 +13,13 @@
  *   x.        a writer's entry in D/NAME.wq while it waits (policy writer);
  *   tickets   D/NAME.fifo (fifo.c).
  * Every entry's age counts from its last change (INVARIANT C in
- * exclusive.c).  NAME.readers and NAME.wq are removed by whoever empties
- * them, so that "no readers" costs a writer a single stat() that fails
- * with ENOENT.
+ * exclusive.c).  NAME.wq is removed by whoever empties it.  NAME.readers
+ * is removed by a writer whose drain found no reader left (and by
+ * cleanup), not by the last reader out: readers come and go far more
+ * often than writers, and a kept directory saves each of them a mkdir and
+ * an rmdir (and the race of one reader's rmdir with the next one's
+ * announce); after a write, "no readers" still costs the next writer a
+ * single stat() that fails with ENOENT.
  *
  * "W blocks readers" means: W is held, and its record mode is not intent,
  * or it is intent and U exists for W's token.  (judge_w)
@@ -98,8 +102,8 @@
  * DOWNGRADE TO INTENT (upgraded intent -> intent): remove U.  W stays ours
  *   (writers and intent holders still wait); readers waiting for U's
  *   removal wake and enter.  (`simple`: U stays, intent is exclusive.)
- * RELEASE: reader: unlink our entry (ENOENT -> DIRLOCK_ELOST), rmdir
- *   NAME.readers if empty.  W holder: unlink U if ours, release W.
+ * RELEASE: reader: unlink our entry (ENOENT -> DIRLOCK_ELOST); NAME.readers
+ *   stays for the next reader.  W holder: unlink U if ours, release W.
  * REFRESH renews our entry's age (reader entry, U, W's owner entry).
  * A writer draining readers (and an upgrader) renews W and U as it waits.
  *
@@ -293,7 +297,6 @@ static void reader_give_up(dirlock *h)
         unlink(rw->r_path);
         unlink(rw->w_path);
         unlink(rw->a_path); /* admitted at the last moment */
-        rmdir(rw->readers_dir);
 }
 
 /* Readers of policies fair and reader stay visible while they wait (w.<T>):
@@ -307,8 +310,7 @@ static bool waits_visibly(const dirlock *h)
 static int withdraw(dirlock *h, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        int rc =
-            waits_visibly(h) ? rename(rw->r_path, rw->w_path) : dl_rw_entry_drop(rw->readers_dir, rw->r_path);
+        int rc = waits_visibly(h) ? rename(rw->r_path, rw->w_path) : unlink(rw->r_path);
         if (rc != 0 && errno != ENOENT)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot withdraw reader entry '%s'", rw->r_path);
         return DIRLOCK_OK;
@@ -607,6 +609,15 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
         return dl_excl_refresh(h, err);
 }
 
+/* A drain found no reader left: remove NAME.readers, so that the next
+ * writer's "no readers" is one failing stat().  ENOTEMPTY (waiting
+ * readers, dead entries, a reader announcing right now) leaves it: such a
+ * reader then finds W held and withdraws, as with the directory kept. */
+static void tidy_readers_dir(const struct dl_rw *rw)
+{
+        rmdir(rw->readers_dir);
+}
+
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
  * writer's first scan lets the waiting readers in first.  DIRLOCK_ELOST
  * when W was broken while we waited. */
@@ -627,6 +638,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         }
         if (sc.live == 0) {
                 dl_rw_scan_done(&sc);
+                tidy_readers_dir(rw);
                 return DIRLOCK_OK;
         }
         if (dl_deadline_passed(deadline)) {
@@ -659,8 +671,10 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                         rc = err->code;
                         break;
                 }
-                if (sc.live == 0)
+                if (sc.live == 0) {
+                        tidy_readers_dir(rw);
                         break;
+                }
                 if (waited != 0) {
                         char why[48];
                         rc = dl_fail(err, waited, 0,
@@ -823,7 +837,7 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
         if (rw != NULL && rw->reader_entry != NULL) {
                 const char *entry = rw->reader_entry;
                 rw->reader_entry = NULL;
-                if (dl_rw_entry_drop(rw->readers_dir, entry) != 0) {
+                if (unlink(entry) != 0) {
                         if (errno == ENOENT)
                                 return dl_fail(err, DIRLOCK_ELOST, 0,
                                                "read lock '%s' was broken as stale before release", h->name);
@@ -930,7 +944,7 @@ int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
         }
         rc = dl_excl_release(lock, err);
         if (rc != DIRLOCK_OK) {
-                dl_rw_entry_drop(rw->readers_dir, rw->r_path);
+                unlink(rw->r_path);
                 return rc;
         }
         rw->reader_entry = rw->r_path;

@@ -13,7 +13,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/
 	echo "1..0 # SKIP needs root, setpriv and the user nobody"
 	exit 0
 fi
-plan 10
+plan 11
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 chmod 711 "$T"
 EPERM=14 # DIRLOCK_EPERM
@@ -57,6 +57,7 @@ is "$?" 0 "group: readers of both users share a lock $(cat "$T/err")"
 as_nobody "$DIRLOCK" -d "$G" -n r -- true 2>/dev/null
 is "$?" 1 "group: ... and nobody's writer is held off by root's reader"
 wait $rp
-is "$(ls -A "$G" | grep -v '\.fence$')" "" "group: nothing is left behind (but the fence counter, kept for good)"
+is "$(ls -A "$G" | grep -v '\.fence$')" "r.readers" "group: nothing is left behind (but the fence counter, and the readers' directory kept for the next reader)"
+is "$(ls -A "$G/r.readers")" "" "group: ... which is empty"
 "$DIRLOCK" -d "$G" -s r -- sh -c 'stat -c %a "'"$G"'/r.readers"' >"$T/mode"
 is "$(cat "$T/mode")" 2770 "group: the readers' directory gets the lock directory's permissions"

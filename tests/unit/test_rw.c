@@ -12,6 +12,7 @@
 
 #include "dirlock.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,19 +303,31 @@ static void test_reader_lost_and_refresh(void **state)
         assert_int_equal(dirlock_release(r, &err), DIRLOCK_ELOST);
 }
 
-static void test_fast_path_leaves_nothing(void **state)
+static int not_dot(const struct dirent *d)
+{
+        return d->d_name[0] != '.';
+}
+
+static void test_readers_dir_kept_writer_tidies(void **state)
 {
         fixture *f = *state;
         dirlock *r, *w;
         assert_int_equal(take(f, DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 0, &r), DIRLOCK_OK);
         drop(r);
-        /* the last reader removes the readers directory: a writer's
-         * "no readers" is one failing stat() */
+        /* the readers directory stays for the next reader (no mkdir and
+         * rmdir per read), empty */
         char path[256];
         struct stat st;
         snprintf(path, sizeof path, "%s/x.readers", f->dir);
-        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(stat(path, &st), 0);
+        struct dirent **names;
+        int n = scandir(path, &names, not_dot, NULL);
+        assert_int_equal(n, 0);
+        free(names);
+        /* a writer that found no reader removes it: the next writer's
+         * "no readers" is one failing stat() */
         assert_int_equal(take(f, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, 0, &w), DIRLOCK_OK);
+        assert_int_equal(stat(path, &st), -1);
         drop(w);
         snprintf(path, sizeof path, "%s/x.lock", f->dir);
         assert_int_equal(stat(path, &st), -1);
@@ -334,7 +347,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_reentrant, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dead_reader_is_broken, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reader_lost_and_refresh, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_fast_path_leaves_nothing, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_readers_dir_kept_writer_tidies, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
