@@ -9,7 +9,7 @@
  *
  *   redis_bench uncontended SPACE SECONDS
  *   redis_bench contended SPACE SECONDS CS_MS PROCS dirlock|seed   (PROCS <= 64)
- *   redis_bench handoff SPACE WAITERS SECONDS dirlock|seed
+ *   redis_bench handoff SPACE WAITERS SECONDS dirlock|seed|list
  *   redis_bench kill SPACE dirlock|seed
  * Each prints one line of numbers.
  *
@@ -20,7 +20,13 @@
  * waits until it is 100000.  Unlock: DECRBY 100000.  The random wait
  * starts at waitmin = 4 ms, is multiplied by rand()+rand()+rand() at each
  * step and goes back to waitmin once it passes waitmax = 200 ms.  Nothing
- * ever decrements the counter of a holder that died. */
+ * ever decrements the counter of a holder that died.
+ *
+ * THE ONE-TOKEN LIST (hand-off only): the least a blocking Redis lock can
+ * do -- BLPOP the list's one element to take, RPUSH it back to release;
+ * the server hands the element to the longest-waiting BLPOP.  No owner,
+ * expiry or fence, and a crashed holder takes the token with it: the
+ * floor of a hand-off through Redis on this machine, measured beside ours. */
 #include "dirlock.h"
 #include "redis_url.h"
 
@@ -135,6 +141,19 @@ static int seed_lock(redisContext *c, const char *key, double timeout)
 static void seed_unlock(redisContext *c, const char *key)
 {
         command_int(c, "DECRBY %s %lld", key, 100000);
+}
+
+static int list_lock(redisContext *c, const char *key, double timeout)
+{
+        redisReply *r = redisCommand(c, "BLPOP %s %.3f", key, timeout);
+        int rc = r && r->type == REDIS_REPLY_ARRAY ? 0 : -1;
+        freeReplyObject(r);
+        return rc;
+}
+
+static void list_unlock(redisContext *c, const char *key)
+{
+        command_int(c, "RPUSH %s %lld", key, 1);
 }
 
 /* ---- uncontended ------------------------------------------------------- */
@@ -259,11 +278,17 @@ static int cmd_contended(const char *space, double seconds, double cs_ms, int pr
 
 /* ---- hand-off latency --------------------------------------------------------- */
 
-/* WAITERS + 1 processes take the lock in turn: each holds it 0.2 ms, notes
+/* WAITERS + 1 processes take the lock in turn: each holds it HOLD_S, notes
  * the time and its number just before it releases, then stays away for
  * 1-2 ms.  A hand-off is the time from a release call to the next holder's
  * acquire returning, counted when that holder is another process that was
- * already waiting when the release began (as bench/core_bench.c). */
+ * already waiting when the release began: it asked at least WAITING_S
+ * before, so that its request has reached the server and it is blocked
+ * (an acquire that asks a few microseconds before the release measures
+ * its own round trips, not the hand-off; the holder holds long enough for
+ * most waiters to be blocked when it lets go). */
+#define HOLD_S      0.001
+#define WAITING_S   0.0003
 #define HANDOFF_MAX 200000
 struct handoff_shared {
         _Atomic double release_at;
@@ -285,15 +310,23 @@ static int cmd_handoff(const char *space, int waiters, double seconds, const cha
         if (sh == MAP_FAILED || waiters < 1)
                 return 1;
         sh->releaser = -1;
-        bool seed = strcmp(locking, "seed") == 0;
+        bool seed = strcmp(locking, "seed") == 0, list = strcmp(locking, "list") == 0;
+        if (list) {
+                char prefix[80], key[128];
+                redisContext *c = connect_to(space, prefix, sizeof prefix);
+                snprintf(key, sizeof key, "%s:listhandoff", prefix);
+                freeReplyObject(redisCommand(c, "DEL %s", key));
+                list_unlock(c, key);
+                redisFree(c);
+        }
         double start = now_s() + 0.1, end = start + seconds;
         for (int me = 0; me <= waiters; me++) {
                 if (fork() != 0)
                         continue;
                 unsigned rng = (unsigned)getpid();
                 char prefix[80], key[128];
-                redisContext *c = seed ? connect_to(space, prefix, sizeof prefix) : NULL;
-                snprintf(key, sizeof key, "%s:seedhandoff", prefix);
+                redisContext *c = seed || list ? connect_to(space, prefix, sizeof prefix) : NULL;
+                snprintf(key, sizeof key, list ? "%s:listhandoff" : "%s:seedhandoff", prefix);
                 while (now_s() < start)
                         sleep_s(0.001);
                 while (now_s() < end) {
@@ -301,20 +334,23 @@ static int cmd_handoff(const char *space, int waiters, double seconds, const cha
                         dirlock_options o = DIRLOCK_OPTIONS_INIT;
                         o.timeout = 10;
                         double asked = now_s();
-                        if (seed ? seed_lock(c, key, 10) != 0
-                                 : dirlock_acquire(space, "handoff", &o, &h, NULL) != DIRLOCK_OK)
+                        if (seed   ? seed_lock(c, key, 10) != 0
+                            : list ? list_lock(c, key, 10) != 0
+                                   : dirlock_acquire(space, "handoff", &o, &h, NULL) != DIRLOCK_OK)
                                 _exit(1);
                         double t = now_s();
-                        if (sh->releaser >= 0 && sh->releaser != me && asked < sh->release_at) {
+                        if (sh->releaser >= 0 && sh->releaser != me && asked < sh->release_at - WAITING_S) {
                                 long i = sh->n++;
                                 if (i < HANDOFF_MAX)
                                         sh->lat[i] = t - sh->release_at;
                         }
-                        sleep_s(0.0002);
+                        sleep_s(HOLD_S);
                         sh->releaser = me;
                         sh->release_at = now_s();
                         if (seed)
                                 seed_unlock(c, key);
+                        else if (list)
+                                list_unlock(c, key);
                         else
                                 dirlock_release(h, NULL);
                         sleep_s(0.001 + (double)(rand_r(&rng) % 1000) / 1e6);
