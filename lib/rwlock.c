@@ -653,12 +653,13 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         sc.admit_known = true;
         long long renewed = dl_wall_ns();
         /* NAME.readers is watched again before every scan, so a reader
-         * leaving after that scan always wakes us: the last reader out
-         * removes the directory and the next one in makes a new one, which
-         * a watch set on the old one would not hear (the drain then slept
-         * a whole re-check interval).  A directory missing when we watched
-         * but found by the scan was made in between, unwatched: look again
-         * without sleeping (it is watched first). */
+         * leaving after that scan always wakes us even when the directory
+         * was removed meanwhile (dirlock_cleanup removes an empty one) and
+         * made again by the next reader: a watch set on the old one would
+         * not hear it (the drain then slept a whole re-check interval).  A
+         * directory missing when we watched but found by the scan was made
+         * in between, unwatched: look again without sleeping (it is
+         * watched first). */
         bool unwatched = false;
         for (bool first = true;; first = false) {
                 if (sc.have_one)
@@ -758,8 +759,10 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         dl_waiter_watch_owner(&w, &holder);
                         canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
                 }
-                /* The readers directory may have been removed and made
-                 * again since we started watching: watch it again. */
+                /* The readers directory may have been removed (by a
+                 * writer holding W whose drain found it empty, or by
+                 * cleanup) and made again since we started watching:
+                 * watch it again. */
                 unwatched = dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
         }
         if (waiting)
