@@ -53,6 +53,21 @@ int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool chec
 void dl_redis_drop(dl_redis_conn *c);
 /* The server's address with the password hidden, for messages. */
 const char *dl_redis_conn_name(const dl_redis_conn *c);
+/* The server's clock (ms, as TIME and the scripts' NOW) at our monotonic
+ * time *t, by the offset read when the connection opened (to within half
+ * a round trip, plus whatever the server's clock was set by since); 0
+ * when the server would not tell its time. */
+long long dl_redis_server_ms(const dl_redis_conn *c, const dl_time *t);
+/* The server-side deadline of an acquire attempt made for `deadline`
+ * (ARGV "not after" of the ACQUIRE scripts), into buf: the server's clock
+ * at `deadline` plus DL_REDIS_GRACE_MS / 2, so that the last attempt,
+ * sent at the deadline, still counts; "0" (none) for a wait without
+ * deadline or a server whose clock is unknown.  A script that runs later
+ * than that (the server was stopped or stalled while the request sat in
+ * its socket, and its sender has given up) takes nothing.  Connects
+ * (by `io`) when not connected: DIRLOCK_ESERVER as dl_redis_connect. */
+int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_time *io, char buf[24],
+                       dirlock_error *err);
 
 /* Send one command (argv) and read its reply by `deadline`.  A reply that
  * is an error is returned as a reply (the caller maps it: dl_redis_reply_error).
@@ -189,6 +204,9 @@ struct dl_redis_blocker {
 /* Parse a busy answer {0, seq, token, record, left, index, kind}. */
 int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
                         dirlock_error *err);
+/* An acquire attempt that the server ran after its deadline (kind 'l'
+ * of the ACQUIRE scripts): DIRLOCK_ETIMEDOUT, saying so. */
+int dl_redis_too_late(dirlock_error *err, double timeout, const char *name);
 /* "timed out after 2 s: lock 'x' is held by ..." and the like. */
 int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,
                      const struct dl_redis_blocker *b);

@@ -73,6 +73,20 @@
  * up while the server could not be reached -- holds the queue up for at
  * most 6 s, even with the default stale age of 180 s.
  *
+ * LATE REQUESTS.  A stopped server keeps what was sent to it and runs it
+ * when it goes on, maybe after its sender gave up.  Every attempt of a
+ * timed acquire therefore carries its deadline as the server's clock will
+ * read it (dl_redis_not_after: the offset of TIME from our monotonic clock,
+ * read when the connection opened, plus DL_REDIS_GRACE_MS / 2 so that the
+ * attempt made at the deadline counts).  A script run after it takes
+ * nothing the token does not hold already and leaves the queues (kind
+ * 'l': DIRLOCK_ETIMEDOUT), and a queue entry never outlives it, so no
+ * release grants the lock to a waiter that has left.  Error of the
+ * offset: half a round trip, plus any step of the server's clock since
+ * the connection opened.  A sender gives up its last attempt no sooner
+ * than DL_REDIS_GRACE_MS after its deadline, half of that after the
+ * scripts stop taking for it: that half is the margin for the error.
+ *
  * LOST REPLIES.  Scripts are written so that asking again is safe:
  * ACQUIRE by a token that already holds takes again; REFRESH, CHECK and
  * BREAK are idempotent.  RELEASE, REFRESH and CHECK retry once on a new
@@ -338,6 +352,15 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
         return DIRLOCK_OK;
 }
 
+int dl_redis_too_late(dirlock_error *err, double timeout, const char *name)
+{
+        return dl_fail(
+            err, DIRLOCK_ETIMEDOUT, 0,
+            "timed out after %.3g s: the Redis server ran the request for lock '%s' only after its "
+            "deadline (it was stopped or overloaded meanwhile); nothing was taken",
+            timeout, name);
+}
+
 /* BREAK token `t` of lock hs->name (a same-host owner found dead). */
 int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err)
 {
@@ -509,13 +532,16 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         while (rc == DIRLOCK_OK) {
                 bool last = canceled || dl_deadline_passed(deadline);
                 snprintf(seq, sizeof seq, "%lld", r->seq);
+                char not_after[24];
                 const char *args[10] = {
-                    h->token,         mode, policy, stale, record, may_queue ? "1" : "0", seq,
-                    last ? "1" : "0", "0",  qttl};
+                    h->token,         mode,      policy, stale, record, may_queue ? "1" : "0", seq,
+                    last ? "1" : "0", not_after, qttl};
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
-                rc = dl_redis_run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
-                                         n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
+                rc = dl_redis_not_after(&r->url, deadline, &io, not_after, err);
+                if (rc == DIRLOCK_OK)
+                        rc = dl_redis_run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
+                                                 n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
                                 break;
@@ -545,6 +571,8 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         }
                 } else {
                         rc = dl_redis_parse_busy(rep, n, &r->seq, &b, err);
+                        if (rc == DIRLOCK_OK && strcmp(b.kind, "l") == 0)
+                                rc = dl_redis_too_late(err, o->timeout, h->name);
                 }
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK)

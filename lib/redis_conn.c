@@ -64,6 +64,8 @@ struct dl_redis_conn {
         dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
         char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
         unsigned long long last_use;
+        bool clock_known;          /* the server's clock was read when it opened */
+        long long clock_offset_ms; /* server ms (TIME) - our monotonic ms, then */
 };
 
 struct conn_table {
@@ -402,6 +404,57 @@ static int handshake(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
         return DIRLOCK_OK;
 }
 
+static long long mono_ms(const dl_time *t)
+{
+        return (long long)t->tv_sec * 1000 + t->tv_nsec / 1000000;
+}
+
+/* Read the server's clock (TIME) and keep its offset from our monotonic
+ * clock, taken at the middle of the round trip (so within half of it).
+ * A server that refuses TIME (an ACL) leaves the clock unknown: requests
+ * then carry no server-side deadline (dl_redis_not_after). */
+static int read_server_clock(dl_redis_conn *c, const dl_time *deadline, dirlock_error *err)
+{
+        const char *argv[1] = {"TIME"};
+        redisReply *r = NULL;
+        dl_time before = dl_now();
+        int rc = dl_redis_command(c, 1, argv, NULL, deadline, &r, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dl_time after = dl_now();
+        c->clock_known = false;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+                long long server = strtoll(r->element[0]->str, NULL, 10) * 1000 +
+                                   strtoll(r->element[1]->str, NULL, 10) / 1000;
+                c->clock_offset_ms = server - (mono_ms(&before) + mono_ms(&after)) / 2;
+                c->clock_known = true;
+        }
+        freeReplyObject(r);
+        return DIRLOCK_OK;
+}
+
+long long dl_redis_server_ms(const dl_redis_conn *c, const dl_time *t)
+{
+        return c->clock_known ? mono_ms(t) + c->clock_offset_ms : 0;
+}
+
+int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_time *io, char buf[24],
+                       dirlock_error *err)
+{
+        snprintf(buf, 24, "0");
+        if (dl_deadline_never(deadline))
+                return DIRLOCK_OK;
+        dl_redis_conn *c;
+        int rc = dl_redis_connect(u, io, false, &c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        long long at = dl_redis_server_ms(c, deadline);
+        if (at > 0)
+                snprintf(buf, 24, "%lld", at + (long long)(DL_REDIS_GRACE_MS / 2));
+        return DIRLOCK_OK;
+}
+
 static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
 {
         double ms = dl_remaining(deadline);
@@ -428,7 +481,8 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
                 redisEnableKeepAlive(ctx);
         c->ctx = ctx;
         c->unix_socket = u->unix_socket;
-        return handshake(c, u, deadline, err);
+        int rc = handshake(c, u, deadline, err);
+        return rc != DIRLOCK_OK ? rc : read_server_clock(c, deadline, err);
 }
 
 /* A kept connection is usable when nothing is waiting to be read on it:

@@ -140,12 +140,16 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
         memset(&b, 0, sizeof b);
         while (rc == DIRLOCK_OK) {
                 bool last = canceled || dl_deadline_passed(deadline);
-                const char *args[10] = {h->token,         mode, policy, stale, record, may_queue ? "1" : "0",
-                                        last ? "1" : "0", qttl, lo,     hi};
+                char not_after[24];
+                const char *args[11] = {
+                    h->token,         mode, policy, stale, record,   may_queue ? "1" : "0",
+                    last ? "1" : "0", qttl, lo,     hi,    not_after};
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
-                rc = dl_redis_run_script(&r->url, DL_RS_RANGE_ACQUIRE, 2, keys, 10, args, &io, "the range",
-                                         true, NULL, &rep, err);
+                rc = dl_redis_not_after(&r->url, deadline, &io, not_after, err);
+                if (rc == DIRLOCK_OK)
+                        rc = dl_redis_run_script(&r->url, DL_RS_RANGE_ACQUIRE, 2, keys, 11, args, &io,
+                                                 "the range", true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
                                 break;
@@ -172,6 +176,8 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         }
                 } else {
                         rc = dl_redis_parse_busy(rep, 1, &r->seq, &b, err);
+                        if (rc == DIRLOCK_OK && strcmp(b.kind, "l") == 0)
+                                rc = dl_redis_too_late(err, o->timeout, h->name);
                 }
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK || taken)

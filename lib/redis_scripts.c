@@ -305,7 +305,8 @@
         "end\n"
 
 /* ACQUIRE  KEYS: K1..Kn, {P}   ARGV: token, mode, policy, stale ms, record,
- *          may_queue (0/1), seq (0: none yet), last (0/1), unused, queue ttl ms
+ *          may_queue (0/1), seq (0: none yet), last (0/1), not after (server
+ *          ms, 0: none), queue ttl ms
  * All or nothing over the n names.  Purges each name, lets in the queued
  * waiters that may go (W), then judges the request against the holders
  * (M) and the waiters (Q).  Free everywhere: takes every name (a holder
@@ -316,16 +317,23 @@
  * else leaves every queue and lets in whoever it held back.  Returns {0,
  * seq, blocker token, blocker record, ms until the blocker's entry
  * expires, index of the busy name, kind w|r|q}.  Its wake list is emptied
- * first: a wake-up older than this judgement means nothing. */
+ * first: a wake-up older than this judgement means nothing.
+ * LATE: run after `not after` (the request sat in a stopped or stalled
+ * server while its sender gave up), it takes nothing it does not hold
+ * already and leaves every queue, as a last attempt does: kind 'l'.  Its
+ * queue entries never outlive `not after` either, so no release grants
+ * the lock to a waiter that has given up. */
 static const char acquire_src[] =
     COMMON "local token, mode, policy = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
            "local stale, record = tonumber(ARGV[4]), ARGV[5]\n"
            "local may_queue, seq, last = ARGV[6] == '1', tonumber(ARGV[7]), ARGV[8] == '1'\n"
            "local qttl = tonumber(ARGV[10])\n"
+           "local NA = tonumber(ARGV[9]) or 0\n"
+           "local function qexp() return NA > 0 and math.min(NOW + qttl, NA) or NOW + qttl end\n"
            "local n = #KEYS - 1\n"
            "local R = request(token, mode, policy, stale, n, qttl, seq > 0 and seq or nil)\n"
            "if R.seq then redis.call('DEL', wake_key(token)) end\n"
-           "local ks, hs, busy, blocker = {}, {}, {}, nil\n"
+           "local ks, hs, busy, blocker, allours = {}, {}, {}, nil, true\n"
            "for i = 1, n do\n"
            "  local k = K(KEYS[i])\n"
            "  ks[i] = k\n"
@@ -338,6 +346,7 @@ static const char acquire_src[] =
            /* ours already (a reply was lost, or a grant came meanwhile): take again */
            "  local ours = h.w == token or (#h.readers > 0 and redis.call('ZSCORE', k.r, token))\n"
            "  if not ours then\n"
+           "    allours = false\n"
            "    bt, kind = holder_blocks(h, R)\n"
            "    if not bt then\n"
            "      local A = queue_blocks(ws or load_queue(k), R, gone)\n"
@@ -352,6 +361,11 @@ static const char acquire_src[] =
            "    busy[i] = true\n"
            "    if not blocker then blocker = {i, bt, kind} end\n"
            "  end\n"
+           "end\n"
+           "local late = NA > 0 and NOW > NA and not allours\n"
+           "if late then\n"
+           "  last = true\n"
+           "  blocker = {blocker and blocker[1] or 1, '', 'l'}\n"
            "end\n"
            "if not blocker then\n"
            /* what can fail (a key of the wrong type) before anything is taken */
@@ -369,7 +383,9 @@ static const char acquire_src[] =
            "local bi, bt, kind = blocker[1], blocker[2], blocker[3]\n"
            "local bk = ks[bi]\n"
            "local brec, left\n"
-           "if kind == 'w' then\n"
+           "if kind == 'l' then\n"
+           "  brec, left = '', 0\n"
+           "elseif kind == 'w' then\n"
            "  brec, left = w_record(redis.call('GET', bk.w)), redis.call('PTTL', bk.w)\n"
            "elseif kind == 'g' then\n"
            "  brec = redis.call('HGET', bk.go, bt) or ''\n"
@@ -397,7 +413,7 @@ static const char acquire_src[] =
            "  local k = ks[i]\n"
            "  if busy[i] or redis.call('ZSCORE', k.q, token) then\n"
            "    redis.call('ZADD', k.q, R.seq, token)\n"
-           "    redis.call('ZADD', k.qe, NOW + qttl, token)\n"
+           "    redis.call('ZADD', k.qe, qexp(), token)\n"
            "    redis.call('HSET', k.qm, token, info)\n"
            "    redis.call('HSET', k.o, token, record)\n"
            "    redis.call('SADD', B .. ':names', k.name)\n"
@@ -619,7 +635,8 @@ static const char tidy_src[] =
         "end\n"
 
 /* RANGE_ACQUIRE  KEYS: K, {P}   ARGV: token, mode, policy, stale ms, record,
- *                may_queue (0/1), last (0/1), queue ttl ms, lo, hi
+ *                may_queue (0/1), last (0/1), queue ttl ms, lo, hi, not after
+ *                (server ms, 0: none)
  * One attempt at [lo, hi) (the ends as "%.17g": exact).  Purges the name
  * (E), then judges the request (R1, R2): free -> its held entry (keeping
  * its arrival number if it waited), its record, a fence (F): {1, fence};
@@ -629,13 +646,16 @@ static const char tidy_src[] =
  * its reservation, if any, is withdrawn and whoever it held back is woken
  * (R3).  {0, seq, blocker token, record, ms until it expires, 0, kind
  * w|r|q|g}.  Its wake list is emptied first (a wake-up older than this
- * judgement means nothing). */
+ * judgement means nothing).  LATE (run after `not after`, as ACQUIRE): takes
+ * nothing it does not hold, withdraws its reservation: kind 'l'; a
+ * reservation never outlives `not after`. */
 
 static const char range_acquire_src[] = COMMON RANGE_COMMON
     "local k, token = K(KEYS[1]), ARGV[1]\n"
     "local mode, policy, stale, record = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]\n"
     "local may_queue, last, qttl = ARGV[6] == '1', ARGV[7] == '1', tonumber(ARGV[8])\n"
     "local los, his = ARGV[9], ARGV[10]\n"
+    "local NA = tonumber(ARGV[11]) or 0\n"
     "local lo, hi = tonumber(los), tonumber(his)\n"
     "local ours = mode == 1 and 's' or (mode == 2 and 'i' or 'x')\n"
     "redis.call('DEL', wake_key(token))\n"
@@ -662,6 +682,13 @@ static const char range_acquire_src[] = COMMON RANGE_COMMON
     "    end\n"
     "  end\n"
     "end\n"
+    "if NA > 0 and NOW > NA then\n"
+    "  if me then\n"
+    "    range_drop(k, token)\n"
+    "    range_left(k, me)\n"
+    "  end\n"
+    "  return {0, 0, bt or '', '', 0, 0, 'l'}\n"
+    "end\n"
     "if not bt then\n"
     "  local f = draw_fence(k)\n"
     "  redis.call('SADD', B .. ':names', k.name)\n"
@@ -682,7 +709,7 @@ static const char range_acquire_src[] = COMMON RANGE_COMMON
     "redis.call('SADD', B .. ':names', k.name)\n"
     "redis.call('HSET', k.go, token, record)\n"
     "range_set(k, token, 'w', ours, seq, los, his, policy, qttl)\n"
-    "redis.call('ZADD', k.ge, NOW + qttl, token)\n"
+    "redis.call('ZADD', k.ge, NA > 0 and math.min(NOW + qttl, NA) or NOW + qttl, token)\n"
     "return {0, seq, bt, brec, left, 0, kind}\n";
 
 /* RANGE_RELEASE  KEYS: K, {P}   ARGV: token

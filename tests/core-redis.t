@@ -17,7 +17,7 @@ redis_available || {
 	echo "1..0 # SKIP $REDIS_WHY"
 	exit 0
 }
-plan 28
+plan 34
 ESERVER=15
 S=$REDIS_SPACE
 
@@ -65,6 +65,56 @@ is "$refresh" refresh-failed "stopped server: the holder's refresh fails (never 
 kill -CONT "$REDIS_PID"
 wait "$HOLDER2_PID"
 diag "status and the holder's refresh took $el ms while the server was stopped"
+
+# ---- an acquire the stopped server runs only after its sender gave up ------------
+# The request sits in the stopped server's socket; its sender times out
+# and stays alive (so no dead-owner check would free the lock).  When the
+# server goes on it runs the request: it must take nothing.  Twice: a
+# whole lock, and a range (which a whole lock then has to wait for).
+abandoned() {
+	local name=$1 what=$2
+	shift 2
+	coproc AB { exec "$PROGS/lockworker" abandon "$S" "$name" 0.5 4 "$@"; }
+	local word code ms code2
+	read -r word <&"${AB[0]}"
+	kill -STOP "$REDIS_PID"
+	echo go >&"${AB[1]}"
+	read -r code ms <&"${AB[0]}"
+	sleep 0.3
+	kill -CONT "$REDIS_PID"
+	sleep 0.3
+	is "$word/$code" "ready/$ESERVER" "stopped server, $what: the acquire gives up with DIRLOCK_ESERVER (${ms} ms)"
+	read -r code2 _ <<<"$("$PROGS/lockworker" wait "$S" "$name" 0)"
+	is "$code2" 0 "... and when the server goes on and runs the request, it takes nothing: the lock is free"
+	kill "$AB_PID" 2>/dev/null
+	wait "$AB_PID" 2>/dev/null
+}
+abandoned ab "a whole lock"
+abandoned abr "a range" 0 10
+
+# The same for a waiter: it queues behind a holder, the server stops, its
+# timeout passes and it gives up; the holder's release, sent while the
+# server is stopped, runs when it goes on and must not grant the lock to
+# the waiter that left (its place in the queue lasts until its deadline).
+coproc HQ { exec "$PROGS/lockworker" hold "$S" abq 1.2; }
+read -r word _ <&"${HQ[0]}"
+coproc AB { exec "$PROGS/lockworker" abandon "$S" abq 0.5 4; }
+read -r word2 <&"${AB[0]}"
+echo go >&"${AB[1]}"
+sleep 0.2
+kill -STOP "$REDIS_PID"
+read -r code ms <&"${AB[0]}"
+sleep 1.0
+kill -CONT "$REDIS_PID"
+read -r released <&"${HQ[0]}"
+wait "$HQ_PID"
+sleep 0.3
+is "$word/$word2/$code" "held/ready/$ESERVER" \
+	"stopped server, a queued waiter: it gives up with DIRLOCK_ESERVER (${ms} ms; the holder's release: $released)"
+read -r code2 _ <<<"$("$PROGS/lockworker" wait "$S" abq 0)"
+is "$code2" 0 "... and the holder's release, run when the server goes on, grants it nothing: the lock is free"
+kill "$AB_PID" 2>/dev/null
+wait "$AB_PID" 2>/dev/null
 
 # ---- killed and restarted under fenced workers -----------------------------------
 # overlap MODE: A holds the lock, in a 1.5 s section of its store update;

@@ -24,6 +24,14 @@
  *       print "held [FENCE]", sleep SLEEP seconds (the test stops us with
  *       SIGSTOP meanwhile), then "late": draw the fence now; print
  *       "fence <code> <fence>", "check <code>", "release <code>".
+ *   lockworker abandon SPACE NAME TIMEOUT LINGER [LO HI]
+ *       take and release NAME.warm, the same kind of lock (the connection
+ *       is open, the server has the script), print
+ *       "ready", read one byte from stdin (the test stops the server
+ *       meanwhile), try NAME (range [LO, HI) if given) with TIMEOUT,
+ *       print "<code> <elapsed ms>", then stay alive LINGER seconds
+ *       without touching the lock (so no dead-owner check frees what a
+ *       late request might have taken for us).
  *   lockworker fenced SPACE NAME TIMEOUT [STALE]
  *       take the lock, print "fence <fence>", release.
  *   lockworker fcounter SPACE NAME FILE N SLEEP_US fence|nofence
@@ -202,6 +210,40 @@ static int cmd_wait(int argc, char **argv)
         printf("%d %.1f\n", rc, now_ms() - t0);
         if (rc == DIRLOCK_OK)
                 dirlock_release(h, NULL);
+        return 0;
+}
+
+static int cmd_abandon(int argc, char **argv)
+{
+        if (argc < 5)
+                return 2;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        dirlock *h;
+        dirlock_error e;
+        char warm[256];
+        snprintf(warm, sizeof warm, "%s.warm", argv[2]);
+        /* the same kind of lock: its script is loaded on the server now */
+        int rc = argc > 6 ? dirlock_acquire_range(argv[1], warm, atof(argv[5]), atof(argv[6]), &o, &h, &e)
+                          : dirlock_acquire(argv[1], warm, &o, &h, &e);
+        if (rc != DIRLOCK_OK) {
+                fprintf(stderr, "lockworker: %s\n", e.message);
+                return 1;
+        }
+        dirlock_release(h, NULL);
+        printf("ready\n");
+        fflush(stdout);
+        char go;
+        if (read(0, &go, 1) < 0)
+                return 2;
+        o.timeout = atof(argv[3]);
+        double t0 = now_ms();
+        rc = argc > 6 ? dirlock_acquire_range(argv[1], argv[2], atof(argv[5]), atof(argv[6]), &o, &h, &e)
+                      : dirlock_acquire(argv[1], argv[2], &o, &h, &e);
+        printf("%d %.1f\n", rc, now_ms() - t0);
+        fflush(stdout);
+        if (rc == DIRLOCK_OK)
+                dirlock_release(h, NULL);
+        sleep_us((long)(atof(argv[4]) * 1e6));
         return 0;
 }
 
@@ -427,8 +469,8 @@ static int cmd_fcounter(int argc, char **argv)
 int main(int argc, char **argv)
 {
         if (argc < 2) {
-                fprintf(stderr,
-                        "usage: lockworker counter|hold|wait|alone|multi|naive|paused|fenced|fcounter ...\n");
+                fprintf(stderr, "usage: lockworker "
+                                "counter|hold|wait|abandon|alone|multi|naive|paused|fenced|fcounter ...\n");
                 return 2;
         }
         const char *cmd = argv[1];
@@ -442,6 +484,8 @@ int main(int argc, char **argv)
                 return cmd_wait(argc, argv);
         if (strcmp(cmd, "alone") == 0)
                 return cmd_alone(argc, argv);
+        if (strcmp(cmd, "abandon") == 0)
+                return cmd_abandon(argc, argv);
         if (strcmp(cmd, "multi") == 0)
                 return cmd_multi(argc, argv);
         if (strcmp(cmd, "naive") == 0)
