@@ -60,14 +60,20 @@ const char *dl_redis_conn_name(const dl_redis_conn *c);
 long long dl_redis_server_ms(const dl_redis_conn *c, const dl_time *t);
 /* The server-side deadline of an acquire attempt made for `deadline`
  * (ARGV "not after" of the ACQUIRE scripts), into buf: the server's clock
- * at `deadline` plus DL_REDIS_GRACE_MS / 2, so that the last attempt,
- * sent at the deadline, still counts; "0" (none) for a wait without
- * deadline or a server whose clock is unknown.  A script that runs later
- * than that (the server was stopped or stalled while the request sat in
- * its socket, and its sender has given up) takes nothing.  Connects
- * (by `io`) when not connected: DIRLOCK_ESERVER as dl_redis_connect. */
+ * at `deadline` -- or now, for the attempt made at or after it -- plus
+ * DL_REDIS_GRACE_MS / 2, which the sender still waits for its reply; "0"
+ * (none) for a wait without deadline or a server that will not tell its
+ * clock.  A script that runs later than that (the server was stopped or
+ * stalled while the request sat in its socket, and its sender has given
+ * up) takes nothing.  Connects (by `io`) when not connected, and reads
+ * the server's clock when it is not known: DIRLOCK_ESERVER as
+ * dl_redis_connect. */
 int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_time *io, char buf[24],
                        dirlock_error *err);
+/* A script said an attempt came late: the clock offset of this thread's
+ * connection to `u` may be stale (our host was suspended, the server's
+ * clock was set): read it again before the next attempt. */
+void dl_redis_clock_stale(const dl_redis_url *u);
 
 /* Send one command (argv) and read its reply by `deadline`.  A reply that
  * is an error is returned as a reply (the caller maps it: dl_redis_reply_error).
@@ -205,7 +211,8 @@ struct dl_redis_blocker {
 int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
                         dirlock_error *err);
 /* An acquire attempt that the server ran after its deadline (kind 'l'
- * of the ACQUIRE scripts): DIRLOCK_ETIMEDOUT, saying so. */
+ * of the ACQUIRE scripts) a second time, with the server's clock read
+ * again in between: DIRLOCK_ETIMEDOUT, saying so. */
 int dl_redis_too_late(dirlock_error *err, double timeout, const char *name);
 /* "timed out after 2 s: lock 'x' is held by ..." and the like. */
 int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,

@@ -77,11 +77,14 @@
  * when it goes on, maybe after its sender gave up.  Every attempt of a
  * timed acquire therefore carries its deadline as the server's clock will
  * read it (dl_redis_not_after: the offset of TIME from our monotonic clock,
- * read when the connection opened, plus DL_REDIS_GRACE_MS / 2 so that the
- * attempt made at the deadline counts).  A script run after it takes
- * nothing the token does not hold already and leaves the queues (kind
- * 'l': DIRLOCK_ETIMEDOUT), and a queue entry never outlives it, so no
- * release grants the lock to a waiter that has left.  Error of the
+ * read when the connection opened; the deadline, or the moment of sending
+ * for the attempt made at or after it, plus DL_REDIS_GRACE_MS / 2).  A
+ * script run after it takes nothing the token does not hold already and
+ * leaves the queues (kind 'l'), and a queue entry never outlives it, so no
+ * release grants the lock to a waiter that has left.  An attempt refused
+ * as late is made once more with the clock read again (the offset may
+ * have gone stale: our host suspended, the server's clock set); refused
+ * again, the acquire ends with DIRLOCK_ETIMEDOUT.  Error of the
  * offset: half a round trip, plus any step of the server's clock since
  * the connection opened.  A sender gives up its last attempt no sooner
  * than DL_REDIS_GRACE_MS after its deadline, half of that after the
@@ -522,7 +525,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         long long ttl = dl_redis_queue_ttl_ms(h);
         snprintf(qttl, sizeof qttl, "%lld", ttl);
         snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        bool may_queue = o->timeout != 0, canceled = false;
+        bool may_queue = o->timeout != 0, canceled = false, resynced = false;
         double backoff = BACKOFF_START_MS;
         unsigned long long jitter =
             0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
@@ -571,12 +574,22 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         }
                 } else {
                         rc = dl_redis_parse_busy(rep, n, &r->seq, &b, err);
-                        if (rc == DIRLOCK_OK && strcmp(b.kind, "l") == 0)
-                                rc = dl_redis_too_late(err, o->timeout, h->name);
                 }
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK)
                         break;
+                if (strcmp(b.kind, "l") == 0) {
+                        /* Run after our deadline: really so (the server
+                         * was stopped), or by a stale clock offset: read
+                         * the server's clock again and try once more. */
+                        if (!resynced) {
+                                resynced = true;
+                                dl_redis_clock_stale(&r->url);
+                                continue;
+                        }
+                        rc = dl_redis_too_late(err, o->timeout, h->name);
+                        break;
+                }
                 const char *busy_name = hs[b.index]->name;
                 if (!may_queue || last) {
                         rc = dl_redis_gave_up(err,

@@ -64,8 +64,8 @@ struct dl_redis_conn {
         dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
         char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
         unsigned long long last_use;
-        bool clock_known;          /* the server's clock was read when it opened */
-        long long clock_offset_ms; /* server ms (TIME) - our monotonic ms, then */
+        int clock;                 /* CLOCK_UNREAD, CLOCK_KNOWN or CLOCK_REFUSED */
+        long long clock_offset_ms; /* server ms (TIME) - our monotonic ms, when read */
 };
 
 struct conn_table {
@@ -404,6 +404,8 @@ static int handshake(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
         return DIRLOCK_OK;
 }
 
+enum { CLOCK_UNREAD, CLOCK_KNOWN, CLOCK_REFUSED };
+
 static long long mono_ms(const dl_time *t)
 {
         return (long long)t->tv_sec * 1000 + t->tv_nsec / 1000000;
@@ -411,8 +413,9 @@ static long long mono_ms(const dl_time *t)
 
 /* Read the server's clock (TIME) and keep its offset from our monotonic
  * clock, taken at the middle of the round trip (so within half of it).
- * A server that refuses TIME (an ACL) leaves the clock unknown: requests
- * then carry no server-side deadline (dl_redis_not_after). */
+ * A server that refuses TIME (an ACL) is not asked again on this
+ * connection: requests then carry no server-side deadline
+ * (dl_redis_not_after). */
 static int read_server_clock(dl_redis_conn *c, const dl_time *deadline, dirlock_error *err)
 {
         const char *argv[1] = {"TIME"};
@@ -422,13 +425,13 @@ static int read_server_clock(dl_redis_conn *c, const dl_time *deadline, dirlock_
         if (rc != DIRLOCK_OK)
                 return rc;
         dl_time after = dl_now();
-        c->clock_known = false;
+        c->clock = CLOCK_REFUSED;
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
             r->element[1]->type == REDIS_REPLY_STRING) {
                 long long server = strtoll(r->element[0]->str, NULL, 10) * 1000 +
                                    strtoll(r->element[1]->str, NULL, 10) / 1000;
                 c->clock_offset_ms = server - (mono_ms(&before) + mono_ms(&after)) / 2;
-                c->clock_known = true;
+                c->clock = CLOCK_KNOWN;
         }
         freeReplyObject(r);
         return DIRLOCK_OK;
@@ -436,7 +439,7 @@ static int read_server_clock(dl_redis_conn *c, const dl_time *deadline, dirlock_
 
 long long dl_redis_server_ms(const dl_redis_conn *c, const dl_time *t)
 {
-        return c->clock_known ? mono_ms(t) + c->clock_offset_ms : 0;
+        return c->clock == CLOCK_KNOWN ? mono_ms(t) + c->clock_offset_ms : 0;
 }
 
 int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_time *io, char buf[24],
@@ -447,12 +450,28 @@ int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_
                 return DIRLOCK_OK;
         dl_redis_conn *c;
         int rc = dl_redis_connect(u, io, false, &c, err);
+        if (rc == DIRLOCK_OK && c->clock == CLOCK_UNREAD)
+                rc = read_server_clock(c, io, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        long long at = dl_redis_server_ms(c, deadline);
+        /* From the deadline, or from now when this attempt is the one
+         * made at or after it (connecting may have taken some of it). */
+        dl_time now = dl_now();
+        bool passed = now.tv_sec > deadline->tv_sec ||
+                      (now.tv_sec == deadline->tv_sec && now.tv_nsec > deadline->tv_nsec);
+        long long at = dl_redis_server_ms(c, passed ? &now : deadline);
         if (at > 0)
                 snprintf(buf, 24, "%lld", at + (long long)(DL_REDIS_GRACE_MS / 2));
         return DIRLOCK_OK;
+}
+
+void dl_redis_clock_stale(const dl_redis_url *u)
+{
+        struct conn_table *t = thread_table();
+        for (int i = 0; t != NULL && i < DL_REDIS_CONNS_PER_THREAD; i++)
+                if (t->conns[i].used && t->conns[i].clock == CLOCK_KNOWN &&
+                    memcmp(&t->conns[i].url, u, sizeof *u) == 0)
+                        t->conns[i].clock = CLOCK_UNREAD;
 }
 
 static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
@@ -482,7 +501,16 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
         c->ctx = ctx;
         c->unix_socket = u->unix_socket;
         int rc = handshake(c, u, deadline, err);
-        return rc != DIRLOCK_OK ? rc : read_server_clock(c, deadline, err);
+        if (rc == DIRLOCK_OK)
+                rc = read_server_clock(c, deadline, err);
+#ifdef DIRLOCK_TEST_HOOKS
+        /* a clock offset gone stale since the connection opened (our host
+         * suspended, the server's clock set forward): tests/core-redis.t */
+        const char *skew = getenv("DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS");
+        if (rc == DIRLOCK_OK && skew != NULL)
+                c->clock_offset_ms -= atoll(skew);
+#endif
+        return rc;
 }
 
 /* A kept connection is usable when nothing is waiting to be read on it:

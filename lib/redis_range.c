@@ -131,7 +131,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
         end_text(hi, h->hi);
         snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
         const char *keys[2] = {r->base, r->space};
-        bool may_queue = o->timeout != 0, canceled = false;
+        bool may_queue = o->timeout != 0, canceled = false, resynced = false;
         double backoff = BACKOFF_START_MS;
         unsigned long long jitter =
             0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
@@ -176,12 +176,19 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         }
                 } else {
                         rc = dl_redis_parse_busy(rep, 1, &r->seq, &b, err);
-                        if (rc == DIRLOCK_OK && strcmp(b.kind, "l") == 0)
-                                rc = dl_redis_too_late(err, o->timeout, h->name);
                 }
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK || taken)
                         break;
+                if (strcmp(b.kind, "l") == 0) { /* as acquire_set: once more with the clock read again */
+                        if (!resynced) {
+                                resynced = true;
+                                dl_redis_clock_stale(&r->url);
+                                continue;
+                        }
+                        rc = dl_redis_too_late(err, o->timeout, h->name);
+                        break;
+                }
                 if (!may_queue || last) {
                         rc = dl_redis_gave_up(err,
                                               !may_queue ? DIRLOCK_EBUSY

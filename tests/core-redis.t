@@ -17,7 +17,7 @@ redis_available || {
 	echo "1..0 # SKIP $REDIS_WHY"
 	exit 0
 }
-plan 34
+plan 36
 ESERVER=15
 S=$REDIS_SPACE
 
@@ -115,6 +115,14 @@ read -r code2 _ <<<"$("$PROGS/lockworker" wait "$S" abq 0)"
 is "$code2" 0 "... and the holder's release, run when the server goes on, grants it nothing: the lock is free"
 kill "$AB_PID" 2>/dev/null
 wait "$AB_PID" 2>/dev/null
+
+# A connection whose idea of the server's clock went stale (60 s behind,
+# as after a suspend of our host) has its attempts refused as late: it
+# reads the clock again and tries once more, so a free lock is still had.
+read -r code ms <<<"$(DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS=60000 "$PROGS/lockworker" wait "$S" skew 1)"
+is "$code" 0 "a stale clock offset: a timed acquire still gets a free lock (${ms} ms)"
+read -r code ms <<<"$(DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS=60000 "$PROGS/lockworker" wait "$S" skew 0)"
+is "$code" 0 "... and so does a try with timeout 0 (${ms} ms)"
 
 # ---- killed and restarted under fenced workers -----------------------------------
 # overlap MODE: A holds the lock, in a 1.5 s section of its store update;

@@ -36,7 +36,8 @@ $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 
 # Test seams exist only in a second build of the library, compiled with
 # DIRLOCK_TEST_HOOKS, that the shipped library and programs never link:
-# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t),
+# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t;
+# DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS, tests/core-redis.t),
 # and rw_hold (DIRLOCK_TEST_RECHECK_MS, tests/rw-wake.t).
 HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
