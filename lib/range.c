@@ -563,14 +563,17 @@ static const char *holder_text(const dl_record *who, char buf[300])
 }
 
 /* Watch what can let us in: the ranges (releases, renames), D (W and the
- * meta-lock), the whole readers. */
-static void range_waiter_rewatch(dl_waiter *w, dirlock *h)
+ * meta-lock), the whole readers.  True when the whole readers' directory
+ * was missing: a reader that makes it after this is not watched (its
+ * leaving is an unlink in there, nothing in D), so the caller looks again
+ * without sleeping once it exists. */
+static bool range_waiter_rewatch(dl_waiter *w, dirlock *h)
 {
         if (!w->notify)
-                return;
+                return false;
         dl_waiter_watch_dir(w, range_of(h)->ranges_dir); /* a vanished one is fine */
-        if (dl_dir_of(h)->rw != NULL)
-                dl_waiter_watch_dir(w, dl_dir_of(h)->rw->readers_dir);
+        return dl_dir_of(h)->rw != NULL && dl_waiter_watch_dir(w, dl_dir_of(h)->rw->readers_dir) != 0 &&
+               errno == ENOENT;
 }
 
 /* Wake only for entries that could let us in: one overlapping ours that
@@ -588,13 +591,13 @@ static bool range_event_matters(const char *name, unsigned mask, void *arg)
         return overlap(e.lo, e.hi, h->lo, h->hi);
 }
 
-static void range_waiter(dl_waiter *w, dirlock *h)
+static bool range_waiter(dl_waiter *w, dirlock *h)
 {
         dl_waiter_init(w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(w, h->opts.cancel_fd);
         w->relevant = range_event_matters;
         w->relevant_arg = h;
-        range_waiter_rewatch(w, h);
+        return range_waiter_rewatch(w, h);
 }
 
 /* Attempt (under the meta-lock) until `step` says done or the deadline. */
@@ -607,7 +610,7 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
         memset(&who, 0, sizeof who);
         bool queue = h->opts.timeout != 0;
         dl_waiter w;
-        bool waiting = false;
+        bool waiting = false, unwatched = false;
         int rc;
         for (;;) {
                 rc = meta_take(h, deadline, err);
@@ -624,14 +627,18 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         break;
                 }
                 if (!waiting) {
-                        range_waiter(&w, h);
+                        unwatched = range_waiter(&w, h);
                         waiting = true;
                         continue; /* the watches exist: look again before sleeping */
                 }
+                /* The whole readers' directory was missing when we watched
+                 * and exists now: watch it and look again first. */
+                if (unwatched && !(unwatched = range_waiter_rewatch(&w, h)))
+                        continue;
                 dl_waiter_watch_owner(&w, &who);
                 int waited = dl_waiter_wait(&w, deadline);
                 if (w.notify) /* the directories may have been made again */
-                        range_waiter_rewatch(&w, h);
+                        unwatched = range_waiter_rewatch(&w, h);
                 if (range_of(h)->entry != NULL && range_of(h)->state == 'w')
                         utimensat(AT_FDCWD, range_of(h)->entry, NULL, AT_SYMLINK_NOFOLLOW); /* renew */
                 if (waited == DIRLOCK_ECANCELED) {

@@ -748,7 +748,9 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (!waiting) {
                         /* Watch first, then look again before sleeping: no
                          * lost wake-ups. */
-                        waiter_start(&w, h, rw->readers_dir, NULL);
+                        waiter_start(&w, h, NULL, NULL);
+                        unwatched =
+                            dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
                         waiting = true;
                         continue;
                 }

@@ -169,8 +169,9 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
         uint32_t mask = IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR;
         if (inotify_add_watch(w->inotify_fd, dir, mask) < 0) {
                 /* ENOSPC: out of watches; poll by backoff from now on.
-                 * ENOENT (the directory is gone, e.g. the last reader
-                 * removed it) and the like only fail this one watch. */
+                 * ENOENT (the directory is gone, e.g. a writer removed
+                 * the emptied readers' directory) and the like only fail
+                 * this one watch. */
                 if (errno == ENOSPC || errno == ENOMEM)
                         w->notify = false;
                 return -1;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # rw-wake.t - a writer waiting for readers to leave hears the last one go,
 # even when the readers' directory was removed and made again meanwhile
-# (the last reader out removes it, the next one in makes a new one).  An
+# (a writer that found it empty removes it, the next reader in makes a
+# new one).  An
 # intent holder upgrading (and a `reader`-policy writer waiting) in a loop
 # against a reader in a loop, with the waits' re-check interval raised to
 # 10 s (DIRLOCK_TEST_RECHECK_MS, test builds only): a wake-up the waiter
