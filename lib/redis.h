@@ -212,7 +212,8 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
                         dirlock_error *err);
 /* An acquire attempt that the server ran after its deadline (kind 'l'
  * of the ACQUIRE scripts) a second time, with the server's clock read
- * again in between: DIRLOCK_ETIMEDOUT, saying so. */
+ * again in between: DIRLOCK_ESERVER (it did not answer in time; the lock
+ * may well be free, so not DIRLOCK_EBUSY or DIRLOCK_ETIMEDOUT), saying so. */
 int dl_redis_too_late(dirlock_error *err, double timeout, const char *name);
 /* "timed out after 2 s: lock 'x' is held by ..." and the like. */
 int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,

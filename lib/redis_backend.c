@@ -84,7 +84,8 @@
  * release grants the lock to a waiter that has left.  An attempt refused
  * as late is made once more with the clock read again (the offset may
  * have gone stale: our host suspended, the server's clock set); refused
- * again, the acquire ends with DIRLOCK_ETIMEDOUT.  Error of the
+ * again, the acquire ends with DIRLOCK_ESERVER (the server did not answer
+ * in time; the lock may be free).  Error of the
  * offset: half a round trip, plus any step of the server's clock since
  * the connection opened.  A sender gives up its last attempt no sooner
  * than DL_REDIS_GRACE_MS after its deadline, half of that after the
@@ -357,11 +358,10 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
 
 int dl_redis_too_late(dirlock_error *err, double timeout, const char *name)
 {
-        return dl_fail(
-            err, DIRLOCK_ETIMEDOUT, 0,
-            "timed out after %.3g s: the Redis server ran the request for lock '%s' only after its "
-            "deadline (it was stopped or overloaded meanwhile); nothing was taken",
-            timeout, name);
+        return dl_fail(err, DIRLOCK_ESERVER, 0,
+                       "the Redis server ran the request for lock '%s' only after its deadline (%.3g s; "
+                       "it was stopped or overloaded meanwhile): nothing was taken",
+                       name, timeout);
 }
 
 /* BREAK token `t` of lock hs->name (a same-host owner found dead). */
