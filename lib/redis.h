@@ -210,11 +210,14 @@ struct dl_redis_blocker {
 /* Parse a busy answer {0, seq, token, record, left, index, kind}. */
 int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
                         dirlock_error *err);
-/* An acquire attempt that the server ran after its deadline (kind 'l'
- * of the ACQUIRE scripts) a second time, with the server's clock read
- * again in between: DIRLOCK_ESERVER (it did not answer in time; the lock
- * may well be free, so not DIRLOCK_EBUSY or DIRLOCK_ETIMEDOUT), saying so. */
-int dl_redis_too_late(dirlock_error *err, double timeout, const char *name);
+/* A busy answer of kind 'l': the server ran the attempt after its
+ * deadline.  The first time, the clock offset may be what is wrong
+ * (dl_redis_clock_stale): *rc = DIRLOCK_OK, try again.  The second,
+ * *rc = DIRLOCK_ESERVER (it did not answer in time; the lock may well be
+ * free, so not DIRLOCK_EBUSY or DIRLOCK_ETIMEDOUT), saying so.  False for
+ * any other answer. */
+bool dl_redis_late(const struct dl_redis_blocker *b, const dl_redis_url *u, bool *resynced, double timeout,
+                   const char *name, int *rc, dirlock_error *err);
 /* "timed out after 2 s: lock 'x' is held by ..." and the like. */
 int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,
                      const struct dl_redis_blocker *b);

@@ -356,12 +356,25 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
         return DIRLOCK_OK;
 }
 
-int dl_redis_too_late(dirlock_error *err, double timeout, const char *name)
+bool dl_redis_late(const struct dl_redis_blocker *b, const dl_redis_url *u, bool *resynced, double timeout,
+                   const char *name, int *rc, dirlock_error *err)
 {
-        return dl_fail(err, DIRLOCK_ESERVER, 0,
-                       "the Redis server ran the request for lock '%s' only after its deadline (%.3g s; "
-                       "it was stopped or overloaded meanwhile): nothing was taken",
-                       name, timeout);
+        if (strcmp(b->kind, "l") != 0)
+                return false;
+        /* Run after our deadline: really so (the server was stopped), or
+         * by a stale clock offset: read the server's clock again and try
+         * once more. */
+        if (!*resynced) {
+                *resynced = true;
+                dl_redis_clock_stale(u);
+                *rc = DIRLOCK_OK;
+                return true;
+        }
+        *rc = dl_fail(err, DIRLOCK_ESERVER, 0,
+                      "the Redis server ran the request for lock '%s' only after its deadline (%.3g s; "
+                      "it was stopped or overloaded meanwhile): nothing was taken",
+                      name, timeout);
+        return true;
 }
 
 /* BREAK token `t` of lock hs->name (a same-host owner found dead). */
@@ -578,16 +591,9 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK)
                         break;
-                if (strcmp(b.kind, "l") == 0) {
-                        /* Run after our deadline: really so (the server
-                         * was stopped), or by a stale clock offset: read
-                         * the server's clock again and try once more. */
-                        if (!resynced) {
-                                resynced = true;
-                                dl_redis_clock_stale(&r->url);
+                if (dl_redis_late(&b, &r->url, &resynced, o->timeout, h->name, &rc, err)) {
+                        if (rc == DIRLOCK_OK)
                                 continue;
-                        }
-                        rc = dl_redis_too_late(err, o->timeout, h->name);
                         break;
                 }
                 const char *busy_name = hs[b.index]->name;

@@ -180,13 +180,9 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK || taken)
                         break;
-                if (strcmp(b.kind, "l") == 0) { /* as acquire_set: once more with the clock read again */
-                        if (!resynced) {
-                                resynced = true;
-                                dl_redis_clock_stale(&r->url);
+                if (dl_redis_late(&b, &r->url, &resynced, o->timeout, h->name, &rc, err)) {
+                        if (rc == DIRLOCK_OK)
                                 continue;
-                        }
-                        rc = dl_redis_too_late(err, o->timeout, h->name);
                         break;
                 }
                 if (!may_queue || last) {
