@@ -161,6 +161,11 @@ void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
 /* Also wake on deletions and renames in another directory (e.g. a readers'
  * directory).  0, or -1 when it cannot be watched (then back off). */
 int dl_waiter_watch_dir(dl_waiter *w, const char *dir);
+/* dl_waiter_watch_dir, saying whether `dir` was missing: true when it
+ * does not exist, so that a directory made there later is not watched
+ * (its caller looks again before sleeping once it exists); false when it
+ * is watched, or when this waiter does not use inotify at all. */
+bool dl_waiter_watch_missing(dl_waiter *w, const char *dir);
 /* Also wake when entry `path` (a file or symlink, not followed) is
  * removed: the FIFO queue's predecessor ticket.  0, or -1 with errno
  * (ENOENT: it is gone already, look again instead of waiting). */

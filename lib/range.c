@@ -572,8 +572,7 @@ static bool range_waiter_rewatch(dl_waiter *w, dirlock *h)
         if (!w->notify)
                 return false;
         dl_waiter_watch_dir(w, range_of(h)->ranges_dir); /* a vanished one is fine */
-        return dl_dir_of(h)->rw != NULL && dl_waiter_watch_dir(w, dl_dir_of(h)->rw->readers_dir) != 0 &&
-               errno == ENOENT;
+        return dl_dir_of(h)->rw != NULL && dl_waiter_watch_missing(w, dl_dir_of(h)->rw->readers_dir);
 }
 
 /* Wake only for entries that could let us in: one overlapping ours that

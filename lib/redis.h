@@ -53,11 +53,6 @@ int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool chec
 void dl_redis_drop(dl_redis_conn *c);
 /* The server's address with the password hidden, for messages. */
 const char *dl_redis_conn_name(const dl_redis_conn *c);
-/* The server's clock (ms, as TIME and the scripts' NOW) at our monotonic
- * time *t, by the offset read when the connection opened (to within half
- * a round trip, plus whatever the server's clock was set by since); 0
- * when the server would not tell its time. */
-long long dl_redis_server_ms(const dl_redis_conn *c, const dl_time *t);
 /* The server-side deadline of an acquire attempt made for `deadline`
  * (ARGV "not after" of the ACQUIRE scripts), into buf: the server's clock
  * at `deadline` -- or now, for the attempt made at or after it -- plus

@@ -437,7 +437,11 @@ static int read_server_clock(dl_redis_conn *c, const dl_time *deadline, dirlock_
         return DIRLOCK_OK;
 }
 
-long long dl_redis_server_ms(const dl_redis_conn *c, const dl_time *t)
+/* The server's clock (ms, as TIME and the scripts' NOW) at our monotonic
+ * time *t, by the offset read when the connection opened (to within half
+ * a round trip, plus whatever the server's clock was set by since); 0
+ * when the server would not tell its time. */
+static long long server_ms(const dl_redis_conn *c, const dl_time *t)
 {
         return c->clock == CLOCK_KNOWN ? mono_ms(t) + c->clock_offset_ms : 0;
 }
@@ -457,9 +461,7 @@ int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_
         /* From the deadline, or from now when this attempt is the one
          * made at or after it (connecting may have taken some of it). */
         dl_time now = dl_now();
-        bool passed = now.tv_sec > deadline->tv_sec ||
-                      (now.tv_sec == deadline->tv_sec && now.tv_nsec > deadline->tv_nsec);
-        long long at = dl_redis_server_ms(c, passed ? &now : deadline);
+        long long at = server_ms(c, dl_deadline_passed(deadline) ? &now : deadline);
         if (at > 0)
                 snprintf(buf, 24, "%lld", at + (long long)(DL_REDIS_GRACE_MS / 2));
         return DIRLOCK_OK;

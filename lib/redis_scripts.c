@@ -56,6 +56,10 @@
         "          name = string.sub(base, #B + 2)}\n"                                                       \
         "end\n"                                                                                              \
         "local function wake_key(t) return B .. ':wake:' .. t end\n"                                         \
+        /* LATE (ACQUIRE, RANGE_ACQUIRE): `na` the request's "not after" in */ \
+        /* server ms, 0 for none; a queue entry or reservation never outlives it */ \
+        "local function past(na) return na > 0 and NOW > na end\n" \
+        "local function expiry(ttl, na) return na > 0 and math.min(NOW + ttl, na) or NOW + ttl end\n" \
         "local function push(t, msg, ttl)\n"                                                                 \
         "  redis.call('RPUSH', wake_key(t), msg)\n"                                                          \
         "  redis.call('PEXPIRE', wake_key(t), math.max(ttl, 1))\n"                                           \
@@ -329,7 +333,6 @@ static const char acquire_src[] =
            "local may_queue, seq, last = ARGV[6] == '1', tonumber(ARGV[7]), ARGV[8] == '1'\n"
            "local qttl = tonumber(ARGV[10])\n"
            "local NA = tonumber(ARGV[9]) or 0\n"
-           "local function qexp() return NA > 0 and math.min(NOW + qttl, NA) or NOW + qttl end\n"
            "local n = #KEYS - 1\n"
            "local R = request(token, mode, policy, stale, n, qttl, seq > 0 and seq or nil)\n"
            "if R.seq then redis.call('DEL', wake_key(token)) end\n"
@@ -362,7 +365,7 @@ static const char acquire_src[] =
            "    if not blocker then blocker = {i, bt, kind} end\n"
            "  end\n"
            "end\n"
-           "local late = NA > 0 and NOW > NA and not allours\n"
+           "local late = past(NA) and not allours\n"
            "if late then\n"
            "  last = true\n"
            "  blocker = {blocker and blocker[1] or 1, '', 'l'}\n"
@@ -413,7 +416,7 @@ static const char acquire_src[] =
            "  local k = ks[i]\n"
            "  if busy[i] or redis.call('ZSCORE', k.q, token) then\n"
            "    redis.call('ZADD', k.q, R.seq, token)\n"
-           "    redis.call('ZADD', k.qe, qexp(), token)\n"
+           "    redis.call('ZADD', k.qe, expiry(qttl, NA), token)\n"
            "    redis.call('HSET', k.qm, token, info)\n"
            "    redis.call('HSET', k.o, token, record)\n"
            "    redis.call('SADD', B .. ':names', k.name)\n"
@@ -682,7 +685,7 @@ static const char range_acquire_src[] = COMMON RANGE_COMMON
     "    end\n"
     "  end\n"
     "end\n"
-    "if NA > 0 and NOW > NA then\n"
+    "if past(NA) then\n"
     "  if me then\n"
     "    range_drop(k, token)\n"
     "    range_left(k, me)\n"
@@ -709,7 +712,7 @@ static const char range_acquire_src[] = COMMON RANGE_COMMON
     "redis.call('SADD', B .. ':names', k.name)\n"
     "redis.call('HSET', k.go, token, record)\n"
     "range_set(k, token, 'w', ours, seq, los, his, policy, qttl)\n"
-    "redis.call('ZADD', k.ge, NA > 0 and math.min(NOW + qttl, NA) or NOW + qttl, token)\n"
+    "redis.call('ZADD', k.ge, expiry(qttl, NA), token)\n"
     "return {0, seq, bt, brec, left, 0, kind}\n";
 
 /* RANGE_RELEASE  KEYS: K, {P}   ARGV: token

@@ -667,7 +667,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 int waited = first || unwatched ? 0 : dl_waiter_wait(&w, deadline);
                 if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK)
                         break;
-                unwatched = dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
+                unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
                 if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
                         rc = err->code;
                         break;
@@ -749,8 +749,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         /* Watch first, then look again before sleeping: no
                          * lost wake-ups. */
                         waiter_start(&w, h, NULL, NULL);
-                        unwatched =
-                            dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
+                        unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
                         waiting = true;
                         continue;
                 }
@@ -765,7 +764,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                  * writer holding W whose drain found it empty, or by
                  * cleanup) and made again since we started watching:
                  * watch it again. */
-                unwatched = dl_waiter_watch_dir(&w, rw->readers_dir) != 0 && w.notify && errno == ENOENT;
+                unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
         }
         if (waiting)
                 dl_waiter_close(&w);

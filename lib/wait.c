@@ -179,6 +179,11 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
         return 0;
 }
 
+bool dl_waiter_watch_missing(dl_waiter *w, const char *dir)
+{
+        return dl_waiter_watch_dir(w, dir) != 0 && w->notify && errno == ENOENT;
+}
+
 int dl_waiter_watch_entry(dl_waiter *w, const char *path)
 {
         if (!w->notify) {

@@ -71,11 +71,20 @@ diag "status and the holder's refresh took $el ms while the server was stopped"
 # and stays alive (so no dead-owner check would free the lock).  When the
 # server goes on it runs the request: it must take nothing.  Twice: a
 # whole lock, and a range (which a whole lock then has to wait for).
+# free_then_reap NAME DESCRIPTION: a try at NAME gets it; the lingering
+# abandon worker (coproc AB) then goes.
+free_then_reap() {
+	local code _
+	read -r code _ <<<"$("$PROGS/lockworker" wait "$S" "$1" 0)"
+	is "$code" 0 "$2"
+	kill "$AB_PID" 2>/dev/null
+	wait "$AB_PID" 2>/dev/null
+}
 abandoned() {
 	local name=$1 what=$2
 	shift 2
 	coproc AB { exec "$PROGS/lockworker" abandon "$S" "$name" 0.5 4 "$@"; }
-	local word code ms code2
+	local word code ms
 	read -r word <&"${AB[0]}"
 	kill -STOP "$REDIS_PID"
 	echo go >&"${AB[1]}"
@@ -84,10 +93,7 @@ abandoned() {
 	kill -CONT "$REDIS_PID"
 	sleep 0.3
 	is "$word/$code" "ready/$ESERVER" "stopped server, $what: the acquire gives up with DIRLOCK_ESERVER (${ms} ms)"
-	read -r code2 _ <<<"$("$PROGS/lockworker" wait "$S" "$name" 0)"
-	is "$code2" 0 "... and when the server goes on and runs the request, it takes nothing: the lock is free"
-	kill "$AB_PID" 2>/dev/null
-	wait "$AB_PID" 2>/dev/null
+	free_then_reap "$name" "... and when the server goes on and runs the request, it takes nothing: the lock is free"
 }
 abandoned ab "a whole lock"
 abandoned abr "a range" 0 10
@@ -111,10 +117,7 @@ wait "$HQ_PID"
 sleep 0.3
 is "$word/$word2/$code" "held/ready/$ESERVER" \
 	"stopped server, a queued waiter: it gives up with DIRLOCK_ESERVER (${ms} ms; the holder's release: $released)"
-read -r code2 _ <<<"$("$PROGS/lockworker" wait "$S" abq 0)"
-is "$code2" 0 "... and the holder's release, run when the server goes on, grants it nothing: the lock is free"
-kill "$AB_PID" 2>/dev/null
-wait "$AB_PID" 2>/dev/null
+free_then_reap abq "... and the holder's release, run when the server goes on, grants it nothing: the lock is free"
 
 # A connection whose idea of the server's clock went stale (60 s behind,
 # as after a suspend of our host) has its attempts refused as late: it

@@ -213,6 +213,14 @@ static int cmd_wait(int argc, char **argv)
         return 0;
 }
 
+/* abandon's lock: NAME, or range [argv[5], argv[6]) of it when given. */
+static int take_maybe_range(int argc, char **argv, const char *name, const dirlock_options *o, dirlock **h,
+                            dirlock_error *e)
+{
+        return argc > 6 ? dirlock_acquire_range(argv[1], name, atof(argv[5]), atof(argv[6]), o, h, e)
+                        : dirlock_acquire(argv[1], name, o, h, e);
+}
+
 static int cmd_abandon(int argc, char **argv)
 {
         if (argc < 5)
@@ -223,8 +231,7 @@ static int cmd_abandon(int argc, char **argv)
         char warm[256];
         snprintf(warm, sizeof warm, "%s.warm", argv[2]);
         /* the same kind of lock: its script is loaded on the server now */
-        int rc = argc > 6 ? dirlock_acquire_range(argv[1], warm, atof(argv[5]), atof(argv[6]), &o, &h, &e)
-                          : dirlock_acquire(argv[1], warm, &o, &h, &e);
+        int rc = take_maybe_range(argc, argv, warm, &o, &h, &e);
         if (rc != DIRLOCK_OK) {
                 fprintf(stderr, "lockworker: %s\n", e.message);
                 return 1;
@@ -237,8 +244,7 @@ static int cmd_abandon(int argc, char **argv)
                 return 2;
         o.timeout = atof(argv[3]);
         double t0 = now_ms();
-        rc = argc > 6 ? dirlock_acquire_range(argv[1], argv[2], atof(argv[5]), atof(argv[6]), &o, &h, &e)
-                      : dirlock_acquire(argv[1], argv[2], &o, &h, &e);
+        rc = take_maybe_range(argc, argv, argv[2], &o, &h, &e);
         printf("%d %.1f\n", rc, now_ms() - t0);
         fflush(stdout);
         if (rc == DIRLOCK_OK)
