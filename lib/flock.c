@@ -5,7 +5,20 @@
  * (layout.h).  Kernel semantics: released by the kernel when the holder
  * dies, no owner record, no stale breaking, no upgrade, and readers can
  * lock a writer out.  Waiting forever blocks in flock(); a timeout polls
- * LOCK_NB with a short jittered backoff. */
+ * LOCK_NB with a short jittered backoff.
+ *
+ * A DIRLOCK_REENTRANT handle (a lock object taken again and again with
+ * dirlock_reacquire) keeps its file open between holds: the last release
+ * is flock(LOCK_UN), and only dirlock_free() closes the file.  That saves
+ * an open() and a close() per hold, which is most of what a shared flock
+ * costs.
+ *
+ * A lock file removed and made again (nothing in dirlock removes them, but
+ * a person cleaning up might) would split lockers into two groups that do
+ * not exclude each other.  So every grant is checked: a file no longer
+ * linked is reopened by name and locked again (reopen_if_removed).  A file
+ * removed while it is held is beyond that check, as with flock(1): remove
+ * a lock file only while no one can be using it. */
 #include "backend.h"
 #include "layout.h"
 
@@ -13,12 +26,37 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct dl_flock {
         char *path; /* DIR/NAME.flock */
         int fd;     /* open on path; locked while held */
 };
+
+static int file_open(struct dl_flock *f, dirlock_error *err)
+{
+        f->fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (f->fd < 0)
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot open '%s'", f->path);
+        return DIRLOCK_OK;
+}
+
+/* After a lock is granted: is our file still the one its name leads to?
+ * A file removed (st_nlink 0) before we locked it would lock nobody out
+ * of the file made in its place.  Checked on the descriptor, so it costs
+ * no path lookup; a file renamed over ours is not seen (nothing does
+ * that).  true: the file was gone and is open again, lock it again;
+ * false: go on with *rc (DIRLOCK_OK, or why it could not be reopened). */
+static bool reopen_if_removed(struct dl_flock *f, dirlock_error *err, int *rc)
+{
+        struct stat st;
+        if (fstat(f->fd, &st) != 0 || st.st_nlink > 0)
+                return false;
+        close(f->fd);
+        *rc = file_open(f, err);
+        return *rc == DIRLOCK_OK;
+}
 
 static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
 {
@@ -38,9 +76,8 @@ static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
                 free(f);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
-        f->fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (f->fd < 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot open '%s'", f->path);
+        rc = file_open(f, err);
+        if (rc != DIRLOCK_OK) {
                 free(f->path);
                 free(f);
                 return rc;
@@ -73,6 +110,8 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
         for (;;) {
                 if (flock(f->fd, block ? op : op | LOCK_NB) == 0) {
                         rc = DIRLOCK_OK;
+                        if (reopen_if_removed(f, err, &rc))
+                                continue;
                         break;
                 }
                 if (errno == EINTR)
@@ -89,9 +128,11 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
                         w.backoff_ms = 8; /* keep polling flock reasonably fair */
                 int waited = dl_waiter_wait(&w, deadline);
                 if (waited != 0) {
-                        if (flock(f->fd, op | LOCK_NB) == 0)
+                        if (flock(f->fd, op | LOCK_NB) == 0) {
                                 rc = DIRLOCK_OK;
-                        else if (waited == DIRLOCK_ECANCELED)
+                                if (reopen_if_removed(f, err, &rc))
+                                        continue;
+                        } else if (waited == DIRLOCK_ECANCELED)
                                 rc = dl_fail(err, waited, 0, "canceled waiting for '%s'", f->path);
                         else
                                 rc = dl_fail(err, waited, 0, "timed out waiting for '%s'", f->path);
@@ -105,11 +146,30 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
 static int flock_release(dirlock *h, dirlock_error *err)
 {
         struct dl_flock *f = h->impl;
-        (void)err;
-        if (f->fd >= 0)
-                close(f->fd); /* drops the lock */
+        if (f->fd < 0)
+                return DIRLOCK_OK;
+        if (h->opts.flags & DIRLOCK_REENTRANT) {
+                /* Kept open for the next hold.  LOCK_UN drops the lock of
+                 * the open file description, wherever it was inherited. */
+                if (flock(f->fd, LOCK_UN) == 0)
+                        return DIRLOCK_OK;
+                int rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot unlock '%s'", f->path);
+                close(f->fd); /* drops it all the same */
+                f->fd = -1;
+                return rc;
+        }
+        close(f->fd); /* drops the lock */
         f->fd = -1;
         return DIRLOCK_OK;
+}
+
+/* Taken again through the same handle (dirlock_reacquire): the file is
+ * still open unless a failed unlock closed it.  flock locks have no token
+ * to carry. */
+static int flock_retoken(dirlock *h, dirlock_error *err)
+{
+        struct dl_flock *f = h->impl;
+        return f->fd >= 0 ? DIRLOCK_OK : file_open(f, err);
 }
 
 /* The kernel keeps the lock as long as the descriptor: nothing to renew,
@@ -132,6 +192,7 @@ const dl_backend dl_flock_backend = {
     .name = "flock",
     .open = flock_open,
     .close = flock_close,
+    .retoken = flock_retoken,
     .acquire = flock_acquire,
     .release = flock_release,
     .refresh = flock_refresh,

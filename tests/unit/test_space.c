@@ -60,6 +60,63 @@ static void test_flock_space(void **state)
         assert_int_equal(dirlock_cleanup(flockspace, &e), DIRLOCK_OK);
 }
 
+/* A reentrant flock handle is a lock object: each release really lets
+ * go (another handle gets the lock), each dirlock_reacquire takes it
+ * again, and the file stays open in between (flock.c). */
+static void test_flock_reentrant(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags |= DIRLOCK_REENTRANT;
+        o.mode = DIRLOCK_SHARED;
+        dirlock_options x = DIRLOCK_OPTIONS_INIT;
+        x.timeout = 0;
+        dirlock *r = NULL, *w = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(flockspace, "re", &o, &r, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(flockspace, "re", &x, &w, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(r, &e), DIRLOCK_OK); /* to zero holds */
+        assert_int_equal(dirlock_release(r, &e), DIRLOCK_EBALANCE);
+        assert_int_equal(dirlock_acquire(flockspace, "re", &x, &w, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(r, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(w, &e), DIRLOCK_OK);
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(dirlock_reacquire(r, &e), DIRLOCK_OK);
+                assert_int_equal(dirlock_acquire(flockspace, "re", &x, &w, &e), DIRLOCK_EBUSY);
+                assert_int_equal(dirlock_release(r, &e), DIRLOCK_OK);
+        }
+        assert_int_equal(dirlock_free(r, &e), DIRLOCK_OK);
+}
+
+/* A lock file removed between two holds of a kept handle, and made again
+ * by another locker: the kept handle must lock the new file, not the
+ * removed one it still has open (flock.c, reopen_if_removed). */
+static void test_flock_removed_file(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags |= DIRLOCK_REENTRANT;
+        dirlock *kept = NULL, *other = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(flockspace, "gone", &o, &kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(kept, &e), DIRLOCK_OK);
+        char path[400];
+        snprintf(path, sizeof path, "%s/gone.flock", lockdir);
+        assert_int_equal(unlink(path), 0);
+        dirlock_options x = DIRLOCK_OPTIONS_INIT;
+        x.timeout = 0;
+        assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_free(kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
+}
+
 static void test_bad_spaces(void **state)
 {
         (void)state;
@@ -139,6 +196,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_flock_space),
+            cmocka_unit_test(test_flock_reentrant),
+            cmocka_unit_test(test_flock_removed_file),
             cmocka_unit_test(test_bad_spaces),
             cmocka_unit_test(test_list),
             cmocka_unit_test(test_process_alive),
