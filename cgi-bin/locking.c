@@ -1,6 +1,8 @@
 /* locking.c - lock mode -> dirlock library calls (see locking.h). */
 #include "locking.h"
 
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dirlock.h"
@@ -31,12 +33,14 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                           code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
 }
 
-/* Take lock `name`; 1 when the wait was canceled through cancel_fd. */
-static int take_named(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
-                      int use_flock, double timeout, int cancel_fd, struct board_error *err)
+/* Take lock `name`; 1 when the wait was canceled through cancel_fd.
+ * `flags` are extra dirlock flags (DIRLOCK_REENTRANT for a kept handle). */
+static int take_flagged(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
+                        int use_flock, unsigned flags, double timeout, int cancel_fd, struct board_error *err)
 {
         dirlock_options opts;
         dirlock_options_init(&opts);
+        opts.flags |= flags;
         opts.timeout = timeout;
         if (cancel_fd >= 0) {
                 opts.flags |= DIRLOCK_CANCEL_FD;
@@ -59,6 +63,12 @@ static int take_named(const struct board_config *cfg, const char *name, struct b
                 return lock_error(cfg, rc, &de, err);
         lk->handle = h;
         return 0;
+}
+
+static int take_named(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
+                      int use_flock, double timeout, int cancel_fd, struct board_error *err)
+{
+        return take_flagged(cfg, name, lk, mode, use_flock, 0, timeout, cancel_fd, err);
 }
 
 /* Draw the fence of the write lock just taken (fence.h); a lock without
@@ -117,6 +127,69 @@ int board_lock_exclusive(const struct board_config *cfg, const char *name, struc
         return strcmp(name, BOARD_LOCK_NAME) == 0 ? draw_fence(lk, rc, err) : rc;
 }
 
+/* The process's shared lock of the log for page views: one reentrant
+ * handle (a lock object), taken again for each view with
+ * dirlock_reacquire() and released to zero holds after it.  A process
+ * serves one board, so one handle is enough; settings that differ from
+ * the handle's (another board in the same process: the unit tests) get a
+ * new one.  For flock this keeps the lock file open between views
+ * (flock.c), which is most of what a shared flock costs. */
+static struct {
+        struct dirlock *handle;
+        char *space; /* the settings it was made with */
+        int lock_mode;
+        double lock_timeout, stale_age;
+} reader;
+
+static void reader_forget(void)
+{
+        (void)dirlock_free(reader.handle, NULL);
+        reader.handle = NULL;
+        free(reader.space);
+        reader.space = NULL;
+}
+
+static bool reader_fits(const struct board_config *cfg)
+{
+        return reader.handle != NULL && reader.space != NULL && reader.lock_mode == cfg->lock_mode &&
+               reader.lock_timeout == cfg->lock_timeout && reader.stale_age == cfg->stale_age &&
+               strcmp(reader.space, cfg->lock_space) == 0;
+}
+
+static void reader_keep(const struct board_config *cfg, struct dirlock *handle)
+{
+        reader.handle = handle;
+        reader.space = strdup(cfg->lock_space); /* NULL: fits nothing, freed by the next view */
+        reader.lock_mode = cfg->lock_mode;
+        reader.lock_timeout = cfg->lock_timeout;
+        reader.stale_age = cfg->stale_age;
+}
+
+static int take_shared(const struct board_config *cfg, struct board_lock *lk, int use_flock,
+                       struct board_error *err)
+{
+        if (reader_fits(cfg)) {
+                dirlock_error de = {0, 0, ""};
+                int rc = dirlock_reacquire(reader.handle, &de);
+                if (rc == DIRLOCK_OK) {
+                        lk->handle = reader.handle;
+                        return 0;
+                }
+                /* A timeout leaves a handle that is fine; after anything
+                 * else the next view starts from a new one. */
+                if (rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_EBUSY)
+                        reader_forget();
+                return lock_error(cfg, rc, &de, err);
+        }
+        if (reader.handle != NULL)
+                reader_forget(); /* made for other settings */
+        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_SHARED, use_flock, DIRLOCK_REENTRANT,
+                              cfg->lock_timeout, -1, err);
+        if (rc == 0)
+                reader_keep(cfg, lk->handle);
+        return rc;
+}
+
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
         lk->cfg = cfg;
@@ -124,9 +197,9 @@ int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struc
         lk->fence = 0;
         switch (cfg->lock_mode) {
         case BOARD_LOCK_RW:
-                return take(cfg, lk, DIRLOCK_SHARED, 0, err);
+                return take_shared(cfg, lk, 0, err);
         case BOARD_LOCK_FLOCK:
-                return take(cfg, lk, DIRLOCK_SHARED, 1, err);
+                return take_shared(cfg, lk, 1, err);
         }
         return 0;
 }
