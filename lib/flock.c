@@ -13,49 +13,90 @@
  * an open() and a close() per hold, which is most of what a shared flock
  * costs.
  *
- * A lock file removed and made again (nothing in dirlock removes them, but
- * a person cleaning up might) would split lockers into two groups that do
- * not exclude each other.  So every grant is checked: a file no longer
- * linked is reopened by name and locked again (reopen_if_removed).  A file
- * removed while it is held is beyond that check, as with flock(1): remove
- * a lock file only while no one can be using it. */
+ * A lock file removed or renamed and made again (nothing in dirlock does
+ * that, but a person cleaning up might, or a deployment that moves the
+ * lock directory aside) would split lockers into two groups that do not
+ * exclude each other.  So every grant is checked (still_ours): the name
+ * must still lead to the file we locked (same device and inode; an inode
+ * cannot be reused while we hold it open).  If it does not, the file is
+ * opened by name again (made again, with its directory unless
+ * DIRLOCK_NO_MKDIR) and locked again.  A file removed or moved while it is
+ * held is beyond that check, as with flock(1): the holder keeps a lock
+ * nobody else sees; change a lock directory only while no one uses it.
+ *
+ * fork(): a child shares the parent's open file description, and with it
+ * every lock the parent takes on it later.  A child that goes on living
+ * should dirlock_free() the reentrant handles it inherited (that closes
+ * its copy); otherwise a lock its parent holds outlives the parent's
+ * death.  The board never forks. */
 #include "backend.h"
 #include "layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct dl_flock {
-        char *path; /* DIR/NAME.flock */
-        int fd;     /* open on path; locked while held */
+        char *path;     /* DIR/NAME.flock */
+        size_t dir_len; /* path[0, dir_len) is DIR */
+        bool make_dir;  /* create DIR again if it disappears */
+        int fd;         /* open on path; locked while held */
+        dev_t dev;      /* the file fd is open on */
+        ino_t ino;
 };
 
+/* Open (creating) the lock file by name and remember which file it is.
+ * A missing directory is made again when allowed. */
 static int file_open(struct dl_flock *f, dirlock_error *err)
 {
         f->fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (f->fd < 0 && errno == ENOENT && f->make_dir) {
+                f->path[f->dir_len] = '\0';
+                int made = dl_make_dirs(f->path);
+                f->path[f->dir_len] = '/';
+                if (made != 0)
+                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot create the directory of '%s'",
+                                       f->path);
+                f->fd = open(f->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        }
         if (f->fd < 0)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot open '%s'", f->path);
+        struct stat st;
+        if (fstat(f->fd, &st) != 0) {
+                int saved = errno;
+                close(f->fd);
+                f->fd = -1;
+                return dl_fail(err, DIRLOCK_EIO, saved, "cannot stat '%s'", f->path);
+        }
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
         return DIRLOCK_OK;
 }
 
-/* After a lock is granted: is our file still the one its name leads to?
- * A file removed (st_nlink 0) before we locked it would lock nobody out
- * of the file made in its place.  Checked on the descriptor, so it costs
- * no path lookup; a file renamed over ours is not seen (nothing does
- * that).  true: the file was gone and is open again, lock it again;
- * false: go on with *rc (DIRLOCK_OK, or why it could not be reopened). */
-static bool reopen_if_removed(struct dl_flock *f, dirlock_error *err, int *rc)
+/* After a lock is granted: does the name still lead to the file we
+ * locked?  true: yes, the grant stands.  false: the file was removed or
+ * replaced; our lock on it is dropped (the descriptor closed) and *rc
+ * says whether the file the name leads to now is open (DIRLOCK_OK: lock
+ * that one) or why not (and then nothing is open or held). */
+static bool still_ours(struct dl_flock *f, dirlock_error *err, int *rc)
 {
         struct stat st;
-        if (fstat(f->fd, &st) != 0 || st.st_nlink > 0)
+        if (stat(f->path, &st) == 0) {
+                if (st.st_dev == f->dev && st.st_ino == f->ino)
+                        return true;
+        } else if (errno != ENOENT) {
+                *rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot stat '%s'", f->path);
+                close(f->fd);
+                f->fd = -1;
                 return false;
+        }
         close(f->fd);
         *rc = file_open(f, err);
-        return *rc == DIRLOCK_OK;
+        return false;
 }
 
 static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
@@ -71,6 +112,8 @@ static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
                 return rc;
         }
         f->path = dl_layout_path(dir, h->name, DL_SUFFIX_FLOCK);
+        f->dir_len = strlen(dir);
+        f->make_dir = !(h->opts.flags & DIRLOCK_NO_MKDIR);
         free(dir);
         if (f->path == NULL) {
                 free(f);
@@ -110,9 +153,9 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
         for (;;) {
                 if (flock(f->fd, block ? op : op | LOCK_NB) == 0) {
                         rc = DIRLOCK_OK;
-                        if (reopen_if_removed(f, err, &rc))
-                                continue;
-                        break;
+                        if (still_ours(f, err, &rc) || rc != DIRLOCK_OK)
+                                break;
+                        continue;
                 }
                 if (errno == EINTR)
                         continue;
@@ -130,7 +173,7 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
                 if (waited != 0) {
                         if (flock(f->fd, op | LOCK_NB) == 0) {
                                 rc = DIRLOCK_OK;
-                                if (reopen_if_removed(f, err, &rc))
+                                if (!still_ours(f, err, &rc) && rc == DIRLOCK_OK)
                                         continue;
                         } else if (waited == DIRLOCK_ECANCELED)
                                 rc = dl_fail(err, waited, 0, "canceled waiting for '%s'", f->path);
@@ -154,7 +197,7 @@ static int flock_release(dirlock *h, dirlock_error *err)
                 if (flock(f->fd, LOCK_UN) == 0)
                         return DIRLOCK_OK;
                 int rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot unlock '%s'", f->path);
-                close(f->fd); /* drops it all the same */
+                close(f->fd); /* drops the lock too, unless a forked child shares it */
                 f->fd = -1;
                 return rc;
         }

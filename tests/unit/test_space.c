@@ -11,9 +11,11 @@
 
 #include "dirlock.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char lockdir[256], flockspace[300];
@@ -60,6 +62,26 @@ static void test_flock_space(void **state)
         assert_int_equal(dirlock_cleanup(flockspace, &e), DIRLOCK_OK);
 }
 
+/* How many of this process's descriptors are open on `path`. */
+static int fds_open_on(const char *path)
+{
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        int n = 0;
+        struct dirent *ent;
+        while ((ent = readdir(d)) != NULL) {
+                char link[300], target[512];
+                snprintf(link, sizeof link, "/proc/self/fd/%s", ent->d_name);
+                ssize_t len = readlink(link, target, sizeof target - 1);
+                if (len <= 0)
+                        continue;
+                target[len] = '\0';
+                n += strcmp(target, path) == 0;
+        }
+        closedir(d);
+        return n;
+}
+
 /* A reentrant flock handle is a lock object: each release really lets
  * go (another handle gets the lock), each dirlock_reacquire takes it
  * again, and the file stays open in between (flock.c). */
@@ -81,17 +103,22 @@ static void test_flock_reentrant(void **state)
         assert_int_equal(dirlock_acquire(flockspace, "re", &x, &w, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_reacquire(r, &e), DIRLOCK_EBUSY);
         assert_int_equal(dirlock_release(w, &e), DIRLOCK_OK);
+        char path[400];
+        snprintf(path, sizeof path, "%s/re.flock", lockdir);
+        assert_int_equal(fds_open_on(path), 1); /* kept open, released */
         for (int i = 0; i < 3; i++) {
                 assert_int_equal(dirlock_reacquire(r, &e), DIRLOCK_OK);
                 assert_int_equal(dirlock_acquire(flockspace, "re", &x, &w, &e), DIRLOCK_EBUSY);
                 assert_int_equal(dirlock_release(r, &e), DIRLOCK_OK);
+                assert_int_equal(fds_open_on(path), 1);
         }
         assert_int_equal(dirlock_free(r, &e), DIRLOCK_OK);
+        assert_int_equal(fds_open_on(path), 0);
 }
 
 /* A lock file removed between two holds of a kept handle, and made again
  * by another locker: the kept handle must lock the new file, not the
- * removed one it still has open (flock.c, reopen_if_removed). */
+ * removed one it still has open (flock.c, still_ours). */
 static void test_flock_removed_file(void **state)
 {
         (void)state;
@@ -114,6 +141,47 @@ static void test_flock_removed_file(void **state)
         assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_EBUSY);
         assert_int_equal(dirlock_free(kept, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
+}
+
+/* The lock directory renamed away and made again (or removed): a kept
+ * handle must lock the file its name leads to now, not the one it has
+ * open, or it would not exclude a handle made after the change. */
+static void test_flock_renamed_dir(void **state)
+{
+        (void)state;
+        char dir[400], moved[420], space[420];
+        snprintf(dir, sizeof dir, "%s/moving", lockdir);
+        snprintf(moved, sizeof moved, "%s/moving.old", lockdir);
+        snprintf(space, sizeof space, "flock:%s", dir);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags |= DIRLOCK_REENTRANT;
+        dirlock *kept = NULL, *other = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(space, "m", &o, &kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(kept, &e), DIRLOCK_OK);
+        assert_int_equal(rename(dir, moved), 0);
+        assert_int_equal(mkdir(dir, 0777), 0);
+        dirlock_options x = DIRLOCK_OPTIONS_INIT;
+        x.timeout = 0;
+        assert_int_equal(dirlock_acquire(space, "m", &x, &other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, "m", &x, &other, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(kept, &e), DIRLOCK_OK);
+
+        /* Removed altogether: the kept handle makes it again. */
+        char file[440];
+        snprintf(file, sizeof file, "%s/m.flock", dir);
+        assert_int_equal(unlink(file), 0);
+        assert_int_equal(rmdir(dir), 0);
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_OK);
+        assert_int_equal(access(file, F_OK), 0);
+        assert_int_equal(dirlock_acquire(space, "m", &x, &other, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_free(kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, "m", &x, &other, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
 }
 
@@ -195,11 +263,9 @@ static void test_process_alive(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_flock_space),
-            cmocka_unit_test(test_flock_reentrant),
-            cmocka_unit_test(test_flock_removed_file),
-            cmocka_unit_test(test_bad_spaces),
-            cmocka_unit_test(test_list),
+            cmocka_unit_test(test_flock_space),        cmocka_unit_test(test_flock_reentrant),
+            cmocka_unit_test(test_flock_removed_file), cmocka_unit_test(test_flock_renamed_dir),
+            cmocka_unit_test(test_bad_spaces),         cmocka_unit_test(test_list),
             cmocka_unit_test(test_process_alive),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
