@@ -127,66 +127,122 @@ int board_lock_exclusive(const struct board_config *cfg, const char *name, struc
         return strcmp(name, BOARD_LOCK_NAME) == 0 ? draw_fence(lk, rc, err) : rc;
 }
 
-/* The process's shared lock of the log for page views: one reentrant
- * handle (a lock object), taken again for each view with
- * dirlock_reacquire() and released to zero holds after it.  A process
- * serves one board, so one handle is enough; settings that differ from
- * the handle's (another board in the same process: the unit tests) get a
- * new one.  For flock this keeps the lock file open between views
- * (flock.c), which is most of what a shared flock costs. */
-static struct {
-        struct dirlock *handle;
-        char *space; /* the settings it was made with */
+/* The process's shared locks of the log for page views: one reentrant
+ * handle (a lock object) per board it serves, taken again for each view
+ * with dirlock_reacquire() and released to zero holds after it.  For
+ * flock this keeps the lock file open between views (flock.c), which is
+ * most of what a shared flock costs; for rw it saves the handle's set-up.
+ * A process usually serves one board, but BOARD_CONF can name a board per
+ * request, so a few handles are kept, matched by the settings they were
+ * made with; the least recently used one that no view holds makes room.
+ *
+ * `holds` counts the views holding a kept handle now (one view in a plain
+ * FastCGI loop; more only if views nest), so that a handle is never freed
+ * under a view that holds it: a handle still held is not reused for other
+ * settings, and when every slot is held a view takes a lock of its own. */
+#define KEPT_READERS 4
+
+struct kept_reader {
+        struct dirlock *handle; /* NULL: a free slot */
+        unsigned holds;
+        unsigned long used; /* kept_clock at its last view */
+        char *space;        /* the settings it was made with */
         int lock_mode;
         double lock_timeout, stale_age;
-} reader;
+};
 
-static void reader_forget(void)
+static struct kept_reader kept[KEPT_READERS];
+static unsigned long kept_clock;
+
+static void reader_forget(struct kept_reader *r)
 {
-        (void)dirlock_free(reader.handle, NULL);
-        reader.handle = NULL;
-        free(reader.space);
-        reader.space = NULL;
+        (void)dirlock_free(r->handle, NULL); /* a forked child's copy: freed, the parent's lock left */
+        free(r->space);
+        memset(r, 0, sizeof *r);
 }
 
-static bool reader_fits(const struct board_config *cfg)
+static bool reader_fits(const struct kept_reader *r, const struct board_config *cfg)
 {
-        return reader.handle != NULL && reader.space != NULL && reader.lock_mode == cfg->lock_mode &&
-               reader.lock_timeout == cfg->lock_timeout && reader.stale_age == cfg->stale_age &&
-               strcmp(reader.space, cfg->lock_space) == 0;
+        return r->handle != NULL && r->space != NULL && r->lock_mode == cfg->lock_mode &&
+               r->lock_timeout == cfg->lock_timeout && r->stale_age == cfg->stale_age &&
+               strcmp(r->space, cfg->lock_space) == 0;
 }
 
-static void reader_keep(const struct board_config *cfg, struct dirlock *handle)
+/* The kept handle for these settings, or NULL. */
+static struct kept_reader *reader_find(const struct board_config *cfg)
 {
-        reader.handle = handle;
-        reader.space = strdup(cfg->lock_space); /* NULL: fits nothing, freed by the next view */
-        reader.lock_mode = cfg->lock_mode;
-        reader.lock_timeout = cfg->lock_timeout;
-        reader.stale_age = cfg->stale_age;
+        for (int i = 0; i < KEPT_READERS; i++)
+                if (reader_fits(&kept[i], cfg))
+                        return &kept[i];
+        return NULL;
+}
+
+/* A slot for a new handle: a free one, else the least recently used one
+ * no view holds (its handle freed); NULL when every one is held. */
+static struct kept_reader *reader_slot(void)
+{
+        struct kept_reader *best = NULL;
+        for (int i = 0; i < KEPT_READERS; i++) {
+                struct kept_reader *r = &kept[i];
+                if (r->handle == NULL)
+                        return r;
+                if (r->holds == 0 && (best == NULL || r->used < best->used))
+                        best = r;
+        }
+        if (best != NULL)
+                reader_forget(best);
+        return best;
+}
+
+static void reader_keep(struct kept_reader *r, const struct board_config *cfg, struct dirlock *handle)
+{
+        r->handle = handle;
+        r->holds = 1;
+        r->used = ++kept_clock;
+        r->space = strdup(cfg->lock_space); /* NULL: fits nothing, its slot reused later */
+        r->lock_mode = cfg->lock_mode;
+        r->lock_timeout = cfg->lock_timeout;
+        r->stale_age = cfg->stale_age;
+}
+
+/* A view's release of a kept handle. */
+static void reader_released(const struct dirlock *handle)
+{
+        for (int i = 0; i < KEPT_READERS; i++)
+                if (kept[i].handle == handle && kept[i].holds > 0) {
+                        kept[i].holds--;
+                        return;
+                }
 }
 
 static int take_shared(const struct board_config *cfg, struct board_lock *lk, int use_flock,
                        struct board_error *err)
 {
-        if (reader_fits(cfg)) {
+        struct kept_reader *r = reader_find(cfg);
+        if (r != NULL) {
                 dirlock_error de = {0, 0, ""};
-                int rc = dirlock_reacquire(reader.handle, &de);
+                int rc = dirlock_reacquire(r->handle, &de);
                 if (rc == DIRLOCK_OK) {
-                        lk->handle = reader.handle;
+                        r->holds++;
+                        r->used = ++kept_clock;
+                        lk->handle = r->handle;
                         return 0;
                 }
-                /* A timeout leaves a handle that is fine; after anything
-                 * else the next view starts from a new one. */
-                if (rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_EBUSY)
-                        reader_forget();
-                return lock_error(cfg, rc, &de, err);
+                /* A timeout leaves a handle that is fine, and so does any
+                 * error while an outer view holds it.  A handle made by the
+                 * parent of this forked process (DIRLOCK_ENOTOWNER) is
+                 * not ours to use whatever its holds; after that, or any
+                 * other error, this view starts again from a new handle. */
+                if (rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_EBUSY ||
+                    (rc != DIRLOCK_ENOTOWNER && r->holds > 0))
+                        return lock_error(cfg, rc, &de, err);
+                reader_forget(r);
         }
-        if (reader.handle != NULL)
-                reader_forget(); /* made for other settings */
-        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_SHARED, use_flock, DIRLOCK_REENTRANT,
-                              cfg->lock_timeout, -1, err);
-        if (rc == 0)
-                reader_keep(cfg, lk->handle);
+        r = reader_slot();
+        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_SHARED, use_flock,
+                              r != NULL ? DIRLOCK_REENTRANT : 0, cfg->lock_timeout, -1, err);
+        if (rc == 0 && r != NULL)
+                reader_keep(r, cfg, lk->handle);
         return rc;
 }
 
@@ -282,6 +338,7 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
         if (!lk->handle)
                 return 0;
         dirlock_error de = {0, 0, ""};
+        reader_released(lk->handle);
         int rc = dirlock_release(lk->handle, &de);
         lk->handle = NULL;
         if (rc == DIRLOCK_ELOST)
