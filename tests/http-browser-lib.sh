@@ -40,10 +40,17 @@ browser_start() {
 	driver=$!
 	at_exit "kill $driver 2>/dev/null; wait $driver 2>/dev/null"
 	WD=http://127.0.0.1:$dport
-	for _ in $(seq 1 50); do
-		curl -s --max-time 1 "$WD/status" | jq -e '.value.ready' >/dev/null 2>&1 && break
+	# Up to 30 s: the first start on a new machine reads chromedriver and
+	# its libraries from a cold disk.
+	local ready=
+	for _ in $(seq 1 300); do
+		if curl -s --max-time 1 "$WD/status" | jq -e '.value.ready' >/dev/null 2>&1; then
+			ready=1
+			break
+		fi
 		sleep 0.1
 	done
+	[ -n "$ready" ] || bail_out "chromedriver did not answer on $WD within 30 s"
 	caps=$(jq -n --arg bin "$CHROMIUM" --arg prof "$T/profile" --arg size "$size" '{capabilities: {alwaysMatch: {
 		browserName: "chrome",
 		"goog:chromeOptions": {binary: $bin, args: [
@@ -51,8 +58,16 @@ browser_start() {
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--disable-dev-shm-usage", "--user-data-dir=" + $prof, "--window-size=" + $size,
 			"--lang=en-US"]}}}}')
-	session=$(wd POST /session "$caps" | jq -r '.value.sessionId // empty')
+	# A second try: Chromium's own first start (fonts, profile) can
+	# outlast chromedriver's wait for it.
+	local reply
+	for _ in 1 2; do
+		reply=$(wd POST /session "$caps")
+		session=$(printf '%s' "$reply" | jq -r '.value.sessionId // empty' 2>/dev/null)
+		[ -n "$session" ] && break
+	done
 	if [ -z "$session" ]; then
+		diag "chromedriver's answer: ${reply:-(none)}"
 		diag "chromedriver log:"
 		tail -n 20 "$T/chromedriver.log" | sed 's/^/#   /'
 		bail_out "could not start a Chromium session"
