@@ -22,7 +22,11 @@
  * Threads and processes.  Separate handles may be used from separate
  * threads; one handle must not be used by two threads at once.  A handle
  * belongs to the process that acquired it: after fork() the child's copy
- * refuses to release, refresh, check or upgrade (DIRLOCK_ENOTOWNER).
+ * refuses to release, refresh, check or upgrade (DIRLOCK_ENOTOWNER).  A
+ * child should dirlock_free() the handles it inherited and does not use:
+ * a reentrant flock handle keeps its lock file open, and the child's copy
+ * of that open file would keep a lock its parent takes later alive after
+ * the parent's death (lib/flock.c).
  *
  * State the library keeps besides handles (none of it needs setting up
  * or tearing down):

@@ -9,7 +9,8 @@
  *
  * A DIRLOCK_REENTRANT handle (a lock object taken again and again with
  * dirlock_reacquire) keeps its file open between holds: the last release
- * is flock(LOCK_UN), and only dirlock_free() closes the file.  That saves
+ * is flock(LOCK_UN), and the file is closed by dirlock_free() (or by a
+ * failed LOCK_UN, or to open the file that replaced it: below).  That saves
  * an open() and a close() per hold, which is most of what a shared flock
  * costs.
  *
@@ -20,7 +21,9 @@
  * must still lead to the file we locked (same device and inode; an inode
  * cannot be reused while we hold it open).  If it does not, the file is
  * opened by name again (made again, with its directory unless
- * DIRLOCK_NO_MKDIR) and locked again.  A file removed or moved while it is
+ * DIRLOCK_NO_MKDIR) and locked again, at most DL_FLOCK_REOPENS times in
+ * one acquire (a name that never stays put is DIRLOCK_EIO, not a spin).
+ * A file removed or moved while it is
  * held is beyond that check, as with flock(1): the holder keeps a lock
  * nobody else sees; change a lock directory only while no one uses it.
  *
@@ -77,11 +80,14 @@ static int file_open(struct dl_flock *f, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+#define DL_FLOCK_REOPENS 100
+
 /* After a lock is granted: does the name still lead to the file we
  * locked?  true: yes, the grant stands.  false: the file was removed or
- * replaced; our lock on it is dropped (the descriptor closed) and *rc
- * says whether the file the name leads to now is open (DIRLOCK_OK: lock
- * that one) or why not (and then nothing is open or held). */
+ * replaced; our descriptor of it is closed (which drops the lock unless a
+ * forked child shares the file) and *rc says whether the file the name
+ * leads to now is open (DIRLOCK_OK: lock that one) or why not (and then
+ * nothing is open). */
 static bool still_ours(struct dl_flock *f, dirlock_error *err, int *rc)
 {
         struct stat st;
@@ -149,12 +155,18 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
         dl_waiter_init(&w, f->path, DIRLOCK_NO_NOTIFY, h->token, 0);
         dl_waiter_cancel_on(&w, h->opts.cancel_fd);
         bool block = dl_deadline_never(deadline) && h->opts.cancel_fd < 0;
-        int rc;
+        int rc, reopens = 0;
         for (;;) {
+                if (reopens > DL_FLOCK_REOPENS) {
+                        rc = dl_fail(err, DIRLOCK_EIO, 0, "'%s' was replaced %d times while being locked",
+                                     f->path, reopens - 1);
+                        break;
+                }
                 if (flock(f->fd, block ? op : op | LOCK_NB) == 0) {
                         rc = DIRLOCK_OK;
                         if (still_ours(f, err, &rc) || rc != DIRLOCK_OK)
                                 break;
+                        reopens++;
                         continue;
                 }
                 if (errno == EINTR)
@@ -173,8 +185,10 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
                 if (waited != 0) {
                         if (flock(f->fd, op | LOCK_NB) == 0) {
                                 rc = DIRLOCK_OK;
-                                if (!still_ours(f, err, &rc) && rc == DIRLOCK_OK)
+                                if (!still_ours(f, err, &rc) && rc == DIRLOCK_OK) {
+                                        reopens++;
                                         continue;
+                                }
                         } else if (waited == DIRLOCK_ECANCELED)
                                 rc = dl_fail(err, waited, 0, "canceled waiting for '%s'", f->path);
                         else
