@@ -1,6 +1,7 @@
 /* locking.c - lock mode -> dirlock library calls (see locking.h). */
 #include "locking.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,12 +140,21 @@ int board_lock_exclusive(const struct board_config *cfg, const char *name, struc
  * `holds` counts the views holding a kept handle now (one view in a plain
  * FastCGI loop; more only if views nest), so that a handle is never freed
  * under a view that holds it: a handle still held is not reused for other
- * settings, and when every slot is held a view takes a lock of its own. */
+ * settings, and when every slot is held a view takes a lock of its own.
+ *
+ * fork(): a child must not keep its parent's handles.  A flock handle's
+ * open file is shared with the parent, so a lock the parent takes later
+ * would outlive the parent's death while the child lives (flock.c).  A
+ * pthread_atfork() child handler frees, in the child, every kept handle
+ * no view holds (closing the child's copy, leaving the parent's locks);
+ * one a view held at the fork is marked foreign, never matched again, and
+ * freed when that view lets go. */
 #define KEPT_READERS 4
 
 struct kept_reader {
         struct dirlock *handle; /* NULL: a free slot */
         unsigned holds;
+        bool foreign;       /* inherited over fork() while held */
         unsigned long used; /* kept_clock at its last view */
         char *space;        /* the settings it was made with */
         int lock_mode;
@@ -153,6 +163,7 @@ struct kept_reader {
 
 static struct kept_reader kept[KEPT_READERS];
 static unsigned long kept_clock;
+static pthread_once_t kept_atfork_once = PTHREAD_ONCE_INIT;
 
 static void reader_forget(struct kept_reader *r)
 {
@@ -163,9 +174,28 @@ static void reader_forget(struct kept_reader *r)
 
 static bool reader_fits(const struct kept_reader *r, const struct board_config *cfg)
 {
-        return r->handle != NULL && r->space != NULL && r->lock_mode == cfg->lock_mode &&
+        return r->handle != NULL && !r->foreign && r->space != NULL && r->lock_mode == cfg->lock_mode &&
                r->lock_timeout == cfg->lock_timeout && r->stale_age == cfg->stale_age &&
                strcmp(r->space, cfg->lock_space) == 0;
+}
+
+/* In a child after fork(): the parent's handles are not ours. */
+static void readers_after_fork(void)
+{
+        for (int i = 0; i < KEPT_READERS; i++) {
+                struct kept_reader *r = &kept[i];
+                if (r->handle == NULL)
+                        continue;
+                if (r->holds == 0)
+                        reader_forget(r);
+                else
+                        r->foreign = true;
+        }
+}
+
+static void readers_watch_fork(void)
+{
+        (void)pthread_atfork(NULL, NULL, readers_after_fork);
 }
 
 /* The kept handle for these settings, or NULL. */
@@ -196,6 +226,7 @@ static struct kept_reader *reader_slot(void)
 
 static void reader_keep(struct kept_reader *r, const struct board_config *cfg, struct dirlock *handle)
 {
+        (void)pthread_once(&kept_atfork_once, readers_watch_fork);
         r->handle = handle;
         r->holds = 1;
         r->used = ++kept_clock;
@@ -205,14 +236,18 @@ static void reader_keep(struct kept_reader *r, const struct board_config *cfg, s
         r->stale_age = cfg->stale_age;
 }
 
-/* A view's release of a kept handle. */
+/* After a view's release of `handle`: one hold less if it is kept (and a
+ * foreign handle goes with its last hold). */
 static void reader_released(const struct dirlock *handle)
 {
-        for (int i = 0; i < KEPT_READERS; i++)
-                if (kept[i].handle == handle && kept[i].holds > 0) {
-                        kept[i].holds--;
+        for (int i = 0; i < KEPT_READERS; i++) {
+                struct kept_reader *r = &kept[i];
+                if (r->handle == handle && r->holds > 0) {
+                        if (--r->holds == 0 && r->foreign)
+                                reader_forget(r);
                         return;
                 }
+        }
 }
 
 static int take_shared(const struct board_config *cfg, struct board_lock *lk, int use_flock,
@@ -229,12 +264,9 @@ static int take_shared(const struct board_config *cfg, struct board_lock *lk, in
                         return 0;
                 }
                 /* A timeout leaves a handle that is fine, and so does any
-                 * error while an outer view holds it.  A handle made by the
-                 * parent of this forked process (DIRLOCK_ENOTOWNER) is
-                 * not ours to use whatever its holds; after that, or any
-                 * other error, this view starts again from a new handle. */
-                if (rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_EBUSY ||
-                    (rc != DIRLOCK_ENOTOWNER && r->holds > 0))
+                 * error while an outer view holds it.  After any other
+                 * error this view starts again from a new handle. */
+                if (rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_EBUSY || r->holds > 0)
                         return lock_error(cfg, rc, &de, err);
                 reader_forget(r);
         }
@@ -338,8 +370,8 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
         if (!lk->handle)
                 return 0;
         dirlock_error de = {0, 0, ""};
-        reader_released(lk->handle);
         int rc = dirlock_release(lk->handle, &de);
+        reader_released(lk->handle); /* may free it: last */
         lk->handle = NULL;
         if (rc == DIRLOCK_ELOST)
                 return board_fail(

@@ -3,7 +3,9 @@
  * served, not refused because the handle belongs to its parent; and a
  * view of a second board while a view of the first still holds its lock
  * leaves that lock held until its own release, with more boards than
- * the process keeps handles for too. */
+ * the process keeps handles for too; a child gives up the handles it
+ * inherited, even while an inherited view holds one. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -183,12 +185,106 @@ static void test_many_boards(void **state)
                 config_free(&cfg[i]);
 }
 
+/* How many of this process's descriptors are open on `path`. */
+static int fds_open_on(const char *path)
+{
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        int n = 0;
+        struct dirent *ent;
+        while ((ent = readdir(d)) != NULL) {
+                char link[300], target[512];
+                snprintf(link, sizeof link, "/proc/self/fd/%s", ent->d_name);
+                ssize_t len = readlink(link, target, sizeof target - 1);
+                if (len <= 0)
+                        continue;
+                target[len] = '\0';
+                n += strcmp(target, path) == 0;
+        }
+        closedir(d);
+        return n;
+}
+
+/* A child gives up the kept flock files it inherited at once, whether it
+ * ever views those boards or not: a parent that dies holding one must not
+ * leave it locked while the child lives. */
+static void test_child_closes_inherited(void **state)
+{
+        (void)state;
+        struct board_config a, b;
+        board(&a, "flock", 'p');
+        board(&b, "flock", 'q');
+        view_once(&a);
+        view_once(&b);
+        char pa[200], pb[200];
+        snprintf(pa, sizeof pa, "%s/locks-p/messages.flock", dir);
+        snprintf(pb, sizeof pb, "%s/locks-q/messages.flock", dir);
+        assert_int_equal(fds_open_on(pa), 1);
+        assert_int_equal(fds_open_on(pb), 1);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(fds_open_on(pa) == 0 && fds_open_on(pb) == 0 ? 0 : 1);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        view_once(&a);
+        config_free(&a);
+        config_free(&b);
+}
+
+/* Forked while a view holds its lock: the child's own views get a handle
+ * of their own, its copy of the parent's view cannot let the parent's
+ * lock go, and the parent's view still holds it. */
+static void forked_in_view(const char *mode)
+{
+        struct board_config cfg;
+        board(&cfg, mode, 'v');
+        struct board_lock outer;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_read(&cfg, &outer, &e), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct board_lock inner;
+                int ok = board_lock_read(&cfg, &inner, &e) == 0 && inner.handle != outer.handle;
+                ok &= board_lock_release(&inner, &e) == 0;
+                ok &= board_lock_release(&outer, &e) != 0; /* the parent's, not ours */
+                ok &= !messages_free(&cfg);
+                ok &= board_lock_read(&cfg, &inner, &e) == 0 && board_lock_release(&inner, &e) == 0;
+                _exit(ok ? 0 : 1);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_false(messages_free(&cfg));
+        assert_int_equal(board_lock_release(&outer, &e), 0);
+        assert_true(messages_free(&cfg));
+        view_once(&cfg);
+        config_free(&cfg);
+}
+
+static void test_forked_in_view_flock(void **state)
+{
+        (void)state;
+        forked_in_view("flock");
+}
+
+static void test_forked_in_view_rw(void **state)
+{
+        (void)state;
+        forked_in_view("rw");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_child_views_flock),  cmocka_unit_test(test_child_views_rw),
-            cmocka_unit_test(test_nested_views_flock), cmocka_unit_test(test_nested_views_rw),
-            cmocka_unit_test(test_many_boards),
+            cmocka_unit_test(test_child_views_flock),    cmocka_unit_test(test_child_views_rw),
+            cmocka_unit_test(test_nested_views_flock),   cmocka_unit_test(test_nested_views_rw),
+            cmocka_unit_test(test_many_boards),          cmocka_unit_test(test_child_closes_inherited),
+            cmocka_unit_test(test_forked_in_view_flock), cmocka_unit_test(test_forked_in_view_rw),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
