@@ -5,7 +5,6 @@
  * leaves that lock held until its own release, with more boards than
  * the process keeps handles for too; a child gives up the handles it
  * inherited, even while an inherited view holds one. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,6 +21,7 @@
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/locking.h"
 #include "dirlock.h"
+#include "open_fds.h"
 
 static char dir[64];
 
@@ -183,26 +183,6 @@ static void test_many_boards(void **state)
                         view_once(&cfg[i]);
         for (int i = 0; i < N; i++)
                 config_free(&cfg[i]);
-}
-
-/* How many of this process's descriptors are open on `path`. */
-static int fds_open_on(const char *path)
-{
-        DIR *d = opendir("/proc/self/fd");
-        assert_non_null(d);
-        int n = 0;
-        struct dirent *ent;
-        while ((ent = readdir(d)) != NULL) {
-                char link[300], target[512];
-                snprintf(link, sizeof link, "/proc/self/fd/%s", ent->d_name);
-                ssize_t len = readlink(link, target, sizeof target - 1);
-                if (len <= 0)
-                        continue;
-                target[len] = '\0';
-                n += strcmp(target, path) == 0;
-        }
-        closedir(d);
-        return n;
 }
 
 /* A child gives up the kept flock files it inherited at once, whether it

@@ -10,8 +10,8 @@
 #include <cmocka.h>
 
 #include "dirlock.h"
+#include "open_fds.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,26 +60,6 @@ static void test_flock_space(void **state)
         assert_int_equal(dirlock_flock_acquire(lockdir, "k", &o, &b, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_release(b, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_cleanup(flockspace, &e), DIRLOCK_OK);
-}
-
-/* How many of this process's descriptors are open on `path`. */
-static int fds_open_on(const char *path)
-{
-        DIR *d = opendir("/proc/self/fd");
-        assert_non_null(d);
-        int n = 0;
-        struct dirent *ent;
-        while ((ent = readdir(d)) != NULL) {
-                char link[300], target[512];
-                snprintf(link, sizeof link, "/proc/self/fd/%s", ent->d_name);
-                ssize_t len = readlink(link, target, sizeof target - 1);
-                if (len <= 0)
-                        continue;
-                target[len] = '\0';
-                n += strcmp(target, path) == 0;
-        }
-        closedir(d);
-        return n;
 }
 
 /* A reentrant flock handle is a lock object: each release really lets
