@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -299,11 +300,24 @@ static void test_arrival_order(void **state)
 }
 
 /* `procs` posters at once on a board with a delay_ms window: how many were
- * refused (503); every stored one has its own number, 1..stored. */
-static int contend(const char *extra, int procs)
+ * refused (503); every stored one has its own number, 1..stored.  The
+ * board's database is made first, as a running board's is: posters that
+ * each found no schema would take the write lock in turn to make it
+ * (store_sqlite.c, open_db), between the batches, and be stored one or two
+ * a batch.  With group commit (`batched`) a post refused at its timeout
+ * may have been stored all the same by the batch that held the lock; one
+ * at a time, a refused post is never stored. */
+static int contend(const char *extra, int procs, bool batched)
 {
         struct board_config cfg;
         config_for(&cfg, extra);
+        struct board made;
+        board_init(&made, &cfg);
+        const struct msglist *none;
+        struct board_error made_err = BOARD_ERROR_INIT;
+        assert_int_equal(board_view(&made, &none, NULL, &made_err), 0);
+        assert_int_equal((int)none->count, 0);
+        board_close(&made); /* no connection crosses the fork */
         pid_t pids[32];
         for (int i = 0; i < procs; i++) {
                 char body[16];
@@ -326,7 +340,12 @@ static int contend(const char *extra, int procs)
         const struct msglist *l;
         struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(board_view(&b, &l, NULL, &e), 0);
-        assert_int_equal((int)l->count, procs - refused);
+        if (batched) {
+                assert_true((int)l->count >= procs - refused);
+                assert_true((int)l->count <= procs);
+        } else {
+                assert_int_equal((int)l->count, procs - refused);
+        }
         for (size_t i = 0; i < l->count; i++)
                 assert_int_equal(l->items[i].no, (long long)i + 1);
         board_close(&b);
@@ -340,13 +359,13 @@ static int contend(const char *extra, int procs)
 static void test_contention_within_timeout(void **state)
 {
         (void)state;
-        int refused = contend("delay_ms = 300\nlock_timeout = 3\n", 16);
+        int refused = contend("delay_ms = 300\nlock_timeout = 3\n", 16, true);
         print_message("group commit: %d of 16 refused\n", refused);
         assert_int_equal(refused, 0);
         char path[400];
         snprintf(path, sizeof path, "rm -f '%s' '%s-wal' '%s-shm'", db_path, db_path, db_path);
         assert_int_equal(system(path), 0);
-        refused = contend("delay_ms = 300\nlock_timeout = 3\ngroup_commit = no\n", 16);
+        refused = contend("delay_ms = 300\nlock_timeout = 3\ngroup_commit = no\n", 16, false);
         print_message("one at a time: %d of 16 refused\n", refused);
         assert_true(refused > 0);
 }
