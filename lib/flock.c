@@ -17,7 +17,7 @@
  * A lock file removed or renamed and made again (nothing in dirlock does
  * that, but a person cleaning up might, or a deployment that moves the
  * lock directory aside) would split lockers into two groups that do not
- * exclude each other.  So every grant is checked (still_ours): the name
+ * exclude each other.  So every grant is checked (confirm_grant): the name
  * must still lead to the file we locked (same device and inode; an inode
  * cannot be reused while we hold it open).  If it does not, the file is
  * opened by name again (made again, with its directory unless
@@ -81,28 +81,32 @@ static int file_open(struct dl_flock *f, dirlock_error *err)
 }
 
 #define DL_FLOCK_REOPENS 100
+#define DL_FLOCK_AGAIN   (-1) /* confirm_grant: lock the file opened again */
 
 /* After a lock is granted: does the name still lead to the file we
- * locked?  true: yes, the grant stands.  false: the file was removed or
- * replaced; our descriptor of it is closed (which drops the lock unless a
- * forked child shares the file) and *rc says whether the file the name
- * leads to now is open (DIRLOCK_OK: lock that one) or why not (and then
- * nothing is open). */
-static bool still_ours(struct dl_flock *f, dirlock_error *err, int *rc)
+ * locked?  DIRLOCK_OK: yes, the grant stands.  DL_FLOCK_AGAIN: the file
+ * was removed or replaced; our descriptor of it is closed (which drops
+ * the lock unless a forked child shares the file) and the file the name
+ * leads to now is open: lock that one.  Any other code: why not (nothing
+ * is open), also after DL_FLOCK_REOPENS replacements in one acquire. */
+static int confirm_grant(struct dl_flock *f, int *reopens, dirlock_error *err)
 {
         struct stat st;
+        int rc = DIRLOCK_OK;
         if (stat(f->path, &st) == 0) {
                 if (st.st_dev == f->dev && st.st_ino == f->ino)
-                        return true;
+                        return DIRLOCK_OK;
         } else if (errno != ENOENT) {
-                *rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot stat '%s'", f->path);
-                close(f->fd);
-                f->fd = -1;
-                return false;
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot stat '%s'", f->path);
         }
         close(f->fd);
-        *rc = file_open(f, err);
-        return false;
+        f->fd = -1;
+        if (rc == DIRLOCK_OK && ++*reopens > DL_FLOCK_REOPENS)
+                rc = dl_fail(err, DIRLOCK_EIO, 0, "'%s' was replaced %d times while being locked", f->path,
+                             DL_FLOCK_REOPENS);
+        if (rc == DIRLOCK_OK)
+                rc = file_open(f, err);
+        return rc == DIRLOCK_OK ? DL_FLOCK_AGAIN : rc;
 }
 
 static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
@@ -157,17 +161,11 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
         bool block = dl_deadline_never(deadline) && h->opts.cancel_fd < 0;
         int rc, reopens = 0;
         for (;;) {
-                if (reopens > DL_FLOCK_REOPENS) {
-                        rc = dl_fail(err, DIRLOCK_EIO, 0, "'%s' was replaced %d times while being locked",
-                                     f->path, reopens - 1);
-                        break;
-                }
                 if (flock(f->fd, block ? op : op | LOCK_NB) == 0) {
-                        rc = DIRLOCK_OK;
-                        if (still_ours(f, err, &rc) || rc != DIRLOCK_OK)
-                                break;
-                        reopens++;
-                        continue;
+                        rc = confirm_grant(f, &reopens, err);
+                        if (rc == DL_FLOCK_AGAIN)
+                                continue;
+                        break;
                 }
                 if (errno == EINTR)
                         continue;
@@ -184,11 +182,9 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
                 int waited = dl_waiter_wait(&w, deadline);
                 if (waited != 0) {
                         if (flock(f->fd, op | LOCK_NB) == 0) {
-                                rc = DIRLOCK_OK;
-                                if (!still_ours(f, err, &rc) && rc == DIRLOCK_OK) {
-                                        reopens++;
+                                rc = confirm_grant(f, &reopens, err);
+                                if (rc == DL_FLOCK_AGAIN)
                                         continue;
-                                }
                         } else if (waited == DIRLOCK_ECANCELED)
                                 rc = dl_fail(err, waited, 0, "canceled waiting for '%s'", f->path);
                         else

@@ -6,7 +6,6 @@
  * SQLite's lock is held elsewhere; and many concurrent posters with a
  * demonstration delay all stored within the lock timeout (the same harness
  * posting one at a time is refused, so it can fail). */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,6 +23,7 @@
 
 #include "../../cgi-bin/board.h"
 #include "../../cgi-bin/config.h"
+#include "open_fds.h"
 
 static char dir[64];
 static char db_path[96];
@@ -80,27 +80,6 @@ static void post_ok(struct board *b, const char *body)
                 fail_msg("post '%s': %d %s", body, e.status, e.msg);
 }
 
-/* Descriptors of this process open on board.db itself. */
-static int db_descriptors(void)
-{
-        DIR *d = opendir("/proc/self/fd");
-        assert_non_null(d);
-        int n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-                char link[300], target[256];
-                snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
-                ssize_t len = readlink(link, target, sizeof target - 1);
-                if (len <= 0)
-                        continue;
-                target[len] = '\0';
-                if (strcmp(target, db_path) == 0)
-                        n++;
-        }
-        closedir(d);
-        return n;
-}
-
 /* The bodies of a view, newest last, joined by '|'. */
 static void view_bodies(struct board *b, char *out, size_t n)
 {
@@ -124,14 +103,14 @@ static void test_one_connection(void **state)
         board_init(&b, &cfg);
         char got[256];
         view_bodies(&b, got, sizeof got);
-        assert_int_equal(db_descriptors(), 1);
+        assert_int_equal(fds_open_on(db_path), 1);
         for (int i = 0; i < 20; i++) {
                 post_ok(&b, "m");
                 view_bodies(&b, got, sizeof got);
         }
-        assert_int_equal(db_descriptors(), 1);
+        assert_int_equal(fds_open_on(db_path), 1);
         board_close(&b);
-        assert_int_equal(db_descriptors(), 0);
+        assert_int_equal(fds_open_on(db_path), 0);
         config_free(&cfg);
 }
 

@@ -96,9 +96,24 @@ static void test_flock_reentrant(void **state)
         assert_int_equal(fds_open_on(path), 0);
 }
 
+/* Another handle holds lock `name` of `space` now: the kept handle is
+ * refused; once the other lets go, the kept one gets the lock and a new
+ * locker is refused.  Leaves the kept handle holding it. */
+static void kept_takes_turn_with(dirlock *kept, const char *space, const char *name, dirlock *other)
+{
+        dirlock_options x = DIRLOCK_OPTIONS_INIT;
+        x.timeout = 0;
+        dirlock *late = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, name, &x, &late, &e), DIRLOCK_EBUSY);
+}
+
 /* A lock file removed between two holds of a kept handle, and made again
  * by another locker: the kept handle must lock the new file, not the
- * removed one it still has open (flock.c, still_ours). */
+ * removed one it still has open (flock.c, confirm_grant). */
 static void test_flock_removed_file(void **state)
 {
         (void)state;
@@ -115,10 +130,7 @@ static void test_flock_removed_file(void **state)
         dirlock_options x = DIRLOCK_OPTIONS_INIT;
         x.timeout = 0;
         assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_EBUSY);
-        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_EBUSY);
+        kept_takes_turn_with(kept, flockspace, "gone", other);
         assert_int_equal(dirlock_free(kept, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_acquire(flockspace, "gone", &x, &other, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
@@ -146,10 +158,7 @@ static void test_flock_renamed_dir(void **state)
         dirlock_options x = DIRLOCK_OPTIONS_INIT;
         x.timeout = 0;
         assert_int_equal(dirlock_acquire(space, "m", &x, &other, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_EBUSY);
-        assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_reacquire(kept, &e), DIRLOCK_OK);
-        assert_int_equal(dirlock_acquire(space, "m", &x, &other, &e), DIRLOCK_EBUSY);
+        kept_takes_turn_with(kept, space, "m", other);
         assert_int_equal(dirlock_release(kept, &e), DIRLOCK_OK);
 
         /* Removed altogether: the kept handle makes it again. */
