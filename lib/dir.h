@@ -148,6 +148,9 @@ int dl_rw_release(dirlock *h, dirlock_error *err);
 int dl_rw_refresh(dirlock *h, dirlock_error *err);
 int dl_rw_check(const dirlock *h, dirlock_error *err);
 void dl_rw_free(dirlock *h);
+/* h->token is new (dirlock_reacquire): put it in h's reader-writer paths,
+ * or free them when they still hold something of the old token. */
+void dl_rw_retoken(dirlock *h);
 /* Break leftovers of dead readers of every name in lockdir. */
 int dl_rw_cleanup(const char *lockdir, dirlock_error *err);
 /* Number of shared/intent holders of `name` (for inspect). */

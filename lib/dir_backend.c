@@ -58,15 +58,12 @@ static void dir_close(dirlock *h)
 /* A new token: the owner entry's path and the reader-writer paths carry it. */
 static int dir_retoken(dirlock *h, dirlock_error *err)
 {
+        (void)err;
         struct dl_dir *d = dl_dir_of(h);
-        char *entry = dl_layout_owner_entry(d->lock_path, h->token);
-        if (entry == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        free(d->entry_path);
-        d->entry_path = entry;
+        dl_layout_retoken(d->entry_path, h->token);
         free(d->prep_path);
         d->prep_path = NULL;
-        dl_rw_free(h); /* rebuilt on use */
+        dl_rw_retoken(h);
         return DIRLOCK_OK;
 }
 

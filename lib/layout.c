@@ -44,6 +44,11 @@ char *dl_layout_aside(const char *lockdir, const char *token)
         return dl_join(lockdir, DL_ASIDE_PREFIX, token);
 }
 
+void dl_layout_retoken(char *path, const char *token)
+{
+        memcpy(path + strlen(path) - DL_TOKEN_LEN, token, DL_TOKEN_LEN);
+}
+
 char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq)
 {
         char leaf[2 + DL_TICKET_DIGITS + 1];

@@ -77,6 +77,9 @@ char *dl_layout_prep(const char *lockdir, const char *name, const char *token);
 char *dl_layout_up(const char *lockdir, const char *name, const char *token);
 /* D/.aside.<T> */
 char *dl_layout_aside(const char *lockdir, const char *token);
+/* Put a new token in a path built above that ends with one (an entry,
+ * owner.<T>, NAME.up.<T>, .aside.<T>): the same length, so in place. */
+void dl_layout_retoken(char *path, const char *token);
 /* FIFO_DIR/t.<SEQ> */
 char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq);
 

@@ -880,19 +880,16 @@ static int held_ranges(dirlock *h, dl_record *one, const dl_time *deadline, dirl
 
 int dl_range_wait_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        char *dir = dl_layout_path(dl_dir_of(h)->lockdir, h->name, DL_SUFFIX_RANGES);
-        if (dir == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        int rc = dl_rw_state(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        const char *dir = dl_dir_of(h)->rw->ranges_dir;
         struct stat st;
-        int gone = stat(dir, &st) != 0 && errno == ENOENT;
-        if (gone) { /* the fast path: no ranges at all */
-                free(dir);
-                return DIRLOCK_OK;
-        }
+        if (stat(dir, &st) != 0 && errno == ENOENT)
+                return DIRLOCK_OK; /* the fast path: no ranges at all */
         dl_waiter w;
         dl_waiter_init(&w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(&w, h->opts.cancel_fd);
-        int rc = DIRLOCK_OK;
         long long renewed = dl_wall_ns();
         for (bool first = true;; first = false) {
                 if (w.notify)
@@ -926,7 +923,6 @@ int dl_range_wait_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 }
         }
         dl_waiter_close(&w);
-        free(dir);
         return rc;
 }
 

@@ -17,6 +17,7 @@ struct dl_rw {
         char *wq_dir;                  /* D/NAME.wq                           */
         char *wq_entry;                /* D/NAME.wq/x.<T>                     */
         char *fifo_dir;                /* D/NAME.fifo                         */
+        char *ranges_dir;              /* D/NAME.ranges                       */
         char *ticket;                  /* our ticket path while queued, NULL  */
         unsigned long long ticket_seq; /* and its number                 */
         dl_time ticket_renewed;        /* when it was made or last renewed */

@@ -172,8 +172,10 @@ int dl_rw_state(dirlock *h, dirlock_error *err)
         rw->readers_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_READERS);
         rw->wq_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_WQ);
         rw->fifo_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_FIFO);
+        rw->ranges_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_RANGES);
         rw->up_path = dl_layout_up(d->lockdir, h->name, h->token);
-        if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->fifo_dir == NULL || rw->up_path == NULL)
+        if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->fifo_dir == NULL || rw->ranges_dir == NULL ||
+            rw->up_path == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         rw->r_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_READER, h->token);
         rw->a_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_ADMITTED, h->token);
@@ -197,9 +199,24 @@ void dl_rw_free(dirlock *h)
         free(rw->wq_dir);
         free(rw->wq_entry);
         free(rw->fifo_dir);
+        free(rw->ranges_dir);
         free(rw->ticket);
         free(rw);
         dl_dir_of(h)->rw = NULL;
+}
+
+void dl_rw_retoken(dirlock *h)
+{
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        if (rw == NULL)
+                return;
+        if (rw->ticket != NULL || rw->reader_entry != NULL || rw->up_held || rw->wq_held) {
+                dl_rw_free(h); /* rebuilt on use */
+                return;
+        }
+        char *const with_token[] = {rw->r_path, rw->a_path, rw->w_path, rw->up_path, rw->wq_entry};
+        for (size_t i = 0; i < sizeof with_token / sizeof with_token[0]; i++)
+                dl_layout_retoken(with_token[i], h->token);
 }
 
 static int timeout_code(const dirlock *h, const dirlock_options *o)

@@ -64,6 +64,38 @@ static void test_reentrant_intent_reacquire(void **state)
         assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
 }
 
+/* A reentrant shared handle taken again announces itself under each new
+ * token (its reader entry's path is rewritten in place, dir_backend.c),
+ * holds writers off while held and leaves nothing behind when released. */
+static void test_reentrant_shared_reacquire(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.mode = DIRLOCK_SHARED;
+        o.flags = DIRLOCK_REENTRANT;
+        dirlock *h;
+        assert_int_equal(dirlock_acquire(lockdir, "reread", &o, &h, NULL), DIRLOCK_OK);
+        char old_token[33] = "";
+        char entry[4200];
+        struct stat st;
+        for (int round = 0; round < 3; round++) {
+                if (round > 0)
+                        assert_int_equal(dirlock_reacquire(h, NULL), DIRLOCK_OK);
+                assert_string_not_equal(old_token, dirlock_token(h));
+                snprintf(entry, sizeof entry, "%s/reread.readers/r.%s", lockdir, dirlock_token(h));
+                assert_int_equal(lstat(entry, &st), 0);
+                assert_null(take("reread", 0)); /* a writer waits */
+                assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
+                assert_int_equal(lstat(entry, &st), -1);
+                dirlock *w = take("reread", 0);
+                assert_non_null(w);
+                dirlock_release(w, NULL);
+                strcpy(old_token, dirlock_token(h));
+        }
+        assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
+}
+
 static void test_multi(void **state)
 {
         (void)state;
@@ -94,6 +126,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_reentrant),
             cmocka_unit_test(test_reentrant_intent_reacquire),
+            cmocka_unit_test(test_reentrant_shared_reacquire),
             cmocka_unit_test(test_multi),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
