@@ -23,7 +23,8 @@
  * posts go through the pending queue first (postqueue.h); the lock is the
  * same.  Lock name "messages" in the lock space (config lock_space, by
  * default data_dir/locks); "ratelimit" guards the rate-limit file of
- * queued posts, "deletelimit" the failed-delete counts. */
+ * queued posts, "deletelimit" the failed-delete counts, "schema" the
+ * making of a new SQLite database's tables (store_sqlite.c). */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
 
@@ -44,6 +45,7 @@ struct board_lock {
 #define BOARD_LOCK_NAME        "messages"
 #define BOARD_RATE_LOCK_NAME   "ratelimit"
 #define BOARD_DELETE_LOCK_NAME "deletelimit"
+#define BOARD_SCHEMA_LOCK_NAME "schema"
 
 /* Lock for reading the flat log (may hold nothing, per mode). */
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);

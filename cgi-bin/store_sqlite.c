@@ -217,9 +217,12 @@ static int journal_is_wal(sqlite3 *db)
 /* Open data_dir/board.db for this process with busy_timeout from
  * lock_timeout and every statement prepared.  A database without the
  * schema or the WAL journal (new, or made by an earlier version) gets them
- * under the board's write lock: the first requests of a new board's
- * processes take turns instead of retrying in SQLite's busy handler.
- * Busy -> 503, else 500. */
+ * under the board's "schema" lock: the first requests of a new board's
+ * processes take turns instead of retrying in SQLite's busy handler, and
+ * the ones that waited find the schema made and only prepare.  Not under
+ * "messages": a process opening the database then waited behind every
+ * batch of posts queued before it, although none of them touches the
+ * schema.  Busy -> 503, else 500. */
 static int open_db(struct sqlite_store *s, struct board_error *err)
 {
         struct buf path = BUF_INIT;
@@ -237,13 +240,17 @@ static int open_db(struct sqlite_store *s, struct board_error *err)
         if (prepare_all(s) == SQLITE_OK && journal_is_wal(s->db))
                 return 0;
         struct board_lock lk;
-        if (board_lock_exclusive(s->cfg, BOARD_LOCK_NAME, &lk, s->cfg->lock_timeout, -1, err) < 0) {
+        if (board_lock_exclusive(s->cfg, BOARD_SCHEMA_LOCK_NAME, &lk, s->cfg->lock_timeout, -1, err) < 0) {
                 close_db(s);
                 return -1;
         }
-        rc = make_schema(s->db, err);
-        if (rc == 0 && (rc = prepare_all(s)) != SQLITE_OK)
-                rc = db_error(s->db, rc, "preparing board.db", err);
+        if (prepare_all(s) == SQLITE_OK && journal_is_wal(s->db)) {
+                rc = 0; /* made while we waited */
+        } else {
+                rc = make_schema(s->db, err);
+                if (rc == 0 && (rc = prepare_all(s)) != SQLITE_OK)
+                        rc = db_error(s->db, rc, "preparing board.db", err);
+        }
         if (board_lock_finish(&lk, rc, err) < 0) {
                 close_db(s);
                 return -1;

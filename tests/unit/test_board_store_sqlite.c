@@ -1,7 +1,8 @@
 /* test_board_store_sqlite.c - the SQLite store (cgi-bin/store_sqlite.c)
  * through board.h: one connection kept per process; page views that see
  * every commit (another connection's, the board's own, a delete) although
- * the list is kept while the database is unchanged; a database of the
+ * the list is kept while the database is unchanged; a new database made
+ * without waiting behind writers; a database of the
  * earlier schema upgraded in place; writers served in arrival order while
  * SQLite's lock is held elsewhere; and many concurrent posters with a
  * demonstration delay all stored within the lock timeout (the same harness
@@ -23,6 +24,7 @@
 
 #include "../../cgi-bin/board.h"
 #include "../../cgi-bin/config.h"
+#include "dirlock.h"
 #include "open_fds.h"
 
 static char dir[64];
@@ -149,6 +151,40 @@ static void test_view_sees_every_commit(void **state)
         sqlite3_close(db);
         view_bodies(&b, got, sizeof got);
         assert_string_equal(got, "own-1|own-3");
+        board_close(&b);
+        config_free(&cfg);
+}
+
+static double now_s(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A new board's first view makes the database's tables without waiting
+ * for the "messages" lock, which a batch of posts may hold for as long as
+ * it writes: the schema has a lock of its own. */
+static void test_new_database_not_behind_writers(void **state)
+{
+        (void)state;
+        struct board_config cfg;
+        config_for(&cfg, "lock_timeout = 1\n");
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *writer = NULL;
+        assert_int_equal(dirlock_acquire(cfg.lock_space, "messages", &o, &writer, NULL), DIRLOCK_OK);
+        struct board b;
+        board_init(&b, &cfg);
+        double t0 = now_s();
+        char got[64];
+        view_bodies(&b, got, sizeof got);
+        assert_string_equal(got, "");
+        assert_true(now_s() - t0 < 0.5); /* not the 1 s lock_timeout */
+        dirlock_release(writer, NULL);
+        post_ok(&b, "after");
+        view_bodies(&b, got, sizeof got);
+        assert_string_equal(got, "after");
         board_close(&b);
         config_free(&cfg);
 }
@@ -354,6 +390,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_one_connection, setup, teardown),
             cmocka_unit_test_setup_teardown(test_view_sees_every_commit, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_new_database_not_behind_writers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_earlier_schema, setup, teardown),
             cmocka_unit_test_setup_teardown(test_arrival_order, setup, teardown),
             cmocka_unit_test_setup_teardown(test_contention_within_timeout, setup, teardown),
