@@ -140,13 +140,17 @@
  * waiting reader also judges and breaks it (judge_w).  Scans break dead
  * readers', waiting readers' and waiting writers' entries and FIFO tickets.
  * U counts only while its token owns W, so a dead upgrader's U is inert
- * (dirlock_cleanup removes it).  Waiters watch one live holder's pidfd and
+ * (dirlock_cleanup removes it).  A holder broken while it still waited
+ * (a writer draining, anyone waiting for ranges: it was paused past the
+ * stale age) takes the lock again under a new token, never its old one
+ * (INVARIANT B in exclusive.c).  Waiters watch one live holder's pidfd and
  * re-judge at least every 100 ms or third of the stale age (wait.c), so
  * survivors on this host go on well within 1 s; across hosts after the
  * stale age (refresh renews reader entries and U too).  An entry that this
  * user may not remove (another user's, in a sticky directory) is reported
  * (DIRLOCK_EPERM, docs/sharing.md), never counted as gone.
  */
+#include "backend.h"
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -706,6 +710,20 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         return rc;
 }
 
+/* Our hold was broken as stale while we waited (DIRLOCK_ELOST) and we
+ * take the lock again: under a new token.  A breaker that judged the old
+ * hold may still unlink the path it judged (INVARIANT B, exclusive.c);
+ * under the old token that would remove the new hold, and a reader's new
+ * entry, unseen by the writer that comes next. */
+static int new_token_for_retry(dirlock *h, dirlock_error *err)
+{
+        dl_excl_discard_prep(h);
+        int rc = dl_random_token(h->token, err);
+        if (rc == DIRLOCK_OK)
+                rc = h->be->retoken(h, err);
+        return rc == DIRLOCK_OK ? dl_rw_state(h, err) : rc;
+}
+
 /* Writer (and `simple` holder): take W, then drain.  A W broken while we
  * drained (we were paused past the stale age) is taken again. */
 static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
@@ -718,7 +736,7 @@ static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_excl_release(h, NULL);
-                if (rc != DIRLOCK_ELOST)
+                if (rc != DIRLOCK_ELOST || (rc = new_token_for_retry(h, err)) != DIRLOCK_OK)
                         return rc;
         }
 }
@@ -807,7 +825,8 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                         unlink(dl_dir_of(h)->rw->up_path);
                 dl_dir_of(h)->rw->up_held = false;
                 dl_excl_release(h, NULL);
-                if (rc != DIRLOCK_ELOST) /* else: broken while we drained, take it again */
+                /* else: broken while we drained, take it again */
+                if (rc != DIRLOCK_ELOST || (rc = new_token_for_retry(h, err)) != DIRLOCK_OK)
                         return rc;
         }
 }
@@ -847,7 +866,8 @@ int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_rw_release(h, NULL);
-                if (rc != DIRLOCK_ELOST) /* else: broken while we waited, again */
+                /* else: broken while we waited, again */
+                if (rc != DIRLOCK_ELOST || (rc = new_token_for_retry(h, err)) != DIRLOCK_OK)
                         return rc;
         }
 }

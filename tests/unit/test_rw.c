@@ -1,8 +1,9 @@
 /* test_rw.c - unit tests of the reader-writer layer in one process:
  * compatibility of the modes, upgrade and downgrade, the policies' static
- * rules, reentrant hold counting, dead readers, refresh/check and the
- * uncontended writer's fast path.  Multi-process behaviour (waiting,
- * lock-outs, crashes, FIFO) is in tests/rw-*.t. */
+ * rules, reentrant hold counting, dead readers, refresh/check, the
+ * uncontended writer's fast path and a lock taken again after it was
+ * broken.  Multi-process behaviour (waiting, lock-outs, crashes, FIFO) is
+ * in tests/rw-*.t. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,6 +334,77 @@ static void test_readers_dir_kept_writer_tidies(void **state)
         assert_int_equal(stat(path, &st), -1);
 }
 
+/* The owner entry of lock "x" in f->dir: its path in `out`, 1 if found. */
+static int owner_entry(const fixture *f, char *out, size_t n)
+{
+        char lock[128];
+        snprintf(lock, sizeof lock, "%s/x.lock", f->dir);
+        DIR *d = opendir(lock);
+        if (d == NULL)
+                return 0;
+        int found = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL)
+                if (strncmp(de->d_name, "owner.", 6) == 0) {
+                        snprintf(out, n, "%s/%.100s", lock, de->d_name);
+                        found = 1;
+                }
+        closedir(d);
+        return found;
+}
+
+typedef struct retaker {
+        const fixture *f;
+        dirlock *h;
+        int rc;
+} retaker;
+
+static void *take_exclusive(void *arg)
+{
+        retaker *r = arg;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 10;
+        o.stale_age = 2;
+        r->rc = dirlock_acquire(r->f->dir, "x", &o, &r->h, NULL);
+        return NULL;
+}
+
+/* A writer whose W is broken while it drains (it was paused past the
+ * stale age) takes W again under a new token: a second breaker that
+ * judged the old hold, and unlinks the path it judged late, must find
+ * nothing (INVARIANT B).  Under the old token its unlink removed the new
+ * hold, and another writer got the lock too. */
+static void test_retaken_lock_has_new_token(void **state)
+{
+        fixture *f = *state;
+        dirlock *reader;
+        assert_int_equal(take(f, DIRLOCK_SHARED, DIRLOCK_POLICY_FAIR, 0, &reader), DIRLOCK_OK);
+        retaker r = {f, NULL, -1};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, take_exclusive, &r), 0);
+        char judged[256], now[256];
+        double give_up = now_s() + 5;
+        while (!owner_entry(f, judged, sizeof judged) && now_s() < give_up)
+                usleep(1000); /* the writer holds W and drains for the reader */
+        assert_true(now_s() < give_up);
+        char lock[128];
+        snprintf(lock, sizeof lock, "%s/x.lock", f->dir);
+        assert_int_equal(unlink(judged), 0); /* the first breaker */
+        rmdir(lock);
+        give_up = now_s() + 5; /* the writer sees it at its next renewal */
+        while (!owner_entry(f, now, sizeof now) && now_s() < give_up)
+                usleep(1000);
+        assert_true(now_s() < give_up);
+        assert_string_not_equal(now, judged);
+        assert_int_equal(unlink(judged), -1); /* the late breaker */
+        drop(reader);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_int_equal(r.rc, DIRLOCK_OK);
+        dirlock *other;
+        assert_int_equal(take(f, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, 0, &other), DIRLOCK_EBUSY);
+        drop(r.h);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -348,6 +420,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_dead_reader_is_broken, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reader_lost_and_refresh, setup, teardown),
             cmocka_unit_test_setup_teardown(test_readers_dir_kept_writer_tidies, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_retaken_lock_has_new_token, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
