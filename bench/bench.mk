@@ -58,8 +58,8 @@ bench-range: $(RANGE_BENCH)
 bench-redis: all $(REDIS_BENCH)
 	BUILD_DIR=$(BUILD) bench/redis-run
 
-bench-board: all $(HELLO_BIN)
-	HELLO=$(HELLO_BIN) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
+bench-board: all $(HELLO_BIN) $(RW_BENCH)
+	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
 # One after the other: running them at once would measure each other.
 bench:

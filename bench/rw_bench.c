@@ -109,6 +109,7 @@ static void probe_init(struct syscall_probe *p)
                  "mode=1 stale=30000 host=%s",
                  (long)getpid(), host);
         mkdir(p->readers, 0777);
+        unlink(p->entry); /* left by a run killed mid-way */
 }
 
 static int shared_lock_syscalls(const struct syscall_probe *p)
@@ -403,7 +404,7 @@ int main(int argc, char **argv)
         sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (sh == MAP_FAILED)
                 return 2;
-        FILE *plot = plotfile ? fopen(plotfile, "w") : NULL;
+        FILE *plot = plotfile && !only_uncontended ? fopen(plotfile, "w") : NULL;
         uncontended();
         if (!only_uncontended) {
                 throughput(NULL, 0);
