@@ -8,9 +8,10 @@
  * the rate limit of queued posts in postqueue.c and groupcommit.c, the
  * failed-delete count (board.c, for every store).
  * The SQLite store takes the library's exclusive "messages" lock (and
- * "ratelimit") whatever the mode (board_lock_exclusive) around its write
- * transactions: SQLite locks its database too, but its busy handler sleeps
- * and retries, which lets late writers overtake early ones.
+ * "ratelimit", and "schema" to make its tables) whatever the mode
+ * (board_lock_exclusive) around its write transactions: SQLite locks its
+ * database too, but its busy handler sleeps and retries, which lets late
+ * writers overtake early ones.
  *
  *   mode   reads            posts/deletes
  *   none   -                -
@@ -24,7 +25,7 @@
  * same.  Lock name "messages" in the lock space (config lock_space, by
  * default data_dir/locks); "ratelimit" guards the rate-limit file of
  * queued posts, "deletelimit" the failed-delete counts, "schema" the
- * making of a new SQLite database's tables (store_sqlite.c). */
+ * making or upgrading of a SQLite database's schema (store_sqlite.c). */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
 

@@ -35,6 +35,10 @@
  *     (BEGIN IMMEDIATE) serialises the comparison with every other
  *     writer's, whether it still holds the board's lock or not.
  *
+ * The schema (a new database, one of an earlier version, the switch to
+ * the WAL journal) is made under the "schema" lock instead (open_db): no
+ * message is written until it exists.
+ *
  * Page views.  PRAGMA data_version changes when another connection
  * commits; this connection's own writes drop the kept list.  A view reads
  * the version first and then the list, so a commit between the two only
