@@ -178,15 +178,18 @@ int dl_rw_state(dirlock *h, dirlock_error *err)
         rw->fifo_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_FIFO);
         rw->ranges_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_RANGES);
         rw->up_path = dl_layout_up(d->lockdir, h->name, h->token);
+        if (rw->readers_dir != NULL && rw->wq_dir != NULL) {
+                rw->r_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_READER, h->token);
+                rw->a_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_ADMITTED, h->token);
+                rw->w_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_WAITING, h->token);
+                rw->wq_entry = dl_layout_entry(rw->wq_dir, DL_ENTRY_WRITER, h->token);
+        }
         if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->fifo_dir == NULL || rw->ranges_dir == NULL ||
-            rw->up_path == NULL)
+            rw->up_path == NULL || rw->r_path == NULL || rw->a_path == NULL || rw->w_path == NULL ||
+            rw->wq_entry == NULL) {
+                dl_rw_free(h); /* never a state with paths missing: the next call builds it anew */
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        rw->r_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_READER, h->token);
-        rw->a_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_ADMITTED, h->token);
-        rw->w_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_WAITING, h->token);
-        rw->wq_entry = dl_layout_entry(rw->wq_dir, DL_ENTRY_WRITER, h->token);
-        if (rw->r_path == NULL || rw->a_path == NULL || rw->w_path == NULL || rw->wq_entry == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
         return DIRLOCK_OK;
 }
 
