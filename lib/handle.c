@@ -114,6 +114,12 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+int dl_handle_new_token(dirlock *h, dirlock_error *err)
+{
+        int rc = dl_random_token(h->token, err);
+        return rc == DIRLOCK_OK ? h->be->retoken(h, err) : rc;
+}
+
 int dl_handle_usable(const dirlock *h, dirlock_error *err)
 {
         if (h == NULL)
@@ -257,9 +263,7 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
         if (lock->be->retoken == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "%s locks cannot be taken again through the same handle", lock->be->name);
-        rc = dl_random_token(lock->token, err);
-        if (rc == DIRLOCK_OK)
-                rc = lock->be->retoken(lock, err);
+        rc = dl_handle_new_token(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         lock->mode = lock->opts.mode;

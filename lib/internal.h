@@ -38,6 +38,9 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err);
 /* The preamble of a public call on a handle: DIRLOCK_EINVAL for NULL,
  * DIRLOCK_ENOTOWNER in another process than the one that acquired it. */
 int dl_handle_usable(const dirlock *h, dirlock_error *err);
+/* Draw a new token for h and let its backend put it in its paths (tokens
+ * are never reused: INVARIANT B in exclusive.c). */
+int dl_handle_new_token(dirlock *h, dirlock_error *err);
 
 /* ---- errors (error.c) -------------------------------------------------- */
 

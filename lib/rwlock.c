@@ -150,7 +150,6 @@
  * user may not remove (another user's, in a sticky directory) is reported
  * (DIRLOCK_EPERM, docs/sharing.md), never counted as gone.
  */
-#include "backend.h"
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -720,10 +719,8 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
  * entry, unseen by the writer that comes next. */
 static int new_token_for_retry(dirlock *h, dirlock_error *err)
 {
-        dl_excl_discard_prep(h);
-        int rc = dl_random_token(h->token, err);
-        if (rc == DIRLOCK_OK)
-                rc = h->be->retoken(h, err);
+        dl_excl_discard_prep(h); /* made under the old token */
+        int rc = dl_handle_new_token(h, err);
         return rc == DIRLOCK_OK ? dl_rw_state(h, err) : rc;
 }
 

@@ -334,23 +334,15 @@ static void test_readers_dir_kept_writer_tidies(void **state)
         assert_int_equal(stat(path, &st), -1);
 }
 
-/* The owner entry of lock "x" in f->dir: its path in `out`, 1 if found. */
+/* The owner entry of W of lock "x" in f->dir (dirlock_inspect's token):
+ * its path in `out`, 1 if W is held. */
 static int owner_entry(const fixture *f, char *out, size_t n)
 {
-        char lock[128];
-        snprintf(lock, sizeof lock, "%s/x.lock", f->dir);
-        DIR *d = opendir(lock);
-        if (d == NULL)
+        dirlock_owner o;
+        if (dirlock_inspect(f->dir, "x", 0, &o, NULL) != DIRLOCK_OK || o.mode == DIRLOCK_SHARED)
                 return 0;
-        int found = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL)
-                if (strncmp(de->d_name, "owner.", 6) == 0) {
-                        snprintf(out, n, "%s/%.100s", lock, de->d_name);
-                        found = 1;
-                }
-        closedir(d);
-        return found;
+        snprintf(out, n, "%s/x.lock/owner.%s", f->dir, o.token);
+        return 1;
 }
 
 typedef struct retaker {
