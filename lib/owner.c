@@ -179,7 +179,7 @@ void dl_record_self(dl_record *rec, const char *token, int mode, double stale_ag
         rec->pidns = self.pidns;
         memcpy(rec->host, self.host, sizeof rec->host);
         pthread_mutex_unlock(&self.mutex);
-        snprintf(rec->token, sizeof rec->token, "%s", token);
+        memcpy(rec->token, token, strnlen(token, sizeof rec->token - 1));
         rec->acquired_ns = dl_wall_ns();
         rec->mode = mode;
         rec->stale_ms = stale_age > 0 && stale_age < 1e12 ? (unsigned long long)(stale_age * 1e3) : 0;
@@ -187,21 +187,79 @@ void dl_record_self(dl_record *rec, const char *token, int mode, double stale_ag
         rec->partner_start = partner > 0 ? partner_start : 0;
 }
 
+/* The text form is written on every acquire (a view of the rw board
+ * writes one per page), so it is built by hand: snprintf cost as much as
+ * a failed lookup.  The output is what the format in this file's header
+ * comment says, byte for byte. */
+struct text_out {
+        char *p, *end; /* end: the last byte, kept for the NUL */
+};
+
+static void put_str(struct text_out *o, const char *s)
+{
+        size_t n = strlen(s);
+        if (o->p != NULL && n <= (size_t)(o->end - o->p)) {
+                memcpy(o->p, s, n);
+                o->p += n;
+        } else {
+                o->p = NULL;
+        }
+}
+
+static void put_ull(struct text_out *o, unsigned long long v)
+{
+        char digits[24];
+        char *d = digits + sizeof digits;
+        *--d = '\0';
+        do
+                *--d = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        put_str(o, d);
+}
+
+static void put_ll(struct text_out *o, long long v)
+{
+        if (v < 0) {
+                put_str(o, "-");
+                put_ull(o, 0ULL - (unsigned long long)v);
+        } else {
+                put_ull(o, (unsigned long long)v);
+        }
+}
+
 int dl_record_format(const dl_record *rec, char *buf, size_t size)
 {
-        char partner[64] = "";
-        if (rec->partner > 0)
-                snprintf(partner, sizeof partner, " partner=%ld:%llu", (long)rec->partner,
-                         rec->partner_start);
-        int n = snprintf(
-            buf, size,
-            "dirlock1 pid=%ld start=%llu token=%s acquired=%lld boot=%s pidns=%llu mode=%d stale=%llu%s "
-            "host=%s",
-            (long)rec->pid, rec->start_time, rec->token, rec->acquired_ns, rec->boot_id, rec->pidns,
-            rec->mode, rec->stale_ms, partner, rec->host);
-        if (n < 0 || (size_t)n >= size)
+        if (size == 0)
                 return -1;
-        return n;
+        struct text_out o = {buf, buf + size - 1};
+        put_str(&o, "dirlock1 pid=");
+        put_ll(&o, rec->pid);
+        put_str(&o, " start=");
+        put_ull(&o, rec->start_time);
+        put_str(&o, " token=");
+        put_str(&o, rec->token);
+        put_str(&o, " acquired=");
+        put_ll(&o, rec->acquired_ns);
+        put_str(&o, " boot=");
+        put_str(&o, rec->boot_id);
+        put_str(&o, " pidns=");
+        put_ull(&o, rec->pidns);
+        put_str(&o, " mode=");
+        put_ll(&o, rec->mode);
+        put_str(&o, " stale=");
+        put_ull(&o, rec->stale_ms);
+        if (rec->partner > 0) {
+                put_str(&o, " partner=");
+                put_ll(&o, rec->partner);
+                put_str(&o, ":");
+                put_ull(&o, rec->partner_start);
+        }
+        put_str(&o, " host=");
+        put_str(&o, rec->host);
+        if (o.p == NULL)
+                return -1;
+        *o.p = '\0';
+        return (int)(o.p - buf);
 }
 
 /* Parsing: every field is required, in order, and must be well formed. */

@@ -63,6 +63,53 @@ static void test_record_round_trip(void **state)
         assert_int_equal(dl_record_owner_alive(&back), -1);
 }
 
+/* The text form is the one lib/owner.c's header documents, byte for byte
+ * (written here with snprintf, the formatter builds it by hand), and a
+ * buffer one byte short is refused. */
+static void test_record_text_form(void **state)
+{
+        (void)state;
+        dl_record r;
+        memset(&r, 0, sizeof r);
+        r.pid = 2147483647;
+        r.start_time = 18446744073709551615ULL;
+        strcpy(r.token, "0123456789abcdef0123456789abcdef");
+        r.acquired_ns = 1764088000123456789LL;
+        strcpy(r.boot_id, "8c0c6f3e-5d2a-4b8e-9a53-0e7f1d2c3b4a");
+        r.pidns = 4026531836ULL;
+        r.mode = DIRLOCK_SHARED;
+        r.stale_ms = 0;
+        strcpy(r.host, "web-1.example");
+        for (int with_partner = 0; with_partner <= 1; with_partner++) {
+                r.partner = with_partner ? 7 : 0;
+                r.partner_start = with_partner ? 10 : 0;
+                char want[DL_RECORD_MAX], text[DL_RECORD_MAX];
+                int len = snprintf(want, sizeof want,
+                                   "dirlock1 pid=2147483647 start=18446744073709551615 "
+                                   "token=0123456789abcdef0123456789abcdef acquired=1764088000123456789 "
+                                   "boot=8c0c6f3e-5d2a-4b8e-9a53-0e7f1d2c3b4a pidns=4026531836 mode=%d "
+                                   "stale=0%s host=web-1.example",
+                                   DIRLOCK_SHARED, with_partner ? " partner=7:10" : "");
+                assert_int_equal(dl_record_format(&r, text, sizeof text), len);
+                assert_string_equal(text, want);
+                assert_int_equal(dl_record_format(&r, text, (size_t)len + 1), len);
+                assert_string_equal(text, want);
+                assert_int_equal(dl_record_format(&r, text, (size_t)len), -1);
+                assert_int_equal(dl_record_format(&r, text, 0), -1);
+        }
+        /* Zero and the longest host still fit the largest record. */
+        r.pid = 1;
+        r.start_time = 0;
+        memset(r.host, 'h', sizeof r.host - 1);
+        r.host[sizeof r.host - 1] = '\0';
+        char text[DL_RECORD_MAX];
+        int n = dl_record_format(&r, text, sizeof text);
+        assert_true(n > 255 && strstr(text, "pid=1 start=0 ") != NULL);
+        dl_record back;
+        assert_int_equal(dl_record_parse(text, (size_t)n, &back), 0);
+        assert_string_equal(back.host, r.host);
+}
+
 static void test_fork_child_cannot_release(void **state)
 {
         (void)state;
@@ -158,6 +205,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_record_round_trip),
+            cmocka_unit_test(test_record_text_form),
             cmocka_unit_test(test_fork_child_cannot_release),
             cmocka_unit_test(test_fork_child_check),
             cmocka_unit_test(test_fork_child_records_its_own_pid),
