@@ -12,6 +12,8 @@
 #                      (bench/peers-run; PEERS_SECONDS, PEERS_REPS, ...)
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
+#   make bench-view-profile  where a page view's CPU time goes in the mkdir
+#                      and rw boards' processes (bench/view-profile; perf)
 #   make bench-redis   lock spaces on a private redis-server, against bare
 #                      SET NX PX + DEL and the seed article's INCRBY lock
 #                      (bench/redis-run)
@@ -61,6 +63,9 @@ bench-redis: all $(REDIS_BENCH)
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
+bench-view-profile: all $(HELLO_BIN) $(RW_BENCH)
+	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) bench/view-profile
+
 # One after the other: running them at once would measure each other.
 bench:
 	$(MAKE) bench-core
@@ -69,5 +74,6 @@ bench:
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
 	$(MAKE) bench-redis
+	$(MAKE) bench-view-profile
 
-.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-redis
+.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-redis
