@@ -143,8 +143,13 @@ int dl_rw_downgrade_intent(dirlock *h, dirlock_error *err);
 /* Take the lock in h->opts.mode (exclusive, shared or intent) by the
  * deadline.  Exclusive means: <name>.lock and no readers. */
 int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
-/* Release whatever h holds (exclusive, shared or intent). */
+/* Release whatever h holds (exclusive, shared or intent).  An entry that
+ * cannot be removed (DIRLOCK_EIO) stays h's: dl_rw_holds() says so, and a
+ * later call tries again. */
 int dl_rw_release(dirlock *h, dirlock_error *err);
+/* True while h still has an entry of its own in place: held, or left by a
+ * release that failed. */
+bool dl_rw_holds(const dirlock *h);
 int dl_rw_refresh(dirlock *h, dirlock_error *err);
 int dl_rw_check(const dirlock *h, dirlock_error *err);
 void dl_rw_free(dirlock *h);

@@ -55,10 +55,18 @@ static void dir_close(dirlock *h)
         h->impl = NULL;
 }
 
-/* A new token: the owner entry's path and the reader-writer paths carry it. */
+/* A new token: the owner entry's path and the reader-writer paths carry
+ * it.  A release that failed (an entry it could not remove) left a hold
+ * whose paths carry the old token, the only way to it: that release is
+ * tried again first, and while it fails the lock is not taken anew, which
+ * would wait on its own hold until that went stale. */
 static int dir_retoken(dirlock *h, dirlock_error *err)
 {
-        (void)err;
+        if (!h->ranged && dl_rw_holds(h)) {
+                int rc = dl_rw_release(h, err);
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
+                        return rc;
+        }
         struct dl_dir *d = dl_dir_of(h);
         dl_layout_retoken(d->entry_path, h->token);
         free(d->prep_path);

@@ -208,7 +208,11 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
  * DIRLOCK_ELOST: our lock had been broken; another holder's lock, if any,
  * was left in place.  A DIRLOCK_REENTRANT handle is a lock object instead:
  * release drops one hold (DIRLOCK_EBALANCE when none is left), the last
- * hold releases the lock, and the handle lives on until dirlock_free(). */
+ * hold releases the lock, and the handle lives on until dirlock_free().
+ * When that last release fails with DIRLOCK_EIO (an entry of a directory
+ * lock could not be removed), the handle holds nothing, and its next
+ * dirlock_reacquire() first tries that release again, failing with its
+ * error while it cannot. */
 int dirlock_release(dirlock *lock, dirlock_error *err);
 
 /* Release whatever the handle still holds and free it (any handle). */

@@ -877,13 +877,15 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
         struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
                 const char *entry = rw->reader_entry;
-                rw->reader_entry = NULL;
                 if (unlink(entry) != 0) {
-                        if (errno == ENOENT)
-                                return dl_fail(err, DIRLOCK_ELOST, 0,
-                                               "read lock '%s' was broken as stale before release", h->name);
-                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot release read lock '%s'", entry);
+                        if (errno != ENOENT) /* still ours: the handle keeps it, a retry may work */
+                                return dl_fail(err, DIRLOCK_EIO, errno, "cannot release read lock '%s'",
+                                               entry);
+                        rw->reader_entry = NULL;
+                        return dl_fail(err, DIRLOCK_ELOST, 0,
+                                       "read lock '%s' was broken as stale before release", h->name);
                 }
+                rw->reader_entry = NULL;
                 return DIRLOCK_OK;
         }
         if (rw != NULL && rw->up_held) {
@@ -891,6 +893,12 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
                 rw->up_held = false;
         }
         return dl_excl_release(h, err);
+}
+
+bool dl_rw_holds(const dirlock *h)
+{
+        const struct dl_rw *rw = dl_dir_of(h)->rw;
+        return dl_dir_of(h)->excl_held || (rw != NULL && (rw->reader_entry != NULL || rw->up_held));
 }
 
 int dl_rw_refresh(dirlock *h, dirlock_error *err)

@@ -96,6 +96,66 @@ static void test_reentrant_shared_reacquire(void **state)
         assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
 }
 
+/* A reentrant handle whose last release cannot remove its entry holds
+ * nothing, and its next reacquire tries that release again first: it
+ * fails while the entry cannot be removed (not taking the lock anew under
+ * a new token, which would wait on its own entry until that went stale),
+ * and once it can, the lock is taken again under a new token with the old
+ * entry gone.  The entry is made unremovable by putting a directory in
+ * its place: unlink() then fails with EISDIR, even for root. */
+static void test_reacquire_after_failed_release(void **state)
+{
+        (void)state;
+        const struct {
+                int mode;
+                bool upgrade;
+                const char *name, *entry_fmt;
+        } cases[] = {
+            {DIRLOCK_EXCLUSIVE, false, "stuckx", "%s/stuckx.lock/owner.%s"},
+            {DIRLOCK_SHARED, false, "stucks", "%s/stucks.readers/r.%s"},
+            {DIRLOCK_INTENT, true, "stucku", "%s/stucku.lock/owner.%s"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                o.timeout = 0;
+                o.mode = cases[i].mode;
+                o.flags = DIRLOCK_REENTRANT;
+                dirlock *h;
+                dirlock_error e;
+                assert_int_equal(dirlock_acquire(lockdir, cases[i].name, &o, &h, NULL), DIRLOCK_OK);
+                if (cases[i].upgrade)
+                        assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
+                char token[33], entry[4200], new_entry[4200];
+                strcpy(token, dirlock_token(h));
+                snprintf(entry, sizeof entry, cases[i].entry_fmt, lockdir, token);
+                assert_int_equal(unlink(entry), 0);
+                assert_int_equal(mkdir(entry, 0700), 0);
+                assert_int_equal(dirlock_release(h, &e), DIRLOCK_EIO);
+                assert_non_null(strstr(e.message, "cannot release"));
+                assert_int_equal(dirlock_release(h, &e), DIRLOCK_EBALANCE); /* it holds nothing */
+                for (int tries = 0; tries < 2; tries++) {
+                        assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_EIO);
+                        assert_non_null(strstr(e.message, "cannot release"));
+                }
+                assert_int_equal(rmdir(entry), 0);
+                assert_int_equal(symlink("x", entry), 0); /* removable again */
+                assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
+                assert_string_not_equal(token, dirlock_token(h));
+                struct stat st;
+                assert_int_equal(lstat(entry, &st), -1);
+                snprintf(new_entry, sizeof new_entry, cases[i].entry_fmt, lockdir, dirlock_token(h));
+                assert_int_equal(lstat(new_entry, &st), 0);
+                assert_null(take(cases[i].name, 0)); /* a writer waits */
+                if (cases[i].upgrade)
+                        assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+                dirlock *w = take(cases[i].name, 0);
+                assert_non_null(w);
+                dirlock_release(w, NULL);
+                assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
+        }
+}
+
 static void test_multi(void **state)
 {
         (void)state;
@@ -127,6 +187,7 @@ int main(void)
             cmocka_unit_test(test_reentrant),
             cmocka_unit_test(test_reentrant_intent_reacquire),
             cmocka_unit_test(test_reentrant_shared_reacquire),
+            cmocka_unit_test(test_reacquire_after_failed_release),
             cmocka_unit_test(test_multi),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
