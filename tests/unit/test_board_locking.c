@@ -5,6 +5,7 @@
  * leaves that lock held until its own release, with more boards than
  * the process keeps handles for too; a child gives up the handles it
  * inherited, even while an inherited view holds one. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +162,42 @@ static void test_nested_views_rw(void **state)
         nested_views("rw");
 }
 
+/* A view whose release fails (its reader entry replaced by a directory,
+ * which unlink() refuses) answers the error, and the next views are
+ * served and hold writers off while the entry still cannot be removed:
+ * the kept handle's reacquire tries that release again, fails, and the
+ * view starts again from a new handle (take_shared). */
+static void test_view_after_failed_release(void **state)
+{
+        (void)state;
+        struct board_config cfg;
+        board(&cfg, "rw", 'f');
+        view_once(&cfg);
+        struct board_lock lk;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_read(&cfg, &lk, &e), 0);
+        char readers[320], entry[640] = "";
+        snprintf(readers, sizeof readers, "%s/messages.readers", cfg.lock_space);
+        DIR *d = opendir(readers);
+        assert_non_null(d);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL)
+                if (strncmp(de->d_name, "r.", 2) == 0)
+                        snprintf(entry, sizeof entry, "%s/%s", readers, de->d_name);
+        closedir(d);
+        assert_true(entry[0] != '\0');
+        assert_int_equal(unlink(entry), 0);
+        assert_int_equal(mkdir(entry, 0700), 0);
+        assert_int_equal(board_lock_release(&lk, &e), -1);
+        assert_int_equal(e.status, 500);
+        assert_non_null(strstr(e.msg, "cannot release"));
+        view_once(&cfg);
+        view_once(&cfg);
+        assert_int_equal(rmdir(entry), 0);
+        view_once(&cfg);
+        config_free(&cfg);
+}
+
 /* More boards than the process keeps handles for, each view nested in the
  * last: every lock is held until its own view lets go. */
 static void test_many_boards(void **state)
@@ -261,10 +299,15 @@ static void test_forked_in_view_rw(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_child_views_flock),    cmocka_unit_test(test_child_views_rw),
-            cmocka_unit_test(test_nested_views_flock),   cmocka_unit_test(test_nested_views_rw),
-            cmocka_unit_test(test_many_boards),          cmocka_unit_test(test_child_closes_inherited),
-            cmocka_unit_test(test_forked_in_view_flock), cmocka_unit_test(test_forked_in_view_rw),
+            cmocka_unit_test(test_child_views_flock),
+            cmocka_unit_test(test_child_views_rw),
+            cmocka_unit_test(test_nested_views_flock),
+            cmocka_unit_test(test_nested_views_rw),
+            cmocka_unit_test(test_many_boards),
+            cmocka_unit_test(test_child_closes_inherited),
+            cmocka_unit_test(test_forked_in_view_flock),
+            cmocka_unit_test(test_forked_in_view_rw),
+            cmocka_unit_test(test_view_after_failed_release),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
