@@ -89,7 +89,8 @@ typedef struct dl_record {
  * partner 0 for none). */
 void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age, pid_t partner,
                     unsigned long long partner_start);
-/* Text form, NUL-terminated; returns its length or -1 if it does not fit. */
+/* Text form, NUL-terminated; returns its length, or -1 if it does not fit
+ * (buf then holds an empty string, when size > 0). */
 int dl_record_format(const dl_record *rec, char *buf, size_t size);
 /* Parse the text form (not NUL-terminated: `len` bytes).  0 or -1. */
 int dl_record_parse(const char *buf, size_t len, dl_record *rec);

@@ -256,8 +256,10 @@ int dl_record_format(const dl_record *rec, char *buf, size_t size)
         }
         put_str(&o, " host=");
         put_str(&o, rec->host);
-        if (o.p == NULL)
+        if (o.p == NULL) {
+                buf[0] = '\0';
                 return -1;
+        }
         *o.p = '\0';
         return (int)(o.p - buf);
 }

@@ -95,6 +95,7 @@ static void test_record_text_form(void **state)
                 assert_int_equal(dl_record_format(&r, text, (size_t)len + 1), len);
                 assert_string_equal(text, want);
                 assert_int_equal(dl_record_format(&r, text, (size_t)len), -1);
+                assert_string_equal(text, "");
                 assert_int_equal(dl_record_format(&r, text, 0), -1);
         }
         /* Zero and the longest host still fit the largest record. */
