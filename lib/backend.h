@@ -43,6 +43,12 @@ typedef struct dl_backend {
         /* Let go of whatever h holds; DIRLOCK_ELOST when it had been
          * broken (another holder's lock is left alone). */
         int (*release)(dirlock *h, dirlock_error *err);
+        /* Try again a release that failed and left h's hold in place (an
+         * entry it could not remove); DIRLOCK_OK when nothing was left, or
+         * it is gone now.  Called before a new token (retoken) and by
+         * dirlock_free() of a handle that holds nothing.  NULL: a failed
+         * release leaves nothing to retry. */
+        int (*release_kept)(dirlock *h, dirlock_error *err);
         int (*refresh)(dirlock *h, dirlock_error *err);
         int (*check)(const dirlock *h, dirlock_error *err);
         /* Draw this acquisition's fence (dirlock_fence) while the lock is

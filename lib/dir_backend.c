@@ -55,18 +55,30 @@ static void dir_close(dirlock *h)
         h->impl = NULL;
 }
 
+/* A release that failed (an entry it could not remove) left a hold whose
+ * paths carry its token, the only way to it: release it now.  An entry
+ * broken meanwhile is no error here: there is nothing left to release. */
+static int dir_release_kept(dirlock *h, dirlock_error *err)
+{
+        if (h->ranged || !dl_rw_holds(h))
+                return DIRLOCK_OK;
+        int rc = dl_rw_release(h, err);
+        if (rc == DIRLOCK_ELOST) {
+                dl_ok(err);
+                return DIRLOCK_OK;
+        }
+        return rc;
+}
+
 /* A new token: the owner entry's path and the reader-writer paths carry
- * it.  A release that failed (an entry it could not remove) left a hold
- * whose paths carry the old token, the only way to it: that release is
- * tried again first, and while it fails the lock is not taken anew, which
- * would wait on its own hold until that went stale. */
+ * it.  A hold left by a failed release is released first; while it cannot
+ * be, the lock is not taken anew (it would wait on its own hold until
+ * that went stale), and nothing changes. */
 static int dir_retoken(dirlock *h, dirlock_error *err)
 {
-        if (!h->ranged && dl_rw_holds(h)) {
-                int rc = dl_rw_release(h, err);
-                if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
-                        return rc;
-        }
+        int rc = dir_release_kept(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         struct dl_dir *d = dl_dir_of(h);
         dl_layout_retoken(d->entry_path, h->token);
         free(d->prep_path);
@@ -294,6 +306,7 @@ const dl_backend dl_dir_backend = {
     .retoken = dir_retoken,
     .acquire = dir_acquire,
     .release = dir_release,
+    .release_kept = dir_release_kept,
     .refresh = dir_refresh,
     .check = dir_check,
     .fence = dl_dir_fence,

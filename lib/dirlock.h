@@ -209,10 +209,12 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
  * was left in place.  A DIRLOCK_REENTRANT handle is a lock object instead:
  * release drops one hold (DIRLOCK_EBALANCE when none is left), the last
  * hold releases the lock, and the handle lives on until dirlock_free().
- * When that last release fails with DIRLOCK_EIO (an entry of a directory
- * lock could not be removed), the handle holds nothing, and its next
- * dirlock_reacquire() first tries that release again, failing with its
- * error while it cannot. */
+ * When that last release of a directory lock fails with DIRLOCK_EIO (an
+ * entry could not be removed), the handle holds nothing (check, refresh
+ * and the mode changes answer DIRLOCK_ELOST), and the entry left in
+ * place is released by the next dirlock_reacquire() or dirlock_free(),
+ * which fail with the release's error while it cannot be; an entry broken
+ * meanwhile needs nothing more. */
 int dirlock_release(dirlock *lock, dirlock_error *err);
 
 /* Release whatever the handle still holds and free it (any handle). */
@@ -230,7 +232,8 @@ int dirlock_check(const dirlock *lock, dirlock_error *err);
 
 /* Reentrant locks (DIRLOCK_REENTRANT): count one more hold on the handle;
  * each needs its own dirlock_release(), the last one releases the lock.  On
- * a handle released to zero holds, takes the lock again (new token). */
+ * a handle released to zero holds, takes the lock again (new token), after
+ * retrying a last release that failed (see dirlock_release). */
 int dirlock_reacquire(dirlock *lock, dirlock_error *err);
 
 /* Fencing.  A fence is a 64-bit number for one acquisition of a lock,

@@ -116,8 +116,14 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err)
 
 int dl_handle_new_token(dirlock *h, dirlock_error *err)
 {
+        char old[sizeof h->token];
+        memcpy(old, h->token, sizeof old);
         int rc = dl_random_token(h->token, err);
-        return rc == DIRLOCK_OK ? h->be->retoken(h, err) : rc;
+        if (rc == DIRLOCK_OK)
+                rc = h->be->retoken(h, err);
+        if (rc != DIRLOCK_OK)
+                memcpy(h->token, old, sizeof old); /* retoken changed nothing */
+        return rc;
 }
 
 int dl_handle_usable(const dirlock *h, dirlock_error *err)
@@ -139,6 +145,8 @@ static int acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
         dl_time deadline = dl_deadline(h->opts.timeout);
         int rc = h->be->acquire(h, &deadline, err);
         if (rc != DIRLOCK_OK) {
+                if (h->be->release_kept != NULL)
+                        (void)h->be->release_kept(h, NULL); /* an entry a failed step left */
                 dl_handle_free(h);
                 return rc;
         }
@@ -270,8 +278,10 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
         lock->fence = 0;
         dl_time deadline = dl_deadline(lock->opts.timeout);
         rc = lock->be->acquire(lock, &deadline, err);
-        if (rc == DIRLOCK_OK)
+        if (rc == DIRLOCK_OK) {
                 lock->holds = 1;
+                dl_ok(err);
+        }
         return rc;
 }
 
@@ -316,27 +326,42 @@ int dirlock_free(dirlock *lock, dirlock_error *err)
         if (lock == NULL)
                 return DIRLOCK_OK;
         int rc = DIRLOCK_OK;
-        if (lock->holds > 0 && dl_handle_owned(lock, NULL) == DIRLOCK_OK)
-                rc = release_lock(lock, err);
+        if (dl_handle_owned(lock, NULL) == DIRLOCK_OK) {
+                if (lock->holds > 0)
+                        rc = release_lock(lock, err);
+                else if (lock->be->release_kept != NULL)
+                        rc = lock->be->release_kept(lock, err); /* what a failed release left */
+        }
         dl_handle_free(lock);
+        return rc;
+}
+
+/* A handle of ours that holds its lock: a reentrant handle released to
+ * zero holds does not, whatever its backend still has in place (an entry
+ * a failed release could not remove is no hold of the caller's). */
+static int handle_held(const dirlock *lock, dirlock_error *err)
+{
+        int rc = dl_handle_usable(lock, err);
+        if (rc == DIRLOCK_OK && lock->holds == 0)
+                return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' is not held", lock->name);
         return rc;
 }
 
 int dirlock_refresh(dirlock *lock, dirlock_error *err)
 {
-        int rc = dl_handle_usable(lock, err);
+        int rc = handle_held(lock, err);
         return rc != DIRLOCK_OK ? rc : lock->be->refresh(lock, err);
 }
 
 int dirlock_check(const dirlock *lock, dirlock_error *err)
 {
-        int rc = dl_handle_usable(lock, err);
+        int rc = handle_held(lock, err);
         return rc != DIRLOCK_OK ? rc : lock->be->check(lock, err);
 }
 
 int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
 {
-        int rc = dl_handle_usable(lock, err);
+        int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (lock->be->upgrade == NULL)
@@ -347,7 +372,7 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
 
 int dirlock_downgrade(dirlock *lock, dirlock_error *err)
 {
-        int rc = dl_handle_usable(lock, err);
+        int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (lock->be->downgrade == NULL)
@@ -361,7 +386,7 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err)
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        int rc = dl_handle_usable(lock, err);
+        int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (lock->mode == DIRLOCK_INTENT)
@@ -379,13 +404,11 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err)
 
 int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err)
 {
-        int rc = dl_handle_usable(lock, err);
+        int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (fence == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the fence");
-        if (lock->holds == 0)
-                return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' is not held", lock->name);
         if (lock->be->fence == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks have no fences", lock->be->name);
         if (lock->fence == 0) {

@@ -133,13 +133,18 @@ static void test_reacquire_after_failed_release(void **state)
                 assert_int_equal(dirlock_release(h, &e), DIRLOCK_EIO);
                 assert_non_null(strstr(e.message, "cannot release"));
                 assert_int_equal(dirlock_release(h, &e), DIRLOCK_EBALANCE); /* it holds nothing */
+                assert_int_equal(dirlock_check(h, NULL), DIRLOCK_ELOST);
+                assert_int_equal(dirlock_refresh(h, NULL), DIRLOCK_ELOST);
+                assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_ELOST);
                 for (int tries = 0; tries < 2; tries++) {
                         assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_EIO);
                         assert_non_null(strstr(e.message, "cannot release"));
+                        assert_string_equal(dirlock_token(h), token); /* nothing changed */
                 }
                 assert_int_equal(rmdir(entry), 0);
                 assert_int_equal(symlink("x", entry), 0); /* removable again */
                 assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
+                assert_int_equal(e.code, DIRLOCK_OK);
                 assert_string_not_equal(token, dirlock_token(h));
                 struct stat st;
                 assert_int_equal(lstat(entry, &st), -1);
@@ -154,6 +159,31 @@ static void test_reacquire_after_failed_release(void **state)
                 dirlock_release(w, NULL);
                 assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
         }
+}
+
+/* dirlock_free() of a handle whose last release failed releases the
+ * entry left in place, once it can be removed. */
+static void test_free_after_failed_release(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags = DIRLOCK_REENTRANT;
+        dirlock *h;
+        assert_int_equal(dirlock_acquire(lockdir, "stuckf", &o, &h, NULL), DIRLOCK_OK);
+        char entry[4200];
+        snprintf(entry, sizeof entry, "%s/stuckf.lock/owner.%s", lockdir, dirlock_token(h));
+        assert_int_equal(unlink(entry), 0);
+        assert_int_equal(mkdir(entry, 0700), 0);
+        assert_int_equal(dirlock_release(h, NULL), DIRLOCK_EIO);
+        assert_int_equal(rmdir(entry), 0);
+        assert_int_equal(symlink("x", entry), 0);
+        assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
+        struct stat st;
+        assert_int_equal(lstat(entry, &st), -1);
+        dirlock *w = take("stuckf", 0);
+        assert_non_null(w);
+        dirlock_release(w, NULL);
 }
 
 static void test_multi(void **state)
@@ -188,6 +218,7 @@ int main(void)
             cmocka_unit_test(test_reentrant_intent_reacquire),
             cmocka_unit_test(test_reentrant_shared_reacquire),
             cmocka_unit_test(test_reacquire_after_failed_release),
+            cmocka_unit_test(test_free_after_failed_release),
             cmocka_unit_test(test_multi),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
