@@ -765,7 +765,11 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                                          : DIRLOCK_OK;
                                 if (rc == DIRLOCK_OK && sc.live == 0)
                                         break;
-                                dl_excl_release(h, NULL);
+                                int released = dl_excl_release(h, err);
+                                if (released != DIRLOCK_OK && released != DIRLOCK_ELOST) {
+                                        rc = released; /* W stays ours: do not wait on it */
+                                        break;
+                                }
                                 holder = sc.one;
                                 if (rc != DIRLOCK_OK)
                                         break;
@@ -983,18 +987,20 @@ int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
         if (rc != DIRLOCK_OK)
                 return rc;
         struct dl_rw *rw = dl_dir_of(lock)->rw;
-        /* Reader first, then let go of W: no writer can slip in between. */
+        /* Reader first, then let go of W: no writer can slip in between.
+         * U goes last: a W that cannot be released keeps its U, and so
+         * stays exclusive; a U without its W blocks nobody. */
         rc = announce(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (rw->up_held) {
-                unlink(rw->up_path);
-                rw->up_held = false;
-        }
         rc = dl_excl_release(lock, err);
         if (rc != DIRLOCK_OK) {
                 unlink(rw->r_path);
                 return rc;
+        }
+        if (rw->up_held) {
+                unlink(rw->up_path);
+                rw->up_held = false;
         }
         rw->reader_entry = rw->r_path;
         lock->mode = DIRLOCK_SHARED;

@@ -186,6 +186,39 @@ static void test_free_after_failed_release(void **state)
         dirlock_release(w, NULL);
 }
 
+/* An upgraded intent lock whose downgrade cannot release W stays
+ * exclusive: its U stays in place, and readers still wait. */
+static void test_failed_downgrade_stays_exclusive(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.mode = DIRLOCK_INTENT;
+        dirlock *h;
+        assert_int_equal(dirlock_acquire(lockdir, "stuckd", &o, &h, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
+        char entry[4200];
+        snprintf(entry, sizeof entry, "%s/stuckd.lock/owner.%s", lockdir, dirlock_token(h));
+        assert_int_equal(unlink(entry), 0);
+        assert_int_equal(mkdir(entry, 0700), 0);
+        assert_int_equal(dirlock_downgrade(h, NULL), DIRLOCK_EIO);
+        assert_int_equal(dirlock_mode_of(h), DIRLOCK_EXCLUSIVE);
+        char up[4200];
+        snprintf(up, sizeof up, "%s/stuckd.up.%s", lockdir, dirlock_token(h));
+        struct stat st;
+        assert_int_equal(lstat(up, &st), 0);
+        dirlock_options r = DIRLOCK_OPTIONS_INIT;
+        r.timeout = 0;
+        r.mode = DIRLOCK_SHARED;
+        dirlock *reader = NULL;
+        assert_int_not_equal(dirlock_acquire(lockdir, "stuckd", &r, &reader, NULL), DIRLOCK_OK);
+        assert_int_equal(rmdir(entry), 0);
+        assert_int_equal(symlink("x", entry), 0);
+        assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(lockdir, "stuckd", &r, &reader, NULL), DIRLOCK_OK);
+        dirlock_release(reader, NULL);
+}
+
 static void test_multi(void **state)
 {
         (void)state;
@@ -219,6 +252,7 @@ int main(void)
             cmocka_unit_test(test_reentrant_shared_reacquire),
             cmocka_unit_test(test_reacquire_after_failed_release),
             cmocka_unit_test(test_free_after_failed_release),
+            cmocka_unit_test(test_failed_downgrade_stays_exclusive),
             cmocka_unit_test(test_multi),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
