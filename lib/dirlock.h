@@ -213,7 +213,8 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
  * entry could not be removed), the handle holds nothing (check, refresh
  * and the mode changes answer DIRLOCK_ELOST), and the entry left in
  * place is released by the next dirlock_reacquire() or dirlock_free(),
- * which fail with the release's error while it cannot be; an entry broken
+ * which fail with the release's error while it cannot be (the handle is
+ * freed all the same, and the entry left to go stale); an entry broken
  * meanwhile needs nothing more. */
 int dirlock_release(dirlock *lock, dirlock_error *err);
 

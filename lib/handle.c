@@ -262,8 +262,10 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                                lock->name);
         if (lock->holds > 0) {
                 rc = lock->be->check(lock, err);
-                if (rc == DIRLOCK_OK)
+                if (rc == DIRLOCK_OK) {
                         lock->holds++;
+                        dl_ok(err);
+                }
                 return rc;
         }
         /* Released to zero earlier: take the lock again, with a new token

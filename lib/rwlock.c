@@ -765,11 +765,16 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                                          : DIRLOCK_OK;
                                 if (rc == DIRLOCK_OK && sc.live == 0)
                                         break;
-                                int released = dl_excl_release(h, err);
-                                if (released != DIRLOCK_OK && released != DIRLOCK_ELOST) {
-                                        rc = released; /* W stays ours: do not wait on it */
+                                dirlock_error step_err;
+                                int released = dl_excl_release(h, &step_err);
+                                if (released == DIRLOCK_ELOST) /* broken: a new token (INVARIANT B) */
+                                        released = new_token_for_retry(h, &step_err);
+                                if (released != DIRLOCK_OK) {
+                                        *err = step_err; /* W stays ours: do not wait on it */
+                                        rc = released;
                                         break;
                                 }
+                                rw = dl_dir_of(h)->rw; /* rebuilt with the token */
                                 holder = sc.one;
                                 if (rc != DIRLOCK_OK)
                                         break;
