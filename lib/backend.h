@@ -45,10 +45,9 @@ typedef struct dl_backend {
         int (*release)(dirlock *h, dirlock_error *err);
         /* Try again a release that failed and left h's hold in place (an
          * entry it could not remove); DIRLOCK_OK when nothing was left, or
-         * it is gone now.  Called by retoken (h->token is already new
-         * then: the hold must be found by what the backend kept), by
-         * dirlock_free() of a handle that holds nothing and after a failed
-         * acquire.  NULL: not retried (flock: a failed unlock closes the
+         * it is gone now.  Called before a new token is drawn (h->token
+         * still names the hold), by dirlock_free() of a handle that holds
+         * nothing and after a failed acquire.  NULL: not retried (flock: a failed unlock closes the
          * file, which drops the lock; Redis: a hold a failed release left
          * on the server expires after its stale age). */
         int (*release_kept)(dirlock *h, dirlock_error *err);

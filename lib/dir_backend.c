@@ -71,14 +71,10 @@ static int dir_release_kept(dirlock *h, dirlock_error *err)
 }
 
 /* A new token: the owner entry's path and the reader-writer paths carry
- * it.  A hold left by a failed release is released first; while it cannot
- * be, the lock is not taken anew (it would wait on its own hold until
- * that went stale), and nothing changes. */
+ * it (what a failed release left was released before: handle.c). */
 static int dir_retoken(dirlock *h, dirlock_error *err)
 {
-        int rc = dir_release_kept(h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
+        (void)err;
         struct dl_dir *d = dl_dir_of(h);
         dl_layout_retoken(d->entry_path, h->token);
         free(d->prep_path);

@@ -116,14 +116,13 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err)
 
 int dl_handle_new_token(dirlock *h, dirlock_error *err)
 {
-        char old[sizeof h->token];
-        memcpy(old, h->token, sizeof old);
-        int rc = dl_random_token(h->token, err);
+        /* A hold a failed release left is found under the old token: let
+         * it go first.  While it cannot be, the lock is not taken anew (it
+         * would wait on its own hold until that went stale). */
+        int rc = h->be->release_kept != NULL ? h->be->release_kept(h, err) : DIRLOCK_OK;
         if (rc == DIRLOCK_OK)
-                rc = h->be->retoken(h, err);
-        if (rc != DIRLOCK_OK)
-                memcpy(h->token, old, sizeof old); /* retoken changed nothing */
-        return rc;
+                rc = dl_random_token(h->token, err);
+        return rc == DIRLOCK_OK ? h->be->retoken(h, err) : rc;
 }
 
 int dl_handle_usable(const dirlock *h, dirlock_error *err)
