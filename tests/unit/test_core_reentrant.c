@@ -96,13 +96,27 @@ static void test_reentrant_shared_reacquire(void **state)
         assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
 }
 
+/* Make lock entry `entry` unremovable: a directory in its place, which
+ * unlink() refuses (EISDIR), even for root.  unjam() makes it an entry
+ * that unlink() removes again. */
+static void jam(const char *entry)
+{
+        assert_int_equal(unlink(entry), 0);
+        assert_int_equal(mkdir(entry, 0700), 0);
+}
+
+static void unjam(const char *entry)
+{
+        assert_int_equal(rmdir(entry), 0);
+        assert_int_equal(symlink("x", entry), 0);
+}
+
 /* A reentrant handle whose last release cannot remove its entry holds
  * nothing, and its next reacquire tries that release again first: it
  * fails while the entry cannot be removed (not taking the lock anew under
  * a new token, which would wait on its own entry until that went stale),
  * and once it can, the lock is taken again under a new token with the old
- * entry gone.  The entry is made unremovable by putting a directory in
- * its place: unlink() then fails with EISDIR, even for root. */
+ * entry gone. */
 static void test_reacquire_after_failed_release(void **state)
 {
         (void)state;
@@ -128,8 +142,7 @@ static void test_reacquire_after_failed_release(void **state)
                 char token[33], entry[4200], new_entry[4200];
                 strcpy(token, dirlock_token(h));
                 snprintf(entry, sizeof entry, cases[i].entry_fmt, lockdir, token);
-                assert_int_equal(unlink(entry), 0);
-                assert_int_equal(mkdir(entry, 0700), 0);
+                jam(entry);
                 assert_int_equal(dirlock_release(h, &e), DIRLOCK_EIO);
                 assert_non_null(strstr(e.message, "cannot release"));
                 assert_int_equal(dirlock_release(h, &e), DIRLOCK_EBALANCE); /* it holds nothing */
@@ -141,8 +154,7 @@ static void test_reacquire_after_failed_release(void **state)
                         assert_non_null(strstr(e.message, "cannot release"));
                         assert_string_equal(dirlock_token(h), token); /* nothing changed */
                 }
-                assert_int_equal(rmdir(entry), 0);
-                assert_int_equal(symlink("x", entry), 0); /* removable again */
+                unjam(entry);
                 assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
                 assert_int_equal(e.code, DIRLOCK_OK);
                 assert_string_not_equal(token, dirlock_token(h));
@@ -173,11 +185,9 @@ static void test_free_after_failed_release(void **state)
         assert_int_equal(dirlock_acquire(lockdir, "stuckf", &o, &h, NULL), DIRLOCK_OK);
         char entry[4200];
         snprintf(entry, sizeof entry, "%s/stuckf.lock/owner.%s", lockdir, dirlock_token(h));
-        assert_int_equal(unlink(entry), 0);
-        assert_int_equal(mkdir(entry, 0700), 0);
+        jam(entry);
         assert_int_equal(dirlock_release(h, NULL), DIRLOCK_EIO);
-        assert_int_equal(rmdir(entry), 0);
-        assert_int_equal(symlink("x", entry), 0);
+        unjam(entry);
         assert_int_equal(dirlock_free(h, NULL), DIRLOCK_OK);
         struct stat st;
         assert_int_equal(lstat(entry, &st), -1);
@@ -199,8 +209,7 @@ static void test_failed_downgrade_stays_exclusive(void **state)
         assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
         char entry[4200];
         snprintf(entry, sizeof entry, "%s/stuckd.lock/owner.%s", lockdir, dirlock_token(h));
-        assert_int_equal(unlink(entry), 0);
-        assert_int_equal(mkdir(entry, 0700), 0);
+        jam(entry);
         assert_int_equal(dirlock_downgrade(h, NULL), DIRLOCK_EIO);
         assert_int_equal(dirlock_mode_of(h), DIRLOCK_EXCLUSIVE);
         char up[4200];
@@ -212,8 +221,7 @@ static void test_failed_downgrade_stays_exclusive(void **state)
         r.mode = DIRLOCK_SHARED;
         dirlock *reader = NULL;
         assert_int_not_equal(dirlock_acquire(lockdir, "stuckd", &r, &reader, NULL), DIRLOCK_OK);
-        assert_int_equal(rmdir(entry), 0);
-        assert_int_equal(symlink("x", entry), 0);
+        unjam(entry);
         assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_acquire(lockdir, "stuckd", &r, &reader, NULL), DIRLOCK_OK);
         dirlock_release(reader, NULL);
