@@ -37,9 +37,12 @@
  * changed log is read, from the descriptor whose fstat() becomes the
  * cache's identity, and when it is the old text minus some of its first
  * lines plus new lines at the end (what a post or the cap makes of it)
- * only the new lines are parsed.  All of it under the same read lock as a
- * full read, so what a view sees is exactly what parsing the whole file
- * would give.  `generation` changes with every read (store.h). */
+ * only the new lines are parsed.  What a view sees is exactly what
+ * parsing the whole file would give: the file is chosen under the mode's
+ * read lock, if it has one, and read either under it (in place) or from a
+ * descriptor opened under it whose file no one writes again (rename; see
+ * log_view()).
+ * `generation` changes with every read (store.h). */
 struct view_cache {
         struct msglist list;
         struct buf text;
@@ -249,32 +252,55 @@ static bool view_extend(struct view_cache *v, const struct buf *now, const char 
         return false;
 }
 
-/* Under the read lock: bring the cache up to the log on disk. */
-static int view_refresh(struct log_store *s, struct board_error *err)
+/* Under the read lock: is the cache still the log on disk?  0 with *fd
+ * -1 when it is (or there is no log: the cache is emptied here); 0 with
+ * *fd open on the log and *st its fstat() when it must be read
+ * (view_load() takes both); -1 on an error. */
+static int view_check(struct log_store *s, int *fd, struct stat *st, struct board_error *err)
 {
         struct view_cache *v = &s->view;
         bool inplace = s->cfg->write_method == BOARD_WRITE_INPLACE;
-        struct stat st;
-        bool exists = stat(s->log, &st) == 0;
+        *fd = -1;
+        bool exists = stat(s->log, st) == 0;
         if (!exists && errno != ENOENT)
                 return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
-        if (v->valid && !inplace && (exists ? v->fd >= 0 && same_file(&st, &v->id) : v->fd < 0))
+        if (v->valid && !inplace && (exists ? v->fd >= 0 && same_file(st, &v->id) : v->fd < 0))
                 return 0; /* the file held open, unchanged; or still no log */
         v->generation++;
-        int fd = exists ? open(s->log, O_RDONLY | O_CLOEXEC) : -1;
-        if (fd < 0 && exists && errno != ENOENT)
+        int opened = exists ? open(s->log, O_RDONLY | O_CLOEXEC) : -1;
+        if (opened < 0 && exists && errno != ENOENT)
                 return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
-        if (fd < 0) { /* no log (yet, or removed since the stat): no messages */
+        if (opened < 0) { /* no log (yet, or removed since the stat): no messages */
                 view_drop(v);
                 v->valid = true;
                 return 0;
         }
+        if (fstat(opened, st) < 0) {
+                int e = errno;
+                close(opened);
+                view_drop(v);
+                return board_fail(err, 500, "cannot read the message log: %s", strerror(e));
+        }
+        *fd = opened;
+        return 0;
+}
+
+/* Read the log view_check() opened (`fd`, whose fstat() is `st`) into the
+ * cache; takes `fd` (kept as the cache's file, or closed). */
+static int view_load(struct log_store *s, int fd, const struct stat *st, struct board_error *err)
+{
+        struct view_cache *v = &s->view;
+#ifdef DIRLOCK_TEST_HOOKS
+        /* Test builds only (tests/unit/test_board_view_lock.c): the one
+         * process that removes the file DIRLOCK_TEST_STOP_BEFORE_VIEW_READ
+         * names stops here, the log opened and not yet read, so a test can
+         * see which locks a view holds while it reads. */
+        const char *arm = getenv("DIRLOCK_TEST_STOP_BEFORE_VIEW_READ");
+        if (arm != NULL && unlink(arm) == 0)
+                raise(SIGSTOP);
+#endif
         struct buf now = BUF_INIT;
-        int rc = fstat(fd, &st) == 0
-                     ? 0
-                     : board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
-        if (rc == 0)
-                rc = file_read_fd(fd, s->log, &now, err);
+        int rc = file_read_fd(fd, s->log, &now, err);
         if (rc == 0 && !(v->valid && v->fd >= 0 && view_extend(v, &now, s->log))) {
                 view_drop(v);
                 rc = logfile_parse(now.data ? now.data : "", now.len, s->log, &v->list, err);
@@ -286,7 +312,7 @@ static int view_refresh(struct log_store *s, struct board_error *err)
                 if (v->fd >= 0)
                         close(v->fd);
                 v->fd = fd;
-                v->id = st;
+                v->id = *st;
                 v->valid = true;
         } else {
                 close(fd);
@@ -296,15 +322,38 @@ static int view_refresh(struct log_store *s, struct board_error *err)
         return rc;
 }
 
+/* A page view's list.  The read lock covers the choice of the file: its
+ * stat() and, when it changed, its open().  A log written in place is read
+ * under the lock too, since the next writer rewrites that very file.  A
+ * log written by rename is read after the lock is released: the file
+ * renamed into place was written and synced before the rename and is
+ * never written again (fileio.c), so its descriptor reads what was there
+ * at open(), and a writer waiting to rename (an rw upgrade draining the
+ * readers) waits only for the stat() and open(), not for the read and
+ * the parse. */
 static int log_view(void *state, const struct msglist **out, unsigned long long *generation,
                     struct board_error *err)
 {
         struct log_store *s = state;
         struct board_lock lk;
+        int fd = -1;
+        struct stat st;
         int rc = board_lock_read(s->cfg, &lk, err);
         if (rc == 0) {
-                rc = view_refresh(s, err);
+                rc = view_check(s, &fd, &st, err);
+                if (rc == 0 && fd >= 0 && s->cfg->write_method == BOARD_WRITE_INPLACE) {
+                        rc = view_load(s, fd, &st, err);
+                        fd = -1;
+                }
                 rc = board_lock_finish(&lk, rc, err);
+        }
+        if (fd >= 0) {
+                if (rc == 0)
+                        rc = view_load(s, fd, &st, err);
+                else {
+                        close(fd);
+                        view_drop(&s->view);
+                }
         }
         *out = &s->view.list;
         if (generation)

@@ -17,7 +17,8 @@
 
 UNIT_TESTS := core_api core_cancel core_fence core_owner core_reentrant core_stale range rw space redis_url redis \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
-	board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view
+	board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
+	board_view_lock
 TEST_PROGS := lockworker rangestress rw_hold stress
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
@@ -57,6 +58,13 @@ HOOK_BOARD_OBJS := $(BOARD_SRCS:%.c=$(BUILD)/hooks/%.o)
 $(BUILD)/tests/progs/board-hooks: $(HOOK_BOARD_OBJS) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BOARD_LIBS)
+
+# test_board_view_lock: a unit test of the board's hooked objects
+# (DIRLOCK_TEST_STOP_BEFORE_VIEW_READ in store_log.c).
+HOOK_BOARD_LIB_OBJS := $(filter-out $(BUILD)/hooks/cgi-bin/main.o,$(HOOK_BOARD_OBJS))
+$(BUILD)/tests/unit/test_board_view_lock: $(BUILD)/tests/unit/test_board_view_lock.o $(HOOK_BOARD_LIB_OBJS) \
+		$(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
 
 test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks
 
