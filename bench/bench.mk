@@ -14,6 +14,8 @@
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
 #   make bench-view-profile  where a page view's CPU time goes in the mkdir
 #                      and rw boards' processes (bench/view-profile; perf)
+#   make bench-wait-profile  how long rw page views wait for the writers
+#                      while posts come in (bench/wait-profile; perf uprobes)
 #   make bench-redis   lock spaces on a private redis-server, against bare
 #                      SET NX PX + DEL and the seed article's INCRBY lock
 #                      (bench/redis-run)
@@ -66,6 +68,9 @@ bench-board: all $(HELLO_BIN) $(RW_BENCH)
 bench-view-profile: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) bench/view-profile
 
+bench-wait-profile: all
+	bench/wait-profile
+
 # One after the other: running them at once would measure each other.
 bench:
 	$(MAKE) bench-core
@@ -75,5 +80,7 @@ bench:
 	$(MAKE) bench-board
 	$(MAKE) bench-redis
 	$(MAKE) bench-view-profile
+	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-redis
+.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
+	bench-redis
