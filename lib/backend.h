@@ -47,9 +47,10 @@ typedef struct dl_backend {
          * entry it could not remove); DIRLOCK_OK when nothing was left, or
          * it is gone now.  Called before a new token is drawn (h->token
          * still names the hold), by dirlock_free() of a handle that holds
-         * nothing and after a failed acquire.  NULL: not retried (flock: a failed unlock closes the
-         * file, which drops the lock; Redis: a hold a failed release left
-         * on the server expires after its stale age). */
+         * nothing and after a failed acquire.  NULL: not retried (flock: a
+         * failed unlock closes the file, which drops the lock).  Redis: a
+         * release that got no answer is sent again (the hold also expires
+         * after its stale age). */
         int (*release_kept)(dirlock *h, dirlock_error *err);
         int (*refresh)(dirlock *h, dirlock_error *err);
         int (*check)(const dirlock *h, dirlock_error *err);

@@ -210,7 +210,8 @@ int dirlock_acquire(const char *lockdir, const char *name, const dirlock_options
  * release drops one hold (DIRLOCK_EBALANCE when none is left), the last
  * hold releases the lock, and the handle lives on until dirlock_free().
  * When that last release of a directory lock fails with DIRLOCK_EIO (an
- * entry could not be removed), the handle holds nothing (check, refresh
+ * entry could not be removed), or that of a lock on a Redis server with
+ * DIRLOCK_ESERVER (no answer), the handle holds nothing (check, refresh
  * and the mode changes answer DIRLOCK_ELOST), and the entry left in
  * place is released by the next dirlock_reacquire() or dirlock_free(),
  * which fail with the release's error while it cannot be (the handle is

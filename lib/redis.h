@@ -146,6 +146,10 @@ struct dl_redis {
         char space[DL_REDIS_PREFIX_MAX + 3];                   /* {P}      */
         unsigned long long fence;                              /* drawn at acquire */
         long long seq;                                         /* arrival number, 0: none */
+        /* The last release of the whole lock never reached the server (no
+         * connection): the hold may still be there, under h->token, until
+         * release_kept gets through or it expires. */
+        bool release_pending;
 };
 
 struct dl_redis *dl_redis_of(const dirlock *h);

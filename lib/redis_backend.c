@@ -659,10 +659,14 @@ static int redis_release(dirlock *h, dirlock_error *err)
 {
         if (h->ranged)
                 return dl_redis_range_release(h, err);
+        struct dl_redis *r = dl_redis_of(h);
         const char *args[1] = {h->token};
         redisReply *rep;
         bool resent;
         int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, &resent, &rep, err);
+        /* No answer: the hold may be in place still, found by this token
+         * alone; redis_release_kept tries again before a new token. */
+        r->release_pending = rc == DIRLOCK_ESERVER;
         if (rc != DIRLOCK_OK)
                 return dl_redis_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
@@ -680,6 +684,26 @@ static int redis_release(dirlock *h, dirlock_error *err)
             "lock '%s' was lost: its entry on the Redis server had expired, been broken, or the server "
             "lost its data",
             h->name);
+}
+
+/* A release that got no answer (the server unreachable) may have left
+ * the hold on the server: release it now, by the token that names it.
+ * Gone meanwhile (expired, broken, released after all) is no error:
+ * nothing is left.  Still no answer: DIRLOCK_ESERVER, and it stays
+ * pending (the hold expires after its stale age in any case). */
+static int redis_release_kept(dirlock *h, dirlock_error *err)
+{
+        struct dl_redis *r = dl_redis_of(h);
+        if (h->ranged || !r->release_pending)
+                return DIRLOCK_OK;
+        const char *args[1] = {h->token};
+        redisReply *rep;
+        int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return dl_redis_about(err, rc, h->name);
+        freeReplyObject(rep);
+        r->release_pending = false;
+        return DIRLOCK_OK;
 }
 
 int dl_redis_lost(dirlock_error *err, const dirlock *h)
@@ -1137,6 +1161,7 @@ const dl_backend dl_redis_backend = {
     .acquire = redis_acquire,
     .acquire_many = redis_acquire_many,
     .release = redis_release,
+    .release_kept = redis_release_kept,
     .refresh = redis_refresh,
     .check = redis_check,
     .fence = redis_fence,

@@ -538,6 +538,60 @@ static void test_reentrant_and_cancel(void **state)
         dirlock_release(again, NULL);
 }
 
+/* Cut the library off the server: its socket moved away from the path
+ * the lock space names (no new connection can be made) and every client
+ * connection killed.  Put back by reconnect(). */
+static void cut_off(const char *moved)
+{
+        assert_int_equal(rename(sock, moved), 0);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "redis-cli -s '%s' CLIENT KILL TYPE normal >/dev/null 2>&1", moved);
+        assert_int_equal(system(cmd), 0);
+}
+
+static void reconnect(const char *moved)
+{
+        assert_int_equal(rename(moved, sock), 0);
+}
+
+/* The last release of a reentrant handle that gets no answer leaves the
+ * hold on the server, found by the old token alone.  The handle holds
+ * nothing; its next reacquire, or its free, releases that hold first
+ * (failing while the server cannot be reached), rather than draw a new
+ * token and wait on its own hold until it expires (60 s here: the 1 s
+ * timeout would run out). */
+static void test_release_without_answer(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        char moved[320];
+        snprintf(moved, sizeof moved, "%s/moved.sock", dir);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_REENTRANT;
+        o.timeout = 1;
+        o.stale_age = 60;
+        for (int by_free = 0; by_free <= 1; by_free++) {
+                dirlock *h;
+                dirlock_error e;
+                assert_int_equal(dirlock_acquire(space, "unanswered", &o, &h, &e), DIRLOCK_OK);
+                cut_off(moved);
+                assert_int_equal(dirlock_release(h, &e), DIRLOCK_ESERVER);
+                assert_int_equal(dirlock_check(h, &e), DIRLOCK_ELOST); /* holds nothing */
+                assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_ESERVER);
+                reconnect(moved);
+                if (by_free) {
+                        assert_int_equal(dirlock_free(h, &e), DIRLOCK_OK);
+                } else {
+                        assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
+                        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+                        assert_int_equal(dirlock_free(h, &e), DIRLOCK_OK);
+                }
+                dirlock *other = take_in(space, "unanswered", DIRLOCK_EXCLUSIVE, 0, &e);
+                assert_non_null(other); /* nothing was left behind */
+                assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
+        }
+}
+
 /* A forked child uses its own connection, and not its parent's handle. */
 static void test_fork(void **state)
 {
@@ -605,6 +659,7 @@ int main(void)
             cmocka_unit_test(test_fork),
             cmocka_unit_test(test_multi),
             cmocka_unit_test(test_slow_reply),
+            cmocka_unit_test(test_release_without_answer),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
