@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # bench/board-lib.sh - what the board benchmarks (bench/board-bench,
-# bench/view-profile) share; sourced after tests/http-lib.sh.
+# bench/view-profile, bench/wait-profile) share; sourced after
+# tests/http-lib.sh.
 
 # fill_log FILE N: a log store's file holding N messages in the documented
 # format (docs/board.md), about a hundred bytes each, the last one now.
@@ -16,4 +17,13 @@ fill_log() {
 # there are none).
 median() {
 	sort -g | awk 'NF { v[++n] = $1 } END { if (n) print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }'
+}
+
+# cookie_token URL: prints "COOKIE TOKEN" of a new visitor of the board
+# at URL (its board_csrf cookie and the form's token).
+cookie_token() {
+	local jar=$T/visitor.jar tok
+	rm -f "$jar"
+	tok=$(get_token "$1" "$jar")
+	printf '%s %s\n' "$(awk '$6 == "board_csrf" { print $7 }' "$jar")" "$tok"
 }
