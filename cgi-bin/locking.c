@@ -264,9 +264,14 @@ static int take_shared(const struct board_config *cfg, struct board_lock *lk, in
                         return 0;
                 }
                 /* A timeout leaves a handle that is fine, and so does any
-                 * error while an outer view holds it.  After any other
-                 * error this view starts again from a new handle. */
-                if (rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_EBUSY || r->holds > 0)
+                 * error while an outer view holds it.  So does a lock
+                 * server out of reach: a new handle could not lock either,
+                 * and this one releases first, when the server answers
+                 * again, a hold its last release may have left there
+                 * (freeing it now would leave that hold until it expired,
+                 * holding writers off).  After any other error this view
+                 * starts again from a new handle. */
+                if (rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ESERVER || r->holds > 0)
                         return lock_error(cfg, rc, &de, err);
                 reader_forget(r);
         }
@@ -381,7 +386,8 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
                     "since (raise stale_age)");
         /* A lock server gone after the write: the write was made under the
          * lock and admitted by its fence; the server frees the lock by
-         * itself after the stale age (or lost it in a restart). */
+         * itself after the stale age (or lost it in a restart), unless a
+         * kept view handle releases it first (take_shared). */
         if (rc == DIRLOCK_ESERVER)
                 return 0;
         if (rc != DIRLOCK_OK)

@@ -5,7 +5,9 @@
  * the database, a key of the wrong type under the prefix, a script error,
  * a server that forgot its scripts), and the API as the directory backend
  * offers it (fences, owner records, upgrade and downgrade, reentrant
- * handles, cancel, list and cleanup, a forked child's own connection).
+ * handles, cancel, list and cleanup, a forked child's own connection, a
+ * release that gets no answer), and the board's kept view handle on such
+ * a space.
  * Skipped when redis-server is not installed or the library was built
  * without Redis support. */
 #include <setjmp.h>
@@ -15,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "../../cgi-bin/config.h"
+#include "../../cgi-bin/locking.h"
 #include "dirlock.h"
 
 #include <errno.h>
@@ -592,6 +596,41 @@ static void test_release_without_answer(void **state)
         }
 }
 
+/* The board's page views on a Redis lock space (lock_mode rw): a view's
+ * kept handle whose release got no answer is kept through the views that
+ * fail while the server is out of reach, and releases that hold when it
+ * answers again.  Freed instead, it left the hold until its stale age
+ * (60 s), and a writer timed out on it. */
+static void test_board_view_without_answer(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        char moved[320], text[1024];
+        snprintf(moved, sizeof moved, "%s/moved.sock", dir);
+        int n = snprintf(text, sizeof text,
+                         "data_dir = %s\nlock_mode = rw\nlock_space = %s\nstale_age = 60\nlock_timeout = 1\n",
+                         dir, space);
+        struct board_config cfg;
+        struct board_error be = BOARD_ERROR_INIT;
+        assert_int_equal(config_parse(text, (size_t)n, "test.conf", &cfg, &be), 0);
+        struct board_lock lk;
+        assert_int_equal(board_lock_read(&cfg, &lk, &be), 0);
+        cut_off(moved);
+        (void)board_lock_release(&lk, &be); /* no answer: the hold stays */
+        be = (struct board_error)BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_read(&cfg, &lk, &be), -1);
+        assert_int_equal(be.status, 503);
+        reconnect(moved);
+        be = (struct board_error)BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_read(&cfg, &lk, &be), 0);
+        assert_int_equal(board_lock_release(&lk, &be), 0);
+        dirlock_error e;
+        dirlock *writer = take_in(space, BOARD_LOCK_NAME, DIRLOCK_EXCLUSIVE, 1, &e);
+        assert_non_null(writer); /* no reader left behind */
+        assert_int_equal(dirlock_release(writer, &e), DIRLOCK_OK);
+        config_free(&cfg);
+}
+
 /* A forked child uses its own connection, and not its parent's handle. */
 static void test_fork(void **state)
 {
@@ -660,6 +699,7 @@ int main(void)
             cmocka_unit_test(test_multi),
             cmocka_unit_test(test_slow_reply),
             cmocka_unit_test(test_release_without_answer),
+            cmocka_unit_test(test_board_view_without_answer),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
