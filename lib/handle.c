@@ -272,12 +272,14 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
         if (lock->be->retoken == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "%s locks cannot be taken again through the same handle", lock->be->name);
+        /* The timeout counts from here: a release retried first
+         * (dl_handle_new_token) spends it too. */
+        dl_time deadline = dl_deadline(lock->opts.timeout);
         rc = dl_handle_new_token(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         lock->mode = lock->opts.mode;
         lock->fence = 0;
-        dl_time deadline = dl_deadline(lock->opts.timeout);
         rc = lock->be->acquire(lock, &deadline, err);
         if (rc == DIRLOCK_OK) {
                 lock->holds = 1;
