@@ -134,11 +134,11 @@ static int finish_view(pid_t pid)
 
 /* Rename writes: while a view reads, a writer takes the lock and replaces
  * the log; the view still sees the whole file it opened (3 messages), and
- * its next view the new one (5). */
-static void rename_log_is_read_after_the_lock(const char *mode)
+ * its next view the new one (5).  *state: the lock mode. */
+static void test_rename_log_is_read_after_the_lock(void **state)
 {
         struct board_config cfg;
-        load_config(&cfg, mode, "rename");
+        load_config(&cfg, *state, "rename");
         write_log(3);
         pid_t pid = start_view(&cfg);
         int rc = try_write_lock(&cfg, 2.0);
@@ -151,11 +151,11 @@ static void rename_log_is_read_after_the_lock(const char *mode)
 }
 
 /* In-place writes: the view reads under the read lock, so the writer
- * waits (here: until its timeout). */
-static void inplace_log_is_read_under_the_lock(const char *mode)
+ * waits (here: until its timeout).  *state: the lock mode. */
+static void test_inplace_log_is_read_under_the_lock(void **state)
 {
         struct board_config cfg;
-        load_config(&cfg, mode, "inplace");
+        load_config(&cfg, *state, "inplace");
         write_log(3);
         pid_t pid = start_view(&cfg);
         int rc = try_write_lock(&cfg, 0.3);
@@ -166,37 +166,17 @@ static void inplace_log_is_read_under_the_lock(const char *mode)
         config_free(&cfg);
 }
 
-static void test_rw_rename(void **state)
-{
-        (void)state;
-        rename_log_is_read_after_the_lock("rw");
-}
-
-static void test_rw_inplace(void **state)
-{
-        (void)state;
-        inplace_log_is_read_under_the_lock("rw");
-}
-
-static void test_flock_rename(void **state)
-{
-        (void)state;
-        rename_log_is_read_after_the_lock("flock");
-}
-
-static void test_flock_inplace(void **state)
-{
-        (void)state;
-        inplace_log_is_read_under_the_lock("flock");
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test_setup_teardown(test_rw_rename, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_rw_inplace, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_flock_rename, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_flock_inplace, setup, teardown),
+            cmocka_unit_test_prestate_setup_teardown(test_rename_log_is_read_after_the_lock, setup, teardown,
+                                                     "rw"),
+            cmocka_unit_test_prestate_setup_teardown(test_inplace_log_is_read_under_the_lock, setup, teardown,
+                                                     "rw"),
+            cmocka_unit_test_prestate_setup_teardown(test_rename_log_is_read_after_the_lock, setup, teardown,
+                                                     "flock"),
+            cmocka_unit_test_prestate_setup_teardown(test_inplace_log_is_read_under_the_lock, setup, teardown,
+                                                     "flock"),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
