@@ -61,12 +61,15 @@ browser_start() {
 	# A second try: Chromium's own first start (fonts, profile) can
 	# outlast chromedriver's wait for it.
 	local reply
+	# A failed request (curl's exit status) must not end the script under
+	# set -e before the second try and the diagnostics below.
 	for _ in 1 2; do
-		reply=$(wd POST /session "$caps")
+		reply=$(wd POST /session "$caps") || reply=
 		session=$(printf '%s' "$reply" | jq -r '.value.sessionId // empty' 2>/dev/null)
 		[ -n "$session" ] && break
 	done
 	if [ -z "$session" ]; then
+		kill -0 "$driver" 2>/dev/null || diag "chromedriver has exited"
 		diag "chromedriver's answer: ${reply:-(none)}"
 		diag "chromedriver log:"
 		tail -n 20 "$T/chromedriver.log" | sed 's/^/#   /'
