@@ -1,9 +1,10 @@
 # tests/http-browser-lib.sh - headless Chromium for the browser tests
-# (tests/browser*.t), driven through chromedriver's WebDriver HTTP
+# (tests/http-browser*.t), driven through chromedriver's WebDriver HTTP
 # interface with curl and jq.  Source after tests/http-lib.sh:
 #   browser_need             skips the whole script without chromium/chromedriver
 #   browser_start [W,H]      chromedriver on a free port and a session ($S),
-#                            both stopped by the exit trap; one TAP line
+#                            both stopped by the exit trap; one TAP line;
+#                            three tries, each failure explained
 #   wd METHOD PATH [JSON]    one WebDriver command, prints the response
 #   wd_go URL                load URL in the session
 #   wd_find CSS              the element id of the first match
@@ -33,51 +34,95 @@ wd() {
 
 # browser_start [WIDTH,HEIGHT]: a private profile under $T, no network
 # beyond 127.0.0.1 (no first-run, sync, component or background fetches).
+# Up to three tries, each with a fresh chromedriver on a fresh port and a
+# fresh profile: a try counts only if the chromedriver that answers is the
+# one it started (its own log says it bound that port) and it hands out a
+# session.  Each failed try says why; the third ends the script.
 browser_start() {
-	local size=${1:-1000,1200} dport caps session
-	dport=$(free_port) || bail_out "no free port"
-	HOME=$T "$CHROMEDRIVER" --port="$dport" --allowed-ips=127.0.0.1 --log-path="$T/chromedriver.log" >/dev/null 2>&1 &
-	driver=$!
-	at_exit "kill $driver 2>/dev/null; wait $driver 2>/dev/null"
-	WD=http://127.0.0.1:$dport
-	# Up to 30 s: the first start on a new machine reads chromedriver and
-	# its libraries from a cold disk.
-	local ready=
-	for _ in $(seq 1 300); do
-		if curl -s --max-time 1 "$WD/status" | jq -e '.value.ready' >/dev/null 2>&1; then
-			ready=1
-			break
+	local size=${1:-1000,1200} try
+	driver=
+	at_exit 'browser_driver_stop'
+	for try in 1 2 3; do
+		if browser_try_session "$try" "$size"; then
+			S=/session/$session
+			at_exit "curl -s --max-time 10 -X DELETE '$WD$S' >/dev/null"
+			ok 0 "Chromium session started"
+			return 0
 		fi
-		sleep 0.1
+		browser_driver_stop
 	done
-	[ -n "$ready" ] || bail_out "chromedriver did not answer on $WD within 30 s"
-	caps=$(jq -n --arg bin "$CHROMIUM" --arg prof "$T/profile" --arg size "$size" '{capabilities: {alwaysMatch: {
+	bail_out "could not start a Chromium session in three tries"
+}
+
+browser_driver_stop() {
+	[ -n "${driver:-}" ] || return 0
+	kill "$driver" 2>/dev/null || true
+	wait "$driver" 2>/dev/null || true
+	driver=
+}
+
+# browser_try_session TRY WIDTH,HEIGHT: one chromedriver, one profile and
+# one session request; sets driver, WD and session, or prints why not and
+# fails.
+browser_try_session() {
+	local try=$1 size=$2 caps dport log reply rc state
+	caps=$(jq -n --arg bin "$CHROMIUM" --arg prof "$T/profile.$try" --arg size "$size" '{capabilities: {alwaysMatch: {
 		browserName: "chrome",
 		"goog:chromeOptions": {binary: $bin, args: [
 			"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--disable-dev-shm-usage", "--user-data-dir=" + $prof, "--window-size=" + $size,
 			"--lang=en-US"]}}}}')
-	# A second try: Chromium's own first start (fonts, profile) can
-	# outlast chromedriver's wait for it.
-	local reply
-	# A failed request (curl's exit status) must not end the script under
-	# set -e before the second try and the diagnostics below.
-	for _ in 1 2; do
-		reply=$(wd POST /session "$caps") || reply=
-		session=$(printf '%s' "$reply" | jq -r '.value.sessionId // empty' 2>/dev/null)
-		[ -n "$session" ] && break
+	dport=$(free_port) || bail_out "no free port"
+	log=$T/chromedriver.$try.log
+	HOME=$T "$CHROMEDRIVER" --port="$dport" --allowed-ips=127.0.0.1 --log-path="$log" >/dev/null 2>&1 &
+	driver=$!
+	WD=http://127.0.0.1:$dport
+	# Up to 30 s: the first start on a new machine reads chromedriver and
+	# its libraries from a cold disk.
+	local ready=
+	for _ in $(seq 1 300); do
+		if grep -qs "started successfully on port $dport" "$log" &&
+			curl -s --max-time 1 "$WD/status" | jq -e '.value.ready' >/dev/null 2>&1; then
+			ready=1
+			break
+		fi
+		sleep 0.1
 	done
-	if [ -z "$session" ]; then
-		kill -0 "$driver" 2>/dev/null || diag "chromedriver has exited"
-		diag "chromedriver's answer: ${reply:-(none)}"
-		diag "chromedriver log:"
-		tail -n 20 "$T/chromedriver.log" | sed 's/^/#   /'
-		bail_out "could not start a Chromium session"
+	if [ -z "$ready" ]; then
+		diag "try $try: chromedriver did not answer on $WD within 30 s$(browser_driver_state)"
+		browser_driver_log "$log"
+		return 1
 	fi
-	S=/session/$session
-	at_exit "curl -s --max-time 10 -X DELETE '$WD$S' >/dev/null"
-	ok 0 "Chromium session started"
+	# A failed request must not end the script under set -e.
+	rc=0
+	reply=$(wd POST /session "$caps") || rc=$?
+	session=$(printf '%s' "$reply" | jq -r '.value.sessionId // empty' 2>/dev/null) || session=
+	[ -n "$session" ] && return 0
+	state=$(browser_driver_state)
+	diag "try $try: no session from $WD (curl exit status $rc)$state"
+	diag "try $try: chromedriver's answer: ${reply:-(none)}"
+	browser_driver_log "$log"
+	return 1
+}
+
+# browser_driver_state: ", chromedriver has exited" when it has (a zombie
+# counts: kill -0 alone would call it alive).
+browser_driver_state() {
+	local st
+	st=$(awk '{print $3}' "/proc/$driver/stat" 2>/dev/null) || st=
+	case "$st" in
+	'' | Z | X) printf ', chromedriver has exited' ;;
+	esac
+}
+
+browser_driver_log() {
+	if [ -s "$1" ]; then
+		diag "chromedriver log ($1), its last records:"
+		grep '^\[' "$1" | tail -n 12 | cut -c 1-300 | sed 's/^/#   /'
+	else
+		diag "chromedriver wrote no log at $1"
+	fi
 }
 
 wd_go() { wd POST "$S/url" "$(jq -n --arg u "$1" '{url: $u}')" >/dev/null; }
