@@ -78,8 +78,8 @@ browser_try_session() {
 	HOME=$T "$CHROMEDRIVER" --port="$dport" --allowed-ips=127.0.0.1 --log-path="$log" >/dev/null 2>&1 &
 	driver=$!
 	WD=http://127.0.0.1:$dport
-	# Up to 30 s: the first start on a new machine reads chromedriver and
-	# its libraries from a cold disk.
+	# Up to 30 s, unless it exits: the first start on a new machine reads
+	# chromedriver and its libraries from a cold disk.
 	local ready=
 	for _ in $(seq 1 300); do
 		if grep -qs "started successfully on port $dport" "$log" &&
@@ -87,10 +87,11 @@ browser_try_session() {
 			ready=1
 			break
 		fi
+		[ -z "$(browser_driver_state)" ] || break
 		sleep 0.1
 	done
 	if [ -z "$ready" ]; then
-		diag "try $try: chromedriver did not answer on $WD within 30 s$(browser_driver_state)"
+		diag "try $try: chromedriver was not ready on $WD$(browser_driver_state)"
 		browser_driver_log "$log"
 		return 1
 	fi
