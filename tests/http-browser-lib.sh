@@ -110,8 +110,8 @@ browser_try_session() {
 # browser_driver_state: ", chromedriver has exited" when it has (a zombie
 # counts: kill -0 alone would call it alive).
 browser_driver_state() {
-	local st
-	st=$(awk '{print $3}' "/proc/$driver/stat" 2>/dev/null) || st=
+	local st=
+	read -r _ _ st _ 2>/dev/null <"/proc/$driver/stat" || st=
 	case "$st" in
 	'' | Z | X) printf ', chromedriver has exited' ;;
 	esac
