@@ -13,11 +13,11 @@
  * (for DIRLOCK_EIO) and a message a person can read, naming the path.
  *
  * Lock spaces.  The first argument of every call names a lock space: a
- * directory path (locks are directories in it: lib/exclusive.c),
+ * directory path (locks are directories in it: lib/dir/exclusive.c),
  * "flock:DIR" (the kernel's flock(2) on files in DIR), or a Redis server
  * shared by several hosts: "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
  * [?prefix=P]" or "redis+unix:///SOCKET[?db=N&prefix=P]" (only in a build
- * with hiredis; lib/redis_backend.c, docs/library.md).  See lib/backend.h.
+ * with hiredis; lib/redis/redis_backend.c, docs/library.md).  See lib/backend.h.
  *
  * Threads and processes.  Separate handles may be used from separate
  * threads; one handle must not be used by two threads at once.  A handle
@@ -26,7 +26,7 @@
  * child should dirlock_free() the handles it inherited and does not use:
  * a reentrant flock handle keeps its lock file open, and the child's copy
  * of that open file would keep a lock its parent takes later alive after
- * the parent's death (lib/flock.c).
+ * the parent's death (lib/flock/flock.c).
  *
  * State the library keeps besides handles (none of it needs setting up
  * or tearing down):
@@ -125,7 +125,7 @@ typedef enum dirlock_mode {
         DIRLOCK_INTENT /* upgradable read ("prewrite-read") */
 } dirlock_mode;
 
-/* Reader-writer policies (see lib/rwlock.c for the exact guarantees). */
+/* Reader-writer policies (see lib/dir/rwlock.c for the exact guarantees). */
 typedef enum dirlock_policy {
         DIRLOCK_POLICY_FAIR = 0, /* no lockout either way (default)          */
         DIRLOCK_POLICY_WRITER,   /* waiting writers hold off new readers     */
@@ -225,7 +225,7 @@ int dirlock_free(dirlock *lock, dirlock_error *err);
 /* Renew the lock's age so a long holder is not judged stale.  A holder
  * that calls it at least every stale_age / 3 never loses its lock to a
  * judge: a lock's age counts from its acquisition (the rename that made
- * it, exclusive.c) or its last refresh, whichever is later. */
+ * it, lib/dir/exclusive.c) or its last refresh, whichever is later. */
 int dirlock_refresh(dirlock *lock, dirlock_error *err);
 
 /* DIRLOCK_OK while we still hold the lock, DIRLOCK_ELOST otherwise
@@ -332,7 +332,7 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err);
  * real intervals, and a double has room for 52 levels of bisection.
  * The handle is released, refreshed, checked, fenced, upgraded (intent ->
  * exclusive) and downgraded as a whole lock's; it is not reentrant.
- * Directory spaces: lib/range.c; Redis spaces: lib/redis_range.c. */
+ * Directory spaces: lib/dir/range.c; Redis spaces: lib/redis/redis_range.c. */
 int dirlock_acquire_range(const char *lockdir, const char *name, double lo, double hi,
                           const dirlock_options *opts, dirlock **out, dirlock_error *err);
 /* Narrow a held range to [lo, hi), a part of it, at once; waiters that no

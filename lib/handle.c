@@ -268,7 +268,7 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                 return rc;
         }
         /* Released to zero earlier: take the lock again, with a new token
-         * (tokens are never reused: INVARIANT B in exclusive.c). */
+         * (tokens are never reused: INVARIANT B in dir/exclusive.c). */
         if (lock->be->retoken == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "%s locks cannot be taken again through the same handle", lock->be->name);

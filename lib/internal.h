@@ -39,7 +39,7 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err);
  * DIRLOCK_ENOTOWNER in another process than the one that acquired it. */
 int dl_handle_usable(const dirlock *h, dirlock_error *err);
 /* Draw a new token for h and let its backend put it in its paths (tokens
- * are never reused: INVARIANT B in exclusive.c), after releasing what a
+ * are never reused: INVARIANT B in dir/exclusive.c), after releasing what a
  * failed release left (the backend's release_kept). */
 int dl_handle_new_token(dirlock *h, dirlock_error *err);
 

@@ -1,26 +1,24 @@
 # lib/lib.mk - the dirlock library: static and shared, its header and
 # pkg-config file, and their installation.
 #   provides: LIB_SRCS, LIB_OBJS, LIB_A, LIB_SO, LIB_LIBS (what everything
-#             that links LIB_A must link after it), REDIS_SRCS
+#             that links LIB_A must link after it), PC_REQUIRES
 #   uses:     BUILD, CC, ALL_CFLAGS, ALL_LDFLAGS, PREFIX, DESTDIR (Makefile)
 #
-# The Redis backend (lib/redis_*.c) is built when pkg-config finds hiredis
-# (Debian: libhiredis-dev), or never with REDIS=0; without it the library
-# is plain C11 with no dependencies and redis:// spaces say so.
+# The backend-neutral layer is in lib/ itself; each backend keeps its
+# sources and the rule that decides whether it is built in its own folder,
+# in lib/NAME/NAME.mk, included below (docs/backends.md).  A fragment adds
+# its sources to LIB_SRCS and, when it needs libraries, to LIB_LIBS and
+# PC_REQUIRES, and defines DIRLOCK_WITH_NAME in ALL_CFLAGS when it is built.
 
-LIB_SRCS := lib/admin.c lib/clock.c lib/dir_backend.c lib/dir_fence.c lib/error.c lib/exclusive.c \
-	lib/fifo.c lib/flock.c lib/handle.c lib/layout.c lib/multi.c lib/owner.c lib/path.c lib/range.c \
-	lib/rw_entries.c lib/rwlock.c lib/space.c lib/wait.c
-REDIS_SRCS := lib/redis_backend.c lib/redis_conn.c lib/redis_range.c lib/redis_scripts.c lib/redis_url.c
+LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/handle.c lib/multi.c lib/owner.c lib/path.c lib/space.c \
+	lib/wait.c
 LIB_LIBS :=
 PC_REQUIRES :=
-REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)
-ifeq ($(REDIS),1)
-LIB_SRCS += $(REDIS_SRCS)
-LIB_LIBS := $(shell pkg-config --libs hiredis)
-PC_REQUIRES := Requires.private: hiredis
-ALL_CFLAGS += -DDIRLOCK_WITH_REDIS
-endif
+
+include lib/dir/dir.mk     # lock directories: always
+include lib/flock/flock.mk # flock(2) on files: always
+include lib/redis/redis.mk # Redis servers: when hiredis is there
+
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a
 LIB_SO := $(BUILD)/libdirlock.so.1

@@ -97,7 +97,7 @@ int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, unsigne
         /* The last directory this thread found in place is not looked at
          * again on every acquire; if it disappears later, the prepared
          * directory's mkdir fails with ENOENT and the lock code creates it
-         * again (exclusive.c). */
+         * again (dir/exclusive.c). */
         static _Thread_local char verified[512];
         static _Thread_local unsigned verified_mode;
         if (strcmp(verified, abs) == 0) {

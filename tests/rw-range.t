@@ -7,7 +7,7 @@
 # show violations.  The command: --range, status listing the ranges.  And
 # seed 002's use case (bin/dirlock-tree-demo): a nested-interval tree
 # edited by 8 processes at once loses edits without a lock, none with
-# range locks.  All of it again on a private Redis server (lib/redis_range.c),
+# range locks.  All of it again on a private Redis server (lib/redis/redis_range.c),
 # when there is one: the stress runs, the command, a SIGKILLed range
 # holder freed at once, and the tree demo with its locks on the server.
 . "$(dirname "$0")/tap.sh"

@@ -29,7 +29,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
 
 # The address parser is pure C: tested in every build, with Redis or not.
 ifneq ($(REDIS),1)
-$(BUILD)/tests/unit/test_redis_url: $(BUILD)/lib/redis_url.o
+$(BUILD)/tests/unit/test_redis_url: $(BUILD)/lib/redis/redis_url.o
 endif
 
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)

@@ -44,7 +44,7 @@ $(FUZZ_DIR)/fuzz_logrecord: $(FUZZ_DIR)/cgi-bin/logrecord.o
 FUZZ_OWNER_SRCS := lib/owner.c lib/error.c lib/clock.c
 $(FUZZ_DIR)/fuzz_owner: $(FUZZ_OWNER_SRCS:%.c=$(FUZZ_DIR)/%.o)
 # The Redis address parser is pure: it needs nothing else (nor hiredis).
-$(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_DIR)/lib/redis_url.o
+$(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_DIR)/lib/redis/redis_url.o
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lpthread
 
@@ -96,7 +96,7 @@ $(BUILD)/tests/fuzz/replay_form: $(BUILD)/cgi-bin/form.o
 $(BUILD)/tests/fuzz/replay_cookie: $(BUILD)/cgi-bin/cookie.o
 $(BUILD)/tests/fuzz/replay_logrecord: $(BUILD)/cgi-bin/logrecord.o
 $(BUILD)/tests/fuzz/replay_owner: $(FUZZ_OWNER_SRCS:%.c=$(BUILD)/%.o)
-$(BUILD)/tests/fuzz/replay_redisurl: $(BUILD)/lib/redis_url.o
+$(BUILD)/tests/fuzz/replay_redisurl: $(BUILD)/lib/redis/redis_url.o
 $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/fuzz_%.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 

@@ -1,4 +1,4 @@
-/* fuzz_redisurl.c - the Redis lock-space address parser (lib/redis_url.c).
+/* fuzz_redisurl.c - the Redis lock-space address parser (lib/redis/redis_url.c).
  * Properties:
  *   1. any input: dl_redis_url_parse either refuses it, with a message,
  *      or gives an address u whose fields are in range (port 1..65535, db
@@ -13,7 +13,7 @@
  *      format -> parse unchanged. */
 #include "fuzz.h"
 
-#include "redis_url.h"
+#include "redis/redis_url.h"
 
 static void check_canonical(const dl_redis_url *u)
 {

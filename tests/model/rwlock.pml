@@ -1,5 +1,5 @@
 /* rwlock.pml - a Promela model of the reader-writer protocol of
- * lib/rwlock.c (policy fair, with an intent holder that upgrades).
+ * lib/dir/rwlock.c (policy fair, with an intent holder that upgrades).
  *
  * Checked by `make verify-rw` (bench/rw.mk):
  *   spin -DCONFIG_SAFETY: 2 readers, 1 writer, 1 intent -> upgrade holder
@@ -9,7 +9,7 @@
  *     read attack and a write attack at once); under weak fairness
  *     (pan -a -f) neither side starves: LTL claims fair_reader, fair_writer.
  *
- * Mapping to the C code (lib/rwlock.c unless named):
+ * Mapping to the C code (lib/dir/rwlock.c unless named):
  *   wholder/wmode      D/NAME.lock and its owner record's mode (exclusive.c)
  *   up                 D/NAME.up.<T> of W's holder (upgrade creates it)
  *   rs[i]              reader i's entry in D/NAME.readers:

@@ -1,4 +1,4 @@
-/* stale.pml - a Promela model of the exclusive lock of lib/exclusive.c:
+/* stale.pml - a Promela model of the exclusive lock of lib/dir/exclusive.c:
  * take (rename of a prepared directory onto an empty or absent lock),
  * release (unlink our owner entry, then rmdir), stale judgement and break
  * (unlink of the judged token's entry, then rmdir), with crashes at every

@@ -1,5 +1,5 @@
 /* test_core_fence.c - unit tests of fences in a directory space
- * (lib/dir_fence.c, docs/fencing.md): they grow with every acquisition,
+ * (lib/dir/dir_fence.c, docs/fencing.md): they grow with every acquisition,
  * whoever takes the lock; a holder whose lock was broken gets none; they
  * do not go back when the counter is removed or rolled back; concurrent
  * readers get distinct ones; flock spaces have none. */

@@ -1,5 +1,5 @@
 /* test_range.c - unit tests of range locks, run twice: in a directory
- * space (lib/range.c) and on a private redis-server (lib/redis_range.c)
+ * space (lib/dir/range.c) and on a private redis-server (lib/redis/redis_range.c)
  * that this program starts on a unix socket in its directory and kills at
  * the end (that group is skipped, saying why, when redis-server is not
  * installed or the library was built without Redis support): disjoint

@@ -1,5 +1,5 @@
 /* test_redis.c - unit tests of lock spaces on a Redis server
- * (lib/redis_*.c), against a private redis-server this program starts on
+ * (lib/redis/), against a private redis-server this program starts on
  * a unix socket in a temporary directory and kills at the end: the error
  * mapping (a server that is not there, one that refuses the password or
  * the database, a key of the wrong type under the prefix, a script error,

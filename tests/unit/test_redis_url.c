@@ -1,5 +1,5 @@
 /* test_redis_url.c - unit tests of the Redis space address parser
- * (lib/redis_url.c): the defaults, every part, credentials with %XX, the
+ * (lib/redis/redis_url.c): the defaults, every part, credentials with %XX, the
  * canonical form and its round trip, the password never shown, and a clear
  * refusal of each kind of bad address. */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "redis_url.h"
+#include "redis/redis_url.h"
 
 #include <stdio.h>
 #include <string.h>

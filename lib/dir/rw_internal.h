@@ -1,6 +1,6 @@
 /* rw_internal.h - what the reader-writer files (rwlock.c, rw_entries.c,
  * fifo.c) share: the per-handle reader-writer state, the entry directory
- * scanner and the FIFO ticket queue.  See lib/rwlock.c for the protocol. */
+ * scanner and the FIFO ticket queue.  See lib/dir/rwlock.c for the protocol. */
 #ifndef DIRLOCK_RW_INTERNAL_H
 #define DIRLOCK_RW_INTERNAL_H
 

@@ -33,7 +33,7 @@
  * its copy); otherwise a lock its parent holds outlives the parent's
  * death.  The board never forks. */
 #include "backend.h"
-#include "layout.h"
+#include "dir/layout.h"
 
 #include <errno.h>
 #include <fcntl.h>

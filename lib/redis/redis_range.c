@@ -1,7 +1,7 @@
 /* redis_range.c - range locks in a Redis space (redis_backend.c): shared,
  * intent and exclusive locks on half-open ranges [lo, hi) of lock NAME,
  * with the policies, shrinking, upgrade of an intent range and downgrade
- * -- what lib/range.c gives a directory space, kept on the server.  Here:
+ * -- what lib/dir/range.c gives a directory space, kept on the server.  Here:
  * the protocol, the wait loop and the entry points; the scripts, one per
  * operation, are in redis_scripts.c (RANGE_*).
  *
