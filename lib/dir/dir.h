@@ -45,22 +45,14 @@ int dl_range_downgrade(dirlock *h, dirlock_error *err);
 int dl_range_downgrade_intent(dirlock *h, dirlock_error *err);
 int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
 /* The range holders and waiters of lock `name` (dirlock_ranges), and the
- * number of held ranges (for inspect). */
+ * number of held ranges (for inspect): range_entries.c. */
 int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
                   size_t *count, dirlock_error *err);
 unsigned dl_range_count_held(const char *lockdir, const char *name);
-/* A whole-lock holder that has announced itself (W taken, or its reader
- * entry made) waits until no range of its name is held (see RANGES
- * AGAINST WHOLE LOCKS in range.c). */
-int dl_range_wait_clear(dirlock *h, const dl_time *deadline, dirlock_error *err);
-
-/* Draw h's fence (dir_fence.c). */
-int dl_dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err);
-
-/* A handle of lock `name` in lock directory `lockdir` for looking at and
- * repairing it from outside (inspect, break): never creates the directory. */
-int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
-                      dirlock_error *err);
+/* Draw h's fence (dir_fence.c) while `held` says h holds its lock: asked
+ * before drawing (not worth it for a lost lock) and after (step 4). */
+typedef int (*dl_dir_held_fn)(const dirlock *h, dirlock_error *err);
+int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err);
 
 /* ---- the exclusive primitive (exclusive.c) ----------------------------- */
 
@@ -85,6 +77,9 @@ enum dl_judgement { DL_FREE, DL_HELD, DL_ERROR };
 enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err);
 /* Remove the prepared directory of a failed or finished acquire. */
 void dl_excl_discard_prep(dirlock *h);
+/* h->token is new: put it in the owner entry's path; the prepared
+ * directory (named by the old token) is made again on the next try. */
+void dl_excl_retoken(dirlock *h);
 
 /* What a lock directory D/NAME.lock holds, seen at one moment. */
 enum dl_lock_state {
@@ -156,6 +151,10 @@ void dl_rw_free(dirlock *h);
 /* h->token is new (dirlock_reacquire): put it in h's reader-writer paths,
  * or free them when they still hold something of the old token. */
 void dl_rw_retoken(dirlock *h);
+/* Release what a failed release of whole-lock handle h left in place (an
+ * entry it could not remove; its paths carry the old token).  An entry
+ * broken meanwhile is no error: nothing is left. */
+int dl_rw_release_kept(dirlock *h, dirlock_error *err);
 /* Break leftovers of dead readers of every name in lockdir. */
 int dl_rw_cleanup(const char *lockdir, dirlock_error *err);
 /* Number of shared/intent holders of `name` (for inspect). */

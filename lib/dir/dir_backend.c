@@ -60,14 +60,7 @@ static void dir_close(dirlock *h)
  * broken meanwhile is no error here: there is nothing left to release. */
 static int dir_release_kept(dirlock *h, dirlock_error *err)
 {
-        if (h->ranged || !dl_rw_holds(h))
-                return DIRLOCK_OK;
-        int rc = dl_rw_release(h, err);
-        if (rc == DIRLOCK_ELOST) {
-                dl_ok(err);
-                return DIRLOCK_OK;
-        }
-        return rc;
+        return h->ranged ? DIRLOCK_OK : dl_rw_release_kept(h, err);
 }
 
 /* A new token: the owner entry's path and the reader-writer paths carry
@@ -75,10 +68,7 @@ static int dir_release_kept(dirlock *h, dirlock_error *err)
 static int dir_retoken(dirlock *h, dirlock_error *err)
 {
         (void)err;
-        struct dl_dir *d = dl_dir_of(h);
-        dl_layout_retoken(d->entry_path, h->token);
-        free(d->prep_path);
-        d->prep_path = NULL;
+        dl_excl_retoken(h);
         dl_rw_retoken(h);
         return DIRLOCK_OK;
 }
@@ -123,8 +113,15 @@ static int dir_downgrade_intent(dirlock *h, dirlock_error *err)
         return h->ranged ? dl_range_downgrade_intent(h, err) : dl_rw_downgrade_intent(h, err);
 }
 
-int dl_dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
-                      dirlock_error *err)
+static int dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+{
+        return dl_dir_fence(h, dir_check, fence, err);
+}
+
+/* A handle of lock `name` in lock directory `lockdir` for looking at and
+ * repairing it from outside (inspect, break): never creates the directory. */
+static int dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
+                          dirlock_error *err)
 {
         dirlock_options o;
         dirlock_options_init(&o);
@@ -139,7 +136,7 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
                        dirlock_error *err)
 {
         dirlock *h;
-        int rc = dl_dir_handle_for(lockdir, name, stale_age, &h, err);
+        int rc = dir_handle_for(lockdir, name, stale_age, &h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         struct dl_dir *d = dl_dir_of(h);
@@ -180,7 +177,7 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
 static int dir_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err)
 {
         dirlock *h;
-        int rc = dl_dir_handle_for(lockdir, name, stale_age, &h, err);
+        int rc = dir_handle_for(lockdir, name, stale_age, &h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         const char *lock_path = dl_dir_of(h)->lock_path;
@@ -305,7 +302,7 @@ const dl_backend dl_dir_backend = {
     .release_kept = dir_release_kept,
     .refresh = dir_refresh,
     .check = dir_check,
-    .fence = dl_dir_fence,
+    .fence = dir_fence,
     .range = dl_range_prepare,
     .shrink = dl_range_shrink,
     .upgrade = dir_upgrade,

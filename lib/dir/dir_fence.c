@@ -96,7 +96,7 @@ static int counter_make(const dirlock *h, const char *dir, dirlock_error *err)
         return rc;
 }
 
-static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *err)
+static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err)
 {
         char *dir = dl_layout_path(dl_dir_of(h)->lockdir, h->name, DL_SUFFIX_FENCE);
         if (dir == NULL)
@@ -124,7 +124,7 @@ static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *
                 free(to);
                 if (moved == 0) {
                         /* Step 4: still ours?  Then `next` is this acquisition's. */
-                        rc = h->ranged ? dl_range_check(h, err) : dl_rw_check(h, err);
+                        rc = held(h, err);
                         if (rc == DIRLOCK_OK)
                                 *fence = next;
                         break;
@@ -140,9 +140,8 @@ static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *
         return rc;
 }
 
-int dl_dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err)
 {
-        int rc =
-            h->ranged ? dl_range_check(h, err) : dl_rw_check(h, err); /* not worth drawing for a lost lock */
-        return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, fence, err);
+        int rc = held(h, err); /* not worth drawing for a lost lock */
+        return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, held, fence, err);
 }

@@ -497,6 +497,14 @@ void dl_excl_discard_prep(dirlock *h)
         dl_dir_of(h)->prep_made = false;
 }
 
+void dl_excl_retoken(dirlock *h)
+{
+        struct dl_dir *d = dl_dir_of(h);
+        dl_layout_retoken(d->entry_path, h->token);
+        free(d->prep_path);
+        d->prep_path = NULL;
+}
+
 /* ---- judging and breaking -------------------------------------------- */
 
 enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err)

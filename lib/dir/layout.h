@@ -22,7 +22,8 @@
  *   D/NAME.fence/<N>          the lock's fence counter: one empty file
  *                             named by the last fence drawn (dir_fence.c)
  *   D/.NAME.fence.<T>.new/    a fence counter being made
- *   D/NAME.flock              the file the flock backend locks (flock.c)
+ *   D/NAME.flock              reserved: the file the flock backend locks in
+ *                             a directory it shares (lib/flock/flock.c)
  *
  * Names starting with a dot are private to one process (inotify waiters
  * ignore them); lock names never start with one (dirlock_name_valid). */
@@ -39,7 +40,6 @@
 #define DL_SUFFIX_READERS   ".readers"
 #define DL_SUFFIX_WQ        ".wq"
 #define DL_SUFFIX_FIFO      ".fifo"
-#define DL_SUFFIX_FLOCK     ".flock"
 #define DL_SUFFIX_FENCE     ".fence"
 #define DL_SUFFIX_RANGES    ".ranges"
 #define DL_SUFFIX_RMETA     ".rmeta"

@@ -61,7 +61,7 @@
  *              (live r./a. entries of D/NAME.readers); any -> withdraw
  *              (held entry back to waiting) and wait
  *   whole:  1. announce (take W, or its reader entry)
- *           2. look at D/NAME.ranges (dl_range_wait_clear); held entries
+ *           2. look at D/NAME.ranges (rwlock.c, wait_ranges_clear); held entries
  *              -> wait, keeping its announcement, until none is left
  * Each side makes itself visible before it looks at the other, so of a
  * range and a whole holder at least one sees the other; the range side
@@ -76,7 +76,7 @@
  * no longer overlap are woken by the rename.
  * CRASHES: a dead holder's entry is broken by the next scan (at once on
  * this host, else after the stale age), waking its waiters. */
-#include "backend.h"
+#include "range_internal.h"
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -91,106 +91,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SEQ_DIGITS  DL_RANGE_SEQ_DIGITS
-#define LEAF_SIZE   (2 + 1 + SEQ_DIGITS + 1 + 16 + 1 + 16 + 1 + DL_TOKEN_LEN + 1)
-#define MODE_SHARED 's'
-#define MODE_INTENT 'i'
-#define MODE_EXCL   'x'
-#define MODE_UPGR   'u'
-
-struct range_entry {
-        char state; /* 'h' or 'w' */
-        char mode;  /* s, i, x, u */
-        unsigned long long seq;
-        double lo, hi;
-        char token[DL_TOKEN_LEN + 1];
-        char leaf[LEAF_SIZE];
-        bool judged, live; /* judge() looked: the record was read, it lives */
-        dl_record rec;     /* when judged and live */
-};
-
-/* ---- names ---------------------------------------------------------------- */
-
-static unsigned long long bits_of(double v)
-{
-        unsigned long long u;
-        memcpy(&u, &v, sizeof u);
-        return u;
-}
-
-static double double_of(unsigned long long u)
-{
-        double v;
-        memcpy(&v, &u, sizeof v);
-        return v;
-}
-
-static void leaf_of(char out[LEAF_SIZE], char state, char mode, unsigned long long seq, double lo, double hi,
-                    const char *token)
-{
-        snprintf(out, LEAF_SIZE, "%c%c.%0*llu.%016llx.%016llx.%s", state, mode, SEQ_DIGITS, seq, bits_of(lo),
-                 bits_of(hi), token);
-}
-
-static bool hex_field(const char **p, int digits, unsigned long long *out)
-{
-        unsigned long long v = 0;
-        for (int i = 0; i < digits; i++) {
-                char c = (*p)[i];
-                int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-                if (d < 0)
-                        return false;
-                v = v << 4 | (unsigned)d;
-        }
-        *p += digits;
-        *out = v;
-        return true;
-}
-
-static bool parse_leaf(const char *leaf, struct range_entry *e)
-{
-        if (strlen(leaf) != LEAF_SIZE - 1 || (leaf[0] != 'h' && leaf[0] != 'w') ||
-            strchr("sixu", leaf[1]) == NULL || leaf[1] == '\0' || leaf[2] != '.')
-                return false;
-        e->state = leaf[0];
-        e->mode = leaf[1];
-        const char *p = leaf + 3;
-        unsigned long long v = 0;
-        for (int i = 0; i < SEQ_DIGITS; i++, p++) {
-                if (*p < '0' || *p > '9')
-                        return false;
-                v = v * 10 + (unsigned)(*p - '0');
-        }
-        e->seq = v;
-        unsigned long long lo, hi;
-        if (*p++ != '.' || !hex_field(&p, 16, &lo) || *p++ != '.' || !hex_field(&p, 16, &hi) || *p++ != '.' ||
-            !dl_layout_is_token(p, true))
-                return false;
-        e->lo = double_of(lo);
-        e->hi = double_of(hi);
-        memcpy(e->token, p, DL_TOKEN_LEN + 1);
-        return isfinite(e->lo) && isfinite(e->hi) && e->lo < e->hi;
-}
-
-static char mode_letter(int mode)
-{
-        return mode == DIRLOCK_SHARED ? MODE_SHARED : mode == DIRLOCK_INTENT ? MODE_INTENT : MODE_EXCL;
-}
-
-static int mode_of_letter(char m)
-{
-        return m == MODE_SHARED ? DIRLOCK_SHARED : m == MODE_EXCL ? DIRLOCK_EXCLUSIVE : DIRLOCK_INTENT;
-}
-
 /* ---- the handle's range state ----------------------------------------------- */
 
 struct dl_range {
-        char *ranges_dir; /* D/NAME.ranges */
-        char *entry;      /* our entry's path, NULL when we have none */
-        char state, mode; /* of our entry */
+        struct dl_range_meta meta; /* D/NAME.ranges and its meta-lock        */
+        char *readers_dir;         /* D/NAME.readers: the whole lock's readers */
+        char *entry;               /* our entry's path, NULL when we have none */
+        char state, mode;          /* of our entry */
         unsigned long long seq;
-        char *meta_path; /* D/.NAME.rmeta, the file the meta-lock flocks */
-        int meta_fd;     /* open on it, or -1 */
 };
 
 static struct dl_range *range_of(const dirlock *h)
@@ -204,14 +112,12 @@ int dl_range_prepare(dirlock *h, dirlock_error *err)
         struct dl_range *r = calloc(1, sizeof *r);
         if (r == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        r->ranges_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_RANGES);
-        r->meta_fd = -1;
-        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_RMETA];
-        snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_RMETA, h->name);
-        r->meta_path = dl_join(d->lockdir, leaf, NULL);
-        int rc =
-            r->ranges_dir && r->meta_path ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         d->range = r;
+        r->meta.fd = -1;
+        int rc = dl_range_meta_init(&r->meta, d->lockdir, d->lockdir_mode, h->name, h->token, err);
+        if (rc == DIRLOCK_OK &&
+            (r->readers_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_READERS)) == NULL)
+                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         return rc; /* on failure dl_range_free() (from close) frees what was made */
 }
 
@@ -220,131 +126,38 @@ void dl_range_free(dirlock *h)
         struct dl_range *r = range_of(h);
         if (r == NULL)
                 return;
-        if (r->meta_fd >= 0)
-                close(r->meta_fd);
-        free(r->meta_path);
-        free(r->ranges_dir);
+        dl_range_meta_free(&r->meta);
+        free(r->readers_dir);
         free(r->entry);
         free(r);
         dl_dir_of(h)->range = NULL;
 }
 
-/* ---- scanning ---------------------------------------------------------------- */
-
-struct scan {
-        const char *dir;
-        struct range_entry *e;
-        size_t n, cap;
-        unsigned long long max_seq;
-};
-
-static void scan_free(struct scan *s)
-{
-        free(s->e);
-        memset(s, 0, sizeof *s);
-}
-
-/* Read the entries of D/NAME.ranges into s, by name only (call with the
- * meta-lock held): an entry's record is read, and the entry broken if it
- * is stale, only when it matters (judge), so that ranges that never meet
- * never look at each other.  0, or -1 with err. */
-static int scan_ranges(const char *dir, struct scan *s, dirlock_error *err)
-{
-        s->n = 0;
-        s->max_seq = 0;
-        s->dir = dir;
-        DIR *d = opendir(dir);
-        if (d == NULL) {
-                if (errno == ENOENT)
-                        return 0;
-                dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
-                return -1;
-        }
-        struct dirent *de;
-        int rc = 0;
-        while ((de = readdir(d)) != NULL) {
-                struct range_entry e;
-                if (!parse_leaf(de->d_name, &e))
-                        continue;
-                e.judged = false;
-                memcpy(e.leaf, de->d_name, LEAF_SIZE);
-                if (e.seq > s->max_seq)
-                        s->max_seq = e.seq;
-                if (s->n == s->cap) {
-                        size_t cap = s->cap ? s->cap * 2 : 16;
-                        struct range_entry *grown = realloc(s->e, cap * sizeof *grown);
-                        if (grown == NULL) {
-                                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                                rc = -1;
-                                break;
-                        }
-                        s->e = grown;
-                        s->cap = cap;
-                }
-                s->e[s->n++] = e;
-        }
-        closedir(d);
-        return rc;
-}
-
-/* Judge entry e of a scan: 1 live (its record in e->rec), 0 stale or gone
- * (broken now), -1 error (one this user may not break: DIRLOCK_EPERM). */
-static int judge(const struct scan *s, struct range_entry *e, double stale_age, dirlock_error *err)
-{
-        if (e->judged)
-                return e->live;
-        e->judged = true;
-        e->live = 0;
-        char *path = dl_join(s->dir, e->leaf, NULL);
-        if (path == NULL) {
-                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                return -1;
-        }
-        double age;
-        int rc = 0;
-        if (dl_entry_read(path, &e->rec, &age) != 0) {
-                rc = 0; /* left meanwhile */
-        } else if (!dl_entry_stale(&e->rec, age, stale_age)) {
-                e->live = true;
-                rc = 1;
-        } else if (unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
-                char what[64];
-                snprintf(what, sizeof what, "a range entry of %.16s...", e->leaf);
-                dl_fail_unbreakable(err, what, &e->rec, errno);
-                rc = -1;
-        }
-        free(path);
-        return rc;
-}
-
-static bool overlap(double lo1, double hi1, double lo2, double hi2)
-{
-        return lo1 < hi2 && lo2 < hi1;
-}
+/* ---- who blocks whom -------------------------------------------------------- */
 
 /* Do modes a (theirs) and b (ours) conflict on overlapping ranges? */
 static bool modes_conflict(char theirs, char ours, int policy)
 {
         if (policy == DIRLOCK_POLICY_SIMPLE)
                 return true;
-        if (theirs == MODE_EXCL || ours == MODE_EXCL)
+        if (theirs == DL_RANGE_EXCL || ours == DL_RANGE_EXCL)
                 return true;
-        if (theirs == MODE_SHARED)
+        if (theirs == DL_RANGE_SHARED)
                 return false; /* against s, i and u (an upgrader waits for readers itself) */
-        if (ours == MODE_SHARED)
-                return theirs == MODE_UPGR; /* i and s are compatible */
-        return true;                        /* i/u against i */
+        if (ours == DL_RANGE_SHARED)
+                return theirs == DL_RANGE_UPGRADING; /* i and s are compatible */
+        return true;                                 /* i/u against i */
 }
 
 /* Does waiting entry e (theirs) hold us off under our policy?  Only a
  * waiter that arrived before us ever does: arrival numbers are a total
  * order, so no two waiters can hold each other off, whatever their
  * policies, and the first waiter waits only for holders. */
-static bool waiter_blocks(const struct range_entry *e, char ours, unsigned long long my_seq, int policy)
+static bool waiter_blocks(const struct dl_range_entry *e, char ours, unsigned long long my_seq, int policy)
 {
         if (e->seq >= my_seq)
                 return false;
-        bool they_write = e->mode != MODE_SHARED, we_write = ours != MODE_SHARED;
+        bool they_write = e->mode != DL_RANGE_SHARED, we_write = ours != DL_RANGE_SHARED;
         switch (policy) {
         case DIRLOCK_POLICY_WRITER: /* writers do not wait for waiting readers */
                 return !(we_write && !they_write);
@@ -358,18 +171,18 @@ static bool waiter_blocks(const struct range_entry *e, char ours, unsigned long 
 /* The live entry among s that blocks ours (mode `ours`, seq my_seq, range
  * of h), judging (and breaking) the candidates on the way; NULL when none
  * (or on error: err->code set, *failed). */
-static const struct range_entry *blocker(struct scan *s, const dirlock *h, char ours,
-                                         unsigned long long my_seq, bool *failed, dirlock_error *err)
+static const struct dl_range_entry *blocker(struct dl_range_scan *s, const dirlock *h, char ours,
+                                            unsigned long long my_seq, bool *failed, dirlock_error *err)
 {
         *failed = false;
         for (size_t i = 0; i < s->n; i++) {
-                struct range_entry *e = &s->e[i];
-                if (strcmp(e->token, h->token) == 0 || !overlap(e->lo, e->hi, h->lo, h->hi) ||
+                struct dl_range_entry *e = &s->e[i];
+                if (strcmp(e->token, h->token) == 0 || !dl_range_overlap(e->lo, e->hi, h->lo, h->hi) ||
                     !modes_conflict(e->mode, ours, h->opts.policy))
                         continue;
-                if (e->state != 'h' && !waiter_blocks(e, ours, my_seq, h->opts.policy))
+                if (e->state != DL_RANGE_HELD && !waiter_blocks(e, ours, my_seq, h->opts.policy))
                         continue;
-                int live = judge(s, e, h->opts.stale_age, err);
+                int live = dl_range_judge(s, e, h->opts.stale_age, err);
                 if (live < 0) {
                         *failed = true;
                         return NULL;
@@ -386,9 +199,9 @@ static const struct range_entry *blocker(struct scan *s, const dirlock *h, char 
 static int set_entry(dirlock *h, char state, char mode, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
-        char leaf[LEAF_SIZE];
-        leaf_of(leaf, state, mode, r->seq, h->lo, h->hi, h->token);
-        char *path = dl_join(r->ranges_dir, leaf, NULL);
+        char leaf[DL_RANGE_LEAF_SIZE];
+        dl_range_leaf(leaf, state, mode, r->seq, h->lo, h->hi, h->token);
+        char *path = dl_join(r->meta.ranges_dir, leaf, NULL);
         if (path == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         int rc;
@@ -397,9 +210,10 @@ static int set_entry(dirlock *h, char state, char mode, dirlock_error *err)
         } else {
                 rc = -1;
                 for (int round = 0; round < 100 && rc != 0; round++) {
-                        rc = dl_entry_create(path, h, mode_of_letter(mode));
+                        rc = dl_entry_create(path, h, dl_range_mode_of_letter(mode));
                         if (rc != 0 && errno == ENOENT &&
-                            dl_mkdir_in(r->ranges_dir, dl_dir_of(h)->lockdir_mode) != 0 && errno != EEXIST)
+                            dl_mkdir_in(r->meta.ranges_dir, dl_dir_of(h)->lockdir_mode) != 0 &&
+                            errno != EEXIST)
                                 break;
                         if (rc != 0 && errno != ENOENT)
                                 break;
@@ -414,7 +228,7 @@ static int set_entry(dirlock *h, char state, char mode, dirlock_error *err)
                         return dl_fail(err, DIRLOCK_ELOST, 0, "range lock of '%s' was broken as stale",
                                        h->name);
                 }
-                return dl_fail(err, DIRLOCK_EIO, e, "cannot write range entry in '%s'", r->ranges_dir);
+                return dl_fail(err, DIRLOCK_EIO, e, "cannot write range entry in '%s'", r->meta.ranges_dir);
         }
         free(r->entry);
         r->entry = path;
@@ -429,51 +243,9 @@ static void drop_entry(dirlock *h)
         if (r->entry == NULL)
                 return;
         unlink(r->entry);
-        rmdir(r->ranges_dir); /* if that was the last one */
+        rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
-}
-
-/* ---- the meta-lock ------------------------------------------------------------- */
-
-/* Take the meta-lock (flock on D/.NAME.rmeta), by the deadline. */
-static int meta_take(dirlock *h, const dl_time *deadline, dirlock_error *err)
-{
-        struct dl_range *r = range_of(h);
-        if (r->meta_fd < 0) {
-                r->meta_fd = open(r->meta_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-                if (r->meta_fd < 0)
-                        return dl_fail(err, errno == EACCES || errno == EPERM ? DIRLOCK_EPERM : DIRLOCK_EIO,
-                                       errno, "cannot open '%s'", r->meta_path);
-                if (dl_dir_of(h)->lockdir_mode & (S_IWGRP | S_IWOTH))
-                        fchmod(r->meta_fd, (mode_t)(dl_dir_of(h)->lockdir_mode & 0666));
-        }
-        double backoff_us = 50;
-        unsigned long long jitter = (unsigned long long)h->token[0] * 2654435761ULL + 1;
-        for (;;) {
-                if (flock(r->meta_fd, LOCK_EX | LOCK_NB) == 0)
-                        return DIRLOCK_OK;
-                if (errno != EWOULDBLOCK && errno != EINTR)
-                        return dl_fail(err, DIRLOCK_EIO, errno, "cannot lock '%s'", r->meta_path);
-                if (dl_deadline_passed(deadline))
-                        return dl_fail(
-                            err, DIRLOCK_ETIMEDOUT, 0,
-                            "timed out: the ranges of lock '%s' are being changed by a process that "
-                            "does not let go (stopped?)",
-                            h->name);
-                jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
-                double nap = backoff_us * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
-                double left_us = dl_remaining(deadline) * 1e3;
-                struct timespec ts = {0, (long)((nap < left_us ? nap : left_us) * 1e3)};
-                nanosleep(&ts, NULL);
-                if (backoff_us < 2000)
-                        backoff_us *= 2;
-        }
-}
-
-static void meta_give(dirlock *h)
-{
-        flock(range_of(h)->meta_fd, LOCK_UN);
 }
 
 /* ---- the whole lock, from a range's side ---------------------------------------- */
@@ -490,11 +262,8 @@ static int whole_busy(dirlock *h, dl_record *who, dirlock_error *err)
         case DL_FREE:
                 break;
         }
-        int rc = dl_rw_state(h, err);
-        if (rc != DIRLOCK_OK)
-                return -1;
         dl_scan sc = {.active = "ra"};
-        if (dl_rw_scan(dl_dir_of(h)->rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
+        if (dl_rw_scan(range_of(h)->readers_dir, h->opts.stale_age, &sc, err) != 0) {
                 dl_rw_scan_done(&sc);
                 return -1;
         }
@@ -512,30 +281,30 @@ static int whole_busy(dirlock *h, dl_record *who, dirlock_error *err)
 static int range_try(dirlock *h, bool queue, dl_record *who, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
-        char ours = mode_letter(h->opts.mode);
-        struct scan s = {0};
-        if (scan_ranges(r->ranges_dir, &s, err) != 0) {
-                scan_free(&s);
+        char ours = dl_range_mode_letter(h->opts.mode);
+        struct dl_range_scan s = {0};
+        if (dl_range_scan_dir(r->meta.ranges_dir, &s, err) != 0) {
+                dl_range_scan_free(&s);
                 return err->code;
         }
         if (r->entry == NULL)
                 r->seq = s.max_seq + 1; /* a new arrival */
         bool failed;
-        const struct range_entry *b = blocker(&s, h, ours, r->seq, &failed, err);
+        const struct dl_range_entry *b = blocker(&s, h, ours, r->seq, &failed, err);
         int rc;
         if (failed) {
-                scan_free(&s);
+                dl_range_scan_free(&s);
                 return err->code;
         }
         if (b != NULL) {
                 *who = b->rec;
-                rc = queue ? set_entry(h, 'w', ours, err) : DIRLOCK_OK;
-                scan_free(&s);
+                rc = queue ? set_entry(h, DL_RANGE_WAITING, ours, err) : DIRLOCK_OK;
+                dl_range_scan_free(&s);
                 return rc == DIRLOCK_OK ? DIRLOCK_EBUSY : rc;
         }
-        scan_free(&s);
+        dl_range_scan_free(&s);
         /* Among the ranges we may: hold, then look at the whole lock. */
-        rc = set_entry(h, 'h', ours, err);
+        rc = set_entry(h, DL_RANGE_HELD, ours, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         int busy = whole_busy(h, who, err);
@@ -547,7 +316,7 @@ static int range_try(dirlock *h, bool queue, dl_record *who, dirlock_error *err)
         }
         /* A whole-lock holder is there: withdraw. */
         if (queue) {
-                rc = set_entry(h, 'w', ours, err);
+                rc = set_entry(h, DL_RANGE_WAITING, ours, err);
                 return rc == DIRLOCK_OK ? DIRLOCK_EBUSY : rc;
         }
         drop_entry(h);
@@ -571,8 +340,8 @@ static bool range_waiter_rewatch(dl_waiter *w, dirlock *h)
 {
         if (!w->notify)
                 return false;
-        dl_waiter_watch_dir(w, range_of(h)->ranges_dir); /* a vanished one is fine */
-        return dl_dir_of(h)->rw != NULL && dl_waiter_watch_missing(w, dl_dir_of(h)->rw->readers_dir);
+        dl_waiter_watch_dir(w, range_of(h)->meta.ranges_dir); /* a vanished one is fine */
+        return dl_waiter_watch_missing(w, range_of(h)->readers_dir);
 }
 
 /* Wake only for entries that could let us in: one overlapping ours that
@@ -582,12 +351,12 @@ static bool range_waiter_rewatch(dl_waiter *w, dirlock *h)
 static bool range_event_matters(const char *name, unsigned mask, void *arg)
 {
         const dirlock *h = arg;
-        struct range_entry e;
-        if (!parse_leaf(name, &e))
+        struct dl_range_entry e;
+        if (!dl_range_parse_leaf(name, &e))
                 return true;
-        if (e.state == 'w' && (mask & IN_MOVED_FROM))
+        if (e.state == DL_RANGE_WAITING && (mask & IN_MOVED_FROM))
                 return false;
-        return overlap(e.lo, e.hi, h->lo, h->hi);
+        return dl_range_overlap(e.lo, e.hi, h->lo, h->hi);
 }
 
 static bool range_waiter(dl_waiter *w, dirlock *h)
@@ -612,11 +381,11 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
         bool waiting = false, unwatched = false;
         int rc;
         for (;;) {
-                rc = meta_take(h, deadline, err);
+                rc = dl_range_meta_take(&range_of(h)->meta, deadline, err);
                 if (rc != DIRLOCK_OK)
                         break;
                 rc = step(h, queue, &who, err);
-                meta_give(h);
+                dl_range_meta_give(&range_of(h)->meta);
                 if (rc != DIRLOCK_EBUSY)
                         break;
                 if (!queue || dl_deadline_passed(deadline)) {
@@ -638,13 +407,13 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                 int waited = dl_waiter_wait(&w, deadline);
                 if (w.notify) /* the directories may have been made again */
                         unwatched = range_waiter_rewatch(&w, h);
-                if (range_of(h)->entry != NULL && range_of(h)->state == 'w')
+                if (range_of(h)->entry != NULL && range_of(h)->state == DL_RANGE_WAITING)
                         utimensat(AT_FDCWD, range_of(h)->entry, NULL, AT_SYMLINK_NOFOLLOW); /* renew */
                 if (waited == DIRLOCK_ECANCELED) {
                         /* One last try, then give up. */
-                        if (meta_take(h, deadline, err) == DIRLOCK_OK) {
+                        if (dl_range_meta_take(&range_of(h)->meta, deadline, err) == DIRLOCK_OK) {
                                 rc = step(h, false, &who, err);
-                                meta_give(h);
+                                dl_range_meta_give(&range_of(h)->meta);
                                 if (rc != DIRLOCK_EBUSY)
                                         break;
                         }
@@ -665,10 +434,7 @@ int dl_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        int rc = dl_rw_state(h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        rc = range_wait(h, range_try, deadline, "a range", err);
+        int rc = range_wait(h, range_try, deadline, "a range", err);
         if (rc != DIRLOCK_OK)
                 drop_entry(h); /* our reservation, if any */
         return rc;
@@ -681,7 +447,7 @@ int dl_range_release(dirlock *h, dirlock_error *err)
                 return DIRLOCK_OK;
         int rc = unlink(r->entry);
         int e = errno;
-        rmdir(r->ranges_dir); /* if that was the last one */
+        rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
         if (rc == 0)
@@ -719,20 +485,21 @@ static int upgrade_try(dirlock *h, bool queue, dl_record *who, dirlock_error *er
 {
         (void)queue;
         struct dl_range *r = range_of(h);
-        struct scan s = {0};
-        if (scan_ranges(r->ranges_dir, &s, err) != 0) {
-                scan_free(&s);
+        struct dl_range_scan s = {0};
+        if (dl_range_scan_dir(r->meta.ranges_dir, &s, err) != 0) {
+                dl_range_scan_free(&s);
                 return err->code;
         }
         bool mine = false, readers = false;
         for (size_t i = 0; i < s.n && !readers; i++) {
-                struct range_entry *e = &s.e[i];
+                struct dl_range_entry *e = &s.e[i];
                 if (strcmp(e->token, h->token) == 0) {
                         mine = true;
-                } else if (e->state == 'h' && e->mode == MODE_SHARED && overlap(e->lo, e->hi, h->lo, h->hi)) {
-                        int live = judge(&s, e, h->opts.stale_age, err);
+                } else if (e->state == DL_RANGE_HELD && e->mode == DL_RANGE_SHARED &&
+                           dl_range_overlap(e->lo, e->hi, h->lo, h->hi)) {
+                        int live = dl_range_judge(&s, e, h->opts.stale_age, err);
                         if (live < 0) {
-                                scan_free(&s);
+                                dl_range_scan_free(&s);
                                 return err->code;
                         }
                         if (live) {
@@ -743,12 +510,12 @@ static int upgrade_try(dirlock *h, bool queue, dl_record *who, dirlock_error *er
         }
         for (size_t i = 0; i < s.n && !mine; i++)
                 mine = strcmp(s.e[i].token, h->token) == 0;
-        scan_free(&s);
+        dl_range_scan_free(&s);
         if (!mine)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "range lock of '%s' was broken as stale", h->name);
         if (readers)
                 return DIRLOCK_EBUSY;
-        return set_entry(h, 'h', MODE_EXCL, err);
+        return set_entry(h, DL_RANGE_HELD, DL_RANGE_EXCL, err);
 }
 
 int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
@@ -765,11 +532,12 @@ int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err
                     h->name);
         dirlock_options o = opts != NULL ? *opts : h->opts;
         dl_time deadline = dl_deadline(o.timeout);
-        int rc = meta_take(h, &deadline, err);
+        int rc = dl_range_meta_take(&range_of(h)->meta, &deadline, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        rc = set_entry(h, 'h', MODE_UPGR, err); /* new overlapping readers wait from here */
-        meta_give(h);
+        rc =
+            set_entry(h, DL_RANGE_HELD, DL_RANGE_UPGRADING, err); /* new overlapping readers wait from here */
+        dl_range_meta_give(&range_of(h)->meta);
         if (rc != DIRLOCK_OK)
                 return rc;
         double saved_timeout = h->opts.timeout;
@@ -786,9 +554,9 @@ int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err
         if (rc != DIRLOCK_ELOST) { /* keep the intent range */
                 dirlock_error ignored;
                 dl_time never = dl_deadline(-1);
-                if (meta_take(h, &never, &ignored) == DIRLOCK_OK) {
-                        set_entry(h, 'h', MODE_INTENT, &ignored);
-                        meta_give(h);
+                if (dl_range_meta_take(&range_of(h)->meta, &never, &ignored) == DIRLOCK_OK) {
+                        set_entry(h, DL_RANGE_HELD, DL_RANGE_INTENT, &ignored);
+                        dl_range_meta_give(&range_of(h)->meta);
                 }
         }
         return rc;
@@ -800,11 +568,11 @@ int dl_range_downgrade(dirlock *h, dirlock_error *err)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "the range of lock '%s' is already a read range",
                                h->name);
         dl_time never = dl_deadline(-1);
-        int rc = meta_take(h, &never, err);
+        int rc = dl_range_meta_take(&range_of(h)->meta, &never, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        rc = set_entry(h, 'h', MODE_SHARED, err);
-        meta_give(h);
+        rc = set_entry(h, DL_RANGE_HELD, DL_RANGE_SHARED, err);
+        dl_range_meta_give(&range_of(h)->meta);
         if (rc == DIRLOCK_OK)
                 h->mode = DIRLOCK_SHARED;
         return rc;
@@ -815,11 +583,11 @@ int dl_range_downgrade(dirlock *h, dirlock_error *err)
 int dl_range_downgrade_intent(dirlock *h, dirlock_error *err)
 {
         dl_time never = dl_deadline(-1);
-        int rc = meta_take(h, &never, err);
+        int rc = dl_range_meta_take(&range_of(h)->meta, &never, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        rc = set_entry(h, 'h', MODE_INTENT, err);
-        meta_give(h);
+        rc = set_entry(h, DL_RANGE_HELD, DL_RANGE_INTENT, err);
+        dl_range_meta_give(&range_of(h)->meta);
         if (rc == DIRLOCK_OK)
                 h->mode = DIRLOCK_INTENT;
         return rc;
@@ -830,166 +598,17 @@ int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
         dl_time never = dl_deadline(-1);
-        int rc = meta_take(h, &never, err);
+        int rc = dl_range_meta_take(&range_of(h)->meta, &never, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         double old_lo = h->lo, old_hi = h->hi;
         h->lo = lo;
         h->hi = hi;
         rc = set_entry(h, r->state, r->mode, err); /* the rename wakes the waiters */
-        meta_give(h);
+        dl_range_meta_give(&range_of(h)->meta);
         if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST) {
                 h->lo = old_lo;
                 h->hi = old_hi;
         }
         return rc;
-}
-
-/* ---- whole locks against ranges (called by rwlock.c) ------------------------------ */
-
-/* Live held entries of D/NAME.ranges: their number, one of them in *one.
- * The scan is made under the meta-lock of a throwaway handle. */
-static int held_ranges(dirlock *h, dl_record *one, const dl_time *deadline, dirlock_error *err)
-{
-        int rc = dl_range_prepare(h, err); /* only for its paths and meta-lock */
-        if (rc != DIRLOCK_OK) {
-                dl_range_free(h);
-                return -1;
-        }
-        int n = -1;
-        if (meta_take(h, deadline, err) == DIRLOCK_OK) {
-                struct scan s = {0};
-                if (scan_ranges(range_of(h)->ranges_dir, &s, err) == 0) {
-                        n = 0;
-                        for (size_t i = 0; i < s.n && n >= 0; i++) {
-                                if (s.e[i].state != 'h')
-                                        continue;
-                                int live = judge(&s, &s.e[i], h->opts.stale_age, err);
-                                if (live < 0)
-                                        n = -1;
-                                else if (live && n++ == 0)
-                                        *one = s.e[i].rec;
-                        }
-                }
-                scan_free(&s);
-                meta_give(h);
-        }
-        dl_range_free(h);
-        return n;
-}
-
-int dl_range_wait_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
-{
-        int rc = dl_rw_state(h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        const char *dir = dl_dir_of(h)->rw->ranges_dir;
-        struct stat st;
-        if (stat(dir, &st) != 0 && errno == ENOENT)
-                return DIRLOCK_OK; /* the fast path: no ranges at all */
-        dl_waiter w;
-        dl_waiter_init(&w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
-        dl_waiter_cancel_on(&w, h->opts.cancel_fd);
-        long long renewed = dl_wall_ns();
-        for (bool first = true;; first = false) {
-                if (w.notify)
-                        dl_waiter_watch_dir(&w, dir);
-                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
-                /* We hold our announcement while we wait: keep it fresh. */
-                if ((double)(dl_wall_ns() - renewed) >= h->opts.stale_age * 1e9 / 4) {
-                        renewed = dl_wall_ns();
-                        if ((rc = dl_rw_refresh(h, err)) != DIRLOCK_OK)
-                                break;
-                }
-                dl_record one;
-                int n = held_ranges(h, &one, deadline, err);
-                if (n < 0) {
-                        rc = err->code;
-                        break;
-                }
-                if (n == 0)
-                        break;
-                dl_waiter_watch_owner(&w, &one);
-                if (waited == 0 && h->opts.timeout == 0)
-                        waited = DIRLOCK_EBUSY; /* one try */
-                if (waited != 0) {
-                        char buf[300];
-                        rc = dl_fail(err, waited, 0, "%s: %d range(s) of lock '%s' are held, e.g. by %s",
-                                     waited == DIRLOCK_ECANCELED ? "canceled"
-                                     : waited == DIRLOCK_EBUSY   ? "busy"
-                                                                 : "timed out",
-                                     n, h->name, holder_text(&one, buf));
-                        break;
-                }
-        }
-        dl_waiter_close(&w);
-        return rc;
-}
-
-/* ---- from outside the holders ---------------------------------------------------- */
-
-int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
-                  size_t *count, dirlock_error *err)
-{
-        *out = NULL;
-        *count = 0;
-        dirlock *h;
-        int rc = dl_dir_handle_for(lockdir, name, stale_age, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        rc = dl_range_prepare(h, err);
-        struct stat st;
-        if (rc == DIRLOCK_OK && stat(range_of(h)->ranges_dir, &st) != 0) { /* no ranges */
-                dl_handle_free(h);
-                *out = calloc(1, sizeof **out);
-                return *out ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        }
-        dl_time soon = dl_deadline(5);
-        if (rc == DIRLOCK_OK)
-                rc = meta_take(h, &soon, err);
-        if (rc != DIRLOCK_OK) {
-                dl_handle_free(h);
-                return rc;
-        }
-        struct scan s = {0};
-        long long now = dl_wall_ns();
-        if (scan_ranges(range_of(h)->ranges_dir, &s, err) != 0) {
-                rc = err->code;
-        } else if ((*out = calloc(s.n ? s.n : 1, sizeof **out)) == NULL) {
-                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        } else {
-                size_t got = 0;
-                for (size_t i = 0; i < s.n; i++) {
-                        struct range_entry *e = &s.e[i];
-                        if (judge(&s, e, h->opts.stale_age, NULL) != 1)
-                                continue; /* stale (broken now) or gone */
-                        dirlock_range_info *r = &(*out)[got++];
-                        r->lo = e->lo;
-                        r->hi = e->hi;
-                        r->mode = mode_of_letter(e->mode);
-                        r->waiting = e->state == 'w';
-                        r->upgrading = e->mode == MODE_UPGR;
-                        r->pid = e->rec.pid;
-                        snprintf(r->host, sizeof r->host, "%s", e->rec.host);
-                        r->age = e->rec.acquired_ns > 0 ? (double)(now - e->rec.acquired_ns) / 1e9 : 0;
-                }
-                *count = got;
-        }
-        meta_give(h);
-        scan_free(&s);
-        dl_handle_free(h);
-        return rc;
-}
-
-unsigned dl_range_count_held(const char *lockdir, const char *name)
-{
-        dirlock_range_info *list;
-        size_t n;
-        if (dl_range_list(lockdir, name, DIRLOCK_DEFAULT_STALE_AGE, &list, &n, NULL) != DIRLOCK_OK)
-                return 0;
-        unsigned held = 0;
-        for (size_t i = 0; i < n; i++)
-                held += !list[i].waiting;
-        free(list);
-        return held;
 }

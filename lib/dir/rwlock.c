@@ -150,6 +150,7 @@
  * user may not remove (another user's, in a sticky directory) is reported
  * (DIRLOCK_EPERM, docs/sharing.md), never counted as gone.
  */
+#include "range_internal.h"
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -720,8 +721,16 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
 static int new_token_for_retry(dirlock *h, dirlock_error *err)
 {
         dl_excl_discard_prep(h); /* made under the old token */
-        int rc = dl_handle_new_token(h, err);
-        return rc == DIRLOCK_OK ? dl_rw_state(h, err) : rc;
+        /* What dl_handle_new_token does for dirlock_reacquire, for this
+         * layer's own retries: what a failed step left goes first. */
+        int rc = dl_rw_release_kept(h, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_random_token(h->token, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dl_excl_retoken(h);
+        dl_rw_retoken(h);
+        return dl_rw_state(h, err);
 }
 
 /* Writer (and `simple` holder): take W, then drain.  A W broken while we
@@ -840,6 +849,62 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
         }
 }
 
+/* ---- whole locks against ranges ---------------------------------------------- */
+
+/* Announced (W taken, or our reader entry made): wait until no range of
+ * the name is held (RANGES AGAINST WHOLE LOCKS in range.c), keeping the
+ * announcement fresh as a holder would. */
+static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        const char *dir = dl_dir_of(h)->rw->ranges_dir;
+        struct stat st;
+        if (stat(dir, &st) != 0 && errno == ENOENT)
+                return DIRLOCK_OK; /* the fast path: no ranges at all */
+        struct dl_range_meta m;
+        int rc =
+            dl_range_meta_init(&m, dl_dir_of(h)->lockdir, dl_dir_of(h)->lockdir_mode, h->name, h->token, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dl_waiter w;
+        dl_waiter_init(&w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
+        dl_waiter_cancel_on(&w, h->opts.cancel_fd);
+        long long renewed = dl_wall_ns();
+        for (bool first = true;; first = false) {
+                if (w.notify)
+                        dl_waiter_watch_dir(&w, dir);
+                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                /* We hold our announcement while we wait: keep it fresh. */
+                if ((double)(dl_wall_ns() - renewed) >= h->opts.stale_age * 1e9 / 4) {
+                        renewed = dl_wall_ns();
+                        if ((rc = dl_rw_refresh(h, err)) != DIRLOCK_OK)
+                                break;
+                }
+                dl_record one;
+                int n = dl_range_held(&m, h->opts.stale_age, &one, deadline, err);
+                if (n < 0) {
+                        rc = err->code;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                dl_waiter_watch_owner(&w, &one);
+                if (waited == 0 && h->opts.timeout == 0)
+                        waited = DIRLOCK_EBUSY; /* one try */
+                if (waited != 0) {
+                        rc = dl_fail(err, waited, 0,
+                                     "%s: %d range(s) of lock '%s' are held, e.g. by pid %ld on %s",
+                                     waited == DIRLOCK_ECANCELED ? "canceled"
+                                     : waited == DIRLOCK_EBUSY   ? "busy"
+                                                                 : "timed out",
+                                     n, h->name, (long)one.pid, one.host[0] ? one.host : "an unknown host");
+                        break;
+                }
+        }
+        dl_waiter_close(&w);
+        dl_range_meta_free(&m);
+        return rc;
+}
+
 /* ---- the layer's entry points ------------------------------------------------ */
 
 static int acquire_mode(dirlock *h, const dl_time *deadline, dirlock_error *err)
@@ -871,7 +936,7 @@ int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                         return rc;
                 /* Announced (W, or our reader entry): now no range of the
                  * name may be held (range.c, RANGES AGAINST WHOLE LOCKS). */
-                rc = dl_range_wait_clear(h, deadline, err);
+                rc = wait_ranges_clear(h, deadline, err);
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_rw_release(h, NULL);
@@ -902,6 +967,18 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
                 rw->up_held = false;
         }
         return dl_excl_release(h, err);
+}
+
+int dl_rw_release_kept(dirlock *h, dirlock_error *err)
+{
+        if (!dl_rw_holds(h))
+                return DIRLOCK_OK;
+        int rc = dl_rw_release(h, err);
+        if (rc == DIRLOCK_ELOST) {
+                dl_ok(err);
+                return DIRLOCK_OK;
+        }
+        return rc;
 }
 
 bool dl_rw_holds(const dirlock *h)

@@ -2,7 +2,7 @@
  * directory behind the dirlock handle, for the board's "flock" mode and
  * for comparison in tests and benchmarks (space "flock:DIR", or
  * dirlock_flock_acquire()).  Lock NAME is flock() on DIR/NAME.flock
- * (layout.h).  Kernel semantics: released by the kernel when the holder
+ * (FLOCK_SUFFIX).  Kernel semantics: released by the kernel when the holder
  * dies, no owner record, no stale breaking, no upgrade, and readers can
  * lock a writer out.  Waiting forever blocks in flock(); a timeout polls
  * LOCK_NB with a short jittered backoff.
@@ -33,7 +33,6 @@
  * its copy); otherwise a lock its parent holds outlives the parent's
  * death.  The board never forks. */
 #include "backend.h"
-#include "dir/layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +79,9 @@ static int file_open(struct dl_flock *f, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+/* Lock NAME is the file DIR/NAME.flock: a name of its own in a directory
+ * that directory locks may share (lib/dir/layout.h keeps it free). */
+#define FLOCK_SUFFIX     ".flock"
 #define DL_FLOCK_REOPENS 100
 #define DL_FLOCK_AGAIN   (-1) /* confirm_grant: lock the file opened again */
 
@@ -121,7 +123,7 @@ static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
                 free(f);
                 return rc;
         }
-        f->path = dl_layout_path(dir, h->name, DL_SUFFIX_FLOCK);
+        f->path = dl_join(dir, h->name, FLOCK_SUFFIX);
         f->dir_len = strlen(dir);
         f->make_dir = !(h->opts.flags & DIRLOCK_NO_MKDIR);
         free(dir);
