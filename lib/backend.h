@@ -1,47 +1,90 @@
-/* backend.h - the seam between the public calls and the lock backends.
+/* backend.h - the seam between the public calls and the lock backends, and
+ * the contract every backend keeps (docs/backends.md is the checklist for
+ * adding one).
  *
  * A lock space is named by a string: a directory path (the directory
- * backend, dir.h), "flock:PATH" (the kernel's flock(2) on files in PATH,
- * flock.c), or "SCHEME://..." for backends that keep their locks
- * elsewhere (redis:// and redis+unix://, redis_backend.c).  space.c picks the backend from the string;
- * handle.c, multi.c and admin.c call it only through this table, and no backend knows of another.
+ * backend, lib/dir/), "flock:PATH" (the kernel's flock(2) on files in
+ * PATH, lib/flock/), or "SCHEME://..." for backends that keep their locks
+ * elsewhere (redis:// and redis+unix://, lib/redis/).  space.c picks the
+ * backend from the string (its scheme table); handle.c, multi.c and
+ * admin.c call a backend only through its table below, and no backend
+ * knows of another.
  *
- * A backend implements what it can; a NULL entry means the operation is
- * not available in that kind of space, and the public call says so
- * (DIRLOCK_EINVAL or DIRLOCK_EUPGRADE, naming the backend).  Every entry
- * returns DIRLOCK_OK or a dirlock_code, filling err. */
+ * THE CONTRACT.
+ *   - Required entries: open, close, acquire, release, refresh, check.
+ *     The neutral layer calls them without a NULL check.  Every other
+ *     entry may be NULL: the operation is not offered in that kind of
+ *     space, and the public call says so (DIRLOCK_EINVAL, or
+ *     DIRLOCK_EUPGRADE for upgrade), naming the backend.  retoken is
+ *     needed for DIRLOCK_REENTRANT handles to be taken again.
+ *   - Every entry returns DIRLOCK_OK or a dirlock_code and fills err (which
+ *     may be NULL) with a message naming the lock and, where there is one,
+ *     the path or server.
+ *   - The neutral layer has validated the name and the options (handle.c)
+ *     and checked that the calling process owns the handle before an entry
+ *     on a handle is called; a handle is used by one thread at a time.
+ *   - Waiting: acquire and upgrade wait by the deadline they are given,
+ *     never past it, learning of releases as the backend can (inotify and
+ *     pidfds for directories, notifications for a server), never with a
+ *     fixed sleep alone; they give up with DIRLOCK_ECANCELED when
+ *     h->opts.cancel_fd polls readable; a try (timeout 0) judges the
+ *     holder in its way exactly as a waiting acquire does (a holder that is
+ *     provably dead on this host does not make a try fail).
+ *   - A hold never outlives its owner for good: an owner that dies on
+ *     this host lets its locks go at once, one on another host after the
+ *     stale age (h->opts.stale_age, renewed by refresh).
+ *   - A backend that is not built in this configuration (a library it
+ *     needs is missing) links a placeholder table with only `name`,
+ *     `forms` and `absent` set (lib/NAME/NAME.mk decides which): space.c
+ *     then refuses its spaces with `absent` as the reason.
+ * Test hooks (DIRLOCK_TEST_*) are listed in lib/test_hooks.h. */
 #ifndef DIRLOCK_BACKEND_H
 #define DIRLOCK_BACKEND_H
 
 #include "internal.h"
 
 typedef struct dl_backend {
-        const char *name; /* "directory", "flock", ... for messages */
+        const char *name; /* "directory", "flock", "Redis": for messages */
+        /* The forms of its lock space strings, for usage texts and
+         * messages (dirlock_space_form), NULL-terminated; the grammar
+         * itself lives with the backend's parser. */
+        const char *const *forms;
+        /* The spec given to its entries is the whole space string, scheme
+         * included (a URL); false: what follows the scheme's prefix. */
+        bool spec_has_scheme;
+        /* NULL when built; else why this build has no such backend, and
+         * what to install ("this build of dirlock has no Redis support
+         * (install libhiredis-dev and rebuild)"). */
+        const char *absent;
+        /* The space is a directory of this host's filesystem (its spec is
+         * the directory's path), not a server shared by hosts. */
+        bool local;
 
         /* ---- one lock, through its handle ------------------------------ */
 
-        /* Set up h->impl for lock h->name in space `spec` (the space string
-         * without its scheme) with h->opts; no lock is taken.  May create
-         * the space (a directory) unless DIRLOCK_NO_MKDIR. */
+        /* Required.  Set up h->impl for lock h->name in space `spec` with
+         * h->opts; no lock is taken.  May create the space (a directory)
+         * unless DIRLOCK_NO_MKDIR.  On failure h->impl is left NULL or
+         * freed. */
         int (*open)(dirlock *h, const char *spec, dirlock_error *err);
-        /* Free h->impl (the lock is released or was never taken). */
+        /* Required.  Free h->impl (the lock is released or was never
+         * taken; close never releases). */
         void (*close)(dirlock *h);
-        /* The handle drew a new token (dirlock_reacquire): rebuild what
-         * depends on it.  NULL: a lock of this kind cannot be taken again
-         * through the same handle. */
+        /* The handle drew a new token (dirlock_reacquire, after
+         * release_kept): rebuild what depends on it.  NULL: a lock of this
+         * kind cannot be taken again through the same handle. */
         int (*retoken)(dirlock *h, dirlock_error *err);
-        /* Take the lock in h->opts.mode by the deadline, waiting as this
-         * backend can wait (how to learn of a release is the backend's:
-         * inotify and pidfds for directories, notifications for a
-         * server).  Honours h->opts.cancel_fd. */
+        /* Required.  Take the lock in h->opts.mode (and h->lo, h->hi for a
+         * range handle) by the deadline, as the contract above says. */
         int (*acquire)(dirlock *h, const dl_time *deadline, dirlock_error *err);
         /* Take all of hs[0..n-1] -- open handles of this backend in one
          * space, distinct names in strcmp order, the same options -- in one
          * atomic step by the deadline: all or none.  NULL: multi.c takes
          * them one by one in name order (deadlock-free by that order). */
         int (*acquire_many)(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err);
-        /* Let go of whatever h holds; DIRLOCK_ELOST when it had been
-         * broken (another holder's lock is left alone). */
+        /* Required.  Let go of whatever h holds; DIRLOCK_ELOST when it had
+         * been broken (another holder's lock is left alone).  A release
+         * that fails leaves what it could not remove to release_kept. */
         int (*release)(dirlock *h, dirlock_error *err);
         /* Try again a release that failed and left h's hold in place (an
          * entry it could not remove); DIRLOCK_OK when nothing was left, or
@@ -52,7 +95,12 @@ typedef struct dl_backend {
          * release that got no answer is sent again (the hold also expires
          * after its stale age). */
         int (*release_kept)(dirlock *h, dirlock_error *err);
+        /* Required.  Renew the hold's age so that no judge finds it stale
+         * (a holder calls it at least every stale_age / 3);
+         * DIRLOCK_ELOST when it had been broken. */
         int (*refresh)(dirlock *h, dirlock_error *err);
+        /* Required.  DIRLOCK_OK while h still holds its lock, DIRLOCK_ELOST
+         * when it does not; changes nothing. */
         int (*check)(const dirlock *h, dirlock_error *err);
         /* Draw this acquisition's fence (dirlock_fence) while the lock is
          * held; DIRLOCK_ELOST when it is not.  NULL: no fences here. */
@@ -74,6 +122,7 @@ typedef struct dl_backend {
                        dirlock_error *err);
         int (*break_lock)(const char *spec, const char *name, double stale_age, int force,
                           dirlock_error *err);
+        /* NULL: nothing is ever left behind (dirlock_cleanup succeeds). */
         int (*cleanup)(const char *spec, dirlock_error *err);
         /* The range holders and waiters of `name` (NULL: no ranges). */
         int (*ranges)(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
@@ -84,17 +133,20 @@ typedef struct dl_backend {
         int (*list)(const char *spec, char ***names, size_t *count, dirlock_error *err);
 } dl_backend;
 
+/* The directory backend: the space of every string no scheme claims. */
 extern const dl_backend dl_dir_backend;
-extern const dl_backend dl_flock_backend;
-extern const dl_backend dl_redis_backend; /* redis.h; only with DIRLOCK_WITH_REDIS */
 
-/* The backend of lock space `space` and its spec (a pointer into space,
- * after the scheme).  DIRLOCK_EINVAL for an empty or unknown one. */
+/* The backend of lock space `space` and its spec (a pointer into space).
+ * DIRLOCK_EINVAL for an empty or unknown one, or one of a backend this
+ * build does not have. */
 int dl_space_resolve(const char *space, const dl_backend **be, const char **spec, dirlock_error *err);
 
 /* A handle of backend `be` for lock `name` in `spec`: validates the name
  * and the options, draws a token, opens it (be->open). */
 int dl_handle_open(const dl_backend *be, const char *spec, const char *name, const dirlock_options *opts,
                    dirlock **out, dirlock_error *err);
+/* Take the lock of a handle just opened (be->acquire by its timeout):
+ * *out is the handle, or on failure the handle is freed. */
+int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err);
 
 #endif

@@ -358,6 +358,31 @@ typedef struct dirlock_range_info {
 int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
                    dirlock_error *err);
 
+/* ---- lock spaces ---------------------------------------------------------- */
+
+/* What a lock space string names, without touching the space (no
+ * directory made, no server asked). */
+typedef struct dirlock_space_info {
+        const char *backend; /* "directory", "flock", "Redis", ...: for messages */
+        /* A directory of this host's filesystem (a directory space, and
+         * flock:DIR): the directory's path, pointing into the string given;
+         * NULL for a space on a server, which several hosts may share. */
+        const char *dir;
+        int ranges;        /* dirlock_acquire_range() is offered           */
+        int fences;        /* dirlock_fence() is offered                   */
+        int upgrade;       /* intent locks upgrade (dirlock_upgrade)       */
+        int owner_records; /* dirlock_inspect(), dirlock_list() are offered */
+} dirlock_space_info;
+
+/* DIRLOCK_EINVAL (with the reason) for an empty or unknown space, or one
+ * of a kind this build of the library does not have. */
+int dirlock_space_query(const char *space, dirlock_space_info *info, dirlock_error *err);
+
+/* The forms a lock space string may take, for usage texts: the i-th, from
+ * 0 ("DIR", a lock directory) until NULL; *built (may be NULL) is 0 for a
+ * kind this build of the library does not have. */
+const char *dirlock_space_form(size_t i, int *built);
+
 /* ---- processes ---------------------------------------------------------- */
 
 /* How owner records tell a live owner from a dead one, for callers that

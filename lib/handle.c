@@ -138,8 +138,7 @@ void dl_handle_forget_cancel(dirlock *h)
         h->opts.cancel_fd = -1;
 }
 
-/* Take the lock of a new handle, or free the handle. */
-static int acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
+int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
 {
         dl_time deadline = dl_deadline(h->opts.timeout);
         int rc = h->be->acquire(h, &deadline, err);
@@ -169,7 +168,7 @@ int dirlock_acquire(const char *space, const char *name, const dirlock_options *
                 return rc;
         dirlock *h;
         rc = dl_handle_open(be, spec, name, opts, &h, err);
-        return rc != DIRLOCK_OK ? rc : acquire_new(h, out, err);
+        return rc != DIRLOCK_OK ? rc : dl_handle_acquire_new(h, out, err);
 }
 
 int dirlock_acquire_range(const char *space, const char *name, double lo, double hi,
@@ -204,7 +203,7 @@ int dirlock_acquire_range(const char *space, const char *name, double lo, double
                 dl_handle_free(h);
                 return rc;
         }
-        return acquire_new(h, out, err);
+        return dl_handle_acquire_new(h, out, err);
 }
 
 int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err)
@@ -234,19 +233,6 @@ int dirlock_range_of(const dirlock *lock, double *lo, double *hi)
         if (hi != NULL)
                 *hi = lock->hi;
         return 1;
-}
-
-int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
-                          dirlock_error *err)
-{
-        if (out == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
-        *out = NULL;
-        if (lockdir == NULL || lockdir[0] == '\0')
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock directory given");
-        dirlock *h;
-        int rc = dl_handle_open(&dl_flock_backend, lockdir, name, opts, &h, err);
-        return rc != DIRLOCK_OK ? rc : acquire_new(h, out, err);
 }
 
 int dirlock_reacquire(dirlock *lock, dirlock_error *err)

@@ -292,8 +292,12 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
         return DIRLOCK_OK;
 }
 
+static const char *const dir_forms[] = {"DIR (a lock directory)", NULL};
+
 const dl_backend dl_dir_backend = {
     .name = "directory",
+    .forms = dir_forms,
+    .local = true,
     .open = dir_open,
     .close = dir_close,
     .retoken = dir_retoken,

@@ -243,8 +243,12 @@ static int flock_check(const dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+static const char *const flock_forms[] = {"flock:DIR (flock(2) on files in DIR)", NULL};
+
 const dl_backend dl_flock_backend = {
     .name = "flock",
+    .forms = flock_forms,
+    .local = true,
     .open = flock_open,
     .close = flock_close,
     .retoken = flock_retoken,
@@ -253,3 +257,18 @@ const dl_backend dl_flock_backend = {
     .refresh = flock_refresh,
     .check = flock_check,
 };
+
+/* The backend's own public entry: a flock lock in directory `lockdir`
+ * (dirlock.h), as "flock:" spaces take them. */
+int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+                          dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        *out = NULL;
+        if (lockdir == NULL || lockdir[0] == '\0')
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock directory given");
+        dirlock *h;
+        int rc = dl_handle_open(&dl_flock_backend, lockdir, name, opts, &h, err);
+        return rc != DIRLOCK_OK ? rc : dl_handle_acquire_new(h, out, err);
+}

@@ -4,7 +4,8 @@
 #   provides: REDIS (1 when built), REDIS_SRCS
 #
 # Built when pkg-config finds hiredis (Debian: libhiredis-dev), or never
-# with REDIS=0; without it redis:// spaces say that this build has none.
+# with REDIS=0; without it only the placeholder is (redis_absent.c), and
+# redis:// spaces say that this build has none.
 
 REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_range.c \
 	lib/redis/redis_scripts.c lib/redis/redis_url.c
@@ -14,4 +15,6 @@ LIB_SRCS += $(REDIS_SRCS)
 LIB_LIBS += $(shell pkg-config --libs hiredis)
 PC_REQUIRES += Requires.private: hiredis
 ALL_CFLAGS += -DDIRLOCK_WITH_REDIS
+else
+LIB_SRCS += lib/redis/redis_absent.c
 endif

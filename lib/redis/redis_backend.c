@@ -1153,8 +1153,12 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
         return rc;
 }
 
+static const char *const redis_forms[] = {DL_REDIS_SPACE_FORMS, NULL};
+
 const dl_backend dl_redis_backend = {
     .name = "Redis",
+    .forms = redis_forms,
+    .spec_has_scheme = true,
     .open = redis_open,
     .close = redis_close,
     .retoken = redis_retoken,

@@ -17,6 +17,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The grammar's two forms, for usage texts (backend.h: forms). */
+#define DL_REDIS_SPACE_FORMS                                                                                 \
+        "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=P]", "redis+unix:///SOCKET[?db=N&prefix=P]"
+
 #define DL_REDIS_DEFAULT_PORT   6379
 #define DL_REDIS_DEFAULT_PREFIX "dirlock"
 #define DL_REDIS_PREFIX_MAX     64

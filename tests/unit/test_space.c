@@ -174,6 +174,57 @@ static void test_flock_renamed_dir(void **state)
         assert_int_equal(dirlock_release(other, &e), DIRLOCK_OK);
 }
 
+/* What a space string names, without touching it: the board asks this
+ * instead of parsing the grammar itself. */
+static void test_space_query(void **state)
+{
+        (void)state;
+        dirlock_space_info info;
+        dirlock_error e;
+        assert_int_equal(dirlock_space_query("/nonexistent/locks", &info, &e), DIRLOCK_OK);
+        assert_string_equal(info.backend, "directory");
+        assert_string_equal(info.dir, "/nonexistent/locks");
+        assert_true(info.ranges && info.fences && info.upgrade && info.owner_records);
+        assert_int_equal(access("/nonexistent", F_OK), -1); /* nothing made */
+        const char *space = "flock:/run/board";
+        assert_int_equal(dirlock_space_query(space, &info, &e), DIRLOCK_OK);
+        assert_string_equal(info.backend, "flock");
+        assert_ptr_equal(info.dir, space + 6);
+        assert_false(info.ranges || info.fences || info.upgrade || info.owner_records);
+        int redis = dirlock_space_query("redis://127.0.0.1:1/0", &info, &e);
+        if (redis == DIRLOCK_OK) {
+                assert_string_equal(info.backend, "Redis");
+                assert_null(info.dir);
+                assert_true(info.ranges && info.fences);
+        } else {
+                assert_int_equal(redis, DIRLOCK_EINVAL);
+                assert_non_null(strstr(e.message, "no Redis support"));
+        }
+        assert_int_equal(dirlock_space_query("nosuch://x", &info, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "known: a directory path, flock:DIR, redis://"));
+        assert_int_equal(dirlock_space_query("", &info, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_space_query("/x", NULL, &e), DIRLOCK_EINVAL);
+}
+
+/* The forms for usage texts come from the scheme table: a directory
+ * first, each backend's forms once, then NULL. */
+static void test_space_forms(void **state)
+{
+        (void)state;
+        int built = -1;
+        assert_non_null(strstr(dirlock_space_form(0, &built), "DIR"));
+        assert_int_equal(built, 1);
+        size_t n = 0, redis = 0;
+        const char *form;
+        for (size_t i = 0; (form = dirlock_space_form(i, NULL)) != NULL; i++) {
+                n++;
+                redis += strncmp(form, "redis", 5) == 0;
+        }
+        assert_int_equal(redis, 2); /* redis:// and redis+unix://, once each */
+        assert_true(n >= 4);
+        assert_null(dirlock_space_form(n, &built));
+}
+
 static void test_bad_spaces(void **state)
 {
         (void)state;
@@ -255,7 +306,8 @@ int main(void)
             cmocka_unit_test(test_flock_space),        cmocka_unit_test(test_flock_reentrant),
             cmocka_unit_test(test_flock_removed_file), cmocka_unit_test(test_flock_renamed_dir),
             cmocka_unit_test(test_bad_spaces),         cmocka_unit_test(test_list),
-            cmocka_unit_test(test_process_alive),
+            cmocka_unit_test(test_process_alive),      cmocka_unit_test(test_space_query),
+            cmocka_unit_test(test_space_forms),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
