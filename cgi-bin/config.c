@@ -1,6 +1,8 @@
 /* config.c - configuration file parser (see config.h). */
 #include "config.h"
 
+#include "dirlock.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -218,21 +220,14 @@ static int default_lock_space(struct board_config *cfg)
         return 0;
 }
 
-/* A lock server's space, "scheme://..." (the library's rule for telling
- * it from a directory path or flock:DIR, lib/space.c). */
-static int is_server_space(const char *space)
+/* The directory of a lock space on this host's filesystem (a directory,
+ * or flock:DIR; the library's query, dirlock_space_query), pointing into
+ * `space`; NULL for a lock server's space, shared by several hosts, and
+ * for a space the library cannot use (it says why at the first lock). */
+static const char *local_dir_of(const char *space)
 {
-        if (strncmp(space, "flock:", 6) == 0 || !isalpha((unsigned char)space[0]))
-                return 0;
-        size_t n = strspn(space, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
-        return strncmp(space + n, "://", 3) == 0;
-}
-
-/* lock_mode flock locks files in a directory: a directory path or
- * flock:DIR, not a lock server's space. */
-static int flock_space_ok(const char *space)
-{
-        return !is_server_space(space);
+        dirlock_space_info info;
+        return dirlock_space_query(space, &info, NULL) == DIRLOCK_OK ? info.dir : NULL;
 }
 
 static int is_space(char c)
@@ -329,7 +324,9 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                 rc = board_fail(err, 500, "%s: key 'data_dir' is required", filename);
         if (rc == 0 && !cfg->lock_space && default_lock_space(cfg) < 0)
                 rc = board_fail(err, 500, "%s: out of memory", filename);
-        if (rc == 0 && cfg->lock_mode == BOARD_LOCK_FLOCK && !flock_space_ok(cfg->lock_space))
+        if (rc == 0)
+                cfg->lock_dir = local_dir_of(cfg->lock_space);
+        if (rc == 0 && cfg->lock_mode == BOARD_LOCK_FLOCK && !cfg->lock_dir)
                 rc = board_fail(err, 500,
                                 "%s: key 'lock_space': lock_mode flock takes flock(2) locks on files in a "
                                 "directory; '%.100s' is not one (give a directory or flock:DIR)",
@@ -338,7 +335,7 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
          * commit judges the claims of its queue by process id, which only
          * means something on one host (postqueue.c): off by default there,
          * and refused when asked for. */
-        if (rc == 0 && is_server_space(cfg->lock_space)) {
+        if (rc == 0 && !cfg->lock_dir) {
                 if (seen[K_GROUP_COMMIT] && cfg->group_commit)
                         rc = board_fail(err, 500,
                                         "%s: key 'group_commit': group commit judges queued posts by process "

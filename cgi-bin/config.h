@@ -20,6 +20,10 @@ struct board_config {
          * its lock space: a directory, "flock:DIR", or a backend's URL.
          * Default data_dir/locks. */
         char *lock_space;
+        /* The directory of a lock space of this host's filesystem (a
+         * directory, or DIR of flock:DIR), pointing into lock_space; NULL
+         * for a lock server's space. */
+        const char *lock_dir;
         int lock_mode;
         int store;
         double lock_timeout; /* seconds */

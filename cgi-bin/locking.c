@@ -53,11 +53,9 @@ static int take_flagged(const struct board_config *cfg, const char *name, struct
         dirlock_error de = {0, 0, ""};
         dirlock *h = NULL;
         /* flock mode: flock(2) on files in the lock space's directory
-         * (config.c allows only a directory or flock:DIR there). */
-        const char *space = cfg->lock_space;
-        int rc = use_flock && strncmp(space, "flock:", 6) != 0
-                     ? dirlock_flock_acquire(space, name, &opts, &h, &de)
-                     : dirlock_acquire(space, name, &opts, &h, &de);
+         * (config.c allows only a space that has one). */
+        int rc = use_flock ? dirlock_flock_acquire(cfg->lock_dir, name, &opts, &h, &de)
+                           : dirlock_acquire(cfg->lock_space, name, &opts, &h, &de);
         if (rc == DIRLOCK_ECANCELED)
                 return 1;
         if (rc != DIRLOCK_OK)

@@ -61,7 +61,7 @@ static bool messages_free(const struct board_config *cfg)
         dirlock *h = NULL;
         dirlock_error e;
         int rc = cfg->lock_mode == BOARD_LOCK_FLOCK
-                     ? dirlock_flock_acquire(cfg->lock_space, "messages", &o, &h, &e)
+                     ? dirlock_flock_acquire(cfg->lock_dir, "messages", &o, &h, &e)
                      : dirlock_acquire(cfg->lock_space, "messages", &o, &h, &e);
         if (rc != DIRLOCK_OK) {
                 assert_int_equal(rc, DIRLOCK_EBUSY);

@@ -114,8 +114,8 @@ static int try_write_lock(const struct board_config *cfg, double timeout)
         opts.timeout = timeout;
         dirlock *h = NULL;
         dirlock_error de = {0, 0, ""};
-        int rc = cfg->lock_mode == BOARD_LOCK_FLOCK && strncmp(cfg->lock_space, "flock:", 6) != 0
-                     ? dirlock_flock_acquire(cfg->lock_space, BOARD_LOCK_NAME, &opts, &h, &de)
+        int rc = cfg->lock_mode == BOARD_LOCK_FLOCK
+                     ? dirlock_flock_acquire(cfg->lock_dir, BOARD_LOCK_NAME, &opts, &h, &de)
                      : dirlock_acquire(cfg->lock_space, BOARD_LOCK_NAME, &opts, &h, &de);
         if (rc == DIRLOCK_OK)
                 assert_int_equal(dirlock_release(h, &de), DIRLOCK_OK);
