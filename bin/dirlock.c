@@ -53,13 +53,11 @@ static void usage(FILE *to)
                 "COMMAND, release them, and exit with COMMAND's status.\n"
                 "\n"
                 "Options:\n"
-                "  -d, --dir SPACE        lock space: a lock directory, flock:DIR for flock(2), or a\n"
-                "                         Redis server: redis://[:PASSWORD@]HOST[:PORT][/DB][?prefix=P],\n"
-                "                         redis+unix:///SOCKET[?db=N&prefix=P]\n"
-                "                         (default $DIRLOCK_DIR, else ./locks)\n"
+                "  -d, --dir SPACE        lock space (default $DIRLOCK_DIR, else ./locks); one of the\n"
+                "                         forms listed below\n"
                 "  -w, --timeout SECONDS  wait at most SECONDS (fractions allowed; default: forever)\n"
                 "  -n, --nonblock         fail at once if a lock is held (same as -w 0)\n"
-                "      --stale SECONDS    age after which an unrefreshed lock is stale (default 180)\n"
+                "      --stale SECONDS    age after which an unrefreshed lock is stale (default %g)\n"
                 "  -E, --conflict-exit-code CODE\n"
                 "                         exit status when a lock cannot be had (default 1)\n"
                 "  -x, --exclusive        exclusive lock (default)\n"
@@ -71,7 +69,13 @@ static void usage(FILE *to)
                 "  -q, --quiet            no message on conflict\n"
                 "  -h, --help             this help\n"
                 "  -V, --version          version\n",
-                progname, progname, progname, progname, progname);
+                progname, progname, progname, progname, progname, DIRLOCK_DEFAULT_STALE_AGE);
+        /* The lock spaces this build of the library knows (lib/space.c). */
+        fprintf(to, "\nLock spaces:\n");
+        const char *form;
+        int built;
+        for (size_t i = 0; (form = dirlock_space_form(i, &built)) != NULL; i++)
+                fprintf(to, "  %s%s\n", form, built ? "" : "  (not in this build)");
 }
 
 static int parse_seconds(const char *s, double *out)
