@@ -23,11 +23,13 @@ ifeq ($(SANITIZE),1)
 BUILD := build-san
 OPT := -O1 -g -fno-omit-frame-pointer
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+# ... and with the protocols' assertions checked (DL_ASSERT, lib/internal.h).
+ASSERTS := -DDIRLOCK_ASSERTS
 BIN_DIR := $(BUILD)/bin
 BOARD_BIN := $(BUILD)/cgi-bin/board
 endif
 
-ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -Ilib $(CFLAGS)
+ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(ASSERTS) -fPIC -Ilib $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
 .PHONY: all clean check-format format

@@ -7,8 +7,20 @@
 
 #include "dirlock.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <time.h>
+
+/* DL_ASSERT(c): a precondition or invariant that a protocol's comment
+ * states, checked where the comment states it, as SQLite's assert()s
+ * check its comments: in the builds the tests run under the sanitizers
+ * (make test SANITIZE=1) and the test-hook build (tests/tests.mk), which
+ * compile with DIRLOCK_ASSERTS.  The shipped library pays nothing. */
+#ifdef DIRLOCK_ASSERTS
+#define DL_ASSERT(c) assert(c)
+#else
+#define DL_ASSERT(c) ((void)0)
+#endif
 
 /* ---- the handle -------------------------------------------------------- */
 

@@ -44,7 +44,7 @@ HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
 $(BUILD)/hooks/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DDIRLOCK_TEST_HOOKS -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DDIRLOCK_TEST_HOOKS -DDIRLOCK_ASSERTS -MMD -MP -c -o $@ $<
 $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)

@@ -559,10 +559,14 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
  * without the rename (see ACQUIRE 2). */
 static int take_once(dirlock *h, bool peek, dirlock_error *err)
 {
+        DL_ASSERT(!dl_dir_of(h)->excl_held); /* one acquisition takes W once */
         for (int again = 0;; again++) {
                 int rc = prep_make(h, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
+                /* ACQUIRE 1 before 2: the directory renamed into place
+                 * holds our owner entry, never nothing (INVARIANT A). */
+                DL_ASSERT(dl_dir_of(h)->prep_made);
                 struct stat st;
                 if (peek && lstat(dl_dir_of(h)->lock_path, &st) == 0)
                         return DIRLOCK_EBUSY;
