@@ -104,6 +104,8 @@ typedef enum dirlock_code {
         DIRLOCK_EAUTH,     /* the lock server refused our credentials or db  */
         DIRLOCK_EDATA,     /* the lock server's data is not what dirlock wrote
                               (a key of the wrong type), or a script failed   */
+        DIRLOCK_EAGAIN,    /* a pending acquire is still waiting: poll its
+                              descriptor and step it again                  */
         DIRLOCK_CODE_COUNT
 } dirlock_code;
 
@@ -357,6 +359,67 @@ typedef struct dirlock_range_info {
  * malloc'd array of *count entries (free() it). */
 int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
                    dirlock_error *err);
+
+/* ---- acquiring without blocking --------------------------------------- */
+
+/* For event loops (libuv, epoll, asyncio, Node): an acquire that never
+ * blocks its caller.  Start it, poll its descriptor for reading, step it
+ * when the descriptor is readable; it ends with the lock or an error:
+ *
+ *     dirlock_pending *p;
+ *     dirlock_acquire_start(space, name, &opts, &p, &err);
+ *     ... add dirlock_pending_fd(p) to the loop, for POLLIN; when readable:
+ *     rc = dirlock_pending_step(p, &err);
+ *     if (rc == DIRLOCK_EAGAIN) wait again;
+ *     else { lock = dirlock_pending_lock(p); dirlock_pending_free(p); ... }
+ *
+ * It is the same acquire as dirlock_acquire() -- the same protocol, the
+ * same options, modes, spaces, errors and timeout -- run so that wherever
+ * it would wait it returns to the loop instead (lib/pending.c has the
+ * state machine).  The deadline needs no timer of the caller's: the
+ * descriptor becomes readable when it passes, and the next step ends the
+ * acquire with DIRLOCK_ETIMEDOUT.  Any number may be pending in one thread
+ * (each holds a few descriptors; see bench/README.md for 1,000 at once).
+ * A pending acquire is started, stepped and freed by one thread, and
+ * belongs to its process like a handle.  opts->cancel_fd (with
+ * DIRLOCK_CANCEL_FD) works as for dirlock_acquire(), and so does
+ * dirlock_pending_cancel().  Each *_start call runs the acquire up to its
+ * first wait at once: a free lock is already held when it returns (the
+ * descriptor then polls readable, and the first step says DIRLOCK_OK). */
+typedef struct dirlock_pending dirlock_pending;
+
+int dirlock_acquire_start(const char *space, const char *name, const dirlock_options *opts,
+                          dirlock_pending **out, dirlock_error *err);
+int dirlock_acquire_range_start(const char *space, const char *name, double lo, double hi,
+                                const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
+int dirlock_acquire_many_start(const char *space, const char *const names[], size_t n,
+                               const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
+/* Intent -> exclusive without blocking; the handle is not used by anyone
+ * else until the pending upgrade is done (DIRLOCK_OK: upgraded; else it
+ * keeps its intent lock, as dirlock_upgrade()). */
+int dirlock_upgrade_start(dirlock *lock, const dirlock_options *opts, dirlock_pending **out,
+                          dirlock_error *err);
+
+/* The descriptor to poll for reading (the same for the pending acquire's
+ * whole life; the library closes it in dirlock_pending_free). */
+int dirlock_pending_fd(const dirlock_pending *p);
+/* Go on as far as possible without blocking: DIRLOCK_EAGAIN while it still
+ * waits, else the acquire's result (the same on every later call). */
+int dirlock_pending_step(dirlock_pending *p, dirlock_error *err);
+/* Give up: the acquire ends at its next step with DIRLOCK_ECANCELED (or
+ * DIRLOCK_OK, when it got the lock first), having removed what it made. */
+void dirlock_pending_cancel(dirlock_pending *p);
+/* After DIRLOCK_OK: the new handle, or set (acquire_many), handed to the
+ * caller once (NULL before, after, or for an upgrade). */
+dirlock *dirlock_pending_lock(dirlock_pending *p);
+dirlock_set *dirlock_pending_set(dirlock_pending *p);
+/* Free it in any state: a waiting acquire is canceled and finished first
+ * (which may block for the clean-up's own I/O, at most a lock server's
+ * answer), a lock it got and nobody took is released.  In a forked child
+ * it only closes the child's copies of its descriptors: the acquire under
+ * way is the parent's, and what it had allocated stays until exec or
+ * exit. */
+void dirlock_pending_free(dirlock_pending *p);
 
 /* ---- lock spaces ---------------------------------------------------------- */
 

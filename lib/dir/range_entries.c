@@ -155,7 +155,7 @@ int dl_range_meta_take(struct dl_range_meta *m, const dl_time *deadline, dirlock
                 double nap = backoff_us * (0.5 + (double)(m->jitter >> 11) / 9007199254740992.0);
                 double left_us = dl_remaining(deadline) * 1e3;
                 struct timespec ts = {0, (long)((nap < left_us ? nap : left_us) * 1e3)};
-                nanosleep(&ts, NULL);
+                dl_poll(NULL, 0, &ts);
                 if (backoff_us < 2000)
                         backoff_us *= 2;
         }

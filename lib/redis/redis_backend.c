@@ -253,13 +253,7 @@ int dl_redis_open_pidfd(const dl_record *rec)
 /* Sleep up to ms (not past the deadline); 1 when the cancel fd fired. */
 int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd)
 {
-        double left = dl_remaining(deadline);
-        if (ms > left)
-                ms = left;
-        struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-        struct pollfd p = {.fd = cancel_fd, .events = POLLIN};
-        int r = ppoll(&p, cancel_fd >= 0 ? 1 : 0, &ts, NULL);
-        return r > 0 ? 1 : 0;
+        return dl_nap_ms(ms, deadline, cancel_fd);
 }
 
 /* Run one script on the space of `u`, by `deadline`.  With `retry`, a
