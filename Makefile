@@ -37,6 +37,7 @@ all:
 
 include lib/lib.mk           # the library
 include bin/bin.mk           # the dirlock command
+include man/man.mk           # the manual pages: install-man, lint-man
 include cgi-bin/board.mk     # the board
 BOARD_LIBS += $(LIB_LIBS)    # what the library needs (hiredis), after it
 include tools/tools.mk       # dirlock-demo, deps, start/stop, demo, demo-rw

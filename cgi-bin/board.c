@@ -24,11 +24,22 @@ void board_close(struct board *b)
         b->state = NULL;
 }
 
+int board_check_store(const struct board *b, struct board_error *err)
+{
+        if (b->store == NULL)
+                return board_fail(err, 500,
+                                  "the configuration names store %d, which this board does not have",
+                                  (int)b->cfg->store);
+        return 0;
+}
+
 /* The store's state for this process, made on first use. */
 static int opened(struct board *b, struct board_error *err)
 {
         if (b->state != NULL)
                 return 0;
+        if (board_check_store(b, err) < 0)
+                return -1;
         return b->store->open(b->cfg, &b->state, err);
 }
 

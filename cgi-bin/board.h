@@ -14,12 +14,15 @@
 /* One board in this process. */
 struct board {
         const struct board_config *cfg;
-        const struct store_ops *store; /* picked by cfg->store */
+        const struct store_ops *store; /* picked by cfg->store; NULL: none, every operation a 500 */
         void *state;                   /* the store's, made on first use; NULL before */
 };
 
 /* Set up *b for `cfg` (which must outlive it); nothing is opened yet. */
 void board_init(struct board *b, const struct board_config *cfg);
+/* 0 when the board has the store its configuration names, else -1 with
+ * a 500 error naming the value (every operation fails with it then). */
+int board_check_store(const struct board *b, struct board_error *err);
 /* Free what the store keeps for this process. */
 void board_close(struct board *b);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int board_fail(struct board_error *e, int status, const char *fmt, ...)
 {
@@ -40,4 +41,10 @@ const char *storage_hint(int sys_errno)
                 return " (permission denied on the data directory)";
         }
         return "";
+}
+
+void board_bug_unknown(const char *what, int value)
+{
+        fprintf(stderr, "board: bug: unknown %s %d (no configuration gives it)\n", what, value);
+        abort();
 }

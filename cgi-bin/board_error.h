@@ -1,6 +1,6 @@
 /* board_error.h - the board's error values: an HTTP status, an optional
  * Retry-After and a message a person can read, with what to do about the
- * usual storage failures. */
+ * usual storage failures; and the abort of a bug. */
 #ifndef BOARD_BOARD_ERROR_H
 #define BOARD_BOARD_ERROR_H
 
@@ -24,5 +24,11 @@ void board_error_clear(struct board_error *e);
  * (errno `sys_errno`): what to do about the usual storage failures
  * (" (the disk is full)"), or "". */
 const char *storage_hint(int sys_errno);
+
+/* A value no configuration can give reached code that dispatches on it
+ * (a lock mode without a row, a write method without a case): a bug, not
+ * bad input, since the configuration parser admits only values the board
+ * has.  Says on stderr what the value was, and aborts. */
+_Noreturn void board_bug_unknown(const char *what, int value);
 
 #endif

@@ -1,4 +1,5 @@
-/* locking.c - lock mode -> dirlock library calls (see locking.h). */
+/* locking.c - a lock mode's row (lockmode.h) carried out with dirlock
+ * library calls (see locking.h). */
 #include "locking.h"
 
 #include <pthread.h>
@@ -89,26 +90,25 @@ static int draw_fence(struct board_lock *lk, int rc, struct board_error *err)
         return lock_error(lk->cfg, code, &de, err);
 }
 
-static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
-                struct board_error *err)
+/* The write lock of the mode's row (lockmode.h) on the log, with its
+ * fence when the row has fences. */
+static int take_write(const struct board_config *cfg, const struct board_lock_mode_row *row,
+                      struct board_lock *lk, double timeout, int cancel_fd, struct board_error *err)
 {
-        return take_named(cfg, BOARD_LOCK_NAME, lk, mode, use_flock, cfg->lock_timeout, -1, err);
+        int rc = take_named(cfg, BOARD_LOCK_NAME, lk, row->write, row->flock, timeout, cancel_fd, err);
+        return row->fenced ? draw_fence(lk, rc, err) : rc;
 }
 
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
                      struct board_error *err)
 {
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
         lk->cfg = cfg;
         lk->handle = NULL;
         lk->fence = 0;
-        switch (cfg->lock_mode) {
-        case BOARD_LOCK_MKDIR:
-        case BOARD_LOCK_RW:
-                return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, cfg->lock_timeout, -1, err);
-        case BOARD_LOCK_FLOCK:
-                return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 1, cfg->lock_timeout, -1, err);
-        }
-        return 0;
+        if (!row->side_locks)
+                return 0;
+        return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, row->flock, cfg->lock_timeout, -1, err);
 }
 
 int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
@@ -155,7 +155,7 @@ struct kept_reader {
         bool foreign;       /* inherited over fork() while held */
         unsigned long used; /* kept_clock at its last view */
         char *space;        /* the settings it was made with */
-        int lock_mode;
+        enum board_lock_mode lock_mode;
         double lock_timeout, stale_age;
 };
 
@@ -248,8 +248,9 @@ static void reader_released(const struct dirlock *handle)
         }
 }
 
-static int take_shared(const struct board_config *cfg, struct board_lock *lk, int use_flock,
-                       struct board_error *err)
+/* The read lock of the mode's row on the log, through a kept handle. */
+static int take_shared(const struct board_config *cfg, const struct board_lock_mode_row *row,
+                       struct board_lock *lk, struct board_error *err)
 {
         struct kept_reader *r = reader_find(cfg);
         if (r != NULL) {
@@ -274,7 +275,7 @@ static int take_shared(const struct board_config *cfg, struct board_lock *lk, in
                 reader_forget(r);
         }
         r = reader_slot();
-        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_SHARED, use_flock,
+        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, row->read, row->flock,
                               r != NULL ? DIRLOCK_REENTRANT : 0, cfg->lock_timeout, -1, err);
         if (rc == 0 && r != NULL)
                 reader_keep(r, cfg, lk->handle);
@@ -283,16 +284,13 @@ static int take_shared(const struct board_config *cfg, struct board_lock *lk, in
 
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
         lk->cfg = cfg;
         lk->handle = NULL;
         lk->fence = 0;
-        switch (cfg->lock_mode) {
-        case BOARD_LOCK_RW:
-                return take_shared(cfg, lk, 0, err);
-        case BOARD_LOCK_FLOCK:
-                return take_shared(cfg, lk, 1, err);
-        }
-        return 0;
+        if (row->read == BOARD_LOCK_NOTHING)
+                return 0;
+        return take_shared(cfg, row, lk, err);
 }
 
 int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
@@ -303,22 +301,13 @@ int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk
 int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk, double timeout,
                           int cancel_fd, struct board_error *err)
 {
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
         lk->cfg = cfg;
         lk->handle = NULL;
         lk->fence = 0;
-        switch (cfg->lock_mode) {
-        case BOARD_LOCK_MKDIR:
-                return draw_fence(
-                    lk, take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err),
-                    err);
-        case BOARD_LOCK_RW:
-                return draw_fence(
-                    lk, take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_INTENT, 0, timeout, cancel_fd, err),
-                    err);
-        case BOARD_LOCK_FLOCK:
-                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 1, timeout, cancel_fd, err);
-        }
-        return 0;
+        if (row->write == BOARD_LOCK_NOTHING || row->write_after_read)
+                return 0;
+        return take_write(cfg, row, lk, timeout, cancel_fd, err);
 }
 
 static int upgrade(struct board_lock *lk, struct board_error *err)
@@ -333,15 +322,16 @@ static int upgrade(struct board_lock *lk, struct board_error *err)
 int board_lock_write_commit(struct board_lock *lk, struct board_error *err)
 {
         const struct board_config *cfg = lk->cfg;
-        if (cfg->lock_mode == BOARD_LOCK_WRONG)
-                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
+        if (row->write != BOARD_LOCK_NOTHING && row->write_after_read)
+                return take_write(cfg, row, lk, cfg->lock_timeout, -1, err);
         /* rw: an in-place write is seen by readers as it happens, so it
          * needs the exclusive lock before it starts.  A rename write does
          * not: its temp file is written and synced while readers go on
          * (that is what the intent lock is for), and the upgrade waits
          * until board_lock_make_exclusive(), right before the rename;
          * board_lock_write_visible() steps back to intent right after it. */
-        if (cfg->lock_mode == BOARD_LOCK_RW && lk->handle && cfg->write_method == BOARD_WRITE_INPLACE)
+        if (row->upgrade_before_inplace && lk->handle && cfg->write_method == BOARD_WRITE_INPLACE)
                 return upgrade(lk, err);
         return 0;
 }
@@ -361,7 +351,7 @@ int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err)
 
 void board_lock_write_visible(struct board_lock *lk)
 {
-        if (lk->handle && lk->cfg->lock_mode == BOARD_LOCK_RW &&
+        if (lk->handle && board_lock_mode_row(lk->cfg->lock_mode)->write == DIRLOCK_INTENT &&
             dirlock_mode_of(lk->handle) == DIRLOCK_EXCLUSIVE) {
                 dirlock_error ignored = {0, 0, ""};
                 (void)dirlock_downgrade_intent(lk->handle, &ignored);

@@ -416,8 +416,7 @@ static int post_alone(struct log_store *s, struct logrecord *msg, const struct s
 
 static bool uses_queue(const struct board_config *cfg)
 {
-        return cfg->group_commit && (cfg->lock_mode == BOARD_LOCK_MKDIR || cfg->lock_mode == BOARD_LOCK_RW ||
-                                     cfg->lock_mode == BOARD_LOCK_FLOCK);
+        return cfg->group_commit && board_lock_mode_row(cfg->lock_mode)->group_commit;
 }
 
 static bool log_has_id(const struct msglist *l, const char *id)
