@@ -33,6 +33,7 @@
  * age), each step scaled by a random factor in [0.5, 1.5) so that waiters
  * spread out. */
 #include "internal.h"
+#include "test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,13 +105,9 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 w->recheck_ms = stale_age * 1e3 / 3;
                 w->cap_ms = w->recheck_ms;
         }
-#ifdef DIRLOCK_TEST_HOOKS
-        /* Test builds only: a long re-check interval turns a lost wake-up
-         * from a short stall into one a test cannot miss (rw-wake.t). */
-        const char *recheck = getenv("DIRLOCK_TEST_RECHECK_MS");
+        const char *recheck = dl_test_hook(RECHECK_MS);
         if (recheck != NULL && atof(recheck) > 0)
                 w->recheck_ms = w->cap_ms = atof(recheck);
-#endif
         w->rng = 0x9E3779B97F4A7C15ULL;
         for (const char *c = seed; c && *c; c++)
                 w->rng = (w->rng ^ (unsigned char)*c) * 0x100000001B3ULL;

@@ -35,11 +35,10 @@ endif
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
-# Test seams exist only in a second build of the library, compiled with
-# DIRLOCK_TEST_HOOKS, that the shipped library and programs never link:
-# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t;
-# DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS, tests/core-redis.t),
-# and rw_hold (DIRLOCK_TEST_RECHECK_MS, tests/rw-wake.t).
+# Test seams (the list, and which test uses each: lib/test_hooks.h) exist
+# only in a second build of the library, compiled with DIRLOCK_TEST_HOOKS,
+# that the shipped library and programs never link: lockworker and
+# rw_hold link it.
 HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
 $(BUILD)/hooks/%.o: %.c
@@ -53,14 +52,13 @@ $(BUILD)/tests/progs/rw_hold: $(BUILD)/tests/progs/rw_hold.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 # board-hooks: the board linked from objects built the same way, for
-# tests/http-cluster.t (DIRLOCK_TEST_STOP_AFTER_CHECK in store_log.c).
+# tests/http-cluster.t.
 HOOK_BOARD_OBJS := $(BOARD_SRCS:%.c=$(BUILD)/hooks/%.o)
 $(BUILD)/tests/progs/board-hooks: $(HOOK_BOARD_OBJS) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BOARD_LIBS)
 
-# test_board_view_lock: a unit test of the board's hooked objects
-# (DIRLOCK_TEST_STOP_BEFORE_VIEW_READ in store_log.c).
+# test_board_view_lock: a unit test of the board's hooked objects.
 HOOK_BOARD_LIB_OBJS := $(filter-out $(BUILD)/hooks/cgi-bin/main.o,$(HOOK_BOARD_OBJS))
 $(BUILD)/tests/unit/test_board_view_lock: $(BUILD)/tests/unit/test_board_view_lock.o $(HOOK_BOARD_LIB_OBJS) \
 		$(HOOK_LIB_A)

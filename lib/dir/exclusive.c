@@ -114,6 +114,7 @@
  * right before it renames its new log into place), or use a fence.
  */
 #include "dir.h"
+#include "test_hooks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -295,12 +296,8 @@ void dl_lock_clear_foreign(const char *lock_path)
 
 int dl_excl_break_entry(const char *lock_path, const char *leaf)
 {
-#ifdef DIRLOCK_TEST_HOOKS
-        /* Test builds only: stop between judgement and removal, so tests
-         * can show that a breaker resumed late cannot remove a newer lock. */
-        if (getenv("DIRLOCK_TEST_STOP_BEFORE_BREAK") != NULL)
+        if (dl_test_hook(STOP_BEFORE_BREAK) != NULL)
                 raise(SIGSTOP);
-#endif
         char *entry = dl_join(lock_path, leaf, NULL);
         if (entry == NULL) {
                 errno = ENOMEM;
@@ -337,7 +334,7 @@ static void remove_flat_dir(const char *path)
 static bool prep_is_garbage(const char *path, const char *token, double remote_age)
 {
         char leaf[DL_OWNER_LEAF_SIZE];
-        snprintf(leaf, sizeof leaf, DL_OWNER_PREFIX "%.*s", DL_TOKEN_LEN, token);
+        snprintf(leaf, sizeof leaf, DL_OWNER_PREFIX "%.*s", DIRLOCK_TOKEN_LEN, token);
         int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return false;
@@ -378,7 +375,7 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                         /* Aside first: if its owner is alive after all and
                          * renames it onto the lock at this moment, exactly
                          * one of the two renames wins. */
-                        char aside_token[33];
+                        char aside_token[DIRLOCK_TOKEN_LEN + 1];
                         char *aside = NULL;
                         if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
                                 aside = dl_layout_aside(lockdir, aside_token);
@@ -507,7 +504,8 @@ void dl_excl_retoken(dirlock *h)
 
 /* ---- judging and breaking -------------------------------------------- */
 
-enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err)
+enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[DIRLOCK_TOKEN_LEN + 1],
+                                dirlock_error *err)
 {
         memset(holder, 0, sizeof *holder);
         if (holder_token != NULL)
@@ -531,7 +529,7 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         }
         *holder = v.rec;
         if (holder_token != NULL)
-                memcpy(holder_token, v.token, 33);
+                memcpy(holder_token, v.token, DIRLOCK_TOKEN_LEN + 1);
         if (!dl_entry_stale(&v.rec, v.age, h->opts.stale_age))
                 return DL_HELD;
         if (dl_excl_break_entry(dl_dir_of(h)->lock_path, v.leaf) != 0) {
