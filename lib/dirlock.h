@@ -72,6 +72,10 @@ extern "C" {
  * not start with a dot. */
 #define DIRLOCK_NAME_MAX 64
 
+/* Length of a token: 128 random bits in lowercase hex, drawn for one
+ * acquisition (dirlock_token, dirlock_owner.token). */
+#define DIRLOCK_TOKEN_LEN 32
+
 /* Default age after which an unrefreshed lock is stale (seconds). */
 #define DIRLOCK_DEFAULT_STALE_AGE 180.0
 
@@ -182,17 +186,17 @@ typedef struct dirlock_owner {
         pid_t pid;
         unsigned long long start_time; /* process start, clock ticks since boot */
         char host[256];
-        char token[33];                  /* 128-bit random, hex                     */
-        double acquired;                 /* wall clock, seconds since the epoch     */
-        double age;                      /* seconds since acquire or last refresh   */
-        int same_host;                   /* recorded on this host, this boot        */
-        int owner_alive;                 /* -1 unknown (other host), 0 dead, 1 alive */
-        int stale;                       /* would be broken now with the given age  */
-        int mode;                        /* dirlock_mode of this holder             */
-        unsigned readers;                /* shared/intent holders of the name       */
-        pid_t partner;                   /* 0, or the process holding with it       */
-        char name[DIRLOCK_NAME_MAX + 1]; /* the lock's name            */
-        unsigned ranges;                 /* held ranges (dirlock_ranges) */
+        char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex                     */
+        double acquired;                   /* wall clock, seconds since the epoch     */
+        double age;                        /* seconds since acquire or last refresh   */
+        int same_host;                     /* recorded on this host, this boot        */
+        int owner_alive;                   /* -1 unknown (other host), 0 dead, 1 alive */
+        int stale;                         /* would be broken now with the given age  */
+        int mode;                          /* dirlock_mode of this holder             */
+        unsigned readers;                  /* shared/intent holders of the name       */
+        pid_t partner;                     /* 0, or the process holding with it       */
+        char name[DIRLOCK_NAME_MAX + 1];   /* the lock's name            */
+        unsigned ranges;                   /* held ranges (dirlock_ranges) */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */

@@ -41,7 +41,7 @@ struct dirlock {
         bool ranged;                      /* a range lock of [lo, hi)             */
         double lo, hi;
         char name[DIRLOCK_NAME_MAX + 1];
-        char token[33]; /* 128-bit random, hex: names this acquisition */
+        char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex: names this acquisition */
 };
 
 void dl_handle_free(dirlock *h);
@@ -89,7 +89,7 @@ int dl_make_dirs(char *path);
 typedef struct dl_record {
         pid_t pid;
         unsigned long long start_time; /* clock ticks since boot (/proc) */
-        char token[33];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         long long acquired_ns;       /* CLOCK_REALTIME at acquire      */
         char boot_id[37];            /* this machine's boot            */
         unsigned long long pidns;    /* pid namespace inode            */
@@ -127,7 +127,7 @@ unsigned long long dl_process_start_time(pid_t pid);
 /* getpid(), without a system call after the first (cleared by fork()). */
 pid_t dl_self_pid(void);
 /* 128 random bits as 32 hex digits. */
-int dl_random_token(char out[33], dirlock_error *err);
+int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
 
 /* ---- clocks (clock.c) -------------------------------------------------- */
 

@@ -19,6 +19,9 @@ include lib/dir/dir.mk     # lock directories: always
 include lib/flock/flock.mk # flock(2) on files: always
 include lib/redis/redis.mk # Redis servers: when hiredis is there
 
+# The version, as lib/dirlock.h states it (its one home).
+DIRLOCK_VERSION := $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"$$/\1/p' lib/dirlock.h)
+
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a
 LIB_SO := $(BUILD)/libdirlock.so.1
@@ -40,7 +43,7 @@ install-lib: $(LIB_A) $(LIB_SO)
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libdirlock.so.1
 	ln -sf libdirlock.so.1 $(DESTDIR)$(PREFIX)/lib/libdirlock.so
 	install -m 644 lib/dirlock.h $(DESTDIR)$(PREFIX)/include/dirlock.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|1.0.0|g' -e 's|@REQUIRES@|$(PC_REQUIRES)|' lib/dirlock.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DIRLOCK_VERSION)|g' -e 's|@REQUIRES@|$(PC_REQUIRES)|' lib/dirlock.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/dirlock.pc
 
 .PHONY: install install-lib

@@ -72,7 +72,7 @@ static char *counter_entry(const char *dir, unsigned long long n)
 static int counter_make(const dirlock *h, const char *dir, dirlock_error *err)
 {
         const struct dl_dir *d = dl_dir_of(h);
-        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DL_TOKEN_LEN + sizeof ".new"];
+        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DIRLOCK_TOKEN_LEN + sizeof ".new"];
         snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_FENCE ".%s.new", h->name, h->token);
         char *prep = dl_join(d->lockdir, leaf, NULL);
         char *zero = prep ? counter_entry(prep, 0) : NULL;

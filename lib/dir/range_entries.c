@@ -76,7 +76,7 @@ bool dl_range_parse_leaf(const char *leaf, struct dl_range_entry *e)
                 return false;
         e->lo = double_of(lo);
         e->hi = double_of(hi);
-        memcpy(e->token, p, DL_TOKEN_LEN + 1);
+        memcpy(e->token, p, DIRLOCK_TOKEN_LEN + 1);
         return isfinite(e->lo) && isfinite(e->hi) && e->lo < e->hi;
 }
 
@@ -283,7 +283,7 @@ int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlo
         int rc = dl_lockdir_prepare(lockdir, false, &abs, &lockdir_mode, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        char seed[DL_TOKEN_LEN + 1];
+        char seed[DIRLOCK_TOKEN_LEN + 1];
         struct dl_range_meta m;
         rc = dl_random_token(seed, err);
         if (rc == DIRLOCK_OK)

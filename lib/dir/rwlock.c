@@ -265,7 +265,7 @@ enum wstate { W_OPEN, W_BLOCK, W_ERROR };
  * here exactly as exclusive.c breaks it (unlink the judged entry). */
 static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
 {
-        char token[33];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         switch (dl_excl_judge(h, holder, token, err)) {
         case DL_ERROR:
                 return W_ERROR;

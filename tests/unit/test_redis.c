@@ -504,7 +504,7 @@ static void test_reentrant_and_cancel(void **state)
         dirlock *h;
         dirlock_error e;
         assert_int_equal(dirlock_acquire(space, "re", &o, &h, &e), DIRLOCK_OK);
-        char first[33];
+        char first[DIRLOCK_TOKEN_LEN + 1];
         strcpy(first, dirlock_token(h));
         unsigned long long f1 = fence_of(h);
         assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
