@@ -14,11 +14,12 @@
  *
  * Lock spaces.  The first argument of every call names a lock space: a
  * directory path (locks are directories in it: lib/dir/exclusive.c),
- * "flock:DIR" (the kernel's flock(2) on files in DIR), or a Redis server
- * shared by several hosts: "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
- * [?prefix=P]" or "redis+unix:///SOCKET[?db=N&prefix=P]" (only in a build
- * with hiredis; lib/redis/redis_backend.c, docs/library.md).  See lib/backend.h.
- *
+ * "flock:DIR" (the kernel's flock(2) on files in DIR), or a lock server
+ * shared by several hosts, named by a URL (redis://..., in a build with
+ * hiredis).  dirlock_space_form() lists the forms this build knows,
+ * dirlock_space_query() says what a given string names; each backend's
+ * folder in lib/ has its grammar and protocol (docs/backends.md).
+
  * Threads and processes.  Separate handles may be used from separate
  * threads; one handle must not be used by two threads at once.  A handle
  * belongs to the process that acquired it: after fork() the child's copy
@@ -30,11 +31,13 @@
  *
  * State the library keeps besides handles (none of it needs setting up
  * or tearing down):
- *   - a per-thread inotify instance (wait.c), opened by the thread's first
+ *   - a per-thread inotify instance (notify.c), made by the thread's first
  *     wait and kept until the thread exits, when a thread-key destructor
  *     closes it: closing one costs a kernel grace period (~10 ms) that
- *     every contended acquire would pay.  A forked child sees the pid
- *     change and opens its own (closing the inherited copy).
+ *     every contended acquire would pay.  Every wait of the thread (one
+ *     blocking call, or any number of pending acquires) shares it.  A
+ *     forked child sees the pid change and opens its own (closing the
+ *     inherited copy).
  *   - a per-process identity (owner.c): host name, boot id, pid namespace,
  *     and this process's pid and start time, read once, behind a mutex; a
  *     pthread_atfork() child handler forgets the pid part in the child.

@@ -6,7 +6,7 @@
 #
 # The backend-neutral layer is in lib/ itself; each backend keeps its
 # sources and the rule that decides whether it is built in its own folder,
-# in lib/NAME/NAME.mk, included below (docs/backends.md).  A fragment adds
+# in lib/NAME/NAME.mk, all included below (docs/backends.md).  A fragment adds
 # its sources to LIB_SRCS and, when it needs libraries, to LIB_LIBS and
 # PC_REQUIRES, and defines DIRLOCK_WITH_NAME in ALL_CFLAGS when it is built.
 
@@ -15,9 +15,10 @@ LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/fiber.c lib/handle.c lib/mul
 LIB_LIBS :=
 PC_REQUIRES :=
 
-include lib/dir/dir.mk     # lock directories: always
-include lib/flock/flock.mk # flock(2) on files: always
-include lib/redis/redis.mk # Redis servers: when hiredis is there
+# Every backend's fragment: lib/dir/dir.mk (lock directories), lib/flock/
+# flock.mk (flock(2) on files), lib/redis/redis.mk (Redis servers, when
+# hiredis is there), and whatever backend is added next to them.
+include $(sort $(wildcard lib/*/*.mk))
 
 # The version, as lib/dirlock.h states it (its one home).
 DIRLOCK_VERSION := $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"$$/\1/p' lib/dirlock.h)
