@@ -344,6 +344,22 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err);
  * Directory spaces: lib/dir/range.c; Redis spaces: lib/redis/redis_range.c. */
 int dirlock_acquire_range(const char *lockdir, const char *name, double lo, double hi,
                           const dirlock_options *opts, dirlock **out, dirlock_error *err);
+/* A range written as text, as the dirlock command's --range takes it and
+ * the bindings pass it on: the one grammar of it (lib/range_text.c).
+ *
+ *   range  = number ":" number                      ; LO:HI, nothing around
+ *   number = [sign] (digits ["." [digits]] / "." digits) [exponent]
+ *   exponent = ("e" / "E") [sign] digits
+ *   sign   = "+" / "-"
+ *   digits = 1*("0"-"9")
+ *
+ * No spaces, no hexadecimal, no "inf" or "nan"; the decimal point is "."
+ * whatever the locale.  Each number becomes the nearest double (so 1e-320
+ * is the subnormal it names, and 1e-400 is 0); a number too large for a
+ * double is refused.  Then, as for dirlock_acquire_range: LO < HI.  On
+ * success *lo and *hi are set; otherwise DIRLOCK_EINVAL, a message saying
+ * what is wrong, and *lo and *hi are left alone. */
+int dirlock_range_parse(const char *text, double *lo, double *hi, dirlock_error *err);
 /* Narrow a held range to [lo, hi), a part of it, at once; waiters that no
  * longer overlap get in.  A range can only shrink: growing could deadlock. */
 int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err);

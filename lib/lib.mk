@@ -11,7 +11,7 @@
 # PC_REQUIRES, and defines DIRLOCK_WITH_NAME in ALL_CFLAGS when it is built.
 
 LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/fiber.c lib/handle.c lib/multi.c lib/notify.c lib/owner.c \
-	lib/path.c lib/pending.c lib/space.c lib/wait.c
+	lib/path.c lib/pending.c lib/range_text.c lib/space.c lib/wait.c
 LIB_LIBS :=
 PC_REQUIRES :=
 
