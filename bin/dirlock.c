@@ -462,24 +462,16 @@ static int cmd_run(int argc, char **argv, struct settings *st)
 
 enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE };
 
-/* --range LO:HI, two finite numbers with LO < HI. */
+/* --range LO:HI, as the library reads it (dirlock_range_parse). */
 static int parse_range(const char *s, struct settings *st)
 {
-        char *end;
-        errno = 0;
-        double lo = strtod(s, &end);
-        if (errno == 0 && end != s && *end == ':') {
-                const char *h = end + 1;
-                double hi = strtod(h, &end);
-                if (errno == 0 && end != h && *end == '\0' && isfinite(lo) && isfinite(hi) && lo < hi) {
-                        st->ranged = true;
-                        st->lo = lo;
-                        st->hi = hi;
-                        return 0;
-                }
+        dirlock_error e;
+        if (dirlock_range_parse(s, &st->lo, &st->hi, &e) != DIRLOCK_OK) {
+                fprintf(stderr, "%s: %s\n", progname, e.message);
+                return -1;
         }
-        fprintf(stderr, "%s: invalid range '%s' (LO:HI, two numbers with LO < HI)\n", progname, s);
-        return -1;
+        st->ranged = true;
+        return 0;
 }
 
 /* The subcommands: their word, the options they take besides -d, and what

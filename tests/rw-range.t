@@ -4,7 +4,8 @@
 # every mode and policy, shrinking and upgrading some, with a shared-memory
 # checker (tests/progs/rangestress.c); then mixed with whole-lock holders;
 # then with a holder SIGKILLed every 200 ms; the twin without a lock must
-# show violations.  The command: --range, status listing the ranges.  And
+# show violations.  The command: --range (read as dirlock_range_parse
+# reads it), status listing the ranges.  And
 # seed 002's use case (bin/dirlock-tree-demo): a nested-interval tree
 # edited by 8 processes at once loses edits without a lock, none with
 # range locks.  All of it again on a private Redis server (lib/redis/redis_range.c),
@@ -16,9 +17,9 @@
 SECS=${RANGE_SECONDS:-4}
 if redis_available; then
 	redis=yes
-	plan 20
+	plan 23
 else
-	plan 10
+	plan 12
 	diag "Redis: $REDIS_WHY"
 fi
 
@@ -51,6 +52,17 @@ ok $? "status lists the held ranges: $(tr '\n' '|' <"$T/status")"
 "$DIRLOCK" -d "$L" --range 5:1 tree -- true 2>"$T/err"
 is "$?" 2 "a bad range is refused: $(cat "$T/err")"
 wait $a $b
+# --range reads its text as the library does (dirlock_range_parse): a
+# subnormal end is a range like any other, a space around it is not.
+"$DIRLOCK" -d "$L" -n --range 1e-320:2e-320 tree -- true 2>"$T/err"
+is "$?/$(cat "$T/err")" "0/" "--range 1e-320:2e-320 (subnormal ends) is taken"
+bad=""
+for r in " 1:2" "1:2 " "1 :2" "0x1:2" "inf:1"; do
+	"$DIRLOCK" -d "$L" -n --range "$r" tree -- true 2>"$T/err"
+	st=$?
+	[ "$st" = 2 ] && grep -q "^dirlock: invalid range '$r'" "$T/err" || bad="$bad [$r]: $st $(cat "$T/err")"
+done
+is "$bad" "" "'<space>1:2', '1:2<space>', '1 :2', '0x1:2', 'inf:1' are all refused with the library's reason"
 
 TREE_DEMO=${TREE_DEMO:-$TOP/bin/dirlock-tree-demo}
 "$TREE_DEMO" -d "$T/tree" -p 8 -n 15 none range >"$T/tree.out" 2>&1
@@ -84,6 +96,8 @@ is "$?" 1 "Redis: the whole lock is busy while ranges are held"
 grep -q "range \[0, 10) exclusive" "$T/status" && grep -q "range \[20, 30) shared" "$T/status"
 ok $? "Redis: status lists the held ranges: $(tr '\n' '|' <"$T/status")"
 wait $a $b
+"$DIRLOCK" -d "$SPACE" -n --range 1e-320:2e-320 tree -- true 2>"$T/err"
+is "$?/$(cat "$T/err")" "0/" "Redis: --range 1e-320:2e-320 (subnormal ends) is taken"
 
 # A range holder killed (dirlock and its command, SIGKILL): a waiter on
 # this host finds its owner dead and gets in at once, not after the stale age.
