@@ -109,8 +109,9 @@ typedef enum dirlock_code {
         DIRLOCK_ESERVER,   /* the lock server could not be reached or did not
                               answer in time (refused, down, broken, timed out) */
         DIRLOCK_EAUTH,     /* the lock server refused our credentials or db  */
-        DIRLOCK_EDATA,     /* the lock server's data is not what dirlock wrote
-                              (a key of the wrong type), or a script failed   */
+        DIRLOCK_EDATA,     /* the lock space's data is not what dirlock wrote
+                              (a key of the wrong type, a fence counter past
+                              DIRLOCK_FENCE_MAX), or a script failed        */
         DIRLOCK_EAGAIN,    /* a pending acquire is still waiting: poll its
                               descriptor and step it again                  */
         DIRLOCK_CODE_COUNT
@@ -258,7 +259,13 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err);
  * is not any more), and the same number is returned for the handle after
  * that.  Fences are microsecond timestamps made strictly increasing, so
  * they do not go back even if the counter is lost (docs/fencing.md says
- * what that assumes).  flock spaces have none (DIRLOCK_EINVAL). */
+ * what that assumes).  flock spaces have none (DIRLOCK_EINVAL).  A fence
+ * is at most DIRLOCK_FENCE_MAX, 2^53 - 1, so that it is exact in a double
+ * (Lua on a Redis server, JSON, JavaScript): a counter at or past it --
+ * data dirlock did not write -- is refused with DIRLOCK_EDATA, never
+ * answered with a fence given before. */
+#define DIRLOCK_FENCE_BITS 53
+#define DIRLOCK_FENCE_MAX  ((1ULL << DIRLOCK_FENCE_BITS) - 1)
 int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err);
 
 /* Name, token and mode of a handle. */

@@ -65,6 +65,17 @@ int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void dl_ok(dirlock_error *err);
 
+/* ---- fences (fence.c) --------------------------------------------------- */
+
+/* A fence or fence counter written as text: `len` decimal digits (leading
+ * zeros allowed).  1 and *out when it is a number up to DIRLOCK_FENCE_MAX;
+ * -1 for a number past it (data dirlock did not write: DIRLOCK_EDATA); 0
+ * for anything else. */
+int dl_fence_parse(const char *text, size_t len, unsigned long long *out);
+/* The fence a server answered as text (NUL-terminated): the number, or 0
+ * -- no fence -- when it is not one of 1..DIRLOCK_FENCE_MAX. */
+unsigned long long dl_fence_of_text(const char *text);
+
 /* ---- paths (path.c) ---------------------------------------------------- */
 
 /* malloc'd "<a>/<b><suffix>", NULL when out of memory. */

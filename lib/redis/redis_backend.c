@@ -439,7 +439,7 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
                 const char *msg = dl_redis_reply_str(rep->element[1]);
                 if (msg[0] == 'g') {
                         *granted = true;
-                        *fence = strtoull(msg + 1, NULL, 10);
+                        *fence = dl_fence_of_text(msg + 1);
                 }
         }
         freeReplyObject(rep);
@@ -574,7 +574,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         } else {
                                 for (size_t i = 0; i < n; i++)
                                         dl_redis_of(hs[i])->fence =
-                                            strtoull(dl_redis_reply_str(rep->element[i + 1]), NULL, 10);
+                                            dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
                                 r->seq = 0;
                                 freeReplyObject(rep);
                                 break; /* rc == DIRLOCK_OK */
@@ -782,7 +782,9 @@ static int redis_fence(dirlock *h, unsigned long long *fence, dirlock_error *err
         if (rc != DIRLOCK_OK)
                 return rc;
         if (dl_redis_of(h)->fence == 0)
-                return dl_fail(err, DIRLOCK_EDATA, 0, "lock '%s': the Redis server gave no fence", h->name);
+                return dl_fail(err, DIRLOCK_EDATA, 0,
+                               "lock '%s': the Redis server gave no fence (none, or not one of 1..%llu)",
+                               h->name, DIRLOCK_FENCE_MAX);
         *fence = dl_redis_of(h)->fence;
         return DIRLOCK_OK;
 }

@@ -171,7 +171,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         if (rep->elements != 2) {
                                 rc = dl_redis_bad_reply(err, "a range acquire");
                         } else {
-                                r->fence = strtoull(dl_redis_reply_str(rep->element[1]), NULL, 10);
+                                r->fence = dl_fence_of_text(dl_redis_reply_str(rep->element[1]));
                                 taken = true;
                         }
                 } else {

@@ -32,7 +32,9 @@
  *      pushes "w" to a multi-name waiter that may now try; an upgrader
  *      whose readers have drained gets "g".  Nobody else is woken.
  *   F  (fences) K:f only grows: each take draws max(K:f + 1, server time
- *      in microseconds) for every name it takes, in the script that takes.
+ *      in microseconds) for every name it takes, in the script that takes;
+ *      never past DIRLOCK_FENCE_MAX (a counter at it is refused, so no
+ *      fence is drawn twice).
  * Redis does not undo a script's writes when it fails half way, so each
  * script reads (and so type-checks) what it will change, and draws fences
  * and touches hashes before it takes anything: a key of the wrong type or
@@ -41,6 +43,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define DL_REDIS_STR(x)  #x
+#define DL_REDIS_XSTR(x) DL_REDIS_STR(x)
 
 /* ---- the common part: clock, keys, purge, holders, queue, grant --------- */
 
@@ -74,18 +79,28 @@
         "  return {token = t, mode = mode, policy = policy, cls = class(mode, policy), stale = stale,\n"     \
         "          n = n, qttl = qttl, seq = seq}\n"                                                         \
         "end\n"                                                                                              \
-        /* F: the next fence of a name: max(K:f + 1, now in microseconds) */                                 \
+        /* F: the next fence of a name: max(K:f + 1, now in microseconds), at */ \
+        /* most FENCE_MAX (2^53 - 1: past it a double cannot count by one); a */ \
+        /* counter that is no number, or at the limit, fails the script and */ \
+        /* stays as it is */ \
+        "local FENCE_MAX = 2^" DL_REDIS_XSTR(DIRLOCK_FENCE_BITS) " - 1\n" \
         "local function draw_fence(k)\n"                                                                     \
-        "  local s = string.format('%.0f', NOW_US)\n"                                                        \
-        "  local v = redis.call('SET', k.f, s, 'GET')\n"                                                     \
+        "  local f = NOW_US\n"                                                                               \
+        "  local v = redis.call('GET', k.f)\n"                                                               \
         "  if v then\n"                                                                                      \
-        "    local last = tonumber(v)\n"                                                                     \
-        "    if not last then error('the fence counter ' .. k.f .. ' held no number: ' .. v) end\n"          \
-        "    if last >= NOW_US then\n"                                                                       \
-        "      s = string.format('%.0f', last + 1)\n"                                                        \
-        "      redis.call('SET', k.f, s)\n"                                                                  \
+        "    if not string.match(v, '^%d+$') then\n"                                                         \
+        "      error('the fence counter ' .. k.f .. ' held no number: ' .. v)\n"                              \
         "    end\n"                                                                                          \
+        "    local last = tonumber(v)\n"                                                                     \
+        "    if last >= FENCE_MAX then\n"                                                                    \
+        "      error('the fence counter ' .. k.f .. ' is at ' .. v .. ', past the largest fence ' ..\n"       \
+        "            string.format('%.0f', FENCE_MAX) .. ': not a counter dirlock wrote')\n"                   \
+        "    end\n"                                                                                          \
+        "    if last >= f then f = last + 1 end\n"                                                           \
         "  end\n"                                                                                            \
+        "  if f > FENCE_MAX then error('the server clock is past the largest fence') end\n"                  \
+        "  local s = string.format('%.0f', f)\n"                                                             \
+        "  redis.call('SET', k.f, s)\n"                                                                      \
         "  return s\n"                                                                                       \
         "end\n"                                                                                              \
         /* K:w holds "<token> <record>": the record expires with the lock */                                 \
@@ -286,8 +301,11 @@
         "  for i, A in ipairs(ws) do\n" \
         "    if A.token ~= except and not holder_blocks(h, A) and not queue_blocks(ws, A, gone) and\n" \
         "       not range_held(k) then\n" \
-        "      if A.n == 1 then\n"                                                                           \
-        "        local f = draw_fence(k)\n"                                                                  \
+        /* (a fence that cannot be drawn: the waiter is woken to try, and */ \
+        /* hears why from its own ACQUIRE; the script that grants goes on) */ \
+        "      local drew, f = false, nil\n"                                                                 \
+        "      if A.n == 1 then drew, f = pcall(draw_fence, k) end\n"                                        \
+        "      if drew then\n"                                                                               \
         "        dequeue(k, A.token)\n"                                                                      \
         "        take(k, h, A, redis.call('HGET', k.o, A.token) or '')\n"                                    \
         "        push(A.token, 'g' .. f, A.qttl)\n"                                                          \
