@@ -335,6 +335,73 @@ static void test_fences(void **state)
         dirlock_release(h, NULL);
 }
 
+/* Fences stop at DIRLOCK_FENCE_MAX (2^53 - 1, where a Lua number stops
+ * counting by one): the last is handed out once; a counter at or past it
+ * fails the acquire with DIRLOCK_EDATA, takes nothing and stays as it
+ * was -- where it used to hand out 2^53 again and again.  A release that
+ * would grant the lock to a waiter still succeeds; the waiter hears why. */
+static void test_fence_limit(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        dirlock_error e;
+        char out[64];
+        assert_int_equal(cli(NULL, 0, "set '{dirlock}:lim:f' 9007199254740990"), 0);
+        dirlock *h = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(h);
+        assert_true(fence_of(h) == DIRLOCK_FENCE_MAX);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        static const char *const corrupt[] = {"9007199254740991",
+                                              "9007199254740992",
+                                              "9007199254740993",
+                                              "18446744073709551616",
+                                              "1e300",
+                                              "-5"};
+        for (size_t i = 0; i < sizeof corrupt / sizeof corrupt[0]; i++) {
+                char cmd[96];
+                snprintf(cmd, sizeof cmd, "set '{dirlock}:lim:f' '%s'", corrupt[i]);
+                assert_int_equal(cli(NULL, 0, cmd), 0);
+                for (int round = 0; round < 2; round++) { /* never twice the same fence */
+                        h = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 0, &e);
+                        if (h != NULL)
+                                fail_msg("counter %s: taken with fence %llu", corrupt[i], fence_of(h));
+                        assert_int_equal(e.code, DIRLOCK_EDATA);
+                        assert_non_null(strstr(e.message, "fence counter"));
+                }
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                o.timeout = 0;
+                assert_int_equal(dirlock_acquire_range(space, "lim", 0, 1, &o, &h, &e), DIRLOCK_EDATA);
+                assert_int_equal(cli(out, sizeof out, "get '{dirlock}:lim:f'"), 0);
+                out[strcspn(out, "\n")] = '\0';
+                assert_string_equal(out, corrupt[i]); /* left as it was */
+                assert_int_equal(cli(out, sizeof out, "exists '{dirlock}:lim:w'"), 0);
+                assert_int_equal(atoi(out), 0);
+        }
+        /* A waiter the release would grant the lock to. */
+        assert_int_equal(cli(NULL, 0, "del '{dirlock}:lim:f'"), 0);
+        h = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(h);
+        pid_t child = fork();
+        if (child == 0) {
+                dirlock *w = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 10, &e);
+                _exit(w != NULL ? 1 : e.code == DIRLOCK_EDATA ? 0 : 2);
+        }
+        for (int i = 0; i < 500; i++) { /* until it is queued */
+                assert_int_equal(cli(out, sizeof out, "zcard '{dirlock}:lim:q'"), 0);
+                if (atoi(out) == 1)
+                        break;
+                sleep_ms(10);
+        }
+        assert_int_equal(atoi(out), 1);
+        assert_int_equal(cli(NULL, 0, "set '{dirlock}:lim:f' 9007199254740991"), 0);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0); /* the waiter: DIRLOCK_EDATA */
+        assert_int_equal(cli(NULL, 0, "del '{dirlock}:lim:f'"), 0);
+}
+
 static void test_owner_and_status(void **state)
 {
         (void)state;
@@ -690,6 +757,7 @@ int main(void)
             cmocka_unit_test(test_wrong_type_and_script_error),
             cmocka_unit_test(test_noscript),
             cmocka_unit_test(test_fences),
+            cmocka_unit_test(test_fence_limit),
             cmocka_unit_test(test_owner_and_status),
             cmocka_unit_test(test_dead_owner),
             cmocka_unit_test(test_upgrade_downgrade),
