@@ -95,7 +95,8 @@ typedef enum dirlock_code {
         DIRLOCK_ETIMEDOUT, /* still held by someone else when time ran out */
         DIRLOCK_ENAME,     /* invalid lock name                            */
         DIRLOCK_EINVAL,    /* invalid argument or option                   */
-        DIRLOCK_ELOST,     /* our lock was broken as stale (maybe re-taken) */
+        DIRLOCK_ELOST,     /* our lock was broken as stale (maybe re-taken),
+                              or the lock server no longer has it         */
         DIRLOCK_ENOTOWNER, /* handle used by a process that does not own it */
         DIRLOCK_ELIVE,     /* refused to break a lock whose owner is alive  */
         DIRLOCK_ENOLOCK,   /* no such lock (inspect, break)                 */

@@ -673,11 +673,7 @@ static int redis_release(dirlock *h, dirlock_error *err)
                     "lock '%s': the connection to the Redis server broke during the release; the lock "
                     "is not held any more, but whether it was released or had been lost cannot be told",
                     h->name);
-        return dl_fail(
-            err, DIRLOCK_ELOST, 0,
-            "lock '%s' was lost: its entry on the Redis server had expired, been broken, or the server "
-            "lost its data",
-            h->name);
+        return dl_redis_lost(err, h, held);
 }
 
 /* A release that got no answer (the server unreachable) may have left
@@ -700,13 +696,22 @@ static int redis_release_kept(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-int dl_redis_lost(dirlock_error *err, const dirlock *h)
+int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer)
 {
-        return dl_fail(
-            err, DIRLOCK_ELOST, 0,
-            "lock '%s' is not held any more: its entry on the Redis server expired, was broken, or the "
-            "server lost its data",
-            h->name);
+        char what[DIRLOCK_NAME_MAX + 96];
+        if (h->ranged)
+                snprintf(what, sizeof what, "range [%g, %g) of lock '%s'", h->lo, h->hi, h->name);
+        else
+                snprintf(what, sizeof what, "lock '%s'", h->name);
+        if (answer == DL_REDIS_GONE)
+                return dl_fail(err, DIRLOCK_ELOST, 0,
+                               "%s was lost: the Redis server no longer has it (the server was restarted "
+                               "without its data, flushed, or evicted the lock's keys)",
+                               what);
+        return dl_fail(err, DIRLOCK_ELOST, 0,
+                       "%s was lost: its entry on the Redis server expired (it was broken as stale) or was "
+                       "broken, or the server lost it and it has been taken again since",
+                       what);
 }
 
 /* Run a script that answers 1 while h's token still holds the lock:
@@ -720,7 +725,7 @@ static int run_while_held(const dirlock *h, dl_redis_script_id id, int nargs, co
                 return dl_redis_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h);
+        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
 }
 
 static int redis_refresh(dirlock *h, dirlock_error *err)
@@ -806,8 +811,7 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                                                       .policy_arg = true,
                                                       .blocker_kind = 'r',
                                                       .running = "the upgrade",
-                                                      .reply = "an upgrade",
-                                                      .lost = dl_redis_lost};
+                                                      .reply = "an upgrade"};
         return dl_redis_upgrade_wait(h, opts, &whole, err);
 }
 
@@ -852,7 +856,7 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                         break;
                 }
                 if (state < 0) {
-                        rc = u->lost(err, h);
+                        rc = dl_redis_lost(err, h, state);
                         break;
                 }
                 if (last) {
