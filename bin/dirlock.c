@@ -369,6 +369,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         struct timespec last;
         clock_gettime(CLOCK_MONOTONIC, &last);
         bool lost = false;
+        dirlock_error lost_why; /* the first lost lock's error, for the last word */
         int status = 0;
         for (;;) {
                 pid_t r = waitpid(child, &status, WNOHANG);
@@ -387,7 +388,10 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                         int rc = held_refresh(hl, &e);
                         if (rc != DIRLOCK_OK && !lost)
                                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-                        lost = lost || rc == DIRLOCK_ELOST;
+                        if (rc == DIRLOCK_ELOST && !lost) {
+                                lost = true;
+                                lost_why = e;
+                        }
                         last = now;
                         since = 0;
                 }
@@ -400,11 +404,17 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         sigprocmask(SIG_SETMASK, old, NULL);
         dirlock_error e;
         int rc = held_release(hl, &e);
-        if (rc != DIRLOCK_OK && !lost)
+        if (rc == DIRLOCK_ELOST && !lost) {
+                lost = true;
+                lost_why = e;
+        } else if (rc != DIRLOCK_OK && !lost) {
                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-        if (lost || rc == DIRLOCK_ELOST) {
-                /* The command ran partly unprotected: say so in the status. */
-                fprintf(stderr, "%s: a lock was broken as stale while the command ran\n", progname);
+        }
+        if (lost) {
+                /* The command ran partly unprotected: say so, and why (broken
+                 * as stale, or gone from a lock server), in the status too. */
+                fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
+                        lost_why.message);
                 return lost_code;
         }
         if (WIFEXITED(status))

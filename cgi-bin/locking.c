@@ -25,9 +25,9 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 err->retry_after = 1;
                 return -1;
         }
-        if (code == DIRLOCK_ELOST) {
-                board_fail(err, 503,
-                           "The board's lock was broken as stale; nothing was written, please try again");
+        if (code == DIRLOCK_ELOST) { /* the library says how: broken as stale, or gone from the server */
+                board_fail(err, 503, "The board's lock was lost (%s); nothing was written, please try again",
+                           de->message[0] ? de->message : dirlock_strerror(code));
                 err->retry_after = 1;
                 return -1;
         }
@@ -367,11 +367,11 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
         reader_released(lk->handle); /* may free it: last */
         lk->handle = NULL;
         if (rc == DIRLOCK_ELOST)
-                return board_fail(
-                    err, 500,
-                    "the board's lock was broken as stale before it was released; the change was "
-                    "written while the lock was still ours, but another writer may have run "
-                    "since (raise stale_age)");
+                return board_fail(err, 500,
+                                  "the board's lock was lost before it was released (%s); the change was "
+                                  "written while the lock was still ours, but another writer may have run "
+                                  "since (if it was broken as stale, raise stale_age)",
+                                  de.message[0] ? de.message : dirlock_strerror(rc));
         /* A lock server gone after the write: the write was made under the
          * lock and admitted by its fence; the server frees the lock by
          * itself after the stale age (or lost it in a restart), unless a
