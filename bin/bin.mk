@@ -6,7 +6,7 @@ DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
 all: $(DIRLOCK_BIN)
 
-$(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(LIB_A)
+$(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(BUILD)/bin/run.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 

@@ -1,0 +1,31 @@
+/* run.h - the lock-and-run mode of the dirlock command (run.c): take the
+ * named locks with COMMAND as their partner, run COMMAND under them,
+ * release them, and exit as the manual page says. */
+#ifndef DIRLOCK_BIN_RUN_H
+#define DIRLOCK_BIN_RUN_H
+
+#include "dirlock.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The name the command's messages start with. */
+#define DIRLOCK_COMMAND_NAME "dirlock"
+
+/* What to take and what to run. */
+struct run_request {
+        const char *space;    /* the lock space (-d)                           */
+        char **names;         /* the lock names                                */
+        size_t count;         /* how many (one for a range)                    */
+        bool ranged;          /* --range LO:HI of names[0]                     */
+        double lo, hi;        /* its ends                                      */
+        dirlock_options opts; /* mode, policy, flags, timeout, stale age       */
+        bool quiet;           /* -q: no message on conflict                    */
+        int conflict_code;    /* -E: the status when the locks cannot be had   */
+        char **command;       /* COMMAND [ARGS...], NULL-terminated            */
+};
+
+/* Take the locks, run the command, release; the exit status to end with. */
+int run_under_locks(struct run_request *rq);
+
+#endif
