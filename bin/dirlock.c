@@ -151,7 +151,7 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                 dirlock_error e;
                 if (dirlock_list(st->space, st->stale, &owners, &n, &e) != DIRLOCK_OK) {
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                        return 2;
+                        return EXIT_ERROR;
                 }
                 for (size_t i = 0; i < n; i++) {
                         print_owner(&owners[i]);
@@ -174,7 +174,7 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                         printf("%-24s free\n", argv[i]);
                 } else {
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                        status = 2;
+                        status = EXIT_ERROR;
                 }
         }
         return status;
@@ -184,7 +184,7 @@ static int cmd_break(int argc, char **argv, const struct settings *st)
 {
         if (argc != 1) {
                 fprintf(stderr, "%s: break takes exactly one lock name\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         dirlock_error e;
         int rc = dirlock_break(st->space, argv[0], st->stale, st->force, &e);
@@ -193,7 +193,7 @@ static int cmd_break(int argc, char **argv, const struct settings *st)
                 return 0;
         }
         fprintf(stderr, "%s: %s\n", progname, e.message);
-        return rc == DIRLOCK_ELIVE ? 1 : 2;
+        return rc == DIRLOCK_ELIVE ? 1 : EXIT_ERROR;
 }
 
 static int cmd_cleanup(int argc, char **argv, const struct settings *st)
@@ -201,12 +201,12 @@ static int cmd_cleanup(int argc, char **argv, const struct settings *st)
         (void)argv;
         if (argc > 0) {
                 fprintf(stderr, "%s cleanup: takes no lock names\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         dirlock_error e;
         if (dirlock_cleanup(st->space, &e) != DIRLOCK_OK) {
                 fprintf(stderr, "%s: %s\n", progname, e.message);
-                return 2;
+                return EXIT_ERROR;
         }
         return 0;
 }
@@ -220,11 +220,11 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                         sep = i;
         if (sep <= 0 || sep == argc - 1) {
                 fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged) && sep > 1) {
                 fprintf(stderr, "%s: shared, intent and range locks take one name\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         struct run_request rq = {.space = st->space,
                                  .names = argv,
@@ -366,7 +366,7 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                         st->space = optarg;
                 } else if (c == OPT_STALE && sub->stale) {
                         if (parse_stale(optarg, &st->stale) != 0)
-                                return 2;
+                                return EXIT_ERROR;
                 } else if (c == OPT_FORCE && sub->force) {
                         st->force = 1;
                 } else {
@@ -375,7 +375,7 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                                                             : argv[optind - 1];
                         fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n", progname,
                                 sub->word, what, progname);
-                        return 2;
+                        return EXIT_ERROR;
                 }
         }
         return sub->run(argc - optind, argv + optind, st);
@@ -409,13 +409,13 @@ int main(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "+d:w:nE:xsqhV", longopts, NULL)) != -1) {
                 int r = take_option(c, &st);
                 if (r != 0)
-                        return r > 0 ? 0 : 2;
+                        return r > 0 ? 0 : EXIT_ERROR;
         }
         argc -= optind;
         argv += optind;
         if (argc == 0) {
                 usage(stderr);
-                return 2;
+                return EXIT_ERROR;
         }
         for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
                 if (strcmp(argv[0], subcommands[i].word) == 0)

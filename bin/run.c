@@ -79,7 +79,7 @@ static int fork_command(char **command, const sigset_t *old_mask, struct pending
                 execvp(command[0], command);
                 int e = errno;
                 fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
-                _exit(e == ENOENT ? 127 : 126);
+                _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
         }
         close(p[0]);
         pc->pid = child;
@@ -122,8 +122,11 @@ static int held_release(struct held *hl, dirlock_error *e)
 
 /* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
  * order) and DIRLOCK_FENCES ("NAME=FENCE ..." for every lock), when the
- * space has fences.  0, or -1 when it does not fit. */
-static int go_message(const struct held *hl, char *buf, size_t size)
+ * space has fences.  DIRLOCK_OK; DIRLOCK_ENOMEM when it does not fit; or
+ * the error of a fence that could not be drawn, in *e, with the lock it
+ * was for in *which: a command whose store compares fences must not run
+ * without one, so it does not run at all. */
+static int go_message(const struct held *hl, char *buf, size_t size, const char **which, dirlock_error *e)
 {
         int n = snprintf(buf, size, "g");
         char fences[4096] = "";
@@ -132,23 +135,22 @@ static int go_message(const struct held *hl, char *buf, size_t size)
         for (size_t i = 0; i < held_count(hl); i++) {
                 dirlock *h = held_lock(hl, i);
                 unsigned long long f;
-                dirlock_error e;
-                if (dirlock_fence(h, &f, &e) != DIRLOCK_OK) {
-                        if (e.code != DIRLOCK_EINVAL) /* EINVAL: this space has no fences */
-                                fprintf(stderr, "%s: warning: no fence for '%s': %s\n", progname,
-                                        dirlock_name(h), e.message);
-                        return n < (int)size ? 0 : -1;
+                if (dirlock_fence(h, &f, e) != DIRLOCK_OK) {
+                        if (e->code == DIRLOCK_EINVAL) /* this space has no fences */
+                                return n < (int)size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
+                        *which = dirlock_name(h);
+                        return e->code;
                 }
                 if (i == 0)
                         first = f;
                 int k = snprintf(fences + used, sizeof fences - used, "%s%s=%llu", i ? " " : "",
                                  dirlock_name(h), f);
                 if (k < 0 || (size_t)k >= sizeof fences - used)
-                        return -1;
+                        return DIRLOCK_ENOMEM;
                 used += (size_t)k;
         }
         n += snprintf(buf + n, size - (size_t)n, "\nDIRLOCK_FENCE=%llu\nDIRLOCK_FENCES=%s\n", first, fences);
-        return n > 0 && (size_t)n < size ? 0 : -1;
+        return n > 0 && (size_t)n < size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
 }
 
 /* Let the command run and wait for it.  SIGCHLD and the forwarded signals
@@ -160,11 +162,22 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
 {
         pid_t child = pc->pid;
         char go[8192];
-        if (go_message(hl, go, sizeof go) != 0 || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
-                fprintf(stderr, "%s: cannot start the command: %s\n", progname, strerror(errno));
+        const char *which = "?";
+        dirlock_error e;
+        int rc = go_message(hl, go, sizeof go, &which, &e);
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_ENOMEM) {
+                fprintf(stderr, "%s: no fence for lock '%s', so the command was not run: %s\n", progname,
+                        which, e.message);
                 abandon_command(pc);
                 held_release(hl, NULL);
-                return 126;
+                return EXIT_NO_FENCE;
+        }
+        if (rc != DIRLOCK_OK || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
+                fprintf(stderr, "%s: cannot start the command: %s\n", progname,
+                        rc != DIRLOCK_OK ? "its locks' fences do not fit its environment" : strerror(errno));
+                abandon_command(pc);
+                held_release(hl, NULL);
+                return EXIT_CANNOT_RUN;
         }
         close(pc->go_fd);
         double refresh_every = stale / 3.0;
@@ -178,7 +191,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                 if (r == child)
                         break;
                 if (r < 0 && errno != EINTR) {
-                        status = 126 << 8;
+                        status = EXIT_CANNOT_RUN << 8;
                         break;
                 }
                 struct timespec now;
@@ -186,8 +199,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                 double since =
                     (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
                 if (since >= refresh_every) {
-                        dirlock_error e;
-                        int rc = held_refresh(hl, &e);
+                        rc = held_refresh(hl, &e);
                         if (rc != DIRLOCK_OK && !lost)
                                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
                         if (rc == DIRLOCK_ELOST && !lost) {
@@ -204,8 +216,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                         kill(child, sig);
         }
         sigprocmask(SIG_SETMASK, old, NULL);
-        dirlock_error e;
-        int rc = held_release(hl, &e);
+        rc = held_release(hl, &e);
         if (rc == DIRLOCK_ELOST && !lost) {
                 lost = true;
                 lost_why = e;
@@ -222,8 +233,8 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         if (WIFSIGNALED(status))
-                return 128 + WTERMSIG(status);
-        return 126;
+                return EXIT_SIGNAL + WTERMSIG(status);
+        return EXIT_CANNOT_RUN;
 }
 
 int run_under_locks(struct run_request *rq)
@@ -237,7 +248,7 @@ int run_under_locks(struct run_request *rq)
         struct pending_command pc;
         if (fork_command(rq->command, &old, &pc) != 0) {
                 fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
-                return 126;
+                return EXIT_CANNOT_RUN;
         }
         rq->opts.partner_pid = pc.pid;
         struct held hl = {NULL, NULL};
@@ -251,7 +262,7 @@ int run_under_locks(struct run_request *rq)
                 bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
                 if (!conflict || !rq->quiet)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                return conflict ? rq->conflict_code : 2;
+                return conflict ? rq->conflict_code : EXIT_ERROR;
         }
         return run_locked(&pc, &wait_for, &old, &hl, rq->opts.stale_age, rq->conflict_code);
 }

@@ -12,6 +12,16 @@
 /* The name the command's messages start with. */
 #define DIRLOCK_COMMAND_NAME "dirlock"
 
+/* The statuses dirlock ends with besides COMMAND's own and the conflict
+ * code (-E, default 1); man/dirlock.1, EXIT STATUS, says when. */
+enum {
+        EXIT_ERROR = 2,        /* bad usage, a system error, a lock not ours to break */
+        EXIT_NO_FENCE = 3,     /* the locks were had but not their fences: not run    */
+        EXIT_CANNOT_RUN = 126, /* COMMAND cannot be run (126 and 127 as a shell's)   */
+        EXIT_NOT_FOUND = 127,
+        EXIT_SIGNAL = 128, /* + N: COMMAND died of signal N                          */
+};
+
 /* What to take and what to run. */
 struct run_request {
         const char *space;    /* the lock space (-d)                           */
