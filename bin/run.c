@@ -10,8 +10,21 @@
  * COMMAND does.  If dirlock itself is killed (SIGKILL, the OOM killer),
  * the owner records still name COMMAND: judges on this host keep the locks
  * held until it exits, as flock(1) does; judges on other hosts break them
- * after the stale age, since nobody refreshes them any more. */
+ * after the stale age, since nobody refreshes them any more.
+ *
+ * SIGNALS.  The signals to pass on are blocked from the start, so none
+ * is lost and no handler races with anything.  Until COMMAND is let run,
+ * those that would end a process (ending_signals) make a signalfd
+ * readable, which is the library's cancel descriptor: the wait ends at
+ * once, nothing is held, COMMAND never runs, and dirlock ends as killed
+ * by the signal.  The go message divides the two: a signal that came
+ * before it -- also one that came while the library's last try took the
+ * locks -- is read from the signalfd right before it, and ends dirlock
+ * the same way, releasing the locks; one that comes after it stays
+ * pending, and run_locked passes it on to COMMAND, which by then is let
+ * run.  Nothing is lost in between, and no lock outlives dirlock. */
 #include "run.h"
+#include "test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,7 +56,9 @@ static void forwarded_signals(sigset_t *set)
 /* The command, forked but held back until the locks are taken. */
 struct pending_command {
         pid_t pid;
-        int go_fd; /* write end: the go message lets it run; closing first kills it */
+        int go_fd;   /* write end: the go message lets it run; closing first kills it */
+        bool reaped; /* it died before it ran, and was waited for: */
+        int status;  /* its wait status */
 };
 
 /* Fork COMMAND; it waits for the go message on a pipe before it execs, and
@@ -84,14 +100,107 @@ static int fork_command(char **command, const sigset_t *old_mask, struct pending
         close(p[0]);
         pc->pid = child;
         pc->go_fd = p[1];
+        pc->reaped = false;
+        pc->status = 0;
         return 0;
 }
 
+/* Never let it run: it exits at the closed pipe; wait for it. */
 static void abandon_command(struct pending_command *pc)
 {
         close(pc->go_fd);
-        while (waitpid(pc->pid, NULL, 0) < 0 && errno == EINTR)
+        while (!pc->reaped && waitpid(pc->pid, &pc->status, 0) < 0 && errno == EINTR)
                 ;
+        pc->reaped = true;
+}
+
+/* The status for a command that died before it could run (a signal sent
+ * to it alone, or to it and dirlock but seen for it first), saying so. */
+static int died_before_running(const struct pending_command *pc)
+{
+        if (WIFSIGNALED(pc->status)) {
+                int sig = WTERMSIG(pc->status);
+                const char *name = sigabbrev_np(sig);
+                fprintf(stderr, "%s: the command was killed by %s%s before it could run; no lock is held\n",
+                        progname, name ? "SIG" : "signal ", name ? name : "?");
+                return EXIT_SIGNAL + sig;
+        }
+        fprintf(stderr, "%s: the command ended before it could run; no lock is held\n", progname);
+        return EXIT_CANNOT_RUN;
+}
+
+/* ---- signals before the command runs ------------------------------------ */
+
+/* The signals that end dirlock while it waits for its locks (the wait is
+ * canceled through the library's cancel descriptor, a signalfd readable
+ * while one of them is pending): the forwarded ones whose default action
+ * ends a process -- unless dirlock was started with one ignored, as nohup
+ * ignores SIGHUP and a shell SIGINT and SIGQUIT for a background job:
+ * whoever started it meant it to outlive those -- and SIGCHLD, for a
+ * command that dies before it runs.  SIGURG and SIGWINCH, ignored by
+ * default, stay pending and are passed on once the command runs. */
+static void ending_signals(const sigset_t *forwarded, sigset_t *set)
+{
+        sigemptyset(set);
+        for (int sig = 1; sig < NSIG; sig++) {
+                struct sigaction sa;
+                if (sigismember(forwarded, sig) != 1 || sig == SIGURG || sig == SIGWINCH ||
+                    sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_IGN)
+                        continue;
+                sigaddset(set, sig);
+        }
+        sigaddset(set, SIGCHLD);
+}
+
+/* What the signals pending on `sfd` say, taking them: the first that ends
+ * dirlock (its number); else -1 when the pending command has died (it is
+ * reaped: pc->status); else 0 -- nothing, or the SIGCHLD of a command
+ * stopped or continued with dirlock (^Z, fg). */
+static int signals_taken(int sfd, struct pending_command *pc)
+{
+        int ending = 0;
+        bool child = false;
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGCHLD)
+                        child = true;
+                else if (ending == 0)
+                        ending = (int)si.ssi_signo;
+        }
+        if (ending != 0)
+                return ending;
+        if (child && waitpid(pc->pid, &pc->status, WNOHANG) == pc->pid) {
+                pc->reaped = true;
+                return -1;
+        }
+        return 0;
+}
+
+/* The end of a dirlock that signal `sig` stopped before its command ran:
+ * nothing is held, nothing ran.  It dies of the signal, as it would have
+ * with nothing to clean up first, so that a shell sees it killed (and a
+ * loop that got ^C stops); a signal whose default action would dump core
+ * ends it with the status a shell gives that death, 128 + N, and no core
+ * file of a dirlock that did nothing wrong. */
+static int end_by_signal(int sig, bool quiet)
+{
+        const char *name = sigabbrev_np(sig);
+        if (!quiet)
+                fprintf(stderr, "%s: %s%s while waiting for the locks: the command was not run\n", progname,
+                        name ? "SIG" : "signal ", name ? name : "?");
+        static const int dumps_core[] = {SIGQUIT, SIGABRT, SIGXCPU, SIGXFSZ};
+        bool core = false;
+        for (size_t i = 0; i < sizeof dumps_core / sizeof dumps_core[0]; i++)
+                core = core || sig == dumps_core[i];
+        if (!core) {
+                sigset_t one;
+                sigemptyset(&one);
+                sigaddset(&one, sig);
+                signal(sig, SIG_DFL);
+                raise(sig);
+                sigprocmask(SIG_UNBLOCK, &one, NULL); /* dies here */
+        }
+        return EXIT_SIGNAL + sig;
 }
 
 /* What the command runs under: a set of whole locks, or one range lock. */
@@ -118,6 +227,39 @@ static int held_refresh(struct held *hl, dirlock_error *e)
 static int held_release(struct held *hl, dirlock_error *e)
 {
         return hl->range ? dirlock_release(hl->range, e) : dirlock_release_many(hl->set, e);
+}
+
+/* Take the locks, watching `sfd` (ending_signals) through the library's
+ * cancel descriptor: a wait ends at once when a signal that ends dirlock
+ * comes (*ended = its number) or the pending command dies (*ended = -1),
+ * holding nothing.  A SIGCHLD of a command stopped or continued only
+ * starts the wait again, for the time left. */
+static int take_locks(struct run_request *rq, int sfd, struct pending_command *pc, struct held *hl,
+                      int *ended, dirlock_error *e)
+{
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        double timeout = rq->opts.timeout;
+        rq->opts.flags |= DIRLOCK_CANCEL_FD;
+        rq->opts.cancel_fd = sfd;
+        *ended = 0;
+        for (;;) {
+                if (timeout > 0) {
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        double left = timeout - ((double)(now.tv_sec - start.tv_sec) +
+                                                 (double)(now.tv_nsec - start.tv_nsec) / 1e9);
+                        rq->opts.timeout = left > 0 ? left : 0;
+                }
+                int rc = rq->ranged ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi,
+                                                            &rq->opts, &hl->range, e)
+                                    : dirlock_acquire_many(rq->space, (const char *const *)rq->names,
+                                                           rq->count, &rq->opts, &hl->set, e);
+                if (rc != DIRLOCK_ECANCELED)
+                        return rc;
+                *ended = signals_taken(sfd, pc);
+                if (*ended != 0)
+                        return rc;
+        }
 }
 
 /* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
@@ -173,13 +315,19 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                 return EXIT_NO_FENCE;
         }
         if (rc != DIRLOCK_OK || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
-                fprintf(stderr, "%s: cannot start the command: %s\n", progname,
-                        rc != DIRLOCK_OK ? "its locks' fences do not fit its environment" : strerror(errno));
-                abandon_command(pc);
+                int why = errno;
                 held_release(hl, NULL);
+                abandon_command(pc);
+                if (rc == DIRLOCK_OK && why == EPIPE) /* it died in the moment since the last look */
+                        return died_before_running(pc);
+                fprintf(stderr, "%s: cannot start the command: %s\n", progname,
+                        rc != DIRLOCK_OK ? "its locks' fences do not fit its environment" : strerror(why));
                 return EXIT_CANNOT_RUN;
         }
         close(pc->go_fd);
+        const char *stop_at = dl_test_hook(STOP_AT); /* test builds: right after the go */
+        if (stop_at != NULL && strcmp(stop_at, "started") == 0)
+                raise(SIGSTOP);
         double refresh_every = stale / 3.0;
         struct timespec last;
         clock_gettime(CLOCK_MONOTONIC, &last);
@@ -239,10 +387,12 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
 
 int run_under_locks(struct run_request *rq)
 {
-        /* From here on every signal to pass on waits for sigtimedwait(). */
+        /* From here on every signal to pass on waits for sigtimedwait(), or,
+         * before the command runs, ends the wait through a signalfd. */
         signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
-        sigset_t wait_for, old;
+        sigset_t wait_for, old, ending;
         forwarded_signals(&wait_for);
+        ending_signals(&wait_for, &ending);
         sigaddset(&wait_for, SIGCHLD);
         sigprocmask(SIG_BLOCK, &wait_for, &old);
         struct pending_command pc;
@@ -250,13 +400,36 @@ int run_under_locks(struct run_request *rq)
                 fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
                 return EXIT_CANNOT_RUN;
         }
+        int sfd = signalfd(-1, &ending, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0) {
+                fprintf(stderr, "%s: cannot watch for signals: %s\n", progname, strerror(errno));
+                abandon_command(&pc);
+                return EXIT_ERROR;
+        }
         rq->opts.partner_pid = pc.pid;
         struct held hl = {NULL, NULL};
         dirlock_error e;
-        int rc = rq->ranged ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi, &rq->opts,
-                                                    &hl.range, &e)
-                            : dirlock_acquire_many(rq->space, (const char *const *)rq->names, rq->count,
-                                                   &rq->opts, &hl.set, &e);
+        int ended;
+        int rc = take_locks(rq, sfd, &pc, &hl, &ended, &e);
+        /* Test builds: between taking the locks and the look at the
+         * signals that came meanwhile. */
+        const char *stop_at = dl_test_hook(STOP_AT);
+        if (rc == DIRLOCK_OK && stop_at != NULL && strcmp(stop_at, "taken") == 0)
+                raise(SIGSTOP);
+        /* A signal that came while the locks were being taken -- the
+         * library's last try after a cancel may have got them -- ends
+         * dirlock as one during the wait does: the command never starts.
+         * From the next line on, a signal waits for the command, which
+         * gets it the moment it is let run (run_locked). */
+        if (rc == DIRLOCK_OK && ended == 0)
+                ended = signals_taken(sfd, &pc);
+        close(sfd);
+        if (ended != 0) {
+                if (rc == DIRLOCK_OK)
+                        held_release(&hl, NULL);
+                abandon_command(&pc);
+                return ended > 0 ? end_by_signal(ended, rq->quiet) : died_before_running(&pc);
+        }
         if (rc != DIRLOCK_OK) {
                 abandon_command(&pc);
                 bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;

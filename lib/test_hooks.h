@@ -36,7 +36,11 @@
           "fence gate, so that a test shows the fence refuses a late write (tests/http-cluster.t)")          \
         X(STOP_BEFORE_VIEW_READ, "cgi-bin/store_log.c",                                                      \
           "the one board process that removes the file it names stops with the log opened and not "          \
-          "read, so that a test sees which locks a view holds (tests/unit/test_board_view_lock.c)")
+          "read, so that a test sees which locks a view holds (tests/unit/test_board_view_lock.c)")          \
+        X(STOP_AT, "bin/run.c",                                                                              \
+          "the dirlock command stops (SIGSTOP) once its locks are taken, before it looks at the signals "    \
+          "that came meanwhile (=taken), or right after it let its command run (=started), so that a "       \
+          "test signals it at either moment (tests/core-signals.t)")
 
 enum dl_test_hook {
 #define DL_TEST_HOOK_ENUM(name, where, what) DL_TEST_HOOK_##name,

@@ -64,7 +64,12 @@ $(BUILD)/tests/unit/test_board_view_lock: $(BUILD)/tests/unit/test_board_view_lo
 		$(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
 
-test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks
+# dirlock-hooks: the command built the same way, for tests/core-signals.t.
+$(BUILD)/tests/progs/dirlock-hooks: $(BUILD)/hooks/bin/dirlock.o $(BUILD)/hooks/bin/run.o $(HOOK_LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
 
 # make test installs what is missing first (tools/install-deps is quick
 # when everything is there), so it works on a fresh Debian machine.
