@@ -43,11 +43,13 @@ int board_view(struct board *b, const struct msglist **out, unsigned long long *
 int board_post(struct board *b, struct logrecord *msg, const char *addr, long long now,
                struct board_error *err);
 
-/* Delete message `no` when `password` matches.  The password is checked
- * before the lock is taken; wrong ones are counted per address (`addr`)
- * and per message, and past the configured limit a delete is refused
- * before any hashing (deletelimit.h).  Errors: 404 no such message, 403
- * wrong password or none set, 429 (err->retry_after), 503, 500. */
+/* Delete message `no` when `password` matches.  The attempt is counted
+ * per address (`addr`) and per message before the password is hashed,
+ * and taken back unless the password was wrong; past the configured
+ * limit a delete is refused before any hashing (deletelimit.h).  The
+ * password is checked before the store's lock is taken.  Errors: 404 no
+ * such message, 403 wrong password or none set, 429
+ * (err->retry_after), 503, 500. */
 int board_delete(struct board *b, long long no, const char *password, const char *addr, long long now,
                  struct board_error *err);
 

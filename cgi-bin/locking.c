@@ -111,6 +111,14 @@ int board_lock_named(const struct board_config *cfg, const char *name, struct bo
         return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, row->flock, cfg->lock_timeout, -1, err);
 }
 
+int board_lock_always(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                      struct board_error *err)
+{
+        if (!board_lock_mode_row(cfg->lock_mode)->side_locks) /* none, wrong: the library's lock */
+                return board_lock_exclusive(cfg, name, lk, cfg->lock_timeout, -1, err);
+        return board_lock_named(cfg, name, lk, err);
+}
+
 int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
         return board_lock_named(cfg, BOARD_RATE_LOCK_NAME, lk, err);

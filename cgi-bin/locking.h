@@ -19,7 +19,8 @@
  * modes whose row allows it go through the pending queue first
  * (postqueue.h); the lock is the same.  Lock name "messages" in the lock space (config lock_space, by
  * default data_dir/locks); "ratelimit" guards the rate-limit file of
- * queued posts, "deletelimit" the failed-delete counts, "schema" the
+ * queued posts, "deletelimit" the failed-delete counts (in every mode,
+ * board_lock_always), "schema" the
  * making or upgrading of a SQLite database's schema (store_sqlite.c). */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
@@ -58,6 +59,11 @@ int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk,
  * for small side files. */
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
                      struct board_error *err);
+/* board_lock_named() in every lock mode: none and wrong take the
+ * library's exclusive lock.  For state that must stay right whatever the
+ * demonstration mode: the failed-delete counts, a security limit. */
+int board_lock_always(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                      struct board_error *err);
 /* board_lock_named() for the "ratelimit" lock (the post interval of
  * queued posts). */
 int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);

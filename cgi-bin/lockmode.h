@@ -49,7 +49,9 @@ struct board_lock_mode_row {
          * admitted by it (fence.h). */
         bool fenced;
         /* The small side files (the post interval's, the failed-delete
-         * counts) are kept under named exclusive locks of the mode's kind. */
+         * counts) are kept under named exclusive locks of the mode's kind.
+         * Without them, the failed-delete counts still are, under the
+         * library's exclusive lock (board_lock_always, locking.h). */
         bool side_locks;
         /* Posts may go through the pending queue (config group_commit,
          * postqueue.h): its leader stores them under its write lock. */

@@ -40,7 +40,13 @@
         X(STOP_AT, "bin/run.c",                                                                              \
           "the dirlock command stops (SIGSTOP) once its locks are taken, before it looks at the signals "    \
           "that came meanwhile (=taken), or right after it let its command run (=started), so that a "       \
-          "test signals it at either moment (tests/core-signals.t)")
+          "test signals it at either moment (tests/core-signals.t)")                                         \
+        X(COUNT_HASHES, "cgi-bin/password.c",                                                                \
+          "every password checked against a hash appends one byte to the file it names, so that a test "     \
+          "counts the hashes concurrent deletes ran (tests/unit/test_board_delete_limit.c)")                 \
+        X(DELETE_LIMIT_UNLOCKED, "cgi-bin/board.c",                                                          \
+          "a delete counts its attempt without the deletelimit lock: the twin that must let more "           \
+          "hashes through than the limit (tests/unit/test_board_delete_limit.c)")
 
 enum dl_test_hook {
 #define DL_TEST_HOOK_ENUM(name, where, what) DL_TEST_HOOK_##name,

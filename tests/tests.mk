@@ -18,7 +18,7 @@
 UNIT_TESTS := core_api core_async core_cancel core_fence core_owner core_reentrant core_stale range rw space redis_url redis \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
-	board_view_lock
+	board_view_lock board_delete_limit
 TEST_PROGS := lockworker rangestress rw_hold stress
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
@@ -62,6 +62,10 @@ $(BUILD)/tests/progs/board-hooks: $(HOOK_BOARD_OBJS) $(HOOK_LIB_A)
 HOOK_BOARD_LIB_OBJS := $(filter-out $(BUILD)/hooks/cgi-bin/main.o,$(HOOK_BOARD_OBJS))
 $(BUILD)/tests/unit/test_board_view_lock: $(BUILD)/tests/unit/test_board_view_lock.o $(HOOK_BOARD_LIB_OBJS) \
 		$(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+# test_board_delete_limit: the same.
+$(BUILD)/tests/unit/test_board_delete_limit: $(BUILD)/tests/unit/test_board_delete_limit.o \
+		$(HOOK_BOARD_LIB_OBJS) $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
 
 # dirlock-hooks: the command built the same way, for tests/core-signals.t.
