@@ -73,10 +73,12 @@ redis_start() {
 	local i
 	for ((i = 0; i < 500; i++)); do
 		[ -S "$REDIS_SOCK" ] && [ "$(redis_cli ping 2>/dev/null)" = PONG ] && return 0
+		kill -0 "$REDIS_PID" 2>/dev/null || break # it exited: no use waiting
 		sleep 0.01
 	done
 	echo "# redis-server did not start:" >&2
-	sed 's/^/# /' "$T/redis.log" >&2
+	[ -f "$T/redis.log" ] && sed 's/^/# /' "$T/redis.log" >&2
+	redis_stop
 	return 1
 }
 
