@@ -91,6 +91,29 @@ static void trampoline(unsigned hi, unsigned lo)
         /* uc_link takes us back to the resumer. */
 }
 
+/* Set f up to run fn(arg) from the top of its stack. */
+static int fiber_prepare(dl_fiber *f, void (*fn)(void *arg), void *arg)
+{
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        if (getcontext(&f->self) != 0)
+                return -1;
+        f->self.uc_stack.ss_sp = f->map + page;
+        f->self.uc_stack.ss_size = FIBER_STACK;
+        f->self.uc_link = &f->caller;
+        f->fn = fn;
+        f->arg = arg;
+        f->finished = false;
+        uintptr_t p = (uintptr_t)f;
+        makecontext(&f->self, (void (*)(void))trampoline, 2, (unsigned)(p >> 16 >> 16), (unsigned)p);
+        return 0;
+}
+
+int dl_fiber_reuse(dl_fiber *f, void (*fn)(void *arg), void *arg)
+{
+        DL_ASSERT(f->finished || f->fn == NULL);
+        return fiber_prepare(f, fn, arg);
+}
+
 int dl_fiber_new(dl_fiber **out, void (*fn)(void *arg), void *arg, dirlock_error *err)
 {
         dl_fiber *f = calloc(1, sizeof *f);
@@ -105,18 +128,11 @@ int dl_fiber_new(dl_fiber **out, void (*fn)(void *arg), void *arg, dirlock_error
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "cannot map a stack for a pending acquire");
         }
         mprotect(f->map, page, PROT_NONE); /* the guard */
-        if (getcontext(&f->self) != 0) {
+        if (fiber_prepare(f, fn, arg) != 0) {
                 munmap(f->map, f->map_size);
                 free(f);
                 return dl_fail(err, DIRLOCK_EIO, 0, "getcontext failed");
         }
-        f->self.uc_stack.ss_sp = f->map + page;
-        f->self.uc_stack.ss_size = FIBER_STACK;
-        f->self.uc_link = &f->caller;
-        f->fn = fn;
-        f->arg = arg;
-        uintptr_t p = (uintptr_t)f;
-        makecontext(&f->self, (void (*)(void))trampoline, 2, (unsigned)(p >> 16 >> 16), (unsigned)p);
 #ifdef FIBER_VALGRIND
         f->stack_id = VALGRIND_STACK_REGISTER(f->map + page, f->map + f->map_size);
 #endif

@@ -180,6 +180,8 @@ bool dl_fiber_resume(dl_fiber *f);
 /* From inside a fiber: back to the one that resumed it. */
 void dl_fiber_suspend(void);
 dl_fiber *dl_fiber_current(void);
+/* Make a finished fiber run fn(arg) anew, on the same stack: 0 or -1. */
+int dl_fiber_reuse(dl_fiber *f, void (*fn)(void *arg), void *arg);
 /* A fiber that finished or never ran. */
 void dl_fiber_free(dl_fiber *f);
 

@@ -296,16 +296,102 @@ static int step(dirlock_pending *p)
 
 /* ---- making one ------------------------------------------------------------------ */
 
-static void pending_close(dirlock_pending *p)
+/* ---- spare shells --------------------------------------------------------------- */
+
+/* What a pending acquire needs besides its call -- its descriptors and
+ * its fiber's stack -- costs more to make than an uncontended acquire
+ * takes.  A finished one's is kept for the thread's next pending acquire
+ * (up to SPARE_MAX), emptied: nothing in its set but its timer, its
+ * eventfds read, its timer disarmed. */
+#define SPARE_MAX 8
+struct shell {
+        int epfd, timer_fd, cancel_fd, kick_fd;
+        dl_fiber *fiber;
+        struct shell *next;
+};
+static _Thread_local struct shell *spare;
+static _Thread_local int nspare;
+static _Thread_local pid_t spare_pid;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void shell_close(struct shell *sh)
 {
-        /* Not in a forked child: its epoll sets are its parent's too. */
-        if (p->thread_pid == dl_self_pid() && pthread_equal(p->thread, pthread_self()))
-                live_leave(p);
-        int fds[] = {p->epfd, p->timer_fd, p->cancel_fd, p->kick_fd};
+        int fds[] = {sh->epfd, sh->timer_fd, sh->cancel_fd, sh->kick_fd};
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
-        dl_fiber_free(p->fiber);
+        dl_fiber_free(sh->fiber);
+}
+
+static void spare_thread_exit(void *unused)
+{
+        (void)unused;
+        while (spare != NULL) {
+                struct shell *sh = spare;
+                spare = sh->next;
+                shell_close(sh);
+                free(sh);
+        }
+        nspare = 0;
+}
+
+static void spare_key_create(void)
+{
+        pthread_key_create(&spare_key, spare_thread_exit);
+}
+
+/* The thread's spare shell, or NULL (a forked child closes its copies). */
+static struct shell *spare_take(void)
+{
+        if (spare_pid != dl_self_pid()) {
+                spare_thread_exit(NULL);
+                spare_pid = dl_self_pid();
+        }
+        struct shell *sh = spare;
+        if (sh != NULL) {
+                spare = sh->next;
+                nspare--;
+        }
+        return sh;
+}
+
+/* Keep p's shell when it can be used again: p's own thread, its fiber
+ * finished, its set holding only its timer.  True when kept. */
+static bool spare_keep(dirlock_pending *p)
+{
+        if (nspare >= SPARE_MAX || p->fiber == NULL || p->state != PENDING_DONE || spare_pid != dl_self_pid())
+                return false;
+        struct shell *sh = malloc(sizeof *sh);
+        if (sh == NULL)
+                return false;
+        if (p->user_cancel >= 0)
+                epoll_ctl(p->epfd, EPOLL_CTL_DEL, p->user_cancel, NULL);
+        struct itimerspec off = {{0, 0}, {0, 0}};
+        timerfd_settime(p->timer_fd, 0, &off, NULL);
+        uint64_t v;
+        ssize_t r = read(p->timer_fd, &v, sizeof v);
+        r = read(p->cancel_fd, &v, sizeof v);
+        r = read(p->kick_fd, &v, sizeof v);
+        (void)r; /* EAGAIN: nothing to read */
+        *sh = (struct shell){p->epfd, p->timer_fd, p->cancel_fd, p->kick_fd, p->fiber, spare};
+        pthread_once(&spare_once, spare_key_create);
+        pthread_setspecific(spare_key, &spare);
+        spare = sh;
+        nspare++;
+        return true;
+}
+
+static void pending_close(dirlock_pending *p)
+{
+        /* Not in a forked child: its epoll sets are its parent's too. */
+        bool own = p->thread_pid == dl_self_pid() && pthread_equal(p->thread, pthread_self());
+        if (own)
+                live_leave(p);
+        if (!own || !spare_keep(p)) {
+                struct shell sh = {p->epfd, p->timer_fd, p->cancel_fd, p->kick_fd, p->fiber, NULL};
+                shell_close(&sh);
+        }
         free(p->space);
         free(p->name);
         for (size_t i = 0; i < p->nnames; i++)
@@ -344,17 +430,31 @@ static int pending_new(enum pending_kind kind, const dirlock_options *opts, dirl
                 }
                 p->user_cancel = p->opts.cancel_fd;
         }
-        p->epfd = epoll_create1(EPOLL_CLOEXEC);
-        p->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        p->cancel_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        p->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         int rc = DIRLOCK_OK;
-        if (p->epfd < 0 || p->timer_fd < 0 || p->cancel_fd < 0 || p->kick_fd < 0 ||
-            add_permanent(p, p->timer_fd) != 0 ||
-            (p->user_cancel >= 0 && add_permanent(p, p->user_cancel) != 0))
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot make the descriptors of a pending acquire");
-        if (rc == DIRLOCK_OK)
-                rc = dl_fiber_new(&p->fiber, run, p, err);
+        struct shell *sh = spare_take();
+        if (sh != NULL) {
+                p->epfd = sh->epfd;
+                p->timer_fd = sh->timer_fd;
+                p->cancel_fd = sh->cancel_fd;
+                p->kick_fd = sh->kick_fd;
+                p->fiber = sh->fiber;
+                free(sh);
+                if (dl_fiber_reuse(p->fiber, run, p) != 0)
+                        rc = dl_fail(err, DIRLOCK_EIO, 0, "getcontext failed");
+        } else {
+                p->epfd = epoll_create1(EPOLL_CLOEXEC);
+                p->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+                p->cancel_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+                p->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+                if (p->epfd < 0 || p->timer_fd < 0 || p->cancel_fd < 0 || p->kick_fd < 0 ||
+                    add_permanent(p, p->timer_fd) != 0)
+                        rc = dl_fail(err, DIRLOCK_EIO, errno,
+                                     "cannot make the descriptors of a pending acquire");
+                if (rc == DIRLOCK_OK)
+                        rc = dl_fiber_new(&p->fiber, run, p, err);
+        }
+        if (rc == DIRLOCK_OK && p->user_cancel >= 0 && add_permanent(p, p->user_cancel) != 0)
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot watch cancel descriptor %d", p->user_cancel);
         if (rc != DIRLOCK_OK) {
                 pending_close(p);
                 return rc;
