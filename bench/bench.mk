@@ -19,6 +19,8 @@
 #   make bench-redis   lock spaces on a private redis-server, against bare
 #                      SET NX PX + DEL and the seed article's INCRBY lock
 #                      (bench/redis-run)
+#   make bench-async   pending acquires (an event loop's way) against the
+#                      blocking call; many pending in one loop (bench/async-run)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
@@ -26,6 +28,7 @@ PEER_WORKER := $(BUILD)/bench/peer_worker
 RW_BENCH := $(BUILD)/bench/rw_bench
 RANGE_BENCH := $(BUILD)/bench/range_bench
 REDIS_BENCH := $(BUILD)/bench/redis_bench
+ASYNC_BENCH := $(BUILD)/bench/async_bench
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -45,6 +48,9 @@ $(RANGE_BENCH): $(BUILD)/bench/range_bench.o $(LIB_A)
 $(REDIS_BENCH): $(BUILD)/bench/redis_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
+$(ASYNC_BENCH): $(BUILD)/bench/async_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
 $(HELLO_BIN): $(BUILD)/bench/hello.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
 
@@ -61,6 +67,9 @@ bench-range: $(RANGE_BENCH)
 	BUILD_DIR=$(BUILD) bench/range-run
 bench-redis: all $(REDIS_BENCH)
 	BUILD_DIR=$(BUILD) bench/redis-run
+
+bench-async: all $(ASYNC_BENCH)
+	BUILD_DIR=$(BUILD) bench/async-run
 
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
@@ -82,5 +91,5 @@ bench:
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
+.PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
 	bench-redis
