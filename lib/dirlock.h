@@ -89,34 +89,57 @@ extern "C" {
  * 0.1 s they would break live holders. */
 #define DIRLOCK_MIN_STALE_AGE 0.1
 
-typedef enum dirlock_code {
-        DIRLOCK_OK = 0,
-        DIRLOCK_EBUSY,     /* held by someone else (one try, timeout 0)   */
-        DIRLOCK_ETIMEDOUT, /* still held by someone else when time ran out */
-        DIRLOCK_ENAME,     /* invalid lock name                            */
-        DIRLOCK_EINVAL,    /* invalid argument or option                   */
-        DIRLOCK_ELOST,     /* our lock was broken as stale (maybe re-taken),
-                              or the lock server no longer has it         */
-        DIRLOCK_ENOTOWNER, /* handle used by a process that does not own it */
-        DIRLOCK_ELIVE,     /* refused to break a lock whose owner is alive  */
-        DIRLOCK_ENOLOCK,   /* no such lock (inspect, break)                 */
-        DIRLOCK_EUPGRADE,  /* read -> write upgrade refused (use intent)    */
-        DIRLOCK_EBALANCE,  /* reentrant release without a matching acquire  */
-        DIRLOCK_EIO,       /* system call failed; errno is kept             */
-        DIRLOCK_ENOMEM,    /* out of memory                                 */
-        DIRLOCK_ECANCELED, /* the wait was ended by opts->cancel_fd         */
-        DIRLOCK_EPERM,     /* the lock is in the way but may not be broken
-                              or replaced by this user (see docs/sharing.md) */
-        DIRLOCK_ESERVER,   /* the lock server could not be reached or did not
-                              answer in time (refused, down, broken, timed out) */
-        DIRLOCK_EAUTH,     /* the lock server refused our credentials or db  */
-        DIRLOCK_EDATA,     /* the lock space's data is not what dirlock wrote
-                              (a key of the wrong type, a fence counter past
-                              DIRLOCK_FENCE_MAX), or a script failed        */
-        DIRLOCK_EAGAIN,    /* a pending acquire is still waiting: poll its
-                              descriptor and step it again                  */
-        DIRLOCK_CODE_COUNT
-} dirlock_code;
+/* Every error code, once, in number order: X(NAME, DESCRIPTION) for
+ * DIRLOCK_NAME, with what it means beside it.  The list makes enum
+ * dirlock_code (numbered from 0 as written), dirlock_strerror() and
+ * dirlock_code_name(); bindings walk the numbers with dirlock_code_name()
+ * rather than keep a list of their own.  New codes go at the end: the
+ * numbers are part of the ABI. */
+#define DIRLOCK_CODES(X)                                                                                     \
+        X(OK, "success")                                                                                     \
+        /* held by someone else (one try, timeout 0) */                                                      \
+        X(EBUSY, "lock is busy")                                                                             \
+        /* still held by someone else when time ran out */                                                   \
+        X(ETIMEDOUT, "timed out waiting for the lock")                                                       \
+        X(ENAME, "invalid lock name")                                                                        \
+        /* invalid argument or option */                                                                     \
+        X(EINVAL, "invalid argument")                                                                        \
+        /* our lock was broken as stale (maybe re-taken), or the lock server no                              \
+           longer has it */                                                                                  \
+        X(ELOST, "lock was lost (broken as stale, or gone from the lock server)")                            \
+        /* handle used by a process that does not own it */                                                  \
+        X(ENOTOWNER, "lock is not owned by this process")                                                    \
+        /* refused to break a lock whose owner is alive */                                                   \
+        X(ELIVE, "lock is held by a live owner")                                                             \
+        /* no such lock (inspect, break) */                                                                  \
+        X(ENOLOCK, "no such lock")                                                                           \
+        /* read -> write upgrade refused (use intent) */                                                     \
+        X(EUPGRADE, "cannot upgrade a shared lock (use an intent lock)")                                     \
+        /* reentrant release without a matching acquire */                                                   \
+        X(EBALANCE, "release without a matching acquire")                                                    \
+        /* system call failed; errno is kept */                                                              \
+        X(EIO, "system call failed")                                                                         \
+        X(ENOMEM, "out of memory")                                                                           \
+        /* the wait was ended by opts->cancel_fd */                                                          \
+        X(ECANCELED, "wait canceled")                                                                        \
+        /* the lock is in the way but may not be broken or replaced by this user                             \
+           (see docs/sharing.md) */                                                                          \
+        X(EPERM, "lock may not be broken or taken by this user")                                             \
+        /* the lock server could not be reached or did not answer in time                                    \
+           (refused, down, broken, timed out) */                                                             \
+        X(ESERVER, "lock server unreachable or not answering")                                               \
+        /* the lock server refused our credentials or db */                                                  \
+        X(EAUTH, "lock server refused the credentials or database")                                          \
+        /* the lock space's data is not what dirlock wrote (a key of the wrong                               \
+           type, a fence counter past DIRLOCK_FENCE_MAX), or a script failed */                              \
+        X(EDATA, "unexpected data or script error on the lock server")                                       \
+        /* a pending acquire is still waiting: poll its descriptor and step it                               \
+           again */                                                                                          \
+        X(EAGAIN, "the acquire is still waiting")
+
+#define DIRLOCK_CODE_ENUM_(name, description) DIRLOCK_##name,
+typedef enum dirlock_code { DIRLOCK_CODES(DIRLOCK_CODE_ENUM_) DIRLOCK_CODE_COUNT } dirlock_code;
+#undef DIRLOCK_CODE_ENUM_
 
 /* Filled in by every call that takes one (may be NULL). */
 typedef struct dirlock_error {
@@ -127,6 +150,11 @@ typedef struct dirlock_error {
 
 /* Short fixed description of a code ("lock is busy", ...). */
 const char *dirlock_strerror(int code);
+
+/* Name of a code without its prefix ("OK", "EBUSY", ...), or NULL for a
+ * number that is no code: 0, 1, ... up to the first NULL are every code
+ * of the library a program runs with, whatever header it was built with. */
+const char *dirlock_code_name(int code);
 
 /* Lock modes.  DIRLOCK_EXCLUSIVE is the write side of the reader-writer
  * lock of the same name: an exclusive lock excludes readers too. */
