@@ -78,8 +78,9 @@ missing=$(comm -23 "$T/referenced" "$T/known")
 [ -z "$missing" ]
 ok $? "every .Xr to a dirlock page leads to one ($(wc -l <"$T/referenced") names)${missing:+: missing $missing}"
 
-# dirlock_strerror(3) lists exactly the codes of enum dirlock_code.
-sed -n '/^typedef enum dirlock_code/,/} dirlock_code;/p' "$HEADER" | grep -o 'DIRLOCK_E[A-Z]*' | sort -u >"$T/codes"
+# dirlock_strerror(3) lists exactly the codes of enum dirlock_code, which
+# DIRLOCK_CODES(X) makes: one X(NAME, "description") per code.
+sed -n '/^#define DIRLOCK_CODES(X)/,/^$/p' "$HEADER" | sed -n 's/^ *X(\(E[A-Z]*\),.*/DIRLOCK_\1/p' | sort -u >"$T/codes"
 sed -n '/^\.Sh ERRORS/,/^\.Sh /p' man/dirlock_strerror.3 | sed -n 's/^\.It Er \(DIRLOCK_E[A-Z]*\)$/\1/p' | sort >"$T/listed"
 diff "$T/codes" "$T/listed" >"$T/diff"
 ok $? "dirlock_strerror(3) lists every error code of the header, and no other ($(wc -l <"$T/codes") codes)"
