@@ -41,6 +41,7 @@ include man/man.mk           # the manual pages: install-man, lint-man
 include cgi-bin/board.mk     # the board
 BOARD_LIBS += $(LIB_LIBS)    # what the library needs (hiredis), after it
 include tools/tools.mk       # dirlock-demo, deps, start/stop, demo, demo-rw
+include bindings/bindings.mk # the Perl and Python bindings
 include tests/tests.mk       # test, valgrind
 include tests/fuzz/fuzz.mk   # fuzz
 include tests/model/model.mk # verify
