@@ -2,7 +2,7 @@
 # memcheck run (make valgrind).  tests/README.md says where a test goes.
 #   provides: UNIT_BINS, PROG_BINS, test-build
 #   uses:     BUILD, LIB_A, LIB_SRCS, LIB_LIBS (lib/lib.mk), BOARD_LIB_OBJS and
-#             BOARD_LIBS (cgi-bin/board.mk)
+#             BOARD_LIBS (cgi-bin/board.mk), PYTHON (bindings/bindings.mk)
 #
 #   tests/unit/test_NAME.c  cmocka unit tests (UNIT_TESTS); linked with the
 #                           library, the board's objects (minus main) and
@@ -12,6 +12,9 @@
 #   tests/*.t               TAP scripts (shell), run by prove; they find the
 #                           helpers through $BUILD_DIR and the tree through
 #                           $TOP.
+#   bindings/perl/t/*.t     the Perl module's tests (prove -b) and
+#   bindings/python/tests/  the Python package's (pytest), built by
+#                           make bindings (bindings/bindings.mk).
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
@@ -74,13 +77,17 @@ $(BUILD)/tests/progs/dirlock-hooks: $(BUILD)/hooks/bin/dirlock.o $(BUILD)/hooks/
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
+# The bindings' suites run against the normal build only (tests/run-all).
+ifneq ($(SANITIZE),1)
+test-build: bindings
+endif
 
 # make test installs what is missing first (tools/install-deps is quick
 # when everything is there), so it works on a fresh Debian machine.
 test:
 	tools/install-deps
 	$(MAKE) test-build
-	BUILD_DIR=$(BUILD) SANITIZE=$(SANITIZE) tests/run-all $(TESTS)
+	BUILD_DIR=$(BUILD) SANITIZE=$(SANITIZE) PYTHON=$(PYTHON) tests/run-all $(TESTS)
 
 .PHONY: test-build
 
