@@ -21,7 +21,10 @@
 #                      (bench/redis-run)
 #   make bench-async   pending acquires (an event loop's way) against the
 #                      blocking call; many pending in one loop (bench/async-run)
-#   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk)
+#   make bench-bindings  a lock from Perl and Python against C, and against
+#                      the dirlock command wrapping a no-op (bench/bindings-run)
+#   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk),
+#         bindings, PYTHON (bindings/bindings.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
@@ -29,6 +32,7 @@ RW_BENCH := $(BUILD)/bench/rw_bench
 RANGE_BENCH := $(BUILD)/bench/range_bench
 REDIS_BENCH := $(BUILD)/bench/redis_bench
 ASYNC_BENCH := $(BUILD)/bench/async_bench
+BINDINGS_BENCH := $(BUILD)/bench/bindings_bench
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -51,6 +55,9 @@ $(REDIS_BENCH): $(BUILD)/bench/redis_bench.o $(LIB_A)
 $(ASYNC_BENCH): $(BUILD)/bench/async_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
+$(BINDINGS_BENCH): $(BUILD)/bench/bindings_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
 $(HELLO_BIN): $(BUILD)/bench/hello.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
 
@@ -71,6 +78,9 @@ bench-redis: all $(REDIS_BENCH)
 bench-async: all $(ASYNC_BENCH)
 	BUILD_DIR=$(BUILD) bench/async-run
 
+bench-bindings: all bindings $(BINDINGS_BENCH)
+	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
+
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
@@ -88,8 +98,9 @@ bench:
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
 	$(MAKE) bench-redis
+	$(MAKE) bench-bindings
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
 .PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis
+	bench-redis bench-bindings
