@@ -670,6 +670,42 @@ ranges(class, space, name)
                 PUSHs(sv_2mortal(dlp_range_hash(aTHX_ &info[i])));
         free(info);
 
+SV *
+space_info(class, space)
+        SV *class
+        const char *space
+    PREINIT:
+        dirlock_error err;
+        dirlock_space_info info;
+    CODE:
+        (void)class;
+        int rc = dirlock_space_query(space, &info, &err);
+        if (rc != DIRLOCK_OK)
+                dlp_throw_err(aTHX_ rc, &err);
+        HV *hv = newHV();
+        (void)hv_stores(hv, "backend", newSVpv(info.backend, 0));
+        (void)hv_stores(hv, "dir", info.dir ? newSVpv(info.dir, 0) : newSV(0));
+        (void)hv_stores(hv, "ranges", newSViv(info.ranges));
+        (void)hv_stores(hv, "fences", newSViv(info.fences));
+        (void)hv_stores(hv, "upgrade", newSViv(info.upgrade));
+        (void)hv_stores(hv, "owner_records", newSViv(info.owner_records));
+        RETVAL = newRV_noinc((SV *)hv);
+    OUTPUT:
+        RETVAL
+
+void
+space_forms()
+    PREINIT:
+        const char *form;
+        int built;
+    PPCODE:
+        for (size_t i = 0; (form = dirlock_space_form(i, &built)) != NULL; i++) {
+                HV *hv = newHV();
+                (void)hv_stores(hv, "form", newSVpv(form, 0));
+                (void)hv_stores(hv, "built", newSViv(built));
+                XPUSHs(sv_2mortal(newRV_noinc((SV *)hv)));
+        }
+
 MODULE = Dirlock        PACKAGE = Dirlock::Set
 
 void

@@ -373,6 +373,20 @@ Every range holder and waiter of lock C<$name>, ordered by C<lo>: hash
 references with C<lo>, C<hi>, C<mode>, C<waiting>, C<upgrading>, C<pid>,
 C<host>, C<age>.
 
+=item Dirlock->space_info($space)
+
+What the space string names, without touching the space: a hash
+reference with C<backend> (C<directory>, C<flock>, C<Redis>, ...),
+C<dir> (the directory of a space on this host, else C<undef>), and
+whether the kind of space offers C<ranges>, C<fences>, C<upgrade> and
+C<owner_records>.  C<EINVAL> for a kind this build does not have.
+
+=item Dirlock::space_forms()
+
+The forms a space string may take, for usage texts: hash references
+with C<form> (C<DIR>, C<flock:DIR>, C<redis://...>) and C<built> (0 for
+a kind this build of the library does not have).
+
 =back
 
 =head1 Dirlock::Error

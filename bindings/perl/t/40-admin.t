@@ -70,4 +70,16 @@ for my $s (spaces()) {
         ok(eval { Dirlock->cleanup($space); 1 }, "$label: cleanup");
 }
 
+my $info = Dirlock->space_info('flock:/some/where');
+is_deeply([ @$info{qw(backend dir fences)} ], [ 'flock', '/some/where', 0 ], 'space_info of a flock: space');
+$info = Dirlock->space_info('/some/where');
+is_deeply([ @$info{qw(backend dir ranges fences upgrade owner_records)} ], [ 'directory', '/some/where', 1, 1, 1, 1 ],
+        'space_info of a directory');
+ok(!-e '/some/where', '... which it does not touch');
+my @forms = Dirlock::space_forms();
+like($forms[0]{form}, qr/^DIR\b/, 'space_forms: a directory first');
+ok((grep { $_->{form} =~ /^flock:/ && $_->{built} } @forms), 'space_forms: flock:DIR, built');
+my $e = eval { Dirlock->space_info(''); 1 } ? undef : $@;
+is($e && $e->code, 'EINVAL', 'space_info of an empty string');
+
 done_testing;

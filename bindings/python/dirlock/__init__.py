@@ -14,7 +14,8 @@ characters of [A-Za-z0-9._-], not starting with a dot.
 Lock(space, name, **options) is a lock, taken by acquire() or a `with`
 block and released by release() or the end of the block; a list of names
 is a set, taken all or none.  inspect(), list_locks(), break_lock(),
-cleanup() and ranges() look at a space.
+cleanup() and ranges() look at a space; space_info() and space_forms()
+say what a space string names and which kinds this build has.
 
 Every failure raises a subclass of dirlock.Error named after the library's
 code: dirlock.EBUSY, dirlock.ETIMEDOUT, dirlock.ELOST, ... (made at import
@@ -29,8 +30,8 @@ that took it: after fork the child's release raises ENOTOWNER and the
 parent keeps its lock.
 """
 from dirlock._dirlock import *  # noqa: F401,F403 - the C module is the API
-from dirlock._dirlock import CODES, LIBRARY_VERSION, Error, Lock, Owner, RangeInfo  # noqa: F401
+from dirlock._dirlock import CODES, LIBRARY_VERSION, Error, Lock, Owner, RangeInfo, SpaceInfo  # noqa: F401
 
 __version__ = "1.0.0"
-__all__ = ["Lock", "Error", "Owner", "RangeInfo", "inspect", "list_locks", "break_lock", "cleanup",
-           "ranges", "code_name", "strerror", "CODES", "LIBRARY_VERSION"] + [c for c in CODES if c != "OK"]
+__all__ = ["Lock", "Error", "Owner", "RangeInfo", "SpaceInfo", "inspect", "list_locks", "break_lock", "cleanup",
+           "ranges", "space_info", "space_forms", "code_name", "strerror", "CODES", "LIBRARY_VERSION"] + [c for c in CODES if c != "OK"]

@@ -46,6 +46,14 @@ class RangeInfo(NamedTuple):
     host: str
     age: float
 
+class SpaceInfo(NamedTuple):
+    backend: str
+    dir: str | None
+    ranges: bool
+    fences: bool
+    upgrade: bool
+    owner_records: bool
+
 class Lock:
     def __init__(
         self,
@@ -102,3 +110,5 @@ def cleanup(space: str | os.PathLike[str]) -> None: ...
 def ranges(space: str | os.PathLike[str], name: str) -> list[RangeInfo]: ...
 def code_name(number: int) -> str | None: ...
 def strerror(number: int) -> str: ...
+def space_info(space: str | os.PathLike[str]) -> SpaceInfo: ...
+def space_forms() -> list[tuple[str, bool]]: ...

@@ -1177,6 +1177,67 @@ static PyObject *py_ranges(PyObject *mod, PyObject *args)
         return list;
 }
 
+static PyTypeObject *SpaceInfoType;
+
+static PyStructSequence_Field space_fields[] = {
+    {"backend", "'directory', 'flock', 'Redis', ..."},
+    {"dir", "the directory of a space on this host, else None"},
+    {"ranges", "range locks are offered"},
+    {"fences", "fences are offered"},
+    {"upgrade", "intent locks upgrade"},
+    {"owner_records", "inspect() and list_locks() are offered"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc space_desc = {"dirlock.SpaceInfo",
+                                           "What a lock space string names (space_info).", space_fields, 6};
+
+static PyObject *py_space_info(PyObject *mod, PyObject *args)
+{
+        (void)mod;
+        PyObject *space;
+        if (!PyArg_ParseTuple(args, "O&:space_info", PyUnicode_FSConverter, &space))
+                return NULL;
+        dirlock_space_info info;
+        dirlock_error err;
+        int rc = dirlock_space_query(PyBytes_AS_STRING(space), &info, &err);
+        PyObject *t = NULL;
+        if (rc != DIRLOCK_OK)
+                raise_err(rc, &err);
+        else if ((t = PyStructSequence_New(SpaceInfoType)) != NULL) {
+                PyObject *dir = info.dir ? PyUnicode_DecodeFSDefault(info.dir) : Py_NewRef(Py_None);
+                PyObject *items[] = {PyUnicode_FromString(info.backend), dir,
+                                     PyBool_FromLong(info.ranges),       PyBool_FromLong(info.fences),
+                                     PyBool_FromLong(info.upgrade),      PyBool_FromLong(info.owner_records)};
+                for (int i = 0; i < COUNT(items); i++) {
+                        if (items[i] == NULL) {
+                                for (int j = i + 1; j < COUNT(items); j++)
+                                        Py_XDECREF(items[j]);
+                                Py_CLEAR(t);
+                                break;
+                        }
+                        PyStructSequence_SET_ITEM(t, i, items[i]);
+                }
+        }
+        Py_DECREF(space);
+        return t;
+}
+
+static PyObject *py_space_forms(PyObject *mod, PyObject *unused)
+{
+        (void)mod;
+        (void)unused;
+        PyObject *list = PyList_New(0);
+        const char *form;
+        int built;
+        for (size_t i = 0; list && (form = dirlock_space_form(i, &built)) != NULL; i++) {
+                PyObject *pair = Py_BuildValue("(sO)", form, built ? Py_True : Py_False);
+                if (pair == NULL || PyList_Append(list, pair) < 0)
+                        Py_CLEAR(list);
+                Py_XDECREF(pair);
+        }
+        return list;
+}
+
 static PyObject *py_code_name(PyObject *mod, PyObject *arg)
 {
         (void)mod;
@@ -1216,6 +1277,12 @@ static PyMethodDef module_methods[] = {
      "cleanup(space)\n--\n\nRemove what crashed processes left behind.  Safe at any time."},
     {"ranges", py_ranges, METH_VARARGS,
      "ranges(space, name)\n--\n\nEvery range holder and waiter of lock `name` (dirlock.RangeInfo), by lo."},
+    {"space_info", py_space_info, METH_VARARGS,
+     "space_info(space)\n--\n\nWhat a lock space string names, without touching the space (a\n"
+     "dirlock.SpaceInfo); dirlock.EINVAL for a kind this build does not have."},
+    {"space_forms", py_space_forms, METH_NOARGS,
+     "space_forms()\n--\n\nThe forms a lock space string may take, for usage texts: (form, built)\n"
+     "pairs, built False for a kind this build of the library does not have."},
     {"code_name", py_code_name, METH_O,
      "code_name(number)\n--\n\nThe library's name of an error code ('EBUSY'), or None."},
     {"strerror", py_strerror, METH_O, "strerror(number)\n--\n\nThe short fixed text of an error code."},
@@ -1278,7 +1345,9 @@ PyMODINIT_FUNC PyInit__dirlock(void)
                 goto fail;
         OwnerType = PyStructSequence_NewType(&owner_desc);
         RangeInfoType = PyStructSequence_NewType(&range_desc);
-        if (OwnerType == NULL || RangeInfoType == NULL ||
+        SpaceInfoType = PyStructSequence_NewType(&space_desc);
+        if (OwnerType == NULL || RangeInfoType == NULL || SpaceInfoType == NULL ||
+            PyModule_AddObjectRef(m, "SpaceInfo", (PyObject *)SpaceInfoType) < 0 ||
             PyModule_AddObjectRef(m, "Owner", (PyObject *)OwnerType) < 0 ||
             PyModule_AddObjectRef(m, "RangeInfo", (PyObject *)RangeInfoType) < 0)
                 goto fail;

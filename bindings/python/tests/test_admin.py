@@ -54,3 +54,16 @@ def test_inspect_list_break_cleanup(space):
     with dirlock.Lock(space, "dead", timeout=30):
         assert time.monotonic() - t0 < 5, "the next taker breaks a dead owner's lock at once"
     dirlock.cleanup(space)
+
+
+def test_space_info(tmp_path):
+    info = dirlock.space_info(f"flock:{tmp_path}/x")
+    assert (info.backend, info.dir, info.fences) == ("flock", f"{tmp_path}/x", False)
+    info = dirlock.space_info(tmp_path / "y")
+    assert info == ("directory", str(tmp_path / "y"), True, True, True, True)
+    assert not (tmp_path / "y").exists(), "space_info touches nothing"
+    forms = dirlock.space_forms()
+    assert forms[0][0].startswith("DIR ") and forms[0][1] is True
+    assert any(f.startswith("flock:") and built for f, built in forms)
+    with pytest.raises(dirlock.EINVAL):
+        dirlock.space_info("")
