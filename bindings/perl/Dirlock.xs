@@ -70,6 +70,29 @@ static void dlp_invalid(pTHX_ const char *fmt, ...)
         croak("not reached");
 }
 
+/* ---- strings ------------------------------------------------------------ */
+
+/* The C string of a Perl string given as a lock space or a name: a NUL
+ * byte in it would cut it short, and the library would then lock another
+ * name (or use another directory) than the one given; that, and undef,
+ * are errors of `code` instead. */
+typedef const char *dlp_space;
+typedef const char *dlp_name;
+
+static const char *dlp_cstr(pTHX_ SV *sv, int code, const char *what)
+{
+        if (!SvOK(sv))
+                dlp_throw(aTHX_ code, 0, code == DIRLOCK_ENAME ? "no lock name given (undef)" : "no lock space given (undef)");
+        STRLEN len;
+        const char *s = SvPV(sv, len);
+        if (strlen(s) != len) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "invalid %s '%.80s...': it has a NUL byte", what, s);
+                dlp_throw(aTHX_ code, 0, msg);
+        }
+        return s;
+}
+
 /* ---- names of modes and policies ---------------------------------------- */
 
 static const char *const mode_names[] = {[DIRLOCK_EXCLUSIVE] = "exclusive",
@@ -363,7 +386,7 @@ library_version()
 SV *
 acquire(class, space, name, ...)
         SV *class
-        const char *space
+        dlp_space space
         SV *name
     PREINIT:
         dlp_request r;
@@ -382,7 +405,7 @@ acquire(class, space, name, ...)
                 SAVEFREEPV(names);
                 for (SSize_t i = 0; i < n; i++) {
                         SV **e = av_fetch(av, i, 0);
-                        names[i] = e ? SvPV_nolen(*e) : "";
+                        names[i] = dlp_cstr(aTHX_ e ? *e : &PL_sv_undef, DIRLOCK_ENAME, "lock name");
                 }
                 dirlock_set *set;
                 rc = dirlock_acquire_many(space, names, (size_t)n, &r.o, &set, &err);
@@ -395,10 +418,11 @@ acquire(class, space, name, ...)
                 RETVAL = dlp_wrap(aTHX_ "Dirlock::Set", s);
         } else {
                 dirlock *h;
+                const char *n = dlp_cstr(aTHX_ name, DIRLOCK_ENAME, "lock name");
                 if (r.ranged)
-                        rc = dirlock_acquire_range(space, SvPV_nolen(name), r.lo, r.hi, &r.o, &h, &err);
+                        rc = dirlock_acquire_range(space, n, r.lo, r.hi, &r.o, &h, &err);
                 else
-                        rc = dirlock_acquire(space, SvPV_nolen(name), &r.o, &h, &err);
+                        rc = dirlock_acquire(space, n, &r.o, &h, &err);
                 if (rc != DIRLOCK_OK)
                         dlp_throw_err(aTHX_ rc, &err);
                 dlp_lock *l;
@@ -581,8 +605,8 @@ DESTROY(self)
 SV *
 inspect(class, space, name, ...)
         SV *class
-        const char *space
-        const char *name
+        dlp_space space
+        dlp_name name
     PREINIT:
         dirlock_error err;
         dirlock_owner o;
@@ -602,7 +626,7 @@ inspect(class, space, name, ...)
 void
 list(class, space, ...)
         SV *class
-        const char *space
+        dlp_space space
     PREINIT:
         dirlock_error err;
         dirlock_owner *owners;
@@ -621,8 +645,8 @@ list(class, space, ...)
 int
 break(class, space, name, ...)
         SV *class
-        const char *space
-        const char *name
+        dlp_space space
+        dlp_name name
     PREINIT:
         dirlock_error err;
         int force;
@@ -639,7 +663,7 @@ break(class, space, name, ...)
 int
 cleanup(class, space)
         SV *class
-        const char *space
+        dlp_space space
     PREINIT:
         dirlock_error err;
     CODE:
@@ -654,8 +678,8 @@ cleanup(class, space)
 void
 ranges(class, space, name)
         SV *class
-        const char *space
-        const char *name
+        dlp_space space
+        dlp_name name
     PREINIT:
         dirlock_error err;
         dirlock_range_info *info;
@@ -673,7 +697,7 @@ ranges(class, space, name)
 SV *
 space_info(class, space)
         SV *class
-        const char *space
+        dlp_space space
     PREINIT:
         dirlock_error err;
         dirlock_space_info info;

@@ -89,6 +89,21 @@ for my $bad ('', '.x', '../x', 'a/b', 'a b', 'x' x 65) {
         my $e = eval { Dirlock->acquire($dir, $bad); 1 } ? undef : $@;
         is($e && $e->code, 'ENAME', "bad name '$bad': ENAME");
 }
+# A NUL byte would cut a string short in C: another name, another place.
+for my $case ([ "a\0b", 'ENAME', 'a name with a NUL byte' ], [ undef, 'ENAME', 'an undef name' ],
+        [ [ 'x', "a\0" ], 'ENAME', 'a set with a NUL byte in a name' ]) {
+        my ($name, $code, $what) = @$case;
+        my $e = eval { Dirlock->acquire($dir, $name); 1 } ? undef : $@;
+        is($e && $e->code, $code, "$what: $code");
+}
+ok(!Dirlock->inspect($dir, 'a') && !Dirlock->inspect($dir, 'x'), '... and nothing was taken under a shorter name');
+for my $space ("$dir\0/elsewhere", undef) {
+        my $e = eval { Dirlock->acquire($space, 'a'); 1 } ? undef : $@;
+        is($e && $e->code, 'EINVAL', 'a lock space ' . (defined $space ? 'with a NUL byte' : 'undef') . ': EINVAL');
+}
+my $e0 = eval { Dirlock->inspect($dir, "a\0b"); 1 } ? undef : $@;
+is($e0 && $e0->code, 'ENAME', 'inspect of a name with a NUL byte: ENAME');
+
 my %invalid = (
         'an unknown option'        => [ bogus       => 1 ],
         'an unknown mode'          => [ mode        => 'exclusively' ],

@@ -370,6 +370,15 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
         }
         if (self->names == NULL)
                 return -1;
+        /* A NUL in a name would cut it short in C: the library would lock
+         * another name than the one given. */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->names); i++) {
+                PyObject *n = PyTuple_GET_ITEM(self->names, i);
+                if (PyUnicode_FindChar(n, 0, 0, PyUnicode_GET_LENGTH(n), 1) != -1) {
+                        raise_code(DIRLOCK_ENAME, 0, "invalid lock name: it has a NUL character");
+                        return -1;
+                }
+        }
         if (timeout_options(timeout, nonblocking, o) < 0 ||
             seconds(stale, "stale_age", 0.0, &o->stale_age) < 0)
                 return -1;

@@ -44,6 +44,18 @@ def test_names(lockdir):
             dirlock.Lock(lockdir, bad).acquire()
 
 
+def test_a_nul_is_no_shorter_name(lockdir):
+    # C would stop at the NUL: another name than the one given.
+    for name in ["a\0b", ["x", "a\0"]]:
+        with pytest.raises(dirlock.ENAME):
+            dirlock.Lock(lockdir, name)
+    assert dirlock.inspect(lockdir, "a") is None and dirlock.inspect(lockdir, "x") is None
+    with pytest.raises(ValueError):
+        dirlock.Lock(lockdir + "\0/elsewhere", "a")
+    with pytest.raises(ValueError):
+        dirlock.inspect(lockdir, "a\0b")
+
+
 @pytest.mark.parametrize("options", [
     {"mode": "exclusively"},
     {"policy": "unfair"},
