@@ -33,6 +33,13 @@ $(BINDINGS_PC): lib/dirlock.pc.in lib/dirlock.h
 		-e 's|^Libs:.*|Libs: $${libdir}/libdirlock.a|' \
 		-e 's|^Description:.*|&, uninstalled (the source tree)|' $< >$@
 
+# perl and python cannot load code built with AddressSanitizer: a
+# sanitizer build (SANITIZE=1, BUILD=build-san) makes no bindings.
+ifeq ($(SANITIZE),1)
+bindings bindings-perl bindings-python install-bindings:
+	@echo "make $@: the bindings are built without SANITIZE=1 (perl and python cannot load ASan-built code)" >&2
+	@exit 2
+else
 bindings/perl/Makefile: bindings/perl/Makefile.PL $(BINDINGS_PC)
 	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL
 
@@ -62,6 +69,8 @@ install-bindings: bindings
 	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL >/dev/null
 	PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) -m pip install --quiet --no-index --no-build-isolation \
 		--no-deps --upgrade --root-user-action=ignore --target $(DESTDIR)$(python_site) ./bindings/python
+
+endif
 
 clean: clean-bindings
 clean-bindings:
