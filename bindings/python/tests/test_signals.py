@@ -22,14 +22,18 @@ WAITER = textwrap.dedent("""
             raise TimeoutError("alarm")
         signal.signal(signal.SIGALRM, late)
         signal.alarm(1)
-    lock = dirlock.Lock(sys.argv[1], "x")
+    options = {}
+    if sys.argv[2] == "usr1+cancel":
+        signal.signal(signal.SIGUSR1, lambda *a: seen.append("usr1"))
+        options["cancel_fd"] = sys.stdin
+    lock = dirlock.Lock(sys.argv[1], "x", **options)
     print("waiting", flush=True)
     t0 = time.monotonic()
     try:
         lock.acquire()
         print("acquired, handler ran:", seen, flush=True)
     except BaseException as e:
-        print(type(e).__name__, round(time.monotonic() - t0), flush=True)
+        print(type(e).__name__, round(time.monotonic() - t0), *seen, flush=True)
 """)
 
 
@@ -39,8 +43,8 @@ def waiter(lockdir):
 
     def start(how):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-        p = subprocess.Popen([sys.executable, "-c", WAITER, lockdir, how], stdout=subprocess.PIPE, text=True,
-                             env=env)
+        p = subprocess.Popen([sys.executable, "-c", WAITER, lockdir, how], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
         procs.append(p)
         assert p.stdout.readline() == "waiting\n"
         time.sleep(0.3)  # inside the wait
@@ -75,3 +79,18 @@ def test_a_handler_that_returns_lets_the_wait_go_on(lockdir, waiter):
         assert p.poll() is None, "still waiting"
     out, _ = p.communicate(timeout=10)
     assert out == "acquired, handler ran: ['usr1']\n"
+
+
+def test_signals_and_a_cancel_descriptor_together(lockdir, waiter):
+    # The wait watches both (an epoll set): the signal's handler runs and
+    # the wait goes on; then the caller's descriptor ends it.
+    with dirlock.Lock(lockdir, "x"):
+        p = waiter("usr1+cancel")
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+        assert p.poll() is None, "still waiting after the handler ran"
+        p.stdin.write("x")
+        p.stdin.flush()
+        out, _ = p.communicate(timeout=10)
+    name, _, handled = out.split()
+    assert (name, handled) == ("ECANCELED", "usr1"), out
