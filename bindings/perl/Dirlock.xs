@@ -25,6 +25,7 @@
 typedef struct {
         dirlock *h;    /* NULL once freed */
         int reentrant; /* taken with DIRLOCK_REENTRANT: release keeps h */
+        char name[DIRLOCK_NAME_MAX + 1];
 } dlp_lock;
 
 typedef struct {
@@ -306,13 +307,25 @@ static dlp_set *dlp_set_of(pTHX_ SV *self)
         return INT2PTR(dlp_set *, SvIV(SvRV(self)));
 }
 
-/* The handle of a lock object, or EBALANCE/EINVAL when it holds none. */
-static dirlock *dlp_handle(pTHX_ SV *self)
+/* The handle of a lock object; once released, `code` (EBALANCE for a
+ * release, as the library answers a release too many; ELOST for the
+ * calls that need the lock held, as it answers them on a handle that
+ * holds nothing). */
+static dirlock *dlp_handle(pTHX_ SV *self, int code)
 {
         dlp_lock *l = dlp_lock_of(aTHX_ self);
-        if (l->h == NULL)
-                dlp_throw(aTHX_ DIRLOCK_EBALANCE, 0, "the lock object was released already");
+        if (l->h == NULL) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "lock '%s' was released already by this object", l->name);
+                dlp_throw(aTHX_ code, 0, msg);
+        }
         return l->h;
+}
+
+/* The handle, or NULL once released (for the accessors). */
+static dirlock *dlp_handle_or_null(pTHX_ SV *self)
+{
+        return dlp_lock_of(aTHX_ self)->h;
 }
 
 static SV *dlp_owner_hash(pTHX_ const dirlock_owner *o)
@@ -429,6 +442,7 @@ acquire(class, space, name, ...)
                 Newxz(l, 1, dlp_lock);
                 l->h = h;
                 l->reentrant = (r.o.flags & DIRLOCK_REENTRANT) != 0;
+                snprintf(l->name, sizeof l->name, "%s", dirlock_name(h));
                 RETVAL = dlp_wrap(aTHX_ "Dirlock", l);
         }
     OUTPUT:
@@ -441,7 +455,7 @@ release(self)
         dirlock_error err;
     CODE:
         dlp_lock *l = dlp_lock_of(aTHX_ self);
-        dirlock *h = dlp_handle(aTHX_ self);
+        dirlock *h = dlp_handle(aTHX_ self, DIRLOCK_EBALANCE);
         int rc = dirlock_release(h, &err);
         if (!l->reentrant)
                 l->h = NULL; /* freed by the library, whatever rc says */
@@ -454,7 +468,7 @@ reacquire(self)
     PREINIT:
         dirlock_error err;
     CODE:
-        int rc = dirlock_reacquire(dlp_handle(aTHX_ self), &err);
+        int rc = dirlock_reacquire(dlp_handle(aTHX_ self, DIRLOCK_ELOST), &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
 
@@ -464,7 +478,7 @@ refresh(self)
     PREINIT:
         dirlock_error err;
     CODE:
-        int rc = dirlock_refresh(dlp_handle(aTHX_ self), &err);
+        int rc = dirlock_refresh(dlp_handle(aTHX_ self, DIRLOCK_ELOST), &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
 
@@ -474,7 +488,7 @@ check(self)
     PREINIT:
         dirlock_error err;
     CODE:
-        int rc = dirlock_check(dlp_handle(aTHX_ self), &err);
+        int rc = dirlock_check(dlp_handle(aTHX_ self, DIRLOCK_ELOST), &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
         RETVAL = 1;
@@ -488,7 +502,7 @@ fence(self)
         dirlock_error err;
         unsigned long long f;
     CODE:
-        int rc = dirlock_fence(dlp_handle(aTHX_ self), &f, &err);
+        int rc = dirlock_fence(dlp_handle(aTHX_ self, DIRLOCK_ELOST), &f, &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
         RETVAL = (UV)f;
@@ -502,7 +516,7 @@ upgrade(self, ...)
         dlp_request r;
         dirlock_error err;
     CODE:
-        dirlock *h = dlp_handle(aTHX_ self);
+        dirlock *h = dlp_handle(aTHX_ self, DIRLOCK_ELOST);
         int rc;
         if (items > 1) {
                 dlp_parse_options(aTHX_ &ST(1), items - 1, &r, UPGRADE_OPTIONS);
@@ -519,7 +533,7 @@ downgrade(self)
     PREINIT:
         dirlock_error err;
     CODE:
-        int rc = dirlock_downgrade(dlp_handle(aTHX_ self), &err);
+        int rc = dirlock_downgrade(dlp_handle(aTHX_ self, DIRLOCK_ELOST), &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
 
@@ -529,7 +543,7 @@ downgrade_intent(self)
     PREINIT:
         dirlock_error err;
     CODE:
-        int rc = dirlock_downgrade_intent(dlp_handle(aTHX_ self), &err);
+        int rc = dirlock_downgrade_intent(dlp_handle(aTHX_ self, DIRLOCK_ELOST), &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
 
@@ -541,7 +555,7 @@ shrink(self, lo, hi)
     PREINIT:
         dirlock_error err;
     CODE:
-        dirlock *h = dlp_handle(aTHX_ self);
+        dirlock *h = dlp_handle(aTHX_ self, DIRLOCK_ELOST);
         int rc = dirlock_shrink(h, dlp_number(aTHX_ lo, "LO"), dlp_number(aTHX_ hi, "HI"), &err);
         if (rc != DIRLOCK_OK)
                 dlp_throw_err(aTHX_ rc, &err);
@@ -550,15 +564,16 @@ const char *
 name(self)
         SV *self
     CODE:
-        RETVAL = dirlock_name(dlp_handle(aTHX_ self));
+        RETVAL = dlp_lock_of(aTHX_ self)->name;
     OUTPUT:
         RETVAL
 
-const char *
+SV *
 token(self)
         SV *self
     CODE:
-        RETVAL = dirlock_token(dlp_handle(aTHX_ self));
+        dirlock *h = dlp_handle_or_null(aTHX_ self);
+        RETVAL = h ? newSVpv(dirlock_token(h), 0) : newSV(0);
     OUTPUT:
         RETVAL
 
@@ -566,7 +581,8 @@ SV *
 mode(self)
         SV *self
     CODE:
-        RETVAL = dlp_mode_sv(aTHX_ dirlock_mode_of(dlp_handle(aTHX_ self)));
+        dirlock *h = dlp_handle_or_null(aTHX_ self);
+        RETVAL = h ? dlp_mode_sv(aTHX_ dirlock_mode_of(h)) : newSV(0);
     OUTPUT:
         RETVAL
 
@@ -576,7 +592,8 @@ range(self)
     PREINIT:
         double lo, hi;
     PPCODE:
-        if (dirlock_range_of(dlp_handle(aTHX_ self), &lo, &hi)) {
+        dirlock *h = dlp_handle_or_null(aTHX_ self);
+        if (h != NULL && dirlock_range_of(h, &lo, &hi)) {
                 mXPUSHn(lo);
                 mXPUSHn(hi);
         }

@@ -317,7 +317,9 @@ Narrows a range lock to a part of its range at once.
 
 The lock's name, the 128-bit random token of this acquisition (hex),
 its mode (C<exclusive>, C<shared> or C<intent>) and, for a range lock,
-C<($lo, $hi)> (an empty list otherwise).
+C<($lo, $hi)> (an empty list otherwise).  Once the object has released
+its lock, token and mode are C<undef> and range is empty; the calls that
+need the lock held die with C<ELOST>.
 
 =back
 

@@ -45,6 +45,10 @@ for my $s (spaces()) {
         ok(!held($space, 'a'), "$label: release");
         my $e = eval { $lock->release; 1 } ? undef : $@;
         isa_ok($e, 'Dirlock::Error::EBALANCE', "$label: a second release");
+        $e = eval { $lock->check; 1 } ? undef : $@;
+        isa_ok($e, 'Dirlock::Error::ELOST', "$label: check after the release");
+        is($lock->name, 'a', "$label: the name stays");
+        ok(!defined $lock->token && !defined $lock->mode, "$label: no token or mode once released");
         undef $lock;
         $lock = Dirlock->acquire($space, 'a');
         ok($lock->fence > $f1, "$label: a later acquisition has a greater fence");
