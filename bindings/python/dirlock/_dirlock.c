@@ -345,9 +345,9 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
                                          &mode, &policy, &fifo, &reentrant, &no_mkdir, &no_notify, &cancel,
                                          &partner, &range))
                 return -1;
-        if (self->h != NULL || self->set != NULL) {
+        if (self->busy || self->h != NULL || self->set != NULL) {
                 Py_DECREF(space);
-                PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ on a lock that is held");
+                PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ on a lock that is held or in use");
                 return -1;
         }
         Py_XSETREF(self->space, space);
