@@ -7,7 +7,8 @@
 #                                  boards + the lost-update and torn-read
 #                                  demonstration, then the same for seed
 #                                  001's Perl boards (DEMO_PERL_POSTS per
-#                                  client); the boards stay up
+#                                  client, DEMO_PERL_DELAY_MS); the boards
+#                                  stay up
 #   make demo-rw                   bin/dirlock-demo: torn reads, read and
 #                                  write attacks per policy (5 s a run), and
 #                                  the trace htdocs/rw-timeline.html draws
@@ -60,8 +61,10 @@ DEMO_DELAY_MS ?= 20
 DEMO_CLIENTS ?= 16
 DEMO_POSTS ?= 50
 # The Perl boards start a process per request, and the seed's lock sleeps
-# 1 s between tries: fewer posts keep their run under a minute.
+# 1 s between tries: fewer posts keep their run near a minute, and a wider
+# window (100 ms) puts their lock under the load that shows what it does.
 DEMO_PERL_POSTS ?= 20
+DEMO_PERL_DELAY_MS ?= 100
 DEMO_PERL_MODES := perl-none perl-seed perl-dirlock
 
 # make demo keeps an explicit DELAY_MS=..., else uses DEMO_DELAY_MS.
@@ -83,7 +86,8 @@ status:
 # perl-seed is the article's own lock: it may lose posts, as shown.
 demo: deps
 	$(MAKE) all bindings-perl
-	PORT=$(PORT) DELAY_MS=$(demo_delay) SERVER=nginx WORKERS=$(WORKERS) FRESH=1 tools/deploy start
+	PORT=$(PORT) DELAY_MS=$(demo_delay) PERL_DELAY_MS=$(DEMO_PERL_DELAY_MS) SERVER=nginx WORKERS=$(WORKERS) \
+		FRESH=1 tools/deploy start
 	@rc=0; tests/lost-update --expect-loss --torn -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) \
 		http://127.0.0.1:$(PORT)/board/ || rc=$$?; \
 	echo; echo "Seed 001's board in Perl (cgi-bin/board.pl under fcgiwrap):"; \
