@@ -75,7 +75,8 @@ endif
 clean: clean-bindings
 clean-bindings:
 	[ ! -f bindings/perl/Makefile ] || $(bindings_make) -C bindings/perl realclean >/dev/null
-	rm -rf bindings/python/build bindings/python/*.egg-info bindings/python/dirlock/_dirlock*.so
+	rm -rf bindings/python/build bindings/python/*.egg-info bindings/python/dirlock/_dirlock*.so \
+		bindings/python/.pytest_cache
 	find bindings/python -name __pycache__ -prune -exec rm -rf {} +
 
 .PHONY: bindings bindings-perl bindings-python install-bindings clean-bindings
