@@ -239,8 +239,17 @@ static void dlp_parse_options(pTHX_ SV **args, I32 n, dlp_request *r, unsigned a
                         break;
                 case OPT_RANGE: {
                         AV *av = (SvROK(v) && SvTYPE(SvRV(v)) == SVt_PVAV) ? (AV *)SvRV(v) : NULL;
+                        if (av == NULL && SvOK(v) && !SvROK(v)) { /* "LO:HI", the command's grammar */
+                                dirlock_error err;
+                                int rc = dirlock_range_parse(dlp_cstr(aTHX_ v, DIRLOCK_EINVAL, "range"), &r->lo,
+                                                             &r->hi, &err);
+                                if (rc != DIRLOCK_OK)
+                                        dlp_throw_err(aTHX_ rc, &err);
+                                r->ranged = 1;
+                                break;
+                        }
                         if (av == NULL || av_len(av) != 1)
-                                dlp_invalid(aTHX_ "range must be an array reference [LO, HI]");
+                                dlp_invalid(aTHX_ "range must be an array reference [LO, HI] or a string LO:HI");
                         SV **lo = av_fetch(av, 0, 0), **hi = av_fetch(av, 1, 0);
                         r->lo = dlp_number(aTHX_ lo ? *lo : &PL_sv_undef, "range LO");
                         r->hi = dlp_number(aTHX_ hi ? *hi : &PL_sv_undef, "range HI");

@@ -255,9 +255,10 @@ A process of this host (normally our child) that holds the lock with us,
 as a command under C<dirlock(1)> does: the lock counts as held while
 either lives.
 
-=item range => [LO, HI]
+=item range => [LO, HI] or "LO:HI"
 
-A range lock, above.
+A range lock, above; as text, in the grammar of C<dirlock --range>
+(F<lib/dirlock.h>, C<dirlock_range_parse>).
 
 =back
 

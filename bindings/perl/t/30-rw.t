@@ -89,6 +89,14 @@ for my $s (spaces()) {
                 [ [ 0, 0.25, 'exclusive', 0, $$ ], [ 0.5, 1, 'exclusive', 0, $$ ] ], "$label: ... in order");
         is(code_of(sub { Dirlock->acquire($space, 'tree', range => [ 0, 1 ], reentrant => 1) }),
                 'EINVAL', "$label: ranges are not reentrant");
+        undef $a;
+        undef $b;
+        my $t = Dirlock->acquire($space, 'tree', range => '0.25:5e-1');
+        is_deeply([ $t->range ], [ 0.25, 0.5 ], "$label: a range as text, as dirlock --range takes it");
+        for my $bad ('0.5:0.25', '1:', 'inf:2', ' 0:1') {
+                is(code_of(sub { Dirlock->acquire($space, 'tree', range => $bad) }), 'EINVAL',
+                        "$label: range '$bad': EINVAL");
+        }
 }
 
 done_testing;

@@ -406,7 +406,25 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
                         raise_invalid("range locks are taken one name at a time");
                         return -1;
                 }
-                PyObject *seq = PySequence_Fast(range, "range must be a pair (lo, hi)");
+                if (PyUnicode_Check(range)) { /* "LO:HI", the command's grammar */
+                        Py_ssize_t len;
+                        const char *text = PyUnicode_AsUTF8AndSize(range, &len);
+                        if (text == NULL)
+                                return -1;
+                        if (strlen(text) != (size_t)len) {
+                                raise_invalid("range: a NUL character in the text");
+                                return -1;
+                        }
+                        dirlock_error err;
+                        int rc = dirlock_range_parse(text, &self->lo, &self->hi, &err);
+                        if (rc != DIRLOCK_OK) {
+                                raise_err(rc, &err);
+                                return -1;
+                        }
+                        self->ranged = 1;
+                        return 0;
+                }
+                PyObject *seq = PySequence_Fast(range, "range must be a pair (lo, hi) or a string 'LO:HI'");
                 if (seq == NULL)
                         return -1;
                 int bad = PySequence_Fast_GET_SIZE(seq) != 2 ||
@@ -959,7 +977,8 @@ static PyTypeObject LockType = {
               "no_notify: poll, no inotify; cancel_fd: a descriptor (or an object with\n"
               "fileno()) that ends the wait (dirlock.ECANCELED) when it turns readable;\n"
               "partner_pid: a process of this host holding the lock with us;\n"
-              "range: (lo, hi), lock that half-open range of the name.",
+              "range: (lo, hi) or 'LO:HI' (as dirlock --range takes it), lock that\n"
+              "half-open range of the name.",
     .tp_methods = Lock_methods,
     .tp_getset = Lock_getset,
     .tp_init = (initproc)Lock_init,

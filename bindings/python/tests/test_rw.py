@@ -75,3 +75,11 @@ def test_ranges(space):
         take(space, "tree", range=(0, 1), reentrant=True)
     a.release()
     b.release()
+
+
+def test_a_range_as_text(space):
+    with dirlock.Lock(space, "tree", range="0.25:5e-1") as lock:
+        assert lock.range == (0.25, 0.5)
+    for bad in ["0.5:0.25", "1:", "inf:2", " 0:1", "0:1\0"]:
+        with pytest.raises(dirlock.EINVAL):
+            dirlock.Lock(space, "tree", range=bad)
