@@ -16,8 +16,8 @@
 #include "dirlock.h"
 
 #include <dirent.h>
-#include <stdbool.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
