@@ -218,6 +218,25 @@ void dl_notify_drain(const dl_listener *self);
 /* Whether l fired since the last call (and reset it). */
 bool dl_notify_take(dl_listener *l);
 
+/* ---- backing off (backoff.c) ------------------------------------------- */
+
+/* A jittered exponential backoff: each step is the base times a random
+ * factor in [0.5, 1.5), at most cap_ms; the base starts at first_ms and
+ * doubles after each step up to cap_ms.  `seed` (a token) seeds the
+ * jitter, so that processes backing off from one event spread out. */
+typedef struct dl_backoff {
+        double first_ms; /* the first step's base, again after a reset */
+        double base_ms;  /* the next step's base                       */
+        double cap_ms;   /* the longest step, and the base's ceiling    */
+        unsigned long long rng;
+} dl_backoff;
+
+void dl_backoff_init(dl_backoff *b, double first_ms, double cap_ms, const char *seed);
+/* The next step, in ms. */
+double dl_backoff_next(dl_backoff *b);
+/* Start again from the first step (the jitter goes on). */
+void dl_backoff_reset(dl_backoff *b);
+
 /* ---- waiting (wait.c) -------------------------------------------------- */
 
 /* Waits for "something may have changed in lockdir": an inotify event on
@@ -229,11 +248,9 @@ typedef struct dl_waiter {
         int lockdir_wd;       /* the lock directory's watch, or -1       */
         int pid_fd;           /* pidfd of the owner we wait for, or -1   */
         pid_t pid_watched;
-        bool notify; /* inotify usable                        */
-        double backoff_ms;
-        unsigned long long rng;
+        bool notify;           /* inotify usable                        */
+        dl_backoff backoff;    /* without inotify: its cap is the longest step */
         double recheck_ms;     /* with inotify: re-judge at least this often */
-        double cap_ms;         /* longest backoff step without inotify       */
         bool owner_died;       /* the last wait ended on the owner's death   */
         int cancel_fd;         /* readable: DIRLOCK_ECANCELED; -1 = none      */
         const char *wake_name; /* a name starting with '.' that counts too */

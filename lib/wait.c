@@ -28,10 +28,9 @@
  * acquire stops there instead of blocking.
  *
  * Without inotify (NFS, CIFS or FUSE lock directories, inotify limits
- * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead:
- * BACKOFF_START_MS doubling up to BACKOFF_CAP_MS (or a third of the stale
- * age), each step scaled by a random factor in [0.5, 1.5) so that waiters
- * spread out. */
+ * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead
+ * (backoff.c): from POLL_FIRST_MS up to POLL_MAX_MS (or a third of the
+ * stale age), so that waiters spread out. */
 #include "internal.h"
 #include "test_hooks.h"
 
@@ -48,9 +47,11 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#define RECHECK_MS       100.0
-#define BACKOFF_START_MS 1.0
-#define BACKOFF_CAP_MS   100.0
+#define RECHECK_MS 100.0
+/* The backoff of a waiter that no notification wakes: its first and its
+ * longest step. */
+#define POLL_FIRST_MS 1.0
+#define POLL_MAX_MS   100.0
 
 #define NFS_SUPER_MAGIC  0x6969
 #define CIFS_SUPER_MAGIC 0xFF534D42
@@ -65,15 +66,6 @@ static bool remote_filesystem(const char *dir)
         unsigned long t = (unsigned long)sfs.f_type;
         return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC ||
                t == FUSE_SUPER_MAGIC;
-}
-
-/* xorshift64*: jitter only, seeded from the handle's random token. */
-static double next_unit(dl_waiter *w)
-{
-        w->rng ^= w->rng >> 12;
-        w->rng ^= w->rng << 25;
-        w->rng ^= w->rng >> 27;
-        return (double)((w->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
 /* The hub's name filter: not a name starting with '.' (other processes'
@@ -98,21 +90,16 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         w->listener.kick_fd = -1;
         w->pid_fd = -1;
         w->cancel_fd = -1;
-        w->backoff_ms = BACKOFF_START_MS;
         w->recheck_ms = RECHECK_MS;
-        w->cap_ms = BACKOFF_CAP_MS;
+        double cap_ms = POLL_MAX_MS;
         if (stale_age > 0 && stale_age * 1e3 / 3 < w->recheck_ms) {
                 w->recheck_ms = stale_age * 1e3 / 3;
-                w->cap_ms = w->recheck_ms;
+                cap_ms = w->recheck_ms;
         }
         const char *recheck = dl_test_hook(RECHECK_MS);
         if (recheck != NULL && atof(recheck) > 0)
-                w->recheck_ms = w->cap_ms = atof(recheck);
-        w->rng = 0x9E3779B97F4A7C15ULL;
-        for (const char *c = seed; c && *c; c++)
-                w->rng = (w->rng ^ (unsigned char)*c) * 0x100000001B3ULL;
-        if (w->rng == 0)
-                w->rng = 1;
+                w->recheck_ms = cap_ms = atof(recheck);
+        dl_backoff_init(&w->backoff, POLL_FIRST_MS, cap_ms, seed);
         if ((flags & DIRLOCK_NO_NOTIFY) || remote_filesystem(lockdir))
                 return 0;
         w->lockdir = lockdir;
@@ -274,10 +261,7 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                 return DIRLOCK_ETIMEDOUT;
 
         if (!w->notify && w->pid_fd < 0) {
-                double step = w->backoff_ms * (0.5 + next_unit(w));
-                if (step > w->cap_ms)
-                        step = w->cap_ms;
-                w->backoff_ms = w->backoff_ms * 2 > w->cap_ms ? w->cap_ms : w->backoff_ms * 2;
+                double step = dl_backoff_next(&w->backoff);
                 bool last = step >= left;
                 struct timespec ts = ms_to_timespec(last ? left : step);
                 if (w->cancel_fd >= 0) {
@@ -290,11 +274,9 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         }
 
         /* Without inotify but with a pidfd, still re-check on the backoff. */
-        double span = w->notify ? w->recheck_ms : w->backoff_ms * (0.5 + next_unit(w));
-        if (span > w->cap_ms)
-                span = w->cap_ms;
-        if (!w->notify)
-                w->backoff_ms = w->backoff_ms * 2 > w->cap_ms ? w->cap_ms : w->backoff_ms * 2;
+        double span = w->notify ? w->recheck_ms : dl_backoff_next(&w->backoff);
+        if (span > w->backoff.cap_ms)
+                span = w->backoff.cap_ms;
         for (;;) {
                 bool last = span >= left;
                 struct timespec ts = ms_to_timespec(last ? left : span);

@@ -16,6 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The backoff of a busy meta-lock: its first and its longest step. */
+#define META_RETRY_FIRST_MS 0.05
+#define META_RETRY_MAX_MS   2.0
+
 /* ---- names ---------------------------------------------------------------- */
 
 static unsigned long long bits_of(double v)
@@ -107,7 +111,7 @@ int dl_range_meta_init(struct dl_range_meta *m, const char *lockdir, unsigned lo
         memset(m, 0, sizeof *m);
         m->fd = -1;
         m->lockdir_mode = lockdir_mode;
-        m->jitter = (unsigned long long)seed[0] * 2654435761ULL + 1;
+        dl_backoff_init(&m->backoff, META_RETRY_FIRST_MS, META_RETRY_MAX_MS, seed);
         m->name = name;
         m->ranges_dir = dl_layout_path(lockdir, name, DL_SUFFIX_RANGES);
         char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_RMETA];
@@ -139,7 +143,7 @@ int dl_range_meta_take(struct dl_range_meta *m, const dl_time *deadline, dirlock
                 if (m->lockdir_mode & (S_IWGRP | S_IWOTH))
                         fchmod(m->fd, (mode_t)(m->lockdir_mode & 0666));
         }
-        double backoff_us = 50;
+        dl_backoff_reset(&m->backoff);
         for (;;) {
                 if (flock(m->fd, LOCK_EX | LOCK_NB) == 0)
                         return DIRLOCK_OK;
@@ -151,13 +155,9 @@ int dl_range_meta_take(struct dl_range_meta *m, const dl_time *deadline, dirlock
                             "timed out: the ranges of lock '%s' are being changed by a process that "
                             "does not let go (stopped?)",
                             m->name);
-                m->jitter = m->jitter * 6364136223846793005ULL + 1442695040888963407ULL;
-                double nap = backoff_us * (0.5 + (double)(m->jitter >> 11) / 9007199254740992.0);
-                double left_us = dl_remaining(deadline) * 1e3;
-                struct timespec ts = {0, (long)((nap < left_us ? nap : left_us) * 1e3)};
+                double nap = dl_backoff_next(&m->backoff), left = dl_remaining(deadline);
+                struct timespec ts = {0, (long)((nap < left ? nap : left) * 1e6)};
                 dl_poll(NULL, 0, &ts);
-                if (backoff_us < 2000)
-                        backoff_us *= 2;
         }
 }
 

@@ -41,12 +41,12 @@ struct dl_range_scan {
 
 /* The meta-lock of one name: flock(LOCK_EX) on D/.NAME.rmeta. */
 struct dl_range_meta {
-        char *ranges_dir;          /* D/NAME.ranges                        */
-        char *meta_path;           /* D/.NAME.rmeta                        */
-        int fd;                    /* open on meta_path, or -1             */
-        unsigned lockdir_mode;     /* D's st_mode: shared D, shared file   */
-        unsigned long long jitter; /* seeds the backoff of a busy meta-lock */
-        const char *name;          /* the lock's name, for messages        */
+        char *ranges_dir;      /* D/NAME.ranges                        */
+        char *meta_path;       /* D/.NAME.rmeta                        */
+        int fd;                /* open on meta_path, or -1             */
+        unsigned lockdir_mode; /* D's st_mode: shared D, shared file   */
+        dl_backoff backoff;    /* while the meta-lock is busy           */
+        const char *name;      /* the lock's name, for messages        */
 };
 
 /* ---- names ------------------------------------------------------------------ */
@@ -67,9 +67,9 @@ int dl_range_meta_init(struct dl_range_meta *m, const char *lockdir, unsigned lo
                        const char *seed, dirlock_error *err);
 /* Closes the file and frees the paths (idempotent). */
 void dl_range_meta_free(struct dl_range_meta *m);
-/* Take the meta-lock by the deadline: LOCK_NB tries with a jittered
- * backoff from 50 us to 2 ms (a holder never waits for anything while it
- * holds it).  DIRLOCK_ETIMEDOUT, DIRLOCK_EPERM, DIRLOCK_EIO. */
+/* Take the meta-lock by the deadline: LOCK_NB tries with a short jittered
+ * backoff (META_RETRY_* in range_entries.c: a holder never waits for
+ * anything while it holds it).  DIRLOCK_ETIMEDOUT, DIRLOCK_EPERM, DIRLOCK_EIO. */
 int dl_range_meta_take(struct dl_range_meta *m, const dl_time *deadline, dirlock_error *err);
 void dl_range_meta_give(struct dl_range_meta *m);
 

@@ -179,8 +179,8 @@ static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err
                         rc = dl_fail(err, DIRLOCK_EBUSY, 0, "'%s' is locked", f->path);
                         break;
                 }
-                if (w.backoff_ms > 8)
-                        w.backoff_ms = 8; /* keep polling flock reasonably fair */
+                if (w.backoff.base_ms > 8)
+                        w.backoff.base_ms = 8; /* keep polling flock reasonably fair */
                 int waited = dl_waiter_wait(&w, deadline);
                 if (waited != 0) {
                         if (flock(f->fd, op | LOCK_NB) == 0) {

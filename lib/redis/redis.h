@@ -24,6 +24,10 @@
  * deadline (the last try): a timed call returns at most this much after
  * its deadline. */
 #define DL_REDIS_GRACE_MS 250.0
+/* A server that cannot be reached is tried again with a jittered backoff
+ * (backoff.c) of this first and this longest step, until the deadline. */
+#define DL_REDIS_RETRY_FIRST_MS 10.0
+#define DL_REDIS_RETRY_MAX_MS   500.0
 
 /* The deadline of one round trip within a call whose own deadline is
  * `call` (may be never): min(now + DL_REDIS_IO_MS, max(call, now +

@@ -90,9 +90,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BACKOFF_START_MS 10.0
-#define BACKOFF_CAP_MS   500.0
-
 static void end_text(char out[40], double v)
 {
         snprintf(out, 40, "%.17g", v);
@@ -124,9 +121,8 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
         snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
         const char *keys[2] = {r->base, r->space};
         bool may_queue = o->timeout != 0, canceled = false, resynced = false;
-        double backoff = BACKOFF_START_MS;
-        unsigned long long jitter =
-            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
+        dl_backoff retry;
+        dl_backoff_init(&retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, h->token);
         struct dl_redis_owner_watch ow = {-1, 0};
         struct dl_redis_blocker b;
         memset(&b, 0, sizeof b);
@@ -146,16 +142,13 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         if (!may_queue || last)
                                 break;
                         /* Unreachable: try again, with backoff, until the deadline. */
-                        jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
-                        double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
-                        backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
-                        canceled = dl_redis_nap(step, deadline, o->cancel_fd) == 1;
+                        canceled = dl_redis_nap(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
                         rc = DIRLOCK_OK;
                         continue;
                 }
                 if (rc != DIRLOCK_OK)
                         break;
-                backoff = BACKOFF_START_MS;
+                dl_backoff_reset(&retry);
                 bool taken = false;
                 if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
                         rc = dl_redis_bad_reply(err, "a range acquire");
