@@ -262,15 +262,9 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 
         if (!w->notify && w->pid_fd < 0) {
                 double step = dl_backoff_next(&w->backoff);
-                bool last = step >= left;
-                struct timespec ts = ms_to_timespec(last ? left : step);
-                if (w->cancel_fd >= 0) {
-                        if (readable(w->cancel_fd, &ts)) /* EINTR: an early step, harmless */
-                                return DIRLOCK_ECANCELED;
-                        return last && dl_remaining(deadline) <= 0 ? DIRLOCK_ETIMEDOUT : 0;
-                }
-                dl_poll(NULL, 0, &ts); /* EINTR: an early step, harmless */
-                return last ? DIRLOCK_ETIMEDOUT : 0;
+                if (dl_nap_ms(step, deadline, w->cancel_fd)) /* EINTR: an early step, harmless */
+                        return DIRLOCK_ECANCELED;
+                return step >= left && dl_remaining(deadline) <= 0 ? DIRLOCK_ETIMEDOUT : 0;
         }
 
         /* Without inotify but with a pidfd, still re-check on the backoff. */

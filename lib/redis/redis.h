@@ -231,8 +231,6 @@ int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *n
 int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err);
 /* A pidfd on the live process of `rec` (or its partner), or -1. */
 int dl_redis_open_pidfd(const dl_record *rec);
-/* Sleep up to ms, not past the deadline; 1 when cancel_fd fired. */
-int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd);
 /* The owner of the entry in an acquire's way that a waiter watches. */
 struct dl_redis_owner_watch {
         int pid_fd; /* a pidfd on it, or -1 */

@@ -111,7 +111,6 @@
 #include "redis.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,12 +245,6 @@ int dl_redis_open_pidfd(const dl_record *rec)
         (void)rec;
 #endif
         return -1;
-}
-
-/* Sleep up to ms (not past the deadline); 1 when the cancel fd fired. */
-int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd)
-{
-        return dl_nap_ms(ms, deadline, cancel_fd);
 }
 
 /* Run one script on the space of `u`, by `deadline`.  With `retry`, a
@@ -553,7 +546,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         if (!may_queue || last)
                                 break;
                         /* Unreachable: try again, with backoff, until the deadline. */
-                        canceled = dl_redis_nap(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
+                        canceled = dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
                         rc = DIRLOCK_OK;
                         continue;
                 }

@@ -142,7 +142,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         if (!may_queue || last)
                                 break;
                         /* Unreachable: try again, with backoff, until the deadline. */
-                        canceled = dl_redis_nap(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
+                        canceled = dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
                         rc = DIRLOCK_OK;
                         continue;
                 }
