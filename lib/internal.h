@@ -267,6 +267,12 @@ typedef struct dl_waiter {
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age);
 /* Also wake when this owner dies (same host only; no-op otherwise). */
 void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
+/* A pidfd that polls readable when the owner of `rec` dies: on its process
+ * if that still runs (the recorded start time: not a reused pid), else on
+ * its partner (which then holds the lock alone); *followed (may be NULL)
+ * gets that pid.  -1 when neither runs, when the record is another host's
+ * (dl_record_same_host), or without pidfds. */
+int dl_owner_pidfd(const dl_record *rec, pid_t *followed);
 /* Also wake on deletions and renames in another directory (e.g. a readers'
  * directory).  0, or -1 when it cannot be watched (then back off). */
 int dl_waiter_watch_dir(dl_waiter *w, const char *dir);

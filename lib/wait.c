@@ -179,6 +179,8 @@ void dl_waiter_lockdir_events(dl_waiter *w, bool on)
 static int open_pidfd(pid_t pid, unsigned long long start)
 {
 #ifdef SYS_pidfd_open
+        if (pid <= 0)
+                return -1;
         int fd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (fd < 0)
                 return -1;
@@ -196,6 +198,22 @@ static int open_pidfd(pid_t pid, unsigned long long start)
 #endif
 }
 
+int dl_owner_pidfd(const dl_record *rec, pid_t *followed)
+{
+        if (!dl_record_same_host(rec))
+                return -1;
+        int fd = open_pidfd(rec->pid, rec->start_time);
+        if (fd >= 0) {
+                if (followed != NULL)
+                        *followed = rec->pid;
+                return fd;
+        }
+        fd = open_pidfd(rec->partner, rec->partner_start);
+        if (fd >= 0 && followed != NULL)
+                *followed = rec->partner;
+        return fd;
+}
+
 void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner)
 {
         if (owner == NULL || owner->pid <= 0)
@@ -211,14 +229,10 @@ void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner)
                 w->pid_fd = -1;
         }
         w->pid_watched = owner->pid;
-        if (!dl_record_same_host(owner))
-                return;
-        w->pid_fd = open_pidfd(owner->pid, owner->start_time);
-        if (w->pid_fd < 0 && owner->partner > 0) {
-                w->pid_fd = open_pidfd(owner->partner, owner->partner_start);
-                if (w->pid_fd >= 0)
-                        w->pid_watched = owner->partner;
-        }
+        pid_t followed;
+        w->pid_fd = dl_owner_pidfd(owner, &followed);
+        if (w->pid_fd >= 0)
+                w->pid_watched = followed;
 }
 
 bool dl_waiter_owner_died(const dl_waiter *w)

@@ -229,8 +229,6 @@ int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *n
                      const struct dl_redis_blocker *b);
 /* BREAK exactly token t of h's name (an owner found dead on this host). */
 int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err);
-/* A pidfd on the live process of `rec` (or its partner), or -1. */
-int dl_redis_open_pidfd(const dl_record *rec);
 /* The owner of the entry in an acquire's way that a waiter watches. */
 struct dl_redis_owner_watch {
         int pid_fd; /* a pidfd on it, or -1 */

@@ -114,7 +114,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define QUEUE_TTL_MAX_MS 6000.0
@@ -223,28 +222,6 @@ void dl_redis_describe(const char *record, const char *kind, char *out, size_t s
                 snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
         else
                 snprintf(out, size, "%san owner without a readable record", role);
-}
-
-/* A pidfd on the process of `rec` that still runs (or its partner), or -1. */
-int dl_redis_open_pidfd(const dl_record *rec)
-{
-#ifdef SYS_pidfd_open
-        pid_t pids[2] = {rec->pid, rec->partner};
-        unsigned long long starts[2] = {rec->start_time, rec->partner_start};
-        for (int i = 0; i < 2; i++) {
-                if (pids[i] <= 0)
-                        continue;
-                int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-                if (fd < 0)
-                        continue;
-                if (dl_process_start_time(pids[i]) == starts[i])
-                        return fd;
-                close(fd);
-        }
-#else
-        (void)rec;
-#endif
-        return -1;
 }
 
 /* Run one script on the space of `u`, by `deadline`.  With `retry`, a
@@ -488,7 +465,7 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
         if (readable && rec.pid != ow->pid) {
                 if (ow->pid_fd >= 0)
                         close(ow->pid_fd);
-                ow->pid_fd = dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
+                ow->pid_fd = dl_owner_pidfd(&rec, NULL);
                 ow->pid = rec.pid;
         }
         bool pid_fired;
@@ -864,7 +841,7 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                 }
                 if (pid_fd >= 0)
                         close(pid_fd);
-                pid_fd = readable && dl_record_same_host(&rec) ? dl_redis_open_pidfd(&rec) : -1;
+                pid_fd = readable ? dl_owner_pidfd(&rec, NULL) : -1;
                 double wait_ms = dl_remaining(&deadline);
                 if (wait_ms > (double)b.left_ms + 2)
                         wait_ms = (double)b.left_ms + 2;
