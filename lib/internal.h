@@ -120,6 +120,10 @@ void dl_record_self(dl_record *rec, const char *token, int mode, double stale_ag
 int dl_record_format(const dl_record *rec, char *buf, size_t size);
 /* Parse the text form (not NUL-terminated: `len` bytes).  0 or -1. */
 int dl_record_parse(const char *buf, size_t len, dl_record *rec);
+/* Who holds a lock, for messages: "pid 812 on www1" after `role` (e.g.
+ * "a reader, ", or ""); "an owner without a readable record" for rec
+ * NULL.  Truncated to `size`. */
+void dl_record_describe(const dl_record *rec, const char *role, char *out, size_t size);
 /* 1 alive, 0 provably dead, -1 cannot tell (other host, boot or pid
  * namespace).  The owner is the recording process and its partner, if
  * any: alive while either is. */

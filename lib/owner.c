@@ -407,6 +407,15 @@ int dl_record_owner_alive(const dl_record *rec)
         return dl_process_alive(rec->partner, rec->partner_start);
 }
 
+void dl_record_describe(const dl_record *rec, const char *role, char *out, size_t size)
+{
+        if (rec == NULL)
+                snprintf(out, size, "%san owner without a readable record", role);
+        else
+                snprintf(out, size, "%spid %ld on %s", role, (long)rec->pid,
+                         rec->host[0] != '\0' ? rec->host : "an unknown host");
+}
+
 int dl_record_partner_only(const dl_record *rec)
 {
         return rec->partner > 0 && dl_record_same_host(rec) &&

@@ -210,18 +210,17 @@ int dl_redis_bad_reply(dirlock_error *err, const char *what)
         return dl_fail(err, DIRLOCK_EDATA, 0, "unexpected answer from the Redis server to %s", what);
 }
 
-/* "held by pid 812 on www1" and the like, from a blocker's record. */
-void dl_redis_describe(const char *record, const char *kind, char *out, size_t size)
+/* Who the blocker of an acquire is, for messages: "a reader, pid 812 on
+ * www1" and the like. */
+static void describe_blocker(const struct dl_redis_blocker *b, char *out, size_t size)
 {
         dl_record rec;
-        const char *role = kind[0] == 'r'   ? "a reader, "
-                           : kind[0] == 'q' ? "a waiter ahead, "
-                           : kind[0] == 'g' ? "a range, "
-                                            : "";
-        if (record[0] != '\0' && dl_record_parse(record, strlen(record), &rec) == 0)
-                snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
-        else
-                snprintf(out, size, "%san owner without a readable record", role);
+        const char *role = b->kind[0] == 'r'   ? "a reader, "
+                           : b->kind[0] == 'q' ? "a waiter ahead, "
+                           : b->kind[0] == 'g' ? "a range, "
+                                               : "";
+        bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
+        dl_record_describe(readable ? &rec : NULL, role, out, size);
 }
 
 /* Run one script on the space of `u`, by `deadline`.  With `retry`, a
@@ -355,7 +354,7 @@ int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *n
                      const struct dl_redis_blocker *b)
 {
         char who[300];
-        dl_redis_describe(b->record, b->kind, who, sizeof who);
+        describe_blocker(b, who, sizeof who);
         if (code == DIRLOCK_EBUSY)
                 return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
         if (code == DIRLOCK_ECANCELED)
