@@ -1,6 +1,7 @@
 /* error.c - error codes: their fixed descriptions and names (both from the
  * one list, DIRLOCK_CODES in dirlock.h) and the helpers that fill a
- * dirlock_error with a message naming what failed. */
+ * dirlock_error with a message naming what failed, among them why an
+ * acquire ended without its lock. */
 #include "internal.h"
 
 #include <stdarg.h>
@@ -53,4 +54,14 @@ void dl_ok(dirlock_error *err)
         err->code = DIRLOCK_OK;
         err->sys_errno = 0;
         err->message[0] = '\0';
+}
+
+int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who)
+{
+        if (timeout == 0)
+                return dl_fail(err, DIRLOCK_EBUSY, 0, "%s is held by %s", what, who);
+        if (canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0, "canceled waiting for %s (held by %s)", what, who);
+        return dl_fail(err, DIRLOCK_ETIMEDOUT, 0, "timed out after %.3g s: %s is held by %s", timeout, what,
+                       who);
 }

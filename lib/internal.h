@@ -64,6 +64,13 @@ int dl_handle_new_token(dirlock *h, dirlock_error *err);
 int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void dl_ok(dirlock_error *err);
+/* An acquire (or upgrade) that waited `timeout` s ended without its lock:
+ * DIRLOCK_EBUSY for a try (timeout 0), "WHAT is held by WHO";
+ * DIRLOCK_ECANCELED when its cancel descriptor fired, "canceled waiting
+ * for WHAT (held by WHO)"; else DIRLOCK_ETIMEDOUT, "timed out after T s:
+ * WHAT is held by WHO".  `what` names the lock ("lock 'x'"), `who` what
+ * holds it (dl_record_describe, or "3 readers"). */
+int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who);
 
 /* ---- fences (fence.c) --------------------------------------------------- */
 

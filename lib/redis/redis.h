@@ -224,8 +224,8 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
  * any other answer. */
 bool dl_redis_late(const struct dl_redis_blocker *b, const dl_redis_url *u, bool *resynced, double timeout,
                    const char *name, int *rc, dirlock_error *err);
-/* "timed out after 2 s: lock 'x' is held by ..." and the like. */
-int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,
+/* dl_gave_up for lock `name`, held by blocker b. */
+int dl_redis_gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
                      const struct dl_redis_blocker *b);
 /* BREAK exactly token t of h's name (an owner found dead on this host). */
 int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err);

@@ -349,17 +349,13 @@ int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err)
         return rc;
 }
 
-/* Why a wait ended: "timed out after 2 s" / "canceled" / "busy". */
-int dl_redis_gave_up(dirlock_error *err, int code, double timeout, const char *name,
+int dl_redis_gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
                      const struct dl_redis_blocker *b)
 {
-        char who[300];
+        char what[DIRLOCK_NAME_MAX + 16], who[300];
+        snprintf(what, sizeof what, "lock '%s'", name);
         describe_blocker(b, who, sizeof who);
-        if (code == DIRLOCK_EBUSY)
-                return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
-        if (code == DIRLOCK_ECANCELED)
-                return dl_fail(err, code, 0, "canceled waiting for lock '%s' (held by %s)", name, who);
-        return dl_fail(err, code, 0, "timed out after %.3g s: lock '%s' is held by %s", timeout, name, who);
+        return dl_gave_up(err, timeout, canceled, what, who);
 }
 
 /* Ask for the next message of our wake list (BLPOP, at most *wait_ms, at
@@ -555,11 +551,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 }
                 const char *busy_name = hs[b.index]->name;
                 if (!may_queue || last) {
-                        rc = dl_redis_gave_up(err,
-                                              !may_queue ? DIRLOCK_EBUSY
-                                              : canceled ? DIRLOCK_ECANCELED
-                                                         : DIRLOCK_ETIMEDOUT,
-                                              o->timeout, busy_name, &b);
+                        rc = dl_redis_gave_up(err, o->timeout, canceled, busy_name, &b);
                         break;
                 }
                 bool broke, granted;
@@ -823,11 +815,7 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                         break;
                 }
                 if (last) {
-                        rc = dl_redis_gave_up(err,
-                                              o.timeout == 0 ? DIRLOCK_EBUSY
-                                              : canceled     ? DIRLOCK_ECANCELED
-                                                             : DIRLOCK_ETIMEDOUT,
-                                              o.timeout, h->name, &b);
+                        rc = dl_redis_gave_up(err, o.timeout, canceled, h->name, &b);
                         break;
                 }
                 dl_record rec;

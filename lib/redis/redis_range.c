@@ -171,11 +171,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         break;
                 }
                 if (!may_queue || last) {
-                        rc = dl_redis_gave_up(err,
-                                              !may_queue ? DIRLOCK_EBUSY
-                                              : canceled ? DIRLOCK_ECANCELED
-                                                         : DIRLOCK_ETIMEDOUT,
-                                              o->timeout, h->name, &b);
+                        rc = dl_redis_gave_up(err, o->timeout, canceled, h->name, &b);
                         break;
                 }
                 /* R4: an owner provably dead on this host is broken at once. */
