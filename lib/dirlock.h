@@ -48,13 +48,15 @@
  *   - a per-thread note of the last lock directory found in place and its
  *     mode (path.c), so that repeated acquires do not stat it; if it is
  *     removed later, the next acquire makes it again.
- *   - per-thread connections to Redis servers (redis_conn.c): up to four
- *     per thread, one per server address, opened by the first call on a
- *     Redis space and kept (the least recently used closed for a fifth),
- *     reopened after any failure, closed when the thread exits; a forked
- *     child closes its copies (seen by a pthread_atfork handler) and opens
- *     its own.  The SHA1 of each server-side script is learnt once per
- *     process, behind a mutex.
+ *   - per-thread connections to Redis servers (redis_conn.c, kept in the
+ *     per-thread connection cache of conn_cache.c): opened by a call on a
+ *     Redis space that finds none idle for its server address, used by
+ *     that call alone, then kept idle -- up to four per thread, the least
+ *     recently used closed for a fifth -- closed after any failure and
+ *     when the thread exits; a forked child frees its copies (seen by the
+ *     pid, which a pthread_atfork handler clears) and opens its own.  The
+ *     SHA1 of each server-side script is learnt once per process, behind
+ *     a mutex.
  * Every descriptor the library opens is close-on-exec (a Redis socket is
  * made so right after hiredis opens it).
  */

@@ -311,4 +311,23 @@ void dl_waiter_cancel_on(dl_waiter *w, int fd);
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline);
 void dl_waiter_close(dl_waiter *w);
 
+/* ---- connections kept per thread (conn_cache.c) ------------------------ */
+
+/* A backend's idle connections to its servers, kept per thread: defined
+ * once, statically, by the backend.  The contract (checked out or idle,
+ * keys, threads, fork) is at the top of conn_cache.c. */
+typedef struct dl_conn_cache {
+        unsigned max_idle; /* idle connections kept per thread */
+        /* Close and free conn.  `forked`: it is a forked child's copy of its
+         * parent's connection; free it without sending anything on it. */
+        void (*close)(void *conn, bool forked);
+} dl_conn_cache;
+
+/* Check out an idle connection of this thread to `key`, or NULL: then the
+ * caller makes one.  It is the caller's until dl_conn_put(). */
+void *dl_conn_get(const dl_conn_cache *cache, const char *key);
+/* Give a working connection back as idle; `key` must live as long as conn
+ * (kept inside it).  A broken one is closed by its owner instead. */
+void dl_conn_put(const dl_conn_cache *cache, void *conn, const char *key);
+
 #endif

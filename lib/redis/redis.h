@@ -34,15 +34,24 @@
  * DL_REDIS_GRACE_MS)). */
 dl_time dl_redis_io_deadline(const dl_time *call);
 
-/* ---- the per-thread connection (redis_conn.c) ---------------------------- */
+/* ---- connections (redis_conn.c) -------------------------------------------- */
+
+/* A lock space's server as the backend addresses it: the parsed address,
+ * and the key its connections are kept under in the per-thread cache
+ * (conn_cache.c): the canonical address with credentials, database and
+ * prefix, so that no two spaces share a connection. */
+typedef struct dl_redis_server {
+        dl_redis_url url;
+        char key[DL_REDIS_URL_MAX];
+} dl_redis_server;
 
 typedef struct dl_redis_conn dl_redis_conn;
 
-/* The calling thread's connection to the server of `url`, made (connect,
- * AUTH, SELECT) if there is none, or none that still works, by
- * `deadline`.  DIRLOCK_ESERVER, DIRLOCK_EAUTH, DIRLOCK_ENOMEM.  A thread
- * keeps up to DL_REDIS_CONNS_PER_THREAD, the least recently used closed
- * first; after fork() the child makes its own. */
+/* A connection to `srv` that is the caller's alone until dl_redis_done():
+ * one this thread kept, or a new one (connect, AUTH, SELECT) made by
+ * `deadline`.  DIRLOCK_ESERVER, DIRLOCK_EAUTH, DIRLOCK_ENOMEM (*out NULL).
+ * A thread keeps up to DL_REDIS_CONNS_PER_THREAD idle, the least recently
+ * used closed first; after fork() the child makes its own. */
 #define DL_REDIS_CONNS_PER_THREAD 4
 /* With `checked`, a kept TCP connection is first polled: one that the
  * server closed meanwhile (a restart) is replaced before anything is sent
@@ -50,10 +59,13 @@ typedef struct dl_redis_conn dl_redis_conn;
  * request (RELEASE needs to know; idempotent requests just retry).  On a
  * unix socket a send on such a connection fails before anything goes
  * out, which dl_redis_unsent() tells, so it is not polled. */
-int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool checked, dl_redis_conn **out,
+int dl_redis_connect(const dl_redis_server *srv, const dl_time *deadline, bool checked, dl_redis_conn **out,
                      dirlock_error *err);
-/* Close the connection (after an error, or with a reply left unread); the
- * next dl_redis_connect() makes a new one. */
+/* Done with c: kept for the next user of this thread when it still
+ * works, else freed.  NULL: nothing. */
+void dl_redis_done(dl_redis_conn *c);
+/* Close c's socket (after an error, or with a reply left unread): the
+ * caller still calls dl_redis_done(), which then frees it. */
 void dl_redis_drop(dl_redis_conn *c);
 /* The server's address with the password hidden, for messages. */
 const char *dl_redis_conn_name(const dl_redis_conn *c);
@@ -64,15 +76,14 @@ const char *dl_redis_conn_name(const dl_redis_conn *c);
  * (none) for a wait without deadline or a server that will not tell its
  * clock.  A script that runs later than that (the server was stopped or
  * stalled while the request sat in its socket, and its sender has given
- * up) takes nothing.  Connects (by `io`) when not connected, and reads
- * the server's clock when it is not known: DIRLOCK_ESERVER as
- * dl_redis_connect. */
-int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_time *io, char buf[24],
+ * up) takes nothing.  Connects (by `io`), and reads the server's clock
+ * when it is not known: DIRLOCK_ESERVER as dl_redis_connect. */
+int dl_redis_not_after(const dl_redis_server *srv, const dl_time *deadline, const dl_time *io, char buf[24],
                        dirlock_error *err);
-/* A script said an attempt came late: the clock offset of this thread's
- * connection to `u` may be stale (our host was suspended, the server's
- * clock was set): read it again before the next attempt. */
-void dl_redis_clock_stale(const dl_redis_url *u);
+/* A script said an attempt came late: the clock offsets of this thread's
+ * connections may be stale (our host was suspended, a server's clock was
+ * set): each reads its server's clock again before its next attempt. */
+void dl_redis_clock_stale(void);
 
 /* Send one command (argv) and read its reply by `deadline`.  A reply that
  * is an error is returned as a reply (the caller maps it: dl_redis_reply_error).
@@ -145,7 +156,7 @@ int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what
 /* ---- the handle, and what redis_backend.c lends redis_range.c -------------- */
 
 struct dl_redis {
-        dl_redis_url url;
+        dl_redis_server server;
         char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4]; /* {P}:NAME */
         char space[DL_REDIS_PREFIX_MAX + 3];                   /* {P}      */
         unsigned long long fence;                              /* drawn at acquire */
@@ -160,8 +171,8 @@ struct dl_redis *dl_redis_of(const dirlock *h);
 /* h's stale age in ms, and its queue ttl: min(stale age, 6 s). */
 long long dl_redis_stale_ms(const dirlock *h);
 long long dl_redis_queue_ttl_ms(const dirlock *h);
-/* Lock space `space` parsed into *u, or DIRLOCK_EINVAL with the reason. */
-int dl_redis_parse_space(const char *space, dl_redis_url *u, dirlock_error *err);
+/* Lock space `space`'s server, or DIRLOCK_EINVAL with the reason. */
+int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error *err);
 /* Prefix err's message with "lock 'NAME': "; returns rc. */
 int dl_redis_about(dirlock_error *err, int rc, const char *name);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
@@ -191,17 +202,17 @@ const char *dl_redis_reply_str(const redisReply *r);
 /* h's owner record in `mode`, as the scripts store it. */
 int dl_redis_format_record(const dirlock *h, int mode, char *buf, size_t size, dirlock_error *err);
 
-/* Run one script on the space of `u` by `deadline`; with `retry`, a lost
+/* Run one script on the space of `srv` by `deadline`; with `retry`, a lost
  * reply is asked again once on a new connection (*resent tells). */
-int dl_redis_run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
-                        const char **args, const dl_time *deadline, const char *what, bool retry,
+int dl_redis_run_script(const dl_redis_server *srv, dl_redis_script_id id, int nkeys, const char **keys,
+                        int nargs, const char **args, const dl_time *deadline, const char *what, bool retry,
                         bool *resent, redisReply **reply, dirlock_error *err);
 /* A script on h's name (KEYS: its base and the space's), with the time
  * budget of h's timeout. */
 int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const char **args, bool retry,
                     bool *resent, redisReply **reply, dirlock_error *err);
 /* A script on lock `name` with the admin time budget. */
-int dl_redis_admin_script(const dl_redis_url *u, const char *name, dl_redis_script_id id, int nargs,
+int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
                           const char **args, redisReply **reply, dirlock_error *err);
 
 /* What an acquire attempt found in the way (kind w: W's holder, r: a
@@ -222,8 +233,8 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
  * *rc = DIRLOCK_ESERVER (it did not answer in time; the lock may well be
  * free, so not DIRLOCK_EBUSY or DIRLOCK_ETIMEDOUT), saying so.  False for
  * any other answer. */
-bool dl_redis_late(const struct dl_redis_blocker *b, const dl_redis_url *u, bool *resynced, double timeout,
-                   const char *name, int *rc, dirlock_error *err);
+bool dl_redis_late(const struct dl_redis_blocker *b, bool *resynced, double timeout, const char *name,
+                   int *rc, dirlock_error *err);
 /* dl_gave_up for lock `name`, held by blocker b. */
 int dl_redis_gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
                      const struct dl_redis_blocker *b);
@@ -248,9 +259,9 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
 /* BLPOP wake list `wake_key` for up to wait_ms (and the deadline) while
  * watching cancel_fd and pid_fd: *granted (with *fence) when the lock was
  * handed over, *canceled / *pid_fired when those fired. */
-int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
-                        int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
-                        bool *pid_fired, dirlock_error *err);
+int dl_redis_await_wake(const dl_redis_server *srv, const char *wake_key, double wait_ms,
+                        const dl_time *deadline, int cancel_fd, int pid_fd, bool *granted,
+                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err);
 
 /* ---- range locks (redis_range.c) ------------------------------------------- */
 

@@ -136,22 +136,25 @@ static void redact(const char *space, char *out, size_t size)
                 snprintf(out, size, "%.*s***%.200s", (int)(s + 3 - space), space, at);
 }
 
-int dl_redis_parse_space(const char *space, dl_redis_url *u, dirlock_error *err)
+int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error *err)
 {
         char why[200];
-        if (dl_redis_url_parse(space, strlen(space), u, why, sizeof why) == 0)
-                return DIRLOCK_OK;
+        if (dl_redis_url_parse(space, strlen(space), &srv->url, why, sizeof why) == 0) {
+                if (dl_redis_url_format(&srv->url, false, srv->key, sizeof srv->key) >= 0)
+                        return DIRLOCK_OK;
+                snprintf(why, sizeof why, "%s", "the address is too long");
+        }
         char shown[300];
         redact(space, shown, sizeof shown);
         return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s': %s", shown, why);
 }
 
-static void make_keys(const dl_redis_url *u, const char *name, char *base, size_t bsize, char *space,
+static void make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize, char *space,
                       size_t ssize)
 {
-        snprintf(space, ssize, "{%s}", u->prefix);
+        snprintf(space, ssize, "{%s}", srv->url.prefix);
         if (base != NULL)
-                snprintf(base, bsize, "{%s}:%s", u->prefix, name);
+                snprintf(base, bsize, "{%s}:%s", srv->url.prefix, name);
 }
 
 /* Prefix err's message with "lock 'NAME': ". */
@@ -223,11 +226,11 @@ static void describe_blocker(const struct dl_redis_blocker *b, char *out, size_t
         dl_record_describe(readable ? &rec : NULL, role, out, size);
 }
 
-/* Run one script on the space of `u`, by `deadline`.  With `retry`, a
+/* Run one script on the space of `srv`, by `deadline`.  With `retry`, a
  * failure after the request was sent (reply lost) is tried once more on
  * a new connection; *resent tells whether that happened. */
-int dl_redis_run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
-                        const char **args, const dl_time *deadline, const char *what, bool retry,
+int dl_redis_run_script(const dl_redis_server *srv, dl_redis_script_id id, int nkeys, const char **keys,
+                        int nargs, const char **args, const dl_time *deadline, const char *what, bool retry,
                         bool *resent, redisReply **reply, dirlock_error *err)
 {
         bool checked = resent != NULL; /* RELEASE must know whether a lost reply was its own */
@@ -235,13 +238,15 @@ int dl_redis_run_script(const dl_redis_url *u, dl_redis_script_id id, int nkeys,
                 *resent = false;
         for (int attempt = 0;; attempt++) {
                 dl_redis_conn *c;
-                int rc = dl_redis_connect(u, deadline, checked, &c, err);
+                int rc = dl_redis_connect(srv, deadline, checked, &c, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
                 rc = dl_redis_eval(c, id, nkeys, keys, nargs, args, deadline, what, reply, err);
+                bool unsent = dl_redis_unsent(c);
+                dl_redis_done(c);
                 if (rc != DIRLOCK_ESERVER || !retry || attempt > 0 || dl_deadline_passed(deadline))
                         return rc;
-                if (resent != NULL && !dl_redis_unsent(c))
+                if (resent != NULL && !unsent)
                         *resent = true; /* it may have run: the retry cannot tell */
         }
 }
@@ -256,7 +261,8 @@ int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const ch
         dl_time io = dl_redis_io_deadline(&call);
         char what[DIRLOCK_NAME_MAX + 16];
         snprintf(what, sizeof what, "lock '%s'", h->name);
-        return dl_redis_run_script(&r->url, id, 2, keys, nargs, args, &io, what, retry, resent, reply, err);
+        return dl_redis_run_script(&r->server, id, 2, keys, nargs, args, &io, what, retry, resent, reply,
+                                   err);
 }
 
 /* ---- a handle -------------------------------------------------------------- */
@@ -266,12 +272,12 @@ static int redis_open(dirlock *h, const char *spec, dirlock_error *err)
         struct dl_redis *r = calloc(1, sizeof *r);
         if (r == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        int rc = dl_redis_parse_space(spec, &r->url, err);
+        int rc = dl_redis_parse_space(spec, &r->server, err);
         if (rc != DIRLOCK_OK) {
                 free(r);
                 return rc;
         }
-        make_keys(&r->url, h->name, r->base, sizeof r->base, r->space, sizeof r->space);
+        make_keys(&r->server, h->name, r->base, sizeof r->base, r->space, sizeof r->space);
         h->impl = r;
         return DIRLOCK_OK;
 }
@@ -317,8 +323,8 @@ int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct 
         return DIRLOCK_OK;
 }
 
-bool dl_redis_late(const struct dl_redis_blocker *b, const dl_redis_url *u, bool *resynced, double timeout,
-                   const char *name, int *rc, dirlock_error *err)
+bool dl_redis_late(const struct dl_redis_blocker *b, bool *resynced, double timeout, const char *name,
+                   int *rc, dirlock_error *err)
 {
         if (strcmp(b->kind, "l") != 0)
                 return false;
@@ -327,7 +333,7 @@ bool dl_redis_late(const struct dl_redis_blocker *b, const dl_redis_url *u, bool
          * once more. */
         if (!*resynced) {
                 *resynced = true;
-                dl_redis_clock_stale(u);
+                dl_redis_clock_stale();
                 *rc = DIRLOCK_OK;
                 return true;
         }
@@ -359,23 +365,30 @@ int dl_redis_gave_up(dirlock_error *err, double timeout, bool canceled, const ch
 }
 
 /* Ask for the next message of our wake list (BLPOP, at most *wait_ms, at
- * least 1 ms); *c is the connection it is then in flight on. */
-static int wake_send(const dl_redis_url *u, const char *wake_key, double *wait_ms, const dl_time *deadline,
-                     dl_redis_conn **c, dirlock_error *err)
+ * least 1 ms); *c is the connection it is then in flight on, which
+ * wake_receive() reads (or the caller drops).  On failure *c is NULL. */
+static int wake_send(const dl_redis_server *srv, const char *wake_key, double *wait_ms,
+                     const dl_time *deadline, dl_redis_conn **c, dirlock_error *err)
 {
         if (*wait_ms < 1)
                 *wait_ms = 1;
         dl_time io = dl_redis_io_deadline(deadline);
-        int rc = dl_redis_connect(u, &io, false, c, err);
+        int rc = dl_redis_connect(srv, &io, false, c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         char secs[32];
         snprintf(secs, sizeof secs, "%.3f", *wait_ms / 1e3);
         const char *argv[3] = {"BLPOP", wake_key, secs};
-        return dl_redis_send(*c, 3, argv, NULL, &io, err);
+        rc = dl_redis_send(*c, 3, argv, NULL, &io, err);
+        if (rc != DIRLOCK_OK) {
+                dl_redis_done(*c);
+                *c = NULL;
+        }
+        return rc;
 }
 
-/* The answer to wake_send on c, watching cancel_fd and pid_fd meanwhile. */
+/* The answer to wake_send on c, watching cancel_fd and pid_fd meanwhile;
+ * done with c after it. */
 static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, bool *granted,
                         unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
 {
@@ -388,10 +401,13 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
         int which;
         redisReply *rep;
         int rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
-        if (rc != DIRLOCK_OK)
+        if (rc != DIRLOCK_OK) {
+                dl_redis_done(c);
                 return rc;
+        }
         if (which >= 0) {
                 dl_redis_drop(c); /* BLPOP still in flight: never reuse this connection */
+                dl_redis_done(c);
                 *canceled = which == 0;
                 *pid_fired = which == 1;
                 return DIRLOCK_OK;
@@ -406,19 +422,20 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
                 }
         }
         freeReplyObject(rep);
+        dl_redis_done(c);
         return rc;
 }
 
 /* Wait on our wake list for at most wait_ms (and the deadline), watching
  * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
  * when the lock was handed to us, *canceled when cancel_fd fired. */
-int dl_redis_await_wake(const dl_redis_url *u, const char *wake_key, double wait_ms, const dl_time *deadline,
-                        int cancel_fd, int pid_fd, bool *granted, unsigned long long *fence, bool *canceled,
-                        bool *pid_fired, dirlock_error *err)
+int dl_redis_await_wake(const dl_redis_server *srv, const char *wake_key, double wait_ms,
+                        const dl_time *deadline, int cancel_fd, int pid_fd, bool *granted,
+                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
 {
         *granted = *canceled = *pid_fired = false;
         dl_redis_conn *c;
-        int rc = wake_send(u, wake_key, &wait_ms, deadline, &c, err);
+        int rc = wake_send(srv, wake_key, &wait_ms, deadline, &c, err);
         return rc != DIRLOCK_OK
                    ? rc
                    : wake_receive(c, wait_ms, cancel_fd, pid_fd, granted, fence, canceled, pid_fired, err);
@@ -445,7 +462,7 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
                 wait_ms = (double)ttl_ms / 3;
         const struct dl_redis *r = dl_redis_of(breaker);
         dl_redis_conn *c;
-        int rc = wake_send(&r->url, wake_key, &wait_ms, deadline, &c, err);
+        int rc = wake_send(&r->server, wake_key, &wait_ms, deadline, &c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         /* A pidfd already on this very process would have fired had it
@@ -453,6 +470,7 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
         bool watched = readable && rec.pid == ow->pid && ow->pid_fd >= 0;
         if (readable && !watched && dl_record_owner_alive(&rec) == 0) {
                 dl_redis_drop(c);
+                dl_redis_done(c);
                 rc = dl_redis_break_token(breaker, b->token, err);
                 *broke = rc == DIRLOCK_OK || rc == DIRLOCK_ESERVER; /* the next attempt says more */
                 return *broke ? DIRLOCK_OK : rc;
@@ -510,9 +528,9 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                     last ? "1" : "0", not_after, qttl};
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
-                rc = dl_redis_not_after(&r->url, deadline, &io, not_after, err);
+                rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
                 if (rc == DIRLOCK_OK)
-                        rc = dl_redis_run_script(&r->url, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
+                        rc = dl_redis_run_script(&r->server, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
                                                  n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
@@ -544,7 +562,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK)
                         break;
-                if (dl_redis_late(&b, &r->url, &resynced, o->timeout, h->name, &rc, err)) {
+                if (dl_redis_late(&b, &resynced, o->timeout, h->name, &rc, err)) {
                         if (rc == DIRLOCK_OK)
                                 continue;
                         break;
@@ -710,15 +728,18 @@ static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
         struct dl_redis *r = dl_redis_of(h);
         dl_time io = dl_redis_io_deadline(&(dl_time){-1, 0});
         dl_redis_conn *c;
-        int rc = dl_redis_connect(&r->url, &io, false, &c, err);
+        int rc = dl_redis_connect(&r->server, &io, false, &c, err);
         char key[sizeof r->base + 4];
         snprintf(key, sizeof key, "%s:f", r->base);
         const char *get[2] = {"GET", key};
         redisReply *rep = NULL;
-        if (rc == DIRLOCK_OK)
-                rc = dl_redis_command(c, 2, get, NULL, &io, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        rc = dl_redis_command(c, 2, get, NULL, &io, &rep, err);
+        if (rc != DIRLOCK_OK) {
+                dl_redis_done(c);
+                return rc;
+        }
         unsigned long long next = strtoull(dl_redis_reply_str(rep), NULL, 10) + 1;
         freeReplyObject(rep);
         char v[24];
@@ -727,6 +748,7 @@ static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
         rc = dl_redis_command(c, 3, set, NULL, &io, &rep, err);
         if (rc == DIRLOCK_OK)
                 freeReplyObject(rep);
+        dl_redis_done(c);
         *fence = next;
         return rc;
 }
@@ -789,7 +811,7 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                                        h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
                 dl_time io = dl_redis_io_deadline(&deadline);
                 redisReply *rep;
-                rc = dl_redis_run_script(&r->url, u->script, 2, keys, u->policy_arg ? 4 : 3, args, &io,
+                rc = dl_redis_run_script(&r->server, u->script, 2, keys, u->policy_arg ? 4 : 3, args, &io,
                                          u->running, true, NULL, &rep, err);
                 if (rc != DIRLOCK_OK)
                         break;
@@ -836,8 +858,8 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                         wait_ms = (double)dl_redis_stale_ms(h) / 3;
                 bool granted, pid_fired;
                 unsigned long long ignored;
-                rc = dl_redis_await_wake(&r->url, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted,
-                                         &ignored, &canceled, &pid_fired, err);
+                rc = dl_redis_await_wake(&r->server, wake_key, wait_ms, &deadline, cancel_fd, pid_fd,
+                                         &granted, &ignored, &canceled, &pid_fired, err);
                 if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
                         break;
                 if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
@@ -887,18 +909,18 @@ static int redis_downgrade_intent(dirlock *h, dirlock_error *err)
 /* ---- the space, from outside its holders ---------------------------------- */
 
 /* Run a script on lock `name` of space `spec` with the admin time budget. */
-int dl_redis_admin_script(const dl_redis_url *u, const char *name, dl_redis_script_id id, int nargs,
+int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
                           const char **args, redisReply **reply, dirlock_error *err)
 {
         char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4], space[DL_REDIS_PREFIX_MAX + 3];
-        make_keys(u, name, base, sizeof base, space, sizeof space);
+        make_keys(srv, name, base, sizeof base, space, sizeof space);
         const char *keys[2] = {base, space};
         dl_time never = dl_deadline(-1);
         dl_time io = dl_redis_io_deadline(&never);
         char what[DIRLOCK_NAME_MAX + 16];
         snprintf(what, sizeof what, "lock '%s'", name);
         return dl_redis_about(
-            err, dl_redis_run_script(u, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
+            err, dl_redis_run_script(srv, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
 }
 
 /* W's holder of lock `name`: its token and record, ms left; readers. */
@@ -910,11 +932,11 @@ struct view {
         long long readers, waiters, ranges;
 };
 
-static int look(const dl_redis_url *u, const char *name, struct view *v, dirlock_error *err)
+static int look(const dl_redis_server *srv, const char *name, struct view *v, dirlock_error *err)
 {
         memset(v, 0, sizeof *v);
         redisReply *rep;
-        int rc = dl_redis_admin_script(u, name, DL_RS_INSPECT, 0, NULL, &rep, err);
+        int rc = dl_redis_admin_script(srv, name, DL_RS_INSPECT, 0, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements != 7) {
@@ -936,11 +958,11 @@ static int redis_inspect(const char *spec, const char *name, double stale_age, d
                          dirlock_error *err)
 {
         (void)stale_age; /* an entry older than its holder's stale age is gone already */
-        dl_redis_url u;
-        int rc = dl_redis_parse_space(spec, &u, err);
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
         struct view v;
         if (rc == DIRLOCK_OK)
-                rc = look(&u, name, &v, err);
+                rc = look(&srv, name, &v, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         owner->readers = (unsigned)v.readers;
@@ -976,13 +998,13 @@ static int redis_inspect(const char *spec, const char *name, double stale_age, d
 static int redis_break(const char *spec, const char *name, double stale_age, int force, dirlock_error *err)
 {
         (void)stale_age;
-        dl_redis_url u;
-        int rc = dl_redis_parse_space(spec, &u, err);
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
         struct view v;
         if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
                 rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
         if (rc == DIRLOCK_OK)
-                rc = look(&u, name, &v, err);
+                rc = look(&srv, name, &v, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (v.token[0] == '\0')
@@ -998,7 +1020,7 @@ static int redis_break(const char *spec, const char *name, double stale_age, int
                                (double)v.left_ms / 1e3);
         const char *args[1] = {v.token};
         redisReply *rep;
-        rc = dl_redis_admin_script(&u, name, DL_RS_BREAK, 1, args, &rep, err);
+        rc = dl_redis_admin_script(&srv, name, DL_RS_BREAK, 1, args, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         long long removed = dl_redis_reply_int(rep);
@@ -1007,26 +1029,27 @@ static int redis_break(const char *spec, const char *name, double stale_age, int
 }
 
 /* The names in {P}:names (valid ones only). */
-static int names_of(const dl_redis_url *u, char ***names_out, size_t *count, dirlock_error *err)
+static int names_of(const dl_redis_server *srv, char ***names_out, size_t *count, dirlock_error *err)
 {
         char space[DL_REDIS_PREFIX_MAX + 3], key[DL_REDIS_PREFIX_MAX + 16];
-        make_keys(u, NULL, NULL, 0, space, sizeof space);
+        make_keys(srv, NULL, NULL, 0, space, sizeof space);
         snprintf(key, sizeof key, "%s:names", space);
         dl_time never = dl_deadline(-1);
         dl_time io = dl_redis_io_deadline(&never);
         dl_redis_conn *c;
-        int rc = dl_redis_connect(u, &io, false, &c, err);
-        const char *argv[2] = {"SMEMBERS", key};
-        redisReply *rep = NULL;
-        if (rc == DIRLOCK_OK)
-                rc = dl_redis_command(c, 2, argv, NULL, &io, &rep, err);
+        int rc = dl_redis_connect(srv, &io, false, &c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
+        const char *argv[2] = {"SMEMBERS", key};
+        redisReply *rep = NULL;
+        rc = dl_redis_command(c, 2, argv, NULL, &io, &rep, err);
+        if (rc == DIRLOCK_OK && dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
                 rc = dl_redis_reply_error(c, rep, "list of lock names", err);
                 freeReplyObject(rep);
-                return rc;
         }
+        dl_redis_done(c);
+        if (rc != DIRLOCK_OK)
+                return rc;
         if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY)) {
                 freeReplyObject(rep);
                 return dl_redis_bad_reply(err, "SMEMBERS");
@@ -1057,25 +1080,25 @@ static int names_of(const dl_redis_url *u, char ***names_out, size_t *count, dir
 
 static int redis_list(const char *spec, char ***names, size_t *count, dirlock_error *err)
 {
-        dl_redis_url u;
-        int rc = dl_redis_parse_space(spec, &u, err);
-        return rc != DIRLOCK_OK ? rc : names_of(&u, names, count, err);
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
+        return rc != DIRLOCK_OK ? rc : names_of(&srv, names, count, err);
 }
 
 /* Every name: purge; same-host owners (holders, waiters) provably dead are
  * broken; names left without state are forgotten. */
 static int redis_cleanup(const char *spec, dirlock_error *err)
 {
-        dl_redis_url u;
-        int rc = dl_redis_parse_space(spec, &u, err);
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
         char **names = NULL;
         size_t n = 0;
         if (rc == DIRLOCK_OK)
-                rc = names_of(&u, &names, &n, err);
+                rc = names_of(&srv, &names, &n, err);
         for (size_t i = 0; i < n; i++) {
                 redisReply *rep = NULL;
                 if (rc == DIRLOCK_OK)
-                        rc = dl_redis_admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err);
+                        rc = dl_redis_admin_script(&srv, names[i], DL_RS_TIDY, 0, NULL, &rep, err);
                 bool broke = false;
                 for (size_t j = 0;
                      rc == DIRLOCK_OK && dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) && j + 1 < rep->elements;
@@ -1088,7 +1111,7 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
                                 continue;
                         const char *args[1] = {t};
                         redisReply *b;
-                        rc = dl_redis_admin_script(&u, names[i], DL_RS_BREAK, 1, args, &b, err);
+                        rc = dl_redis_admin_script(&srv, names[i], DL_RS_BREAK, 1, args, &b, err);
                         if (rc == DIRLOCK_OK)
                                 freeReplyObject(b);
                         broke = true;
@@ -1096,7 +1119,7 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
                 if (rep != NULL)
                         freeReplyObject(rep);
                 if (rc == DIRLOCK_OK && broke &&
-                    dl_redis_admin_script(&u, names[i], DL_RS_TIDY, 0, NULL, &rep, err) == 0)
+                    dl_redis_admin_script(&srv, names[i], DL_RS_TIDY, 0, NULL, &rep, err) == 0)
                         freeReplyObject(rep);
                 free(names[i]);
         }

@@ -1,14 +1,13 @@
-/* redis_conn.c - the connections of the Redis backend: one per thread and
- * server, kept and reused (like the per-thread inotify instance of
- * wait.c), with every wait bounded by a deadline.
+/* redis_conn.c - the connections of the Redis backend: kept open per
+ * thread and server between locks, in the library's per-thread
+ * connection cache (conn_cache.c: a connection in use is its user's
+ * alone; the idle ones are closed at thread exit, and a forked child
+ * makes its own), with every wait bounded by a deadline.
  *
- * TABLE.  Each thread keeps up to DL_REDIS_CONNS_PER_THREAD connections,
- * keyed by the parsed address (credentials, database and prefix
- * included); the least recently used one is closed for a new server.  A
- * forked child sees its parent's table under another pid and closes it
- * (its copies of the descriptors) before it makes its own, so parent and
- * child never read each other's replies.  The table is freed when the
- * thread exits.
+ * KEYS.  A connection is kept under its server's key (dl_redis_server):
+ * the canonical address with credentials, database and prefix, so that
+ * two spaces never share one.  Up to DL_REDIS_CONNS_PER_THREAD idle ones
+ * are kept per thread, the least recently used closed first.
  *
  * I/O.  hiredis 0.14 formats commands and parses replies; the bytes go
  * through send(MSG_NOSIGNAL) (a server gone away must not kill the caller
@@ -57,77 +56,32 @@
 _Static_assert(READ_SLICE_MS < DL_REDIS_GRACE_MS, "a call at timeout 0 reads without poll()");
 
 struct dl_redis_conn {
-        redisContext *ctx; /* NULL: not connected */
-        bool unix_socket;  /* poll() before reads; a send to a server that closed it fails (EPIPE) */
-        bool unsent;       /* the last request failed before any byte of it went out */
-        bool used;         /* url and name are set */
-        dl_redis_url url;  /* the address: parsed, so zero-filled, and memcmp tells one from another */
-        char name[DL_REDIS_URL_MAX]; /* the same with the password hidden       */
-        unsigned long long last_use;
-        int clock;                 /* CLOCK_UNREAD, CLOCK_KNOWN or CLOCK_REFUSED */
-        long long clock_offset_ms; /* server ms (TIME) - our monotonic ms, when read */
+        redisContext *ctx;          /* NULL: closed after a failure (dl_redis_drop) */
+        bool unix_socket;           /* poll() before reads; a send to a server that closed it fails (EPIPE) */
+        bool unsent;                /* the last request failed before any byte of it went out */
+        int clock;                  /* CLOCK_UNREAD, CLOCK_KNOWN or CLOCK_REFUSED */
+        unsigned clock_epoch;       /* this thread's clock_epoch when the clock was read */
+        long long clock_offset_ms;  /* server ms (TIME) - our monotonic ms, when read */
+        char key[DL_REDIS_URL_MAX]; /* its server's key, under which it is kept */
+        char name[DL_REDIS_URL_MAX]; /* the address with the password hidden, for messages */
 };
 
-struct conn_table {
-        unsigned long long clock;
-        struct dl_redis_conn conns[DL_REDIS_CONNS_PER_THREAD];
-};
-
-static _Thread_local struct conn_table *table;
-/* Set in a forked child (by the pthread_atfork handler, which runs in the
- * child's one thread, the one that forked): the table is the parent's. */
-static _Thread_local bool table_forked;
-static pthread_key_t table_key;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-
-static void close_all(struct conn_table *t)
+/* hiredis' redisFree() closes the socket and frees, sending nothing: fit
+ * for a forked child's copy as well. */
+static void conn_close(void *p, bool forked)
 {
-        for (int i = 0; i < DL_REDIS_CONNS_PER_THREAD; i++)
-                if (t->conns[i].ctx != NULL) {
-                        redisFree(t->conns[i].ctx);
-                        t->conns[i].ctx = NULL;
-                }
+        (void)forked;
+        dl_redis_conn *c = p;
+        if (c->ctx != NULL)
+                redisFree(c->ctx);
+        free(c);
 }
 
-static void table_free(void *p)
-{
-        struct conn_table *t = p;
-        if (t == NULL)
-                return;
-        close_all(t);
-        free(t);
-        table = NULL;
-}
+static const dl_conn_cache conns = {DL_REDIS_CONNS_PER_THREAD, conn_close};
 
-static void forked_child(void)
-{
-        table_forked = true;
-}
-
-static void table_init(void)
-{
-        pthread_key_create(&table_key, table_free);
-        pthread_atfork(NULL, NULL, forked_child);
-}
-
-/* The calling thread's table, without a system call on the common path
- * (getpid() is one). */
-static struct conn_table *thread_table(void)
-{
-        if (table != NULL && !table_forked)
-                return table;
-        pthread_once(&table_once, table_init);
-        if (table == NULL) {
-                table = calloc(1, sizeof *table);
-                if (table == NULL)
-                        return NULL;
-                pthread_setspecific(table_key, table);
-        } else {
-                close_all(table); /* the parent's, copied by fork(): ours to close */
-        }
-        table_forked = false;
-        return table;
-}
+/* Bumped by dl_redis_clock_stale(): a connection of this thread whose
+ * server clock was read in an earlier epoch reads it again. */
+static _Thread_local unsigned clock_epoch;
 
 /* ---- time ------------------------------------------------------------------ */
 
@@ -432,6 +386,7 @@ static int read_server_clock(dl_redis_conn *c, const dl_time *deadline, dirlock_
                                    strtoll(r->element[1]->str, NULL, 10) / 1000;
                 c->clock_offset_ms = server - (mono_ms(&before) + mono_ms(&after)) / 2;
                 c->clock = CLOCK_KNOWN;
+                c->clock_epoch = clock_epoch;
         }
         freeReplyObject(r);
         return DIRLOCK_OK;
@@ -446,34 +401,34 @@ static long long server_ms(const dl_redis_conn *c, const dl_time *t)
         return c->clock == CLOCK_KNOWN ? mono_ms(t) + c->clock_offset_ms : 0;
 }
 
-int dl_redis_not_after(const dl_redis_url *u, const dl_time *deadline, const dl_time *io, char buf[24],
+int dl_redis_not_after(const dl_redis_server *srv, const dl_time *deadline, const dl_time *io, char buf[24],
                        dirlock_error *err)
 {
         snprintf(buf, 24, "0");
         if (dl_deadline_never(deadline))
                 return DIRLOCK_OK;
         dl_redis_conn *c;
-        int rc = dl_redis_connect(u, io, false, &c, err);
-        if (rc == DIRLOCK_OK && c->clock == CLOCK_UNREAD)
-                rc = read_server_clock(c, io, err);
+        int rc = dl_redis_connect(srv, io, false, &c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        /* From the deadline, or from now when this attempt is the one
-         * made at or after it (connecting may have taken some of it). */
-        dl_time now = dl_now();
-        long long at = server_ms(c, dl_deadline_passed(deadline) ? &now : deadline);
-        if (at > 0)
-                snprintf(buf, 24, "%lld", at + (long long)(DL_REDIS_GRACE_MS / 2));
-        return DIRLOCK_OK;
+        if (c->clock == CLOCK_UNREAD || (c->clock == CLOCK_KNOWN && c->clock_epoch != clock_epoch))
+                rc = read_server_clock(c, io, err);
+        if (rc == DIRLOCK_OK) {
+                /* From the deadline, or from now when this attempt is the
+                 * one made at or after it (connecting may have taken some
+                 * of it). */
+                dl_time now = dl_now();
+                long long at = server_ms(c, dl_deadline_passed(deadline) ? &now : deadline);
+                if (at > 0)
+                        snprintf(buf, 24, "%lld", at + (long long)(DL_REDIS_GRACE_MS / 2));
+        }
+        dl_redis_done(c);
+        return rc;
 }
 
-void dl_redis_clock_stale(const dl_redis_url *u)
+void dl_redis_clock_stale(void)
 {
-        struct conn_table *t = thread_table();
-        for (int i = 0; t != NULL && i < DL_REDIS_CONNS_PER_THREAD; i++)
-                if (t->conns[i].used && t->conns[i].clock == CLOCK_KNOWN &&
-                    memcmp(&t->conns[i].url, u, sizeof *u) == 0)
-                        t->conns[i].clock = CLOCK_UNREAD;
+        clock_epoch++;
 }
 
 static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
@@ -528,40 +483,41 @@ static bool idle_and_open(const dl_redis_conn *c)
         return poll(&p, 1, 0) == 0;
 }
 
-int dl_redis_connect(const dl_redis_url *url, const dl_time *deadline, bool checked, dl_redis_conn **out,
+int dl_redis_connect(const dl_redis_server *srv, const dl_time *deadline, bool checked, dl_redis_conn **out,
                      dirlock_error *err)
 {
         *out = NULL;
-        struct conn_table *t = thread_table();
-        if (t == NULL)
+        dl_redis_conn *c = dl_conn_get(&conns, srv->key);
+        if (c != NULL) {
+                if (c->ctx != NULL && c->ctx->err == 0 && (!checked || c->unix_socket || idle_and_open(c))) {
+                        *out = c;
+                        return DIRLOCK_OK;
+                }
+                conn_close(c, false);
+        }
+        c = calloc(1, sizeof *c);
+        if (c == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        dl_redis_conn *slot = NULL, *oldest = NULL;
-        for (int i = 0; i < DL_REDIS_CONNS_PER_THREAD && slot == NULL; i++) {
-                dl_redis_conn *c = &t->conns[i];
-                if (c->used && memcmp(&c->url, url, sizeof *url) == 0)
-                        slot = c;
-                else if (oldest == NULL || !c->used || (oldest->used && c->last_use < oldest->last_use))
-                        oldest = c;
+        snprintf(c->key, sizeof c->key, "%s", srv->key);
+        if (dl_redis_url_format(&srv->url, true, c->name, sizeof c->name) < 0)
+                snprintf(c->name, sizeof c->name, "%s", "(address too long)");
+        int rc = open_conn(c, &srv->url, deadline, err);
+        if (rc != DIRLOCK_OK) {
+                conn_close(c, false);
+                return rc;
         }
-        if (slot == NULL) {
-                slot = oldest;
-                dl_redis_drop(slot);
-                slot->url = *url;
-                slot->used = true;
-                if (dl_redis_url_format(url, true, slot->name, sizeof slot->name) < 0)
-                        snprintf(slot->name, sizeof slot->name, "%s", "(address too long)");
-        }
-        slot->last_use = ++t->clock;
-        if (slot->ctx != NULL && slot->ctx->err == 0 &&
-            (!checked || slot->unix_socket || idle_and_open(slot))) {
-                *out = slot;
-                return DIRLOCK_OK;
-        }
-        dl_redis_drop(slot);
-        int rc = open_conn(slot, url, deadline, err);
-        if (rc == DIRLOCK_OK)
-                *out = slot;
-        return rc;
+        *out = c;
+        return DIRLOCK_OK;
+}
+
+void dl_redis_done(dl_redis_conn *c)
+{
+        if (c == NULL)
+                return;
+        if (c->ctx != NULL && c->ctx->err == 0)
+                dl_conn_put(&conns, c, c->key);
+        else
+                conn_close(c, false);
 }
 
 /* ---- scripts ---------------------------------------------------------------- */

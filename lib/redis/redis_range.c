@@ -134,9 +134,9 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                     last ? "1" : "0", qttl, lo,     hi,    not_after};
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
-                rc = dl_redis_not_after(&r->url, deadline, &io, not_after, err);
+                rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
                 if (rc == DIRLOCK_OK)
-                        rc = dl_redis_run_script(&r->url, DL_RS_RANGE_ACQUIRE, 2, keys, 11, args, &io,
+                        rc = dl_redis_run_script(&r->server, DL_RS_RANGE_ACQUIRE, 2, keys, 11, args, &io,
                                                  "the range", true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
@@ -165,7 +165,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                 freeReplyObject(rep);
                 if (rc != DIRLOCK_OK || taken)
                         break;
-                if (dl_redis_late(&b, &r->url, &resynced, o->timeout, h->name, &rc, err)) {
+                if (dl_redis_late(&b, &resynced, o->timeout, h->name, &rc, err)) {
                         if (rc == DIRLOCK_OK)
                                 continue;
                         break;
@@ -310,11 +310,11 @@ int dl_redis_ranges(const char *spec, const char *name, dirlock_range_info **out
 {
         *out = NULL;
         *count = 0;
-        dl_redis_url u;
-        int rc = dl_redis_parse_space(spec, &u, err);
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
         redisReply *rep = NULL;
         if (rc == DIRLOCK_OK)
-                rc = dl_redis_admin_script(&u, name, DL_RS_RANGE_LIST, 0, NULL, &rep, err);
+                rc = dl_redis_admin_script(&srv, name, DL_RS_RANGE_LIST, 0, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements % 4 != 0) {

@@ -7,7 +7,8 @@
  * offers it (fences, owner records, upgrade and downgrade, reentrant
  * handles, cancel, list and cleanup, a forked child's own connection, a
  * release that gets no answer, a lock the server lost in a FLUSHALL or a
- * restart), and the board's kept view handle on such a space.
+ * restart, pending acquires of one thread each on a connection of its
+ * own), and the board's kept view handle on such a space.
  * Skipped when redis-server is not installed or the library was built
  * without Redis support. */
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 #include "dirlock.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -831,6 +833,68 @@ static void test_multi(void **state)
         assert_int_equal(dirlock_release_many(set, &e), DIRLOCK_OK);
 }
 
+static double now_ms(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Pending acquires of one thread wait at once, each with its BLPOP in
+ * flight on a connection of its own (a connection is one request's at a
+ * time): released one after the other, the holder's lock goes to each in
+ * turn, never to two at once, and every answer reaches the acquire that
+ * asked. */
+static void test_pending_in_one_thread(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        enum { N = 3 };
+        dirlock_error e;
+        dirlock *holder = take_in(space, "pend", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(holder);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 20;
+        dirlock_pending *p[N];
+        for (int i = 0; i < N; i++) {
+                assert_int_equal(dirlock_acquire_start(space, "pend", &o, &p[i], &e), DIRLOCK_OK);
+                assert_int_equal(dirlock_pending_step(p[i], &e), DIRLOCK_EAGAIN);
+        }
+        dirlock *now = holder;
+        bool done[N] = {false};
+        for (int got = 0; got < N; got++) {
+                assert_int_equal(dirlock_release(now, &e), DIRLOCK_OK);
+                now = NULL;
+                double until = now_ms() + 10000;
+                while (now == NULL && now_ms() < until) {
+                        struct pollfd fds[N];
+                        for (int i = 0; i < N; i++)
+                                fds[i] = (struct pollfd){.fd = done[i] ? -1 : dirlock_pending_fd(p[i]),
+                                                         .events = POLLIN};
+                        if (poll(fds, N, 100) <= 0)
+                                continue;
+                        for (int i = 0; i < N; i++) {
+                                if (done[i] || fds[i].revents == 0)
+                                        continue;
+                                int rc = dirlock_pending_step(p[i], &e);
+                                if (rc == DIRLOCK_EAGAIN)
+                                        continue;
+                                if (rc != DIRLOCK_OK)
+                                        print_message("acquire %d: %s\n", i, e.message);
+                                assert_int_equal(rc, DIRLOCK_OK);
+                                assert_null(now); /* never two at once */
+                                now = dirlock_pending_lock(p[i]);
+                                done[i] = true;
+                        }
+                }
+                assert_non_null(now);
+                assert_int_equal(dirlock_check(now, &e), DIRLOCK_OK);
+        }
+        assert_int_equal(dirlock_release(now, &e), DIRLOCK_OK);
+        for (int i = 0; i < N; i++)
+                dirlock_pending_free(p[i]);
+}
+
 int main(void)
 {
         signal(SIGPIPE, SIG_DFL); /* the library must not need it ignored */
@@ -849,6 +913,7 @@ int main(void)
             cmocka_unit_test(test_reentrant_and_cancel),
             cmocka_unit_test(test_fork),
             cmocka_unit_test(test_multi),
+            cmocka_unit_test(test_pending_in_one_thread),
             cmocka_unit_test(test_slow_reply),
             cmocka_unit_test(test_release_without_answer),
             cmocka_unit_test(test_board_view_without_answer),
