@@ -215,6 +215,40 @@ int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const ch
 int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
                           const char **args, redisReply **reply, dirlock_error *err);
 
+/* The arguments of one acquire attempt, as the scripts take them (text). */
+struct dl_redis_attempt {
+        const char *token, *mode, *policy, *stale, *record;
+        const char *may_queue; /* "0" for a try (timeout 0)              */
+        const char *seq;       /* our arrival number, "0" before the first */
+        const char *last;      /* "1": the last attempt, which never queues */
+        const char *not_after; /* dl_redis_not_after                        */
+        const char *qttl;      /* the queue ttl in ms                       */
+};
+#define DL_REDIS_ATTEMPT_ARGS 12
+
+/* What differs between the acquires of whole locks and of ranges: their
+ * script, how its arguments are ordered, and the words of messages.  The
+ * script answers {1, fence...} (one per name) or a busy answer
+ * (dl_redis_parse_busy). */
+struct dl_redis_acquire {
+        dl_redis_script_id script; /* DL_RS_ACQUIRE, DL_RS_RANGE_ACQUIRE               */
+        const char *what;          /* "the lock", "the range": connection errors       */
+        const char *reply;         /* "an acquire": a reply that was not understood    */
+        const char *subject;       /* "lock", "a range of lock": "canceled waiting for" */
+        bool grants;               /* a releaser may take it for us (a "g<fence>" wake) */
+        /* The script's arguments for attempt t (at most
+         * DL_REDIS_ATTEMPT_ARGS) into args; returns their number. */
+        int (*args)(const struct dl_redis_attempt *t, const void *arg, const char **args);
+        const void *arg;
+};
+
+/* Take every lock of hs[0..n-1] -- one space, one token (hs[0]'s),
+ * distinct names; one handle for a range -- by the deadline, all or none:
+ * attempt, wait for the blocker, attempt again (the loop at the top of
+ * redis_backend.c). */
+int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
+                     dirlock_error *err);
+
 /* What an acquire attempt found in the way (kind w: W's holder, r: a
  * reader, q: a waiter ahead, g: a range holder or waiter). */
 struct dl_redis_blocker {

@@ -492,8 +492,10 @@ int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, st
 }
 
 /* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
- * names) by the deadline, all or none. */
-static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+ * names; one handle for a range) by the deadline, all or none, with the
+ * attempts `a` describes: the wait loop of whole locks and ranges. */
+int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
+                     dirlock_error *err)
 {
         dirlock *h = hs[0];
         struct dl_redis *r = dl_redis_of(h);
@@ -518,20 +520,30 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         dl_backoff_init(&retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, h->token);
         struct dl_redis_owner_watch ow = {-1, 0};
         struct dl_redis_blocker b;
+        memset(&b, 0, sizeof b);
         r->seq = 0;
         while (rc == DIRLOCK_OK) {
                 bool last = canceled || dl_deadline_passed(deadline);
                 snprintf(seq, sizeof seq, "%lld", r->seq);
                 char not_after[24];
-                const char *args[10] = {
-                    h->token,         mode,      policy, stale, record, may_queue ? "1" : "0", seq,
-                    last ? "1" : "0", not_after, qttl};
+                const struct dl_redis_attempt t = {.token = h->token,
+                                                   .mode = mode,
+                                                   .policy = policy,
+                                                   .stale = stale,
+                                                   .record = record,
+                                                   .may_queue = may_queue ? "1" : "0",
+                                                   .seq = seq,
+                                                   .last = last ? "1" : "0",
+                                                   .not_after = not_after,
+                                                   .qttl = qttl};
+                const char *args[DL_REDIS_ATTEMPT_ARGS];
+                int nargs = a->args(&t, a->arg, args);
                 dl_time io = dl_redis_io_deadline(deadline);
                 redisReply *rep = NULL;
                 rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
                 if (rc == DIRLOCK_OK)
-                        rc = dl_redis_run_script(&r->server, DL_RS_ACQUIRE, (int)n + 1, keys, 10, args, &io,
-                                                 n == 1 ? "the lock" : "the locks", true, NULL, &rep, err);
+                        rc = dl_redis_run_script(&r->server, a->script, (int)n + 1, keys, nargs, args, &io,
+                                                 a->what, true, NULL, &rep, err);
                 if (rc == DIRLOCK_ESERVER) {
                         if (!may_queue || last)
                                 break;
@@ -544,15 +556,14 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         break;
                 dl_backoff_reset(&retry);
                 if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        rc = dl_redis_bad_reply(err, "an acquire");
+                        rc = dl_redis_bad_reply(err, a->reply);
                 } else if (dl_redis_reply_int(rep->element[0]) == 1) {
                         if (rep->elements != n + 1) {
-                                rc = dl_redis_bad_reply(err, "an acquire");
+                                rc = dl_redis_bad_reply(err, a->reply);
                         } else {
                                 for (size_t i = 0; i < n; i++)
                                         dl_redis_of(hs[i])->fence =
                                             dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
-                                r->seq = 0;
                                 freeReplyObject(rep);
                                 break; /* rc == DIRLOCK_OK */
                         }
@@ -572,6 +583,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         rc = dl_redis_gave_up(err, o->timeout, canceled, busy_name, &b);
                         break;
                 }
+                /* An owner provably dead on this host is broken at once. */
                 bool broke, granted;
                 unsigned long long fence = 0;
                 rc = dl_redis_wait_blocker(hs[b.index], &b, &ow, wake_key, ttl, deadline, o->cancel_fd,
@@ -582,19 +594,19 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
                         continue;
                 }
-                if (rc == DIRLOCK_OK && granted && n == 1 && fence > 0) {
-                        r->fence = fence;
-                        r->seq = 0;
+                if (rc == DIRLOCK_OK && granted && a->grants && fence > 0) {
+                        r->fence = fence; /* the releaser took it for us */
                         break;
                 }
         }
         if (ow.pid_fd >= 0)
                 close(ow.pid_fd);
         free(keys);
+        r->seq = 0;
         if (rc == DIRLOCK_ESERVER && canceled)
                 return dl_fail(err, DIRLOCK_ECANCELED, 0,
-                               "canceled waiting for lock '%s' while the Redis server could not be reached",
-                               h->name);
+                               "canceled waiting for %s '%s' while the Redis server could not be reached",
+                               a->subject, h->name);
         if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
                 size_t len = strlen(err->message);
                 snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
@@ -603,6 +615,30 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
                 dl_redis_about(err, rc, h->name);
         return rc;
+}
+
+/* ACQUIRE's arguments (redis_scripts.c). */
+static int whole_args(const struct dl_redis_attempt *t, const void *arg, const char **args)
+{
+        (void)arg;
+        const char *v[] = {t->token,     t->mode, t->policy, t->stale,     t->record,
+                           t->may_queue, t->seq,  t->last,   t->not_after, t->qttl};
+        _Static_assert(sizeof v / sizeof v[0] <= DL_REDIS_ATTEMPT_ARGS, "room for ACQUIRE's arguments");
+        memcpy(args, v, sizeof v);
+        return (int)(sizeof v / sizeof v[0]);
+}
+
+static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+{
+        /* Only a single-name waiter is granted the lock by a releaser (W
+         * in redis_scripts.c); a set is woken to try again. */
+        const struct dl_redis_acquire whole = {.script = DL_RS_ACQUIRE,
+                                               .what = n == 1 ? "the lock" : "the locks",
+                                               .reply = "an acquire",
+                                               .subject = "lock",
+                                               .grants = n == 1,
+                                               .args = whole_args};
+        return dl_redis_acquire(hs, n, &whole, deadline, err);
 }
 
 static int redis_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)

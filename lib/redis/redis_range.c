@@ -102,105 +102,39 @@ int dl_redis_range_open(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-/* ---- acquiring: the wait loop (R3) ------------------------------------------ */
+/* ---- acquiring (R3) ------------------------------------------------------------ */
 
+struct range_ends {
+        char lo[40], hi[40];
+};
+
+/* RANGE_ACQUIRE's arguments (redis_scripts.c): its reservation is found
+ * by its token, so no arrival number. */
+static int range_args(const struct dl_redis_attempt *t, const void *arg, const char **args)
+{
+        const struct range_ends *e = arg;
+        const char *v[] = {t->token, t->mode, t->policy, t->stale, t->record,   t->may_queue,
+                           t->last,  t->qttl, e->lo,     e->hi,    t->not_after};
+        _Static_assert(sizeof v / sizeof v[0] <= DL_REDIS_ATTEMPT_ARGS, "room for RANGE_ACQUIRE's arguments");
+        memcpy(args, v, sizeof v);
+        return (int)(sizeof v / sizeof v[0]);
+}
+
+/* The wait loop of whole locks, with RANGE_ACQUIRE: a woken range waiter
+ * always takes by its own attempt (R3), never by a grant. */
 int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_redis *r = dl_redis_of(h);
-        const dirlock_options *o = &h->opts;
-        char record[DL_RECORD_MAX];
-        int rc = dl_redis_format_record(h, o->mode, record, sizeof record, err);
-        char mode[8], policy[8], stale[24], qttl[24], lo[40], hi[40], wake_key[sizeof r->space + 48];
-        snprintf(mode, sizeof mode, "%d", o->mode);
-        snprintf(policy, sizeof policy, "%d", o->policy);
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        long long ttl = dl_redis_queue_ttl_ms(h);
-        snprintf(qttl, sizeof qttl, "%lld", ttl);
-        end_text(lo, h->lo);
-        end_text(hi, h->hi);
-        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        const char *keys[2] = {r->base, r->space};
-        bool may_queue = o->timeout != 0, canceled = false, resynced = false;
-        dl_backoff retry;
-        dl_backoff_init(&retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, h->token);
-        struct dl_redis_owner_watch ow = {-1, 0};
-        struct dl_redis_blocker b;
-        memset(&b, 0, sizeof b);
-        while (rc == DIRLOCK_OK) {
-                bool last = canceled || dl_deadline_passed(deadline);
-                char not_after[24];
-                const char *args[11] = {
-                    h->token,         mode, policy, stale, record,   may_queue ? "1" : "0",
-                    last ? "1" : "0", qttl, lo,     hi,    not_after};
-                dl_time io = dl_redis_io_deadline(deadline);
-                redisReply *rep = NULL;
-                rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
-                if (rc == DIRLOCK_OK)
-                        rc = dl_redis_run_script(&r->server, DL_RS_RANGE_ACQUIRE, 2, keys, 11, args, &io,
-                                                 "the range", true, NULL, &rep, err);
-                if (rc == DIRLOCK_ESERVER) {
-                        if (!may_queue || last)
-                                break;
-                        /* Unreachable: try again, with backoff, until the deadline. */
-                        canceled = dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
-                        rc = DIRLOCK_OK;
-                        continue;
-                }
-                if (rc != DIRLOCK_OK)
-                        break;
-                dl_backoff_reset(&retry);
-                bool taken = false;
-                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        rc = dl_redis_bad_reply(err, "a range acquire");
-                } else if (dl_redis_reply_int(rep->element[0]) == 1) {
-                        if (rep->elements != 2) {
-                                rc = dl_redis_bad_reply(err, "a range acquire");
-                        } else {
-                                r->fence = dl_fence_of_text(dl_redis_reply_str(rep->element[1]));
-                                taken = true;
-                        }
-                } else {
-                        rc = dl_redis_parse_busy(rep, 1, &r->seq, &b, err);
-                }
-                freeReplyObject(rep);
-                if (rc != DIRLOCK_OK || taken)
-                        break;
-                if (dl_redis_late(&b, &resynced, o->timeout, h->name, &rc, err)) {
-                        if (rc == DIRLOCK_OK)
-                                continue;
-                        break;
-                }
-                if (!may_queue || last) {
-                        rc = dl_redis_gave_up(err, o->timeout, canceled, h->name, &b);
-                        break;
-                }
-                /* R4: an owner provably dead on this host is broken at once. */
-                bool broke, granted;
-                unsigned long long ignored;
-                rc = dl_redis_wait_blocker(h, &b, &ow, wake_key, ttl, deadline, o->cancel_fd, &broke,
-                                           &canceled, &granted, &ignored, err);
-                if (broke)
-                        continue;
-                if (rc == DIRLOCK_ESERVER)
-                        rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
-        }
-        if (ow.pid_fd >= 0)
-                close(ow.pid_fd);
-        r->seq = 0;
-        if (rc == DIRLOCK_ESERVER && canceled)
-                return dl_fail(
-                    err, DIRLOCK_ECANCELED, 0,
-                    "canceled waiting for a range of lock '%s' while the Redis server could not be "
-                    "reached",
-                    h->name);
-        if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
-                size_t len = strlen(err->message);
-                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
-                         o->timeout);
-        }
-        if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_redis_about(err, rc, h->name);
-        return rc;
+        struct range_ends e;
+        end_text(e.lo, h->lo);
+        end_text(e.hi, h->hi);
+        const struct dl_redis_acquire range = {.script = DL_RS_RANGE_ACQUIRE,
+                                               .what = "the range",
+                                               .reply = "a range acquire",
+                                               .subject = "a range of lock",
+                                               .grants = false,
+                                               .args = range_args,
+                                               .arg = &e};
+        return dl_redis_acquire(&h, 1, &range, deadline, err);
 }
 
 /* ---- holding ------------------------------------------------------------------ */
