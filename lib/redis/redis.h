@@ -1,10 +1,11 @@
-/* redis.h - what the files of the Redis backend share (redis_conn.c,
- * redis_scripts.c, redis_backend.c, redis_range.c): the per-thread
- * connection, the scripts, how a server's answers become dirlock errors,
- * and the handle's state and helpers that the range locks share with
- * the whole ones.  The data
- * model is at the top of redis_backend.c; the address grammar in
- * redis_url.h.  Only built when hiredis is (DIRLOCK_WITH_REDIS). */
+/* redis.h - what the files of the Redis backend share, one section per
+ * file: the connections (redis_conn.c), the scripts (redis_scripts.c),
+ * the handle and the calls made for it (redis_handle.c), the waits whole
+ * locks and ranges share (redis_wait.c), whole locks (redis_whole.c) and
+ * ranges (redis_range.c); redis_backend.c, the table, uses them all and
+ * is used by none.  The data model is at the top of redis_backend.c; the
+ * address grammar in redis_url.h.  Only built when hiredis is
+ * (DIRLOCK_WITH_REDIS). */
 #ifndef DIRLOCK_REDIS_H
 #define DIRLOCK_REDIS_H
 
@@ -153,7 +154,7 @@ int dl_redis_eval(dl_redis_conn *c, dl_redis_script_id id, int nkeys, const char
  * OOM, READONLY, MISCONF and the like DIRLOCK_ESERVER. */
 int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what, dirlock_error *err);
 
-/* ---- the handle, and what redis_backend.c lends redis_range.c -------------- */
+/* ---- the handle and its calls (redis_handle.c) ------------------------------ */
 
 struct dl_redis {
         dl_redis_server server;
@@ -173,6 +174,10 @@ long long dl_redis_stale_ms(const dirlock *h);
 long long dl_redis_queue_ttl_ms(const dirlock *h);
 /* Lock space `space`'s server, or DIRLOCK_EINVAL with the reason. */
 int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error *err);
+/* The keys of space `srv`: its base {P} into space and, unless base is
+ * NULL, lock `name`'s {P}:NAME into base. */
+void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize, char *space,
+                        size_t ssize);
 /* Prefix err's message with "lock 'NAME': "; returns rc. */
 int dl_redis_about(dirlock_error *err, int rc, const char *name);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
@@ -182,20 +187,6 @@ int dl_redis_bad_reply(dirlock_error *err, const char *what);
  * says; anything else is an entry that expired or was broken. */
 #define DL_REDIS_GONE (-2)
 int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer);
-
-/* An upgrade (intent -> exclusive) of a whole lock or a range: its
- * script, run until it says done (1), lost (< 0) or the deadline, waiting
- * for the readers in the way as an acquire waits (wake list, their
- * expiry, a dead same-host owner broken by token). */
-struct dl_redis_upgrade {
-        int script;          /* DL_RS_UPGRADE, DL_RS_RANGE_UPGRADE     */
-        bool policy_arg;     /* the script takes the `simple` flag too */
-        char blocker_kind;   /* the blocking entry's kind (messages)   */
-        const char *running; /* "the upgrade", for connection errors   */
-        const char *reply;   /* "an upgrade", for a reply not understood */
-};
-int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
-                          dirlock_error *err);
 bool dl_redis_reply_is(const redisReply *r, int type);
 long long dl_redis_reply_int(const redisReply *r);
 const char *dl_redis_reply_str(const redisReply *r);
@@ -215,6 +206,8 @@ int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const ch
 int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
                           const char **args, redisReply **reply, dirlock_error *err);
 
+/* ---- waiting, for whole locks and ranges (redis_wait.c) -------------------- */
+
 /* The arguments of one acquire attempt, as the scripts take them (text). */
 struct dl_redis_attempt {
         const char *token, *mode, *policy, *stale, *record;
@@ -228,8 +221,9 @@ struct dl_redis_attempt {
 
 /* What differs between the acquires of whole locks and of ranges: their
  * script, how its arguments are ordered, and the words of messages.  The
- * script answers {1, fence...} (one per name) or a busy answer
- * (dl_redis_parse_busy). */
+ * script answers {1, fence...} (one per name) or a busy answer {0, seq,
+ * blocker token, its record, ms until it expires, index of the busy name,
+ * kind}. */
 struct dl_redis_acquire {
         dl_redis_script_id script; /* DL_RS_ACQUIRE, DL_RS_RANGE_ACQUIRE               */
         const char *what;          /* "the lock", "the range": connection errors       */
@@ -244,58 +238,36 @@ struct dl_redis_acquire {
 
 /* Take every lock of hs[0..n-1] -- one space, one token (hs[0]'s),
  * distinct names; one handle for a range -- by the deadline, all or none:
- * attempt, wait for the blocker, attempt again (the loop at the top of
- * redis_backend.c). */
+ * attempt, wait for the blocker, attempt again (ACQUIRE at the top of
+ * redis_wait.c). */
 int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
                      dirlock_error *err);
 
-/* What an acquire attempt found in the way (kind w: W's holder, r: a
- * reader, q: a waiter ahead, g: a range holder or waiter). */
-struct dl_redis_blocker {
-        char token[64];
-        char record[DL_RECORD_MAX];
-        long long left_ms;
-        size_t index; /* which name */
-        char kind[2];
+/* An upgrade (intent -> exclusive) of a whole lock or a range: its
+ * script, run until it says done (1), lost (< 0) or the deadline, waiting
+ * for the readers in the way as an acquire waits (wake list, their
+ * expiry, a dead same-host owner broken by token). */
+struct dl_redis_upgrade {
+        int script;          /* DL_RS_UPGRADE, DL_RS_RANGE_UPGRADE     */
+        bool policy_arg;     /* the script takes the `simple` flag too */
+        char blocker_kind;   /* the blocking entry's kind (messages)   */
+        const char *running; /* "the upgrade", for connection errors   */
+        const char *reply;   /* "an upgrade", for a reply not understood */
 };
-/* Parse a busy answer {0, seq, token, record, left, index, kind}. */
-int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
-                        dirlock_error *err);
-/* A busy answer of kind 'l': the server ran the attempt after its
- * deadline.  The first time, the clock offset may be what is wrong
- * (dl_redis_clock_stale): *rc = DIRLOCK_OK, try again.  The second,
- * *rc = DIRLOCK_ESERVER (it did not answer in time; the lock may well be
- * free, so not DIRLOCK_EBUSY or DIRLOCK_ETIMEDOUT), saying so.  False for
- * any other answer. */
-bool dl_redis_late(const struct dl_redis_blocker *b, bool *resynced, double timeout, const char *name,
-                   int *rc, dirlock_error *err);
-/* dl_gave_up for lock `name`, held by blocker b. */
-int dl_redis_gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
-                     const struct dl_redis_blocker *b);
-/* BREAK exactly token t of h's name (an owner found dead on this host). */
-int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err);
-/* The owner of the entry in an acquire's way that a waiter watches. */
-struct dl_redis_owner_watch {
-        int pid_fd; /* a pidfd on it, or -1 */
-        pid_t pid;  /* its pid, 0: none */
-};
-/* One step of an acquire's wait for the entry in its way, b (both acquire
- * loops): when b's owner is provably dead on this host, break it by token
- * through `breaker`, set *broke and return (attempt again at once);
- * otherwise watch b's owner (ow) and wait on `wake_key` for a grant or a
- * wake-up, b's expiry, a third of ttl_ms, the deadline, the cancel
- * descriptor or the owner's death.  DIRLOCK_OK (with *granted, *fence),
- * DIRLOCK_ESERVER (attempt again), or another error. */
-int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
-                          const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
-                          bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
+int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
                           dirlock_error *err);
-/* BLPOP wake list `wake_key` for up to wait_ms (and the deadline) while
- * watching cancel_fd and pid_fd: *granted (with *fence) when the lock was
- * handed over, *canceled / *pid_fired when those fired. */
-int dl_redis_await_wake(const dl_redis_server *srv, const char *wake_key, double wait_ms,
-                        const dl_time *deadline, int cancel_fd, int pid_fd, bool *granted,
-                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err);
+
+/* ---- whole locks (redis_whole.c) --------------------------------------------- */
+
+/* hs[0..n-1] with the ACQUIRE script (dl_redis_acquire). */
+int dl_redis_whole_acquire(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err);
+int dl_redis_whole_release(dirlock *h, dirlock_error *err);
+int dl_redis_whole_release_kept(dirlock *h, dirlock_error *err);
+int dl_redis_whole_refresh(dirlock *h, dirlock_error *err);
+int dl_redis_whole_check(const dirlock *h, dirlock_error *err);
+int dl_redis_whole_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+int dl_redis_whole_downgrade(dirlock *h, dirlock_error *err);
+int dl_redis_whole_downgrade_intent(dirlock *h, dirlock_error *err);
 
 /* ---- range locks (redis_range.c) ------------------------------------------- */
 

@@ -1,10 +1,13 @@
 /* redis_backend.c - the Redis backend (backend.h): a lock space on a Redis
  * server (redis://..., redis+unix://..., redis_url.h), shared by the
- * processes of every host that can reach it.  Here: the handle's state,
- * the wait loop, and the table of entry points.  The scripts that change
- * the server's state, each with the invariant it keeps, are in
- * redis_scripts.c; the connection in redis_conn.c.  docs/library.md says
- * how it differs from a directory space.
+ * processes of every host that can reach it.  Here: the data model, the
+ * handle's entry points, which hand whole locks to redis_whole.c and
+ * ranges to redis_range.c, the views from outside the holders, and the
+ * table.  The waits both kinds share are in redis_wait.c, what every
+ * lock's code uses in redis_handle.c, the scripts that change the
+ * server's state (each with the invariant it keeps) in redis_scripts.c,
+ * the connections in redis_conn.c.  docs/library.md says how it differs
+ * from a directory space.
  *
  * ======================================================================
  * DATA MODEL.  Every key of space P carries the hash tag {P}; lock NAME
@@ -35,235 +38,13 @@
  *                   "w" when it should try again; PEXPIRE = its queue ttl
  *
  * The server's clock (TIME in the scripts) decides every expiry, so the
- * clocks of the hosts do not matter.
- *
- * ======================================================================
- * ACQUIRE (the wait loop below).  One ACQUIRE script per attempt, over all
- * the names of a multi-lock at once (all or nothing).  Busy: the script
- * has queued us with our arrival number and names the entry in the way
- * (a holder, a reader, or a waiter ahead of us), its owner record, and
- * when that entry would expire.  Then BLPOP {P}:wake:<T> goes out at once
- * (a release that comes while we look at the blocker hands over without
- * waiting for that look), and:
- *   - its owner is provably dead on this host (pid and start time): drop
- *     the connection with the BLPOP in flight, BREAK exactly that token,
- *     and try again at once;
- *   - else the BLPOP waits for the least of: the time to our deadline,
- *     the time until the blocking entry expires (then it is gone: look
- *     again), and a third of our queue ttl (to renew our queue entry), while
- *     poll() also watches the cancel descriptor and, for a live owner on
- *     this host, its pidfd.  The reply "g<fence>" means the releaser's
- *     script took the lock for us: done, without another round trip.
- *     Anything else: attempt again.  A wait abandoned while BLPOP is in
- *     flight (cancel, pidfd, a dead owner) closes the connection, so no reply is left
- *     unread on a reused one (a grant popped that way is found by the
- *     next attempt: a token that already holds the lock simply takes it
- *     again, with a new fence).
- *   - at the deadline, or when canceled, one last attempt that leaves
- *     the queues if it fails (and lets in whoever we held back).
- * timeout 0 is one attempt that never queues.  A server that cannot be
- * reached: a timed acquire tries again with backoff until its deadline
- * and then fails with DIRLOCK_ESERVER (not DIRLOCK_ETIMEDOUT: the lock's
- * state is unknown, not busy); an infinite wait keeps trying.  No round
- * trip waits longer than DL_REDIS_IO_MS, nor past the deadline by more
- * than DL_REDIS_GRACE_MS.
- *
- * QUEUE TTL.  A waiter's queue entry expires after min(stale age, 6 s)
- * and is renewed on every attempt, so a waiter that dies -- or that gave
- * up while the server could not be reached -- holds the queue up for at
- * most 6 s, even with the default stale age of 180 s.
- *
- * LATE REQUESTS.  A stopped server keeps what was sent to it and runs it
- * when it goes on, maybe after its sender gave up.  Every attempt of a
- * timed acquire therefore carries its deadline as the server's clock will
- * read it (dl_redis_not_after: the offset of TIME from our monotonic clock,
- * read when the connection opened; the deadline, or the moment of sending
- * for the attempt made at or after it, plus DL_REDIS_GRACE_MS / 2).  A
- * script run after it takes nothing the token does not hold already and
- * leaves the queues (kind 'l'), and a queue entry never outlives it, so no
- * release grants the lock to a waiter that has left.  An attempt refused
- * as late is made once more with the clock read again (the offset may
- * have gone stale: our host suspended, the server's clock set); refused
- * again, the acquire ends with DIRLOCK_ESERVER (the server did not answer
- * in time; the lock may be free).  Error of the
- * offset: half a round trip, plus any step of the server's clock since
- * the connection opened.  A sender gives up its last attempt no sooner
- * than DL_REDIS_GRACE_MS after its deadline, half of that after the
- * scripts stop taking for it: that half is the margin for the error.
- *
- * LOST REPLIES.  Scripts are written so that asking again is safe:
- * ACQUIRE by a token that already holds takes again; REFRESH, CHECK and
- * BREAK are idempotent.  RELEASE, REFRESH and CHECK retry once on a new
- * connection when a reply is lost.  RELEASE makes sure that a request
- * which failed on a connection the server had closed meanwhile did not
- * reach it -- a kept TCP connection is checked before use (poll), and on
- * a unix socket the send itself fails before anything goes out (EPIPE)
- * -- so a restarted server answers RELEASE with "not held":
- * DIRLOCK_ELOST.  Only a release whose reply was lost and whose retry
- * finds nothing cannot tell released from lost: it says so, with
- * DIRLOCK_ESERVER.
- *
- * FENCES are drawn in the ACQUIRE script (or by the releaser's script
- * that grants): max(K:f + 1, server time in microseconds).  dirlock_fence()
- * asks the server (CHECK) that the lock is still held before it hands out
- * the number, as the directory backend does (docs/fencing.md). */
+ * clocks of the hosts do not matter. */
 #include "backend.h"
 #include "redis.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#define QUEUE_TTL_MAX_MS 6000.0
-
-struct dl_redis *dl_redis_of(const dirlock *h)
-{
-        return (struct dl_redis *)h->impl;
-}
-
-/* ---- helpers ------------------------------------------------------------- */
-
-/* The space string with anything between "://" and '@' hidden. */
-static void redact(const char *space, char *out, size_t size)
-{
-        const char *s = strstr(space, "://");
-        const char *at = s ? strchr(s, '@') : NULL;
-        if (s == NULL || at == NULL)
-                snprintf(out, size, "%.200s", space);
-        else
-                snprintf(out, size, "%.*s***%.200s", (int)(s + 3 - space), space, at);
-}
-
-int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error *err)
-{
-        char why[200];
-        if (dl_redis_url_parse(space, strlen(space), &srv->url, why, sizeof why) == 0) {
-                if (dl_redis_url_format(&srv->url, false, srv->key, sizeof srv->key) >= 0)
-                        return DIRLOCK_OK;
-                snprintf(why, sizeof why, "%s", "the address is too long");
-        }
-        char shown[300];
-        redact(space, shown, sizeof shown);
-        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s': %s", shown, why);
-}
-
-static void make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize, char *space,
-                      size_t ssize)
-{
-        snprintf(space, ssize, "{%s}", srv->url.prefix);
-        if (base != NULL)
-                snprintf(base, bsize, "{%s}:%s", srv->url.prefix, name);
-}
-
-/* Prefix err's message with "lock 'NAME': ". */
-int dl_redis_about(dirlock_error *err, int rc, const char *name)
-{
-        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
-                return rc;
-        char prefix[DIRLOCK_NAME_MAX + 16];
-        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
-        size_t size = sizeof err->message;
-        if (n <= 0 || (size_t)n >= size)
-                return rc;
-        memmove(err->message + n, err->message, size - (size_t)n - 1);
-        memcpy(err->message, prefix, (size_t)n);
-        err->message[size - 1] = '\0';
-        return rc;
-}
-
-long long dl_redis_stale_ms(const dirlock *h)
-{
-        double ms = h->opts.stale_age * 1e3;
-        if (ms > 1e12)
-                ms = 1e12;
-        return (long long)ms;
-}
-
-long long dl_redis_queue_ttl_ms(const dirlock *h)
-{
-        double ms = h->opts.stale_age * 1e3;
-        return (long long)(ms < QUEUE_TTL_MAX_MS ? ms : QUEUE_TTL_MAX_MS);
-}
-
-bool dl_redis_reply_is(const redisReply *r, int type)
-{
-        return r != NULL && r->type == type;
-}
-
-long long dl_redis_reply_int(const redisReply *r)
-{
-        if (r == NULL)
-                return 0;
-        if (r->type == REDIS_REPLY_INTEGER)
-                return r->integer;
-        if (r->type == REDIS_REPLY_STRING)
-                return strtoll(r->str, NULL, 10);
-        return 0;
-}
-
-const char *dl_redis_reply_str(const redisReply *r)
-{
-        return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? r->str : "";
-}
-
-int dl_redis_bad_reply(dirlock_error *err, const char *what)
-{
-        return dl_fail(err, DIRLOCK_EDATA, 0, "unexpected answer from the Redis server to %s", what);
-}
-
-/* Who the blocker of an acquire is, for messages: "a reader, pid 812 on
- * www1" and the like. */
-static void describe_blocker(const struct dl_redis_blocker *b, char *out, size_t size)
-{
-        dl_record rec;
-        const char *role = b->kind[0] == 'r'   ? "a reader, "
-                           : b->kind[0] == 'q' ? "a waiter ahead, "
-                           : b->kind[0] == 'g' ? "a range, "
-                                               : "";
-        bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
-        dl_record_describe(readable ? &rec : NULL, role, out, size);
-}
-
-/* Run one script on the space of `srv`, by `deadline`.  With `retry`, a
- * failure after the request was sent (reply lost) is tried once more on
- * a new connection; *resent tells whether that happened. */
-int dl_redis_run_script(const dl_redis_server *srv, dl_redis_script_id id, int nkeys, const char **keys,
-                        int nargs, const char **args, const dl_time *deadline, const char *what, bool retry,
-                        bool *resent, redisReply **reply, dirlock_error *err)
-{
-        bool checked = resent != NULL; /* RELEASE must know whether a lost reply was its own */
-        if (resent != NULL)
-                *resent = false;
-        for (int attempt = 0;; attempt++) {
-                dl_redis_conn *c;
-                int rc = dl_redis_connect(srv, deadline, checked, &c, err);
-                if (rc != DIRLOCK_OK)
-                        return rc;
-                rc = dl_redis_eval(c, id, nkeys, keys, nargs, args, deadline, what, reply, err);
-                bool unsent = dl_redis_unsent(c);
-                dl_redis_done(c);
-                if (rc != DIRLOCK_ESERVER || !retry || attempt > 0 || dl_deadline_passed(deadline))
-                        return rc;
-                if (resent != NULL && !unsent)
-                        *resent = true; /* it may have run: the retry cannot tell */
-        }
-}
-
-/* A script on one name of handle h; op deadline from its own timeout. */
-int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const char **args, bool retry,
-                    bool *resent, redisReply **reply, dirlock_error *err)
-{
-        const struct dl_redis *r = dl_redis_of(h);
-        const char *keys[2] = {r->base, r->space};
-        dl_time call = dl_deadline(h->opts.timeout);
-        dl_time io = dl_redis_io_deadline(&call);
-        char what[DIRLOCK_NAME_MAX + 16];
-        snprintf(what, sizeof what, "lock '%s'", h->name);
-        return dl_redis_run_script(&r->server, id, 2, keys, nargs, args, &io, what, retry, resent, reply,
-                                   err);
-}
 
 /* ---- a handle -------------------------------------------------------------- */
 
@@ -277,7 +58,7 @@ static int redis_open(dirlock *h, const char *spec, dirlock_error *err)
                 free(r);
                 return rc;
         }
-        make_keys(&r->server, h->name, r->base, sizeof r->base, r->space, sizeof r->space);
+        dl_redis_make_keys(&r->server, h->name, r->base, sizeof r->base, r->space, sizeof r->space);
         h->impl = r;
         return DIRLOCK_OK;
 }
@@ -297,355 +78,13 @@ static int redis_retoken(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-int dl_redis_format_record(const dirlock *h, int mode, char *buf, size_t size, dirlock_error *err)
-{
-        dl_record rec;
-        dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
-        if (dl_record_format(&rec, buf, size) < 0)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "owner record of lock '%s' too long", h->name);
-        return DIRLOCK_OK;
-}
-
-/* ---- acquiring: the wait loop -------------------------------------------- */
-
-int dl_redis_parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
-                        dirlock_error *err)
-{
-        if (rep->elements != 7)
-                return dl_redis_bad_reply(err, "an acquire");
-        *seq = dl_redis_reply_int(rep->element[1]);
-        snprintf(b->token, sizeof b->token, "%s", dl_redis_reply_str(rep->element[2]));
-        snprintf(b->record, sizeof b->record, "%s", dl_redis_reply_str(rep->element[3]));
-        b->left_ms = dl_redis_reply_int(rep->element[4]);
-        long long i = dl_redis_reply_int(rep->element[5]);
-        b->index = i >= 0 && (size_t)i < n ? (size_t)i : 0;
-        snprintf(b->kind, sizeof b->kind, "%s", dl_redis_reply_str(rep->element[6]));
-        return DIRLOCK_OK;
-}
-
-bool dl_redis_late(const struct dl_redis_blocker *b, bool *resynced, double timeout, const char *name,
-                   int *rc, dirlock_error *err)
-{
-        if (strcmp(b->kind, "l") != 0)
-                return false;
-        /* Run after our deadline: really so (the server was stopped), or
-         * by a stale clock offset: read the server's clock again and try
-         * once more. */
-        if (!*resynced) {
-                *resynced = true;
-                dl_redis_clock_stale();
-                *rc = DIRLOCK_OK;
-                return true;
-        }
-        *rc = dl_fail(err, DIRLOCK_ESERVER, 0,
-                      "the Redis server ran the request for lock '%s' only after its deadline (%.3g s; "
-                      "it was stopped or overloaded meanwhile): nothing was taken",
-                      name, timeout);
-        return true;
-}
-
-/* BREAK token `t` of lock hs->name (a same-host owner found dead). */
-int dl_redis_break_token(const dirlock *h, const char *t, dirlock_error *err)
-{
-        const char *args[1] = {t};
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, DL_RS_BREAK, 1, args, true, NULL, &rep, err);
-        if (rc == DIRLOCK_OK)
-                freeReplyObject(rep);
-        return rc;
-}
-
-int dl_redis_gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
-                     const struct dl_redis_blocker *b)
-{
-        char what[DIRLOCK_NAME_MAX + 16], who[300];
-        snprintf(what, sizeof what, "lock '%s'", name);
-        describe_blocker(b, who, sizeof who);
-        return dl_gave_up(err, timeout, canceled, what, who);
-}
-
-/* Ask for the next message of our wake list (BLPOP, at most *wait_ms, at
- * least 1 ms); *c is the connection it is then in flight on, which
- * wake_receive() reads (or the caller drops).  On failure *c is NULL. */
-static int wake_send(const dl_redis_server *srv, const char *wake_key, double *wait_ms,
-                     const dl_time *deadline, dl_redis_conn **c, dirlock_error *err)
-{
-        if (*wait_ms < 1)
-                *wait_ms = 1;
-        dl_time io = dl_redis_io_deadline(deadline);
-        int rc = dl_redis_connect(srv, &io, false, c, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        char secs[32];
-        snprintf(secs, sizeof secs, "%.3f", *wait_ms / 1e3);
-        const char *argv[3] = {"BLPOP", wake_key, secs};
-        rc = dl_redis_send(*c, 3, argv, NULL, &io, err);
-        if (rc != DIRLOCK_OK) {
-                dl_redis_done(*c);
-                *c = NULL;
-        }
-        return rc;
-}
-
-/* The answer to wake_send on c, watching cancel_fd and pid_fd meanwhile;
- * done with c after it. */
-static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, bool *granted,
-                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
-{
-        *granted = *canceled = *pid_fired = false;
-        /* The server answers by wait_ms (never past our deadline); a server
-         * that does not (stopped) is given DL_REDIS_GRACE_MS more, then
-         * counts as unreachable. */
-        dl_time until = dl_deadline((wait_ms + DL_REDIS_GRACE_MS) / 1e3);
-        int fds[2] = {cancel_fd, pid_fd};
-        int which;
-        redisReply *rep;
-        int rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
-        if (rc != DIRLOCK_OK) {
-                dl_redis_done(c);
-                return rc;
-        }
-        if (which >= 0) {
-                dl_redis_drop(c); /* BLPOP still in flight: never reuse this connection */
-                dl_redis_done(c);
-                *canceled = which == 0;
-                *pid_fired = which == 1;
-                return DIRLOCK_OK;
-        }
-        if (dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
-                rc = dl_redis_reply_error(c, rep, "wait", err);
-        } else if (dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) && rep->elements == 2) {
-                const char *msg = dl_redis_reply_str(rep->element[1]);
-                if (msg[0] == 'g') {
-                        *granted = true;
-                        *fence = dl_fence_of_text(msg + 1);
-                }
-        }
-        freeReplyObject(rep);
-        dl_redis_done(c);
-        return rc;
-}
-
-/* Wait on our wake list for at most wait_ms (and the deadline), watching
- * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
- * when the lock was handed to us, *canceled when cancel_fd fired. */
-int dl_redis_await_wake(const dl_redis_server *srv, const char *wake_key, double wait_ms,
-                        const dl_time *deadline, int cancel_fd, int pid_fd, bool *granted,
-                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
-{
-        *granted = *canceled = *pid_fired = false;
-        dl_redis_conn *c;
-        int rc = wake_send(srv, wake_key, &wait_ms, deadline, &c, err);
-        return rc != DIRLOCK_OK
-                   ? rc
-                   : wake_receive(c, wait_ms, cancel_fd, pid_fd, granted, fence, canceled, pid_fired, err);
-}
-
-/* The BLPOP goes out first and the blocker's owner is judged while it is
- * in flight: a release that comes meanwhile hands the lock over at once
- * instead of waiting for our look at /proc (two reads of its stat file
- * and a pidfd_open, about as long as a round trip).  A dead owner found
- * then costs the connection (its BLPOP is in flight: a grant it pops is
- * found by the next attempt, which takes again what is already ours). */
-int dl_redis_wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
-                          const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
-                          bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
-                          dirlock_error *err)
-{
-        *broke = *granted = false;
-        dl_record rec;
-        bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
-        double wait_ms = dl_remaining(deadline);
-        if (wait_ms > (double)b->left_ms + 2)
-                wait_ms = (double)b->left_ms + 2;
-        if (wait_ms > (double)ttl_ms / 3)
-                wait_ms = (double)ttl_ms / 3;
-        const struct dl_redis *r = dl_redis_of(breaker);
-        dl_redis_conn *c;
-        int rc = wake_send(&r->server, wake_key, &wait_ms, deadline, &c, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        /* A pidfd already on this very process would have fired had it
-         * died: only a new owner, or one not watched, is judged. */
-        bool watched = readable && rec.pid == ow->pid && ow->pid_fd >= 0;
-        if (readable && !watched && dl_record_owner_alive(&rec) == 0) {
-                dl_redis_drop(c);
-                dl_redis_done(c);
-                rc = dl_redis_break_token(breaker, b->token, err);
-                *broke = rc == DIRLOCK_OK || rc == DIRLOCK_ESERVER; /* the next attempt says more */
-                return *broke ? DIRLOCK_OK : rc;
-        }
-        if (readable && rec.pid != ow->pid) {
-                if (ow->pid_fd >= 0)
-                        close(ow->pid_fd);
-                ow->pid_fd = dl_owner_pidfd(&rec, NULL);
-                ow->pid = rec.pid;
-        }
-        bool pid_fired;
-        rc = wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, granted, fence, canceled, &pid_fired, err);
-        if (pid_fired) { /* judge again; watch its partner if it has one */
-                close(ow->pid_fd);
-                ow->pid_fd = -1;
-                ow->pid = 0;
-        }
-        return rc;
-}
-
-/* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
- * names; one handle for a range) by the deadline, all or none, with the
- * attempts `a` describes: the wait loop of whole locks and ranges. */
-int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
-                     dirlock_error *err)
-{
-        dirlock *h = hs[0];
-        struct dl_redis *r = dl_redis_of(h);
-        const dirlock_options *o = &h->opts;
-        const char **keys = calloc(n + 1, sizeof *keys);
-        if (keys == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        for (size_t i = 0; i < n; i++)
-                keys[i] = dl_redis_of(hs[i])->base;
-        keys[n] = r->space;
-        char record[DL_RECORD_MAX];
-        int rc = dl_redis_format_record(h, o->mode, record, sizeof record, err);
-        char mode[8], policy[8], stale[24], qttl[24], seq[24], wake_key[sizeof r->space + 48];
-        snprintf(mode, sizeof mode, "%d", o->mode);
-        snprintf(policy, sizeof policy, "%d", o->policy);
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        long long ttl = dl_redis_queue_ttl_ms(h);
-        snprintf(qttl, sizeof qttl, "%lld", ttl);
-        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        bool may_queue = o->timeout != 0, canceled = false, resynced = false;
-        dl_backoff retry;
-        dl_backoff_init(&retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, h->token);
-        struct dl_redis_owner_watch ow = {-1, 0};
-        struct dl_redis_blocker b;
-        memset(&b, 0, sizeof b);
-        r->seq = 0;
-        while (rc == DIRLOCK_OK) {
-                bool last = canceled || dl_deadline_passed(deadline);
-                snprintf(seq, sizeof seq, "%lld", r->seq);
-                char not_after[24];
-                const struct dl_redis_attempt t = {.token = h->token,
-                                                   .mode = mode,
-                                                   .policy = policy,
-                                                   .stale = stale,
-                                                   .record = record,
-                                                   .may_queue = may_queue ? "1" : "0",
-                                                   .seq = seq,
-                                                   .last = last ? "1" : "0",
-                                                   .not_after = not_after,
-                                                   .qttl = qttl};
-                const char *args[DL_REDIS_ATTEMPT_ARGS];
-                int nargs = a->args(&t, a->arg, args);
-                dl_time io = dl_redis_io_deadline(deadline);
-                redisReply *rep = NULL;
-                rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
-                if (rc == DIRLOCK_OK)
-                        rc = dl_redis_run_script(&r->server, a->script, (int)n + 1, keys, nargs, args, &io,
-                                                 a->what, true, NULL, &rep, err);
-                if (rc == DIRLOCK_ESERVER) {
-                        if (!may_queue || last)
-                                break;
-                        /* Unreachable: try again, with backoff, until the deadline. */
-                        canceled = dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
-                        rc = DIRLOCK_OK;
-                        continue;
-                }
-                if (rc != DIRLOCK_OK)
-                        break;
-                dl_backoff_reset(&retry);
-                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        rc = dl_redis_bad_reply(err, a->reply);
-                } else if (dl_redis_reply_int(rep->element[0]) == 1) {
-                        if (rep->elements != n + 1) {
-                                rc = dl_redis_bad_reply(err, a->reply);
-                        } else {
-                                for (size_t i = 0; i < n; i++)
-                                        dl_redis_of(hs[i])->fence =
-                                            dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
-                                freeReplyObject(rep);
-                                break; /* rc == DIRLOCK_OK */
-                        }
-                } else {
-                        rc = dl_redis_parse_busy(rep, n, &r->seq, &b, err);
-                }
-                freeReplyObject(rep);
-                if (rc != DIRLOCK_OK)
-                        break;
-                if (dl_redis_late(&b, &resynced, o->timeout, h->name, &rc, err)) {
-                        if (rc == DIRLOCK_OK)
-                                continue;
-                        break;
-                }
-                const char *busy_name = hs[b.index]->name;
-                if (!may_queue || last) {
-                        rc = dl_redis_gave_up(err, o->timeout, canceled, busy_name, &b);
-                        break;
-                }
-                /* An owner provably dead on this host is broken at once. */
-                bool broke, granted;
-                unsigned long long fence = 0;
-                rc = dl_redis_wait_blocker(hs[b.index], &b, &ow, wake_key, ttl, deadline, o->cancel_fd,
-                                           &broke, &canceled, &granted, &fence, err);
-                if (broke)
-                        continue;
-                if (rc == DIRLOCK_ESERVER) {
-                        rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
-                        continue;
-                }
-                if (rc == DIRLOCK_OK && granted && a->grants && fence > 0) {
-                        r->fence = fence; /* the releaser took it for us */
-                        break;
-                }
-        }
-        if (ow.pid_fd >= 0)
-                close(ow.pid_fd);
-        free(keys);
-        r->seq = 0;
-        if (rc == DIRLOCK_ESERVER && canceled)
-                return dl_fail(err, DIRLOCK_ECANCELED, 0,
-                               "canceled waiting for %s '%s' while the Redis server could not be reached",
-                               a->subject, h->name);
-        if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
-                size_t len = strlen(err->message);
-                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
-                         o->timeout);
-        }
-        if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_redis_about(err, rc, h->name);
-        return rc;
-}
-
-/* ACQUIRE's arguments (redis_scripts.c). */
-static int whole_args(const struct dl_redis_attempt *t, const void *arg, const char **args)
-{
-        (void)arg;
-        const char *v[] = {t->token,     t->mode, t->policy, t->stale,     t->record,
-                           t->may_queue, t->seq,  t->last,   t->not_after, t->qttl};
-        _Static_assert(sizeof v / sizeof v[0] <= DL_REDIS_ATTEMPT_ARGS, "room for ACQUIRE's arguments");
-        memcpy(args, v, sizeof v);
-        return (int)(sizeof v / sizeof v[0]);
-}
-
-static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
-{
-        /* Only a single-name waiter is granted the lock by a releaser (W
-         * in redis_scripts.c); a set is woken to try again. */
-        const struct dl_redis_acquire whole = {.script = DL_RS_ACQUIRE,
-                                               .what = n == 1 ? "the lock" : "the locks",
-                                               .reply = "an acquire",
-                                               .subject = "lock",
-                                               .grants = n == 1,
-                                               .args = whole_args};
-        return dl_redis_acquire(hs, n, &whole, deadline, err);
-}
+/* ---- acquiring: whole locks or ranges -------------------------------------- */
 
 static int redis_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         if (h->ranged)
                 return dl_redis_range_acquire(h, deadline, err);
-        return acquire_set(&h, 1, deadline, err);
+        return dl_redis_whole_acquire(&h, 1, deadline, err);
 }
 
 static int redis_acquire_many(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
@@ -653,106 +92,29 @@ static int redis_acquire_many(dirlock **hs, size_t n, const dl_time *deadline, d
         /* One token for the set: one queue identity, one wake list. */
         for (size_t i = 1; i < n; i++)
                 memcpy(hs[i]->token, hs[0]->token, sizeof hs[0]->token);
-        return acquire_set(hs, n, deadline, err);
+        return dl_redis_whole_acquire(hs, n, deadline, err);
 }
 
-/* ---- holding ------------------------------------------------------------- */
+/* ---- holding: whole locks or ranges ---------------------------------------- */
 
 static int redis_release(dirlock *h, dirlock_error *err)
 {
-        if (h->ranged)
-                return dl_redis_range_release(h, err);
-        struct dl_redis *r = dl_redis_of(h);
-        const char *args[1] = {h->token};
-        redisReply *rep;
-        bool resent;
-        int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, &resent, &rep, err);
-        /* No answer: the hold may be in place still, found by this token
-         * alone; redis_release_kept tries again before a new token. */
-        r->release_pending = rc == DIRLOCK_ESERVER;
-        if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        if (held == 1)
-                return DIRLOCK_OK;
-        if (resent)
-                return dl_fail(
-                    err, DIRLOCK_ESERVER, 0,
-                    "lock '%s': the connection to the Redis server broke during the release; the lock "
-                    "is not held any more, but whether it was released or had been lost cannot be told",
-                    h->name);
-        return dl_redis_lost(err, h, held);
+        return h->ranged ? dl_redis_range_release(h, err) : dl_redis_whole_release(h, err);
 }
 
-/* A release that got no answer (the server unreachable) may have left
- * the hold on the server: release it now, by the token that names it.
- * Gone meanwhile (expired, broken, released after all) is no error:
- * nothing is left.  Still no answer: DIRLOCK_ESERVER, and it stays
- * pending (the hold expires after its stale age in any case). */
 static int redis_release_kept(dirlock *h, dirlock_error *err)
 {
-        struct dl_redis *r = dl_redis_of(h);
-        if (h->ranged || !r->release_pending)
-                return DIRLOCK_OK;
-        const char *args[1] = {h->token};
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
-        freeReplyObject(rep);
-        r->release_pending = false;
-        return DIRLOCK_OK;
-}
-
-int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer)
-{
-        char what[DIRLOCK_NAME_MAX + 96];
-        if (h->ranged)
-                snprintf(what, sizeof what, "range [%g, %g) of lock '%s'", h->lo, h->hi, h->name);
-        else
-                snprintf(what, sizeof what, "lock '%s'", h->name);
-        if (answer == DL_REDIS_GONE)
-                return dl_fail(err, DIRLOCK_ELOST, 0,
-                               "%s was lost: the Redis server no longer has it (the server was restarted "
-                               "without its data, flushed, or evicted the lock's keys)",
-                               what);
-        return dl_fail(err, DIRLOCK_ELOST, 0,
-                       "%s was lost: its entry on the Redis server expired (it was broken as stale) or was "
-                       "broken, or the server lost it and it has been taken again since",
-                       what);
-}
-
-/* Run a script that answers 1 while h's token still holds the lock:
- * DIRLOCK_OK, DIRLOCK_ELOST, or the server's error. */
-static int run_while_held(const dirlock *h, dl_redis_script_id id, int nargs, const char **args,
-                          dirlock_error *err)
-{
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
+        return h->ranged ? DIRLOCK_OK : dl_redis_whole_release_kept(h, err);
 }
 
 static int redis_refresh(dirlock *h, dirlock_error *err)
 {
-        if (h->ranged)
-                return dl_redis_range_refresh(h, err);
-        char stale[24];
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        const char *args[2] = {h->token, stale};
-        return run_while_held(h, DL_RS_REFRESH, 2, args, err);
+        return h->ranged ? dl_redis_range_refresh(h, err) : dl_redis_whole_refresh(h, err);
 }
 
 static int redis_check(const dirlock *h, dirlock_error *err)
 {
-        if (h->ranged)
-                return dl_redis_range_check(h, err);
-        const char *args[1] = {h->token};
-        return run_while_held(h, DL_RS_CHECK, 1, args, err);
+        return h->ranged ? dl_redis_range_check(h, err) : dl_redis_whole_check(h, err);
 }
 
 #ifdef DIRLOCK_TEST_HOOKS
@@ -807,7 +169,7 @@ static int redis_fence(dirlock *h, unsigned long long *fence, dirlock_error *err
         return DIRLOCK_OK;
 }
 
-/* Intent -> exclusive: set U, wait for the readers already in. */
+/* Intent -> exclusive: wait for the readers already in. */
 static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
         if (h->mode == DIRLOCK_EXCLUSIVE)
@@ -818,146 +180,23 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                     "read lock '%s' cannot be upgraded: two readers upgrading at once would wait for "
                     "each other forever; take it in intent mode (DIRLOCK_INTENT) to upgrade",
                     h->name);
-        if (h->ranged)
-                return dl_redis_range_upgrade(h, opts, err);
-        static const struct dl_redis_upgrade whole = {.script = DL_RS_UPGRADE,
-                                                      .policy_arg = true,
-                                                      .blocker_kind = 'r',
-                                                      .running = "the upgrade",
-                                                      .reply = "an upgrade"};
-        return dl_redis_upgrade_wait(h, opts, &whole, err);
-}
-
-int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
-                          dirlock_error *err)
-{
-        struct dl_redis *r = dl_redis_of(h);
-        dirlock_options o = opts != NULL ? *opts : h->opts;
-        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
-        dl_time deadline = dl_deadline(o.timeout);
-        char stale[24], wake_key[sizeof r->space + 48];
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        const char *keys[2] = {r->base, r->space};
-        bool canceled = false;
-        int pid_fd = -1, rc;
-        for (;;) {
-                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
-                const char *args[4] = {h->token, stale, last ? "1" : "0",
-                                       h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
-                dl_time io = dl_redis_io_deadline(&deadline);
-                redisReply *rep;
-                rc = dl_redis_run_script(&r->server, u->script, 2, keys, u->policy_arg ? 4 : 3, args, &io,
-                                         u->running, true, NULL, &rep, err);
-                if (rc != DIRLOCK_OK)
-                        break;
-                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        freeReplyObject(rep);
-                        rc = dl_redis_bad_reply(err, u->reply);
-                        break;
-                }
-                long long state = dl_redis_reply_int(rep->element[0]);
-                struct dl_redis_blocker b = {.kind = {u->blocker_kind, '\0'}};
-                if (state == 0 && rep->elements == 4) {
-                        snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
-                        snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
-                        b.left_ms = dl_redis_reply_int(rep->element[3]);
-                }
-                freeReplyObject(rep);
-                if (state == 1) {
-                        h->mode = DIRLOCK_EXCLUSIVE;
-                        break;
-                }
-                if (state < 0) {
-                        rc = dl_redis_lost(err, h, state);
-                        break;
-                }
-                if (last) {
-                        rc = dl_redis_gave_up(err, o.timeout, canceled, h->name, &b);
-                        break;
-                }
-                dl_record rec;
-                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
-                if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = dl_redis_break_token(h, b.token, err);
-                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
-                                break;
-                        continue;
-                }
-                if (pid_fd >= 0)
-                        close(pid_fd);
-                pid_fd = readable ? dl_owner_pidfd(&rec, NULL) : -1;
-                double wait_ms = dl_remaining(&deadline);
-                if (wait_ms > (double)b.left_ms + 2)
-                        wait_ms = (double)b.left_ms + 2;
-                if (wait_ms > (double)dl_redis_stale_ms(h) / 3)
-                        wait_ms = (double)dl_redis_stale_ms(h) / 3;
-                bool granted, pid_fired;
-                unsigned long long ignored;
-                rc = dl_redis_await_wake(&r->server, wake_key, wait_ms, &deadline, cancel_fd, pid_fd,
-                                         &granted, &ignored, &canceled, &pid_fired, err);
-                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
-                        break;
-                if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
-                        break;
-                rc = DIRLOCK_OK; /* granted or not: the next attempt confirms */
-        }
-        if (pid_fd >= 0)
-                close(pid_fd);
-        return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
-                   ? rc
-                   : dl_redis_about(err, rc, h->name);
+        return h->ranged ? dl_redis_range_upgrade(h, opts, err) : dl_redis_whole_upgrade(h, opts, err);
 }
 
 static int redis_downgrade(dirlock *h, dirlock_error *err)
 {
         if (h->mode == DIRLOCK_SHARED)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", h->name);
-        if (h->ranged)
-                return dl_redis_range_downgrade(h, err);
-        char record[DL_RECORD_MAX], stale[24], policy[8];
-        int rc = dl_redis_format_record(h, DIRLOCK_SHARED, record, sizeof record, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        snprintf(policy, sizeof policy, "%d", h->opts.policy);
-        const char *args[4] = {h->token, stale, record, policy};
-        rc = run_while_held(h, DL_RS_DOWNGRADE, 4, args, err);
-        if (rc == DIRLOCK_OK)
-                h->mode = DIRLOCK_SHARED;
-        return rc;
+        return h->ranged ? dl_redis_range_downgrade(h, err) : dl_redis_whole_downgrade(h, err);
 }
 
 /* The caller (handle.c) checked that this is an upgraded intent lock. */
 static int redis_downgrade_intent(dirlock *h, dirlock_error *err)
 {
-        if (h->ranged)
-                return dl_redis_range_downgrade_intent(h, err);
-        char policy[8];
-        snprintf(policy, sizeof policy, "%d", h->opts.policy);
-        const char *args[2] = {h->token, policy};
-        int rc = run_while_held(h, DL_RS_DOWNGRADE_INTENT, 2, args, err);
-        if (rc == DIRLOCK_OK)
-                h->mode = DIRLOCK_INTENT;
-        return rc;
+        return h->ranged ? dl_redis_range_downgrade_intent(h, err) : dl_redis_whole_downgrade_intent(h, err);
 }
 
 /* ---- the space, from outside its holders ---------------------------------- */
-
-/* Run a script on lock `name` of space `spec` with the admin time budget. */
-int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
-                          const char **args, redisReply **reply, dirlock_error *err)
-{
-        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4], space[DL_REDIS_PREFIX_MAX + 3];
-        make_keys(srv, name, base, sizeof base, space, sizeof space);
-        const char *keys[2] = {base, space};
-        dl_time never = dl_deadline(-1);
-        dl_time io = dl_redis_io_deadline(&never);
-        char what[DIRLOCK_NAME_MAX + 16];
-        snprintf(what, sizeof what, "lock '%s'", name);
-        return dl_redis_about(
-            err, dl_redis_run_script(srv, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
-}
 
 /* W's holder of lock `name`: its token and record, ms left; readers. */
 struct view {
@@ -1068,7 +307,7 @@ static int redis_break(const char *spec, const char *name, double stale_age, int
 static int names_of(const dl_redis_server *srv, char ***names_out, size_t *count, dirlock_error *err)
 {
         char space[DL_REDIS_PREFIX_MAX + 3], key[DL_REDIS_PREFIX_MAX + 16];
-        make_keys(srv, NULL, NULL, 0, space, sizeof space);
+        dl_redis_make_keys(srv, NULL, NULL, 0, space, sizeof space);
         snprintf(key, sizeof key, "%s:names", space);
         dl_time never = dl_deadline(-1);
         dl_time io = dl_redis_io_deadline(&never);

@@ -2,8 +2,9 @@
  * intent and exclusive locks on half-open ranges [lo, hi) of lock NAME,
  * with the policies, shrinking, upgrade of an intent range and downgrade
  * -- what lib/dir/range.c gives a directory space, kept on the server.  Here:
- * the protocol, the wait loop and the entry points; the scripts, one per
- * operation, are in redis_scripts.c (RANGE_*).
+ * the protocol and the entry points; the wait loop, which whole locks
+ * share, is in redis_wait.c, and the scripts, one per operation, in
+ * redis_scripts.c (RANGE_*).
  *
  * ======================================================================
  * ENTRIES.  Every range holder and waiter of NAME is one entry, keyed by
@@ -81,14 +82,11 @@
  * reply was lost and whose retry finds nothing says so (DIRLOCK_ESERVER).
  * A grant is never handed over by another's script (unlike whole locks): a
  * woken range waiter always takes by its own attempt. */
-#include "backend.h"
 #include "redis.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void end_text(char out[40], double v)
 {

@@ -1,0 +1,495 @@
+/* redis_wait.c - the waits of the Redis backend that whole locks
+ * (redis_whole.c) and ranges (redis_range.c) share: the acquire loop,
+ * given what differs by a struct dl_redis_acquire, and the upgrade's
+ * wait for the readers in its way.  The scripts they run are in
+ * redis_scripts.c, the data model at the top of redis_backend.c.
+ *
+ * ======================================================================
+ * ACQUIRE (dl_redis_acquire).  One script per attempt (ACQUIRE, or
+ * RANGE_ACQUIRE for a range), over all the names of a multi-lock at once
+ * (all or nothing).  Busy: the script
+ * has queued us with our arrival number and names the entry in the way
+ * (a holder, a reader, or a waiter ahead of us), its owner record, and
+ * when that entry would expire.  Then BLPOP {P}:wake:<T> goes out at once
+ * (a release that comes while we look at the blocker hands over without
+ * waiting for that look), and:
+ *   - its owner is provably dead on this host (pid and start time): drop
+ *     the connection with the BLPOP in flight, BREAK exactly that token,
+ *     and try again at once;
+ *   - else the BLPOP waits for the least of: the time to our deadline,
+ *     the time until the blocking entry expires (then it is gone: look
+ *     again), and a third of our queue ttl (to renew our queue entry), while
+ *     poll() also watches the cancel descriptor and, for a live owner on
+ *     this host, its pidfd.  The reply "g<fence>" means the releaser's
+ *     script took the lock for us: done, without another round trip.
+ *     Anything else: attempt again.  A wait abandoned while BLPOP is in
+ *     flight (cancel, pidfd, a dead owner) closes the connection, so no
+ *     reply is left unread on a reused one (a grant popped that way is
+ *     found by the next attempt: a token that already holds the lock
+ *     simply takes it again, with a new fence).  A range waiter is never
+ *     granted anything: it is woken to attempt again (R3, redis_range.c).
+ *   - at the deadline, or when canceled, one last attempt that leaves
+ *     the queues if it fails (and lets in whoever we held back).
+ * timeout 0 is one attempt that never queues.  A server that cannot be
+ * reached: a timed acquire tries again with backoff until its deadline
+ * and then fails with DIRLOCK_ESERVER (not DIRLOCK_ETIMEDOUT: the lock's
+ * state is unknown, not busy); an infinite wait keeps trying.  No round
+ * trip waits longer than DL_REDIS_IO_MS, nor past the deadline by more
+ * than DL_REDIS_GRACE_MS.
+ *
+ * QUEUE TTL.  A waiter's queue entry expires after min(stale age, 6 s)
+ * and is renewed on every attempt, so a waiter that dies -- or that gave
+ * up while the server could not be reached -- holds the queue up for at
+ * most 6 s, even with the default stale age of 180 s.
+ *
+ * LATE REQUESTS.  A stopped server keeps what was sent to it and runs it
+ * when it goes on, maybe after its sender gave up.  Every attempt of a
+ * timed acquire therefore carries its deadline as the server's clock will
+ * read it (dl_redis_not_after: the offset of TIME from our monotonic clock,
+ * read when the connection opened; the deadline, or the moment of sending
+ * for the attempt made at or after it, plus DL_REDIS_GRACE_MS / 2).  A
+ * script run after it takes nothing the token does not hold already and
+ * leaves the queues (kind 'l'), and a queue entry never outlives it, so no
+ * release grants the lock to a waiter that has left.  An attempt refused
+ * as late is made once more with the clock read again (the offset may
+ * have gone stale: our host suspended, the server's clock set); refused
+ * again, the acquire ends with DIRLOCK_ESERVER (the server did not answer
+ * in time; the lock may be free).  Error of the
+ * offset: half a round trip, plus any step of the server's clock since
+ * the connection opened.  A sender gives up its last attempt no sooner
+ * than DL_REDIS_GRACE_MS after its deadline, half of that after the
+ * scripts stop taking for it: that half is the margin for the error. */
+#include "redis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What an acquire attempt found in the way (kind w: W's holder, r: a
+ * reader, q: a waiter ahead, g: a range holder or waiter, l: none, the
+ * attempt came late). */
+struct dl_redis_blocker {
+        char token[64];
+        char record[DL_RECORD_MAX];
+        long long left_ms;
+        size_t index; /* which name */
+        char kind[2];
+};
+
+/* The owner of the entry in an acquire's way that a waiter watches. */
+struct dl_redis_owner_watch {
+        int pid_fd; /* a pidfd on it, or -1 */
+        pid_t pid;  /* its pid, 0: none */
+};
+
+/* Who the blocker of an acquire is, for messages: "a reader, pid 812 on
+ * www1" and the like. */
+static void describe_blocker(const struct dl_redis_blocker *b, char *out, size_t size)
+{
+        dl_record rec;
+        const char *role = b->kind[0] == 'r'   ? "a reader, "
+                           : b->kind[0] == 'q' ? "a waiter ahead, "
+                           : b->kind[0] == 'g' ? "a range, "
+                                               : "";
+        bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
+        dl_record_describe(readable ? &rec : NULL, role, out, size);
+}
+
+/* Parse a busy answer {0, seq, token, record, left, index, kind}. */
+static int parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
+                      dirlock_error *err)
+{
+        if (rep->elements != 7)
+                return dl_redis_bad_reply(err, "an acquire");
+        *seq = dl_redis_reply_int(rep->element[1]);
+        snprintf(b->token, sizeof b->token, "%s", dl_redis_reply_str(rep->element[2]));
+        snprintf(b->record, sizeof b->record, "%s", dl_redis_reply_str(rep->element[3]));
+        b->left_ms = dl_redis_reply_int(rep->element[4]);
+        long long i = dl_redis_reply_int(rep->element[5]);
+        b->index = i >= 0 && (size_t)i < n ? (size_t)i : 0;
+        snprintf(b->kind, sizeof b->kind, "%s", dl_redis_reply_str(rep->element[6]));
+        return DIRLOCK_OK;
+}
+
+/* A busy answer of kind 'l': the server ran the attempt after its
+ * deadline.  The first time, the clock offset may be what is wrong
+ * (dl_redis_clock_stale): *rc = DIRLOCK_OK, try again.  The second,
+ * *rc = DIRLOCK_ESERVER (it did not answer in time; the lock may well be
+ * free, so not DIRLOCK_EBUSY or DIRLOCK_ETIMEDOUT), saying so.  False for
+ * any other answer. */
+static bool late(const struct dl_redis_blocker *b, bool *resynced, double timeout, const char *name, int *rc,
+                 dirlock_error *err)
+{
+        if (strcmp(b->kind, "l") != 0)
+                return false;
+        /* Run after our deadline: really so (the server was stopped), or
+         * by a stale clock offset: read the server's clock again and try
+         * once more. */
+        if (!*resynced) {
+                *resynced = true;
+                dl_redis_clock_stale();
+                *rc = DIRLOCK_OK;
+                return true;
+        }
+        *rc = dl_fail(err, DIRLOCK_ESERVER, 0,
+                      "the Redis server ran the request for lock '%s' only after its deadline (%.3g s; "
+                      "it was stopped or overloaded meanwhile): nothing was taken",
+                      name, timeout);
+        return true;
+}
+
+/* BREAK token `t` of lock h->name (a same-host owner found dead). */
+static int break_token(const dirlock *h, const char *t, dirlock_error *err)
+{
+        const char *args[1] = {t};
+        redisReply *rep;
+        int rc = dl_redis_run_on(h, DL_RS_BREAK, 1, args, true, NULL, &rep, err);
+        if (rc == DIRLOCK_OK)
+                freeReplyObject(rep);
+        return rc;
+}
+
+/* dl_gave_up for lock `name`, held by blocker b. */
+static int gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
+                   const struct dl_redis_blocker *b)
+{
+        char what[DIRLOCK_NAME_MAX + 16], who[300];
+        snprintf(what, sizeof what, "lock '%s'", name);
+        describe_blocker(b, who, sizeof who);
+        return dl_gave_up(err, timeout, canceled, what, who);
+}
+
+/* Ask for the next message of our wake list (BLPOP, at most *wait_ms, at
+ * least 1 ms); *c is the connection it is then in flight on, which
+ * wake_receive() reads (or the caller drops).  On failure *c is NULL. */
+static int wake_send(const dl_redis_server *srv, const char *wake_key, double *wait_ms,
+                     const dl_time *deadline, dl_redis_conn **c, dirlock_error *err)
+{
+        if (*wait_ms < 1)
+                *wait_ms = 1;
+        dl_time io = dl_redis_io_deadline(deadline);
+        int rc = dl_redis_connect(srv, &io, false, c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        char secs[32];
+        snprintf(secs, sizeof secs, "%.3f", *wait_ms / 1e3);
+        const char *argv[3] = {"BLPOP", wake_key, secs};
+        rc = dl_redis_send(*c, 3, argv, NULL, &io, err);
+        if (rc != DIRLOCK_OK) {
+                dl_redis_done(*c);
+                *c = NULL;
+        }
+        return rc;
+}
+
+/* The answer to wake_send on c, watching cancel_fd and pid_fd meanwhile;
+ * done with c after it. */
+static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, bool *granted,
+                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
+{
+        *granted = *canceled = *pid_fired = false;
+        /* The server answers by wait_ms (never past our deadline); a server
+         * that does not (stopped) is given DL_REDIS_GRACE_MS more, then
+         * counts as unreachable. */
+        dl_time until = dl_deadline((wait_ms + DL_REDIS_GRACE_MS) / 1e3);
+        int fds[2] = {cancel_fd, pid_fd};
+        int which;
+        redisReply *rep;
+        int rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
+        if (rc != DIRLOCK_OK) {
+                dl_redis_done(c);
+                return rc;
+        }
+        if (which >= 0) {
+                dl_redis_drop(c); /* BLPOP still in flight: never reuse this connection */
+                dl_redis_done(c);
+                *canceled = which == 0;
+                *pid_fired = which == 1;
+                return DIRLOCK_OK;
+        }
+        if (dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
+                rc = dl_redis_reply_error(c, rep, "wait", err);
+        } else if (dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) && rep->elements == 2) {
+                const char *msg = dl_redis_reply_str(rep->element[1]);
+                if (msg[0] == 'g') {
+                        *granted = true;
+                        *fence = dl_fence_of_text(msg + 1);
+                }
+        }
+        freeReplyObject(rep);
+        dl_redis_done(c);
+        return rc;
+}
+
+/* Wait on our wake list for at most wait_ms (and the deadline), watching
+ * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
+ * when the lock was handed to us, *canceled when cancel_fd fired. */
+static int await_wake(const dl_redis_server *srv, const char *wake_key, double wait_ms,
+                      const dl_time *deadline, int cancel_fd, int pid_fd, bool *granted,
+                      unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
+{
+        *granted = *canceled = *pid_fired = false;
+        dl_redis_conn *c;
+        int rc = wake_send(srv, wake_key, &wait_ms, deadline, &c, err);
+        return rc != DIRLOCK_OK
+                   ? rc
+                   : wake_receive(c, wait_ms, cancel_fd, pid_fd, granted, fence, canceled, pid_fired, err);
+}
+
+/* The BLPOP goes out first and the blocker's owner is judged while it is
+ * in flight: a release that comes meanwhile hands the lock over at once
+ * instead of waiting for our look at /proc (two reads of its stat file
+ * and a pidfd_open, about as long as a round trip).  A dead owner found
+ * then costs the connection (its BLPOP is in flight: a grant it pops is
+ * found by the next attempt, which takes again what is already ours). */
+static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
+                        const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
+                        bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
+                        dirlock_error *err)
+{
+        *broke = *granted = false;
+        dl_record rec;
+        bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
+        double wait_ms = dl_remaining(deadline);
+        if (wait_ms > (double)b->left_ms + 2)
+                wait_ms = (double)b->left_ms + 2;
+        if (wait_ms > (double)ttl_ms / 3)
+                wait_ms = (double)ttl_ms / 3;
+        const struct dl_redis *r = dl_redis_of(breaker);
+        dl_redis_conn *c;
+        int rc = wake_send(&r->server, wake_key, &wait_ms, deadline, &c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        /* A pidfd already on this very process would have fired had it
+         * died: only a new owner, or one not watched, is judged. */
+        bool watched = readable && rec.pid == ow->pid && ow->pid_fd >= 0;
+        if (readable && !watched && dl_record_owner_alive(&rec) == 0) {
+                dl_redis_drop(c);
+                dl_redis_done(c);
+                rc = break_token(breaker, b->token, err);
+                *broke = rc == DIRLOCK_OK || rc == DIRLOCK_ESERVER; /* the next attempt says more */
+                return *broke ? DIRLOCK_OK : rc;
+        }
+        if (readable && rec.pid != ow->pid) {
+                if (ow->pid_fd >= 0)
+                        close(ow->pid_fd);
+                ow->pid_fd = dl_owner_pidfd(&rec, NULL);
+                ow->pid = rec.pid;
+        }
+        bool pid_fired;
+        rc = wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, granted, fence, canceled, &pid_fired, err);
+        if (pid_fired) { /* judge again; watch its partner if it has one */
+                close(ow->pid_fd);
+                ow->pid_fd = -1;
+                ow->pid = 0;
+        }
+        return rc;
+}
+
+/* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
+ * names; one handle for a range) by the deadline, all or none, with the
+ * attempts `a` describes: the wait loop of whole locks and ranges. */
+int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
+                     dirlock_error *err)
+{
+        dirlock *h = hs[0];
+        struct dl_redis *r = dl_redis_of(h);
+        const dirlock_options *o = &h->opts;
+        const char **keys = calloc(n + 1, sizeof *keys);
+        if (keys == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        for (size_t i = 0; i < n; i++)
+                keys[i] = dl_redis_of(hs[i])->base;
+        keys[n] = r->space;
+        char record[DL_RECORD_MAX];
+        int rc = dl_redis_format_record(h, o->mode, record, sizeof record, err);
+        char mode[8], policy[8], stale[24], qttl[24], seq[24], wake_key[sizeof r->space + 48];
+        snprintf(mode, sizeof mode, "%d", o->mode);
+        snprintf(policy, sizeof policy, "%d", o->policy);
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        long long ttl = dl_redis_queue_ttl_ms(h);
+        snprintf(qttl, sizeof qttl, "%lld", ttl);
+        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
+        bool may_queue = o->timeout != 0, canceled = false, resynced = false;
+        dl_backoff retry;
+        dl_backoff_init(&retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, h->token);
+        struct dl_redis_owner_watch ow = {-1, 0};
+        struct dl_redis_blocker b;
+        memset(&b, 0, sizeof b);
+        r->seq = 0;
+        while (rc == DIRLOCK_OK) {
+                bool last = canceled || dl_deadline_passed(deadline);
+                snprintf(seq, sizeof seq, "%lld", r->seq);
+                char not_after[24];
+                const struct dl_redis_attempt t = {.token = h->token,
+                                                   .mode = mode,
+                                                   .policy = policy,
+                                                   .stale = stale,
+                                                   .record = record,
+                                                   .may_queue = may_queue ? "1" : "0",
+                                                   .seq = seq,
+                                                   .last = last ? "1" : "0",
+                                                   .not_after = not_after,
+                                                   .qttl = qttl};
+                const char *args[DL_REDIS_ATTEMPT_ARGS];
+                int nargs = a->args(&t, a->arg, args);
+                dl_time io = dl_redis_io_deadline(deadline);
+                redisReply *rep = NULL;
+                rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
+                if (rc == DIRLOCK_OK)
+                        rc = dl_redis_run_script(&r->server, a->script, (int)n + 1, keys, nargs, args, &io,
+                                                 a->what, true, NULL, &rep, err);
+                if (rc == DIRLOCK_ESERVER) {
+                        if (!may_queue || last)
+                                break;
+                        /* Unreachable: try again, with backoff, until the deadline. */
+                        canceled = dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
+                        rc = DIRLOCK_OK;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                dl_backoff_reset(&retry);
+                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        rc = dl_redis_bad_reply(err, a->reply);
+                } else if (dl_redis_reply_int(rep->element[0]) == 1) {
+                        if (rep->elements != n + 1) {
+                                rc = dl_redis_bad_reply(err, a->reply);
+                        } else {
+                                for (size_t i = 0; i < n; i++)
+                                        dl_redis_of(hs[i])->fence =
+                                            dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
+                                freeReplyObject(rep);
+                                break; /* rc == DIRLOCK_OK */
+                        }
+                } else {
+                        rc = parse_busy(rep, n, &r->seq, &b, err);
+                }
+                freeReplyObject(rep);
+                if (rc != DIRLOCK_OK)
+                        break;
+                if (late(&b, &resynced, o->timeout, h->name, &rc, err)) {
+                        if (rc == DIRLOCK_OK)
+                                continue;
+                        break;
+                }
+                const char *busy_name = hs[b.index]->name;
+                if (!may_queue || last) {
+                        rc = gave_up(err, o->timeout, canceled, busy_name, &b);
+                        break;
+                }
+                /* An owner provably dead on this host is broken at once. */
+                bool broke, granted;
+                unsigned long long fence = 0;
+                rc = wait_blocker(hs[b.index], &b, &ow, wake_key, ttl, deadline, o->cancel_fd, &broke,
+                                  &canceled, &granted, &fence, err);
+                if (broke)
+                        continue;
+                if (rc == DIRLOCK_ESERVER) {
+                        rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
+                        continue;
+                }
+                if (rc == DIRLOCK_OK && granted && a->grants && fence > 0) {
+                        r->fence = fence; /* the releaser took it for us */
+                        break;
+                }
+        }
+        if (ow.pid_fd >= 0)
+                close(ow.pid_fd);
+        free(keys);
+        r->seq = 0;
+        if (rc == DIRLOCK_ESERVER && canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0,
+                               "canceled waiting for %s '%s' while the Redis server could not be reached",
+                               a->subject, h->name);
+        if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
+                size_t len = strlen(err->message);
+                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
+                         o->timeout);
+        }
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
+                dl_redis_about(err, rc, h->name);
+        return rc;
+}
+
+int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
+                          dirlock_error *err)
+{
+        struct dl_redis *r = dl_redis_of(h);
+        dirlock_options o = opts != NULL ? *opts : h->opts;
+        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
+        dl_time deadline = dl_deadline(o.timeout);
+        char stale[24], wake_key[sizeof r->space + 48];
+        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
+        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
+        const char *keys[2] = {r->base, r->space};
+        bool canceled = false;
+        int pid_fd = -1, rc;
+        for (;;) {
+                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
+                const char *args[4] = {h->token, stale, last ? "1" : "0",
+                                       h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
+                dl_time io = dl_redis_io_deadline(&deadline);
+                redisReply *rep;
+                rc = dl_redis_run_script(&r->server, u->script, 2, keys, u->policy_arg ? 4 : 3, args, &io,
+                                         u->running, true, NULL, &rep, err);
+                if (rc != DIRLOCK_OK)
+                        break;
+                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                        freeReplyObject(rep);
+                        rc = dl_redis_bad_reply(err, u->reply);
+                        break;
+                }
+                long long state = dl_redis_reply_int(rep->element[0]);
+                struct dl_redis_blocker b = {.kind = {u->blocker_kind, '\0'}};
+                if (state == 0 && rep->elements == 4) {
+                        snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
+                        snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
+                        b.left_ms = dl_redis_reply_int(rep->element[3]);
+                }
+                freeReplyObject(rep);
+                if (state == 1) {
+                        h->mode = DIRLOCK_EXCLUSIVE;
+                        break;
+                }
+                if (state < 0) {
+                        rc = dl_redis_lost(err, h, state);
+                        break;
+                }
+                if (last) {
+                        rc = gave_up(err, o.timeout, canceled, h->name, &b);
+                        break;
+                }
+                dl_record rec;
+                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
+                if (readable && dl_record_owner_alive(&rec) == 0) {
+                        rc = break_token(h, b.token, err);
+                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                                break;
+                        continue;
+                }
+                if (pid_fd >= 0)
+                        close(pid_fd);
+                pid_fd = readable ? dl_owner_pidfd(&rec, NULL) : -1;
+                double wait_ms = dl_remaining(&deadline);
+                if (wait_ms > (double)b.left_ms + 2)
+                        wait_ms = (double)b.left_ms + 2;
+                if (wait_ms > (double)dl_redis_stale_ms(h) / 3)
+                        wait_ms = (double)dl_redis_stale_ms(h) / 3;
+                bool granted, pid_fired;
+                unsigned long long ignored;
+                rc = await_wake(&r->server, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted,
+                                &ignored, &canceled, &pid_fired, err);
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                        break;
+                if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
+                        break;
+                rc = DIRLOCK_OK; /* granted or not: the next attempt confirms */
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
+                   ? rc
+                   : dl_redis_about(err, rc, h->name);
+}
