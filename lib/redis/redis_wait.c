@@ -287,130 +287,191 @@ static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, stru
         return rc;
 }
 
-/* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
- * names; one handle for a range) by the deadline, all or none, with the
- * attempts `a` describes: the wait loop of whole locks and ranges. */
-int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
-                     dirlock_error *err)
+/* ---- the acquire loop ---------------------------------------------------- */
+
+/* One acquire's state across its attempts. */
+struct acquire {
+        dirlock **hs; /* the names' handles; hs[0]'s token, options, wake list */
+        size_t n;
+        const struct dl_redis_acquire *a;
+        const dl_time *deadline;
+        dirlock *h; /* hs[0] */
+        struct dl_redis *r;
+        const char **keys; /* the names' bases, then the space's */
+        char record[DL_RECORD_MAX], mode[8], policy[8], stale[24], qttl[24], seq[24];
+        char wake_key[DL_REDIS_PREFIX_MAX + 3 + 48];
+        long long ttl;    /* the queue ttl, ms */
+        bool may_queue;   /* not a try (timeout 0) */
+        bool canceled;    /* the cancel descriptor fired: the next attempt is the last */
+        bool resynced;    /* an attempt came late once, and the clock was read again */
+        dl_backoff retry; /* while the server cannot be reached */
+        struct dl_redis_owner_watch ow;
+        struct dl_redis_blocker b; /* what the last attempt found in the way */
+};
+
+/* Everything the attempts share, made once; q->keys NULL: out of memory. */
+static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct dl_redis_acquire *a,
+                         const dl_time *deadline, dirlock_error *err)
 {
-        dirlock *h = hs[0];
-        struct dl_redis *r = dl_redis_of(h);
-        const dirlock_options *o = &h->opts;
-        const char **keys = calloc(n + 1, sizeof *keys);
-        if (keys == NULL)
+        memset(q, 0, sizeof *q);
+        q->hs = hs;
+        q->n = n;
+        q->a = a;
+        q->deadline = deadline;
+        q->h = hs[0];
+        q->r = dl_redis_of(q->h);
+        q->ow = (struct dl_redis_owner_watch){-1, 0};
+        q->keys = calloc(n + 1, sizeof *q->keys);
+        if (q->keys == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         for (size_t i = 0; i < n; i++)
-                keys[i] = dl_redis_of(hs[i])->base;
-        keys[n] = r->space;
-        char record[DL_RECORD_MAX];
-        int rc = dl_redis_format_record(h, o->mode, record, sizeof record, err);
-        char mode[8], policy[8], stale[24], qttl[24], seq[24], wake_key[sizeof r->space + 48];
-        snprintf(mode, sizeof mode, "%d", o->mode);
-        snprintf(policy, sizeof policy, "%d", o->policy);
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        long long ttl = dl_redis_queue_ttl_ms(h);
-        snprintf(qttl, sizeof qttl, "%lld", ttl);
-        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        bool may_queue = o->timeout != 0, canceled = false, resynced = false;
-        dl_backoff retry;
-        dl_backoff_init(&retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, h->token);
-        struct dl_redis_owner_watch ow = {-1, 0};
-        struct dl_redis_blocker b;
-        memset(&b, 0, sizeof b);
-        r->seq = 0;
-        while (rc == DIRLOCK_OK) {
-                bool last = canceled || dl_deadline_passed(deadline);
-                snprintf(seq, sizeof seq, "%lld", r->seq);
-                char not_after[24];
-                const struct dl_redis_attempt t = {.token = h->token,
-                                                   .mode = mode,
-                                                   .policy = policy,
-                                                   .stale = stale,
-                                                   .record = record,
-                                                   .may_queue = may_queue ? "1" : "0",
-                                                   .seq = seq,
-                                                   .last = last ? "1" : "0",
-                                                   .not_after = not_after,
-                                                   .qttl = qttl};
-                const char *args[DL_REDIS_ATTEMPT_ARGS];
-                int nargs = a->args(&t, a->arg, args);
-                dl_time io = dl_redis_io_deadline(deadline);
-                redisReply *rep = NULL;
-                rc = dl_redis_not_after(&r->server, deadline, &io, not_after, err);
-                if (rc == DIRLOCK_OK)
-                        rc = dl_redis_run_script(&r->server, a->script, (int)n + 1, keys, nargs, args, &io,
-                                                 a->what, true, NULL, &rep, err);
-                if (rc == DIRLOCK_ESERVER) {
-                        if (!may_queue || last)
-                                break;
-                        /* Unreachable: try again, with backoff, until the deadline. */
-                        canceled = dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1;
-                        rc = DIRLOCK_OK;
-                        continue;
-                }
-                if (rc != DIRLOCK_OK)
-                        break;
-                dl_backoff_reset(&retry);
-                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        rc = dl_redis_bad_reply(err, a->reply);
-                } else if (dl_redis_reply_int(rep->element[0]) == 1) {
-                        if (rep->elements != n + 1) {
-                                rc = dl_redis_bad_reply(err, a->reply);
-                        } else {
-                                for (size_t i = 0; i < n; i++)
-                                        dl_redis_of(hs[i])->fence =
-                                            dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
-                                freeReplyObject(rep);
-                                break; /* rc == DIRLOCK_OK */
-                        }
+                q->keys[i] = dl_redis_of(hs[i])->base;
+        q->keys[n] = q->r->space;
+        const dirlock_options *o = &q->h->opts;
+        snprintf(q->mode, sizeof q->mode, "%d", o->mode);
+        snprintf(q->policy, sizeof q->policy, "%d", o->policy);
+        snprintf(q->stale, sizeof q->stale, "%lld", dl_redis_stale_ms(q->h));
+        q->ttl = dl_redis_queue_ttl_ms(q->h);
+        snprintf(q->qttl, sizeof q->qttl, "%lld", q->ttl);
+        snprintf(q->wake_key, sizeof q->wake_key, "%s:wake:%s", q->r->space, q->h->token);
+        q->may_queue = o->timeout != 0;
+        dl_backoff_init(&q->retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, q->h->token);
+        q->r->seq = 0;
+        return dl_redis_format_record(q->h, o->mode, q->record, sizeof q->record, err);
+}
+
+/* One attempt (the last one never queues): the script's answer in *rep. */
+static int attempt(struct acquire *q, bool last, redisReply **rep, dirlock_error *err)
+{
+        *rep = NULL;
+        snprintf(q->seq, sizeof q->seq, "%lld", q->r->seq);
+        char not_after[24];
+        const struct dl_redis_attempt t = {.token = q->h->token,
+                                           .mode = q->mode,
+                                           .policy = q->policy,
+                                           .stale = q->stale,
+                                           .record = q->record,
+                                           .may_queue = q->may_queue ? "1" : "0",
+                                           .seq = q->seq,
+                                           .last = last ? "1" : "0",
+                                           .not_after = not_after,
+                                           .qttl = q->qttl};
+        const char *args[DL_REDIS_ATTEMPT_ARGS];
+        int nargs = q->a->args(&t, q->a->arg, args);
+        dl_time io = dl_redis_io_deadline(q->deadline);
+        int rc = dl_redis_not_after(&q->r->server, q->deadline, &io, not_after, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_redis_run_script(&q->r->server, q->a->script, (int)q->n + 1, q->keys, nargs, args,
+                                         &io, q->a->what, true, NULL, rep, err);
+        return rc;
+}
+
+/* The answer to an attempt: {1, fence...}, every name taken (the fences
+ * kept, *taken), or busy (what is in the way in q->b, our arrival number
+ * in q->r->seq). */
+static int read_answer(struct acquire *q, redisReply *rep, bool *taken, dirlock_error *err)
+{
+        *taken = false;
+        int rc = DIRLOCK_OK;
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                rc = dl_redis_bad_reply(err, q->a->reply);
+        } else if (dl_redis_reply_int(rep->element[0]) == 1) {
+                if (rep->elements != q->n + 1) {
+                        rc = dl_redis_bad_reply(err, q->a->reply);
                 } else {
-                        rc = parse_busy(rep, n, &r->seq, &b, err);
+                        for (size_t i = 0; i < q->n; i++)
+                                dl_redis_of(q->hs[i])->fence =
+                                    dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
+                        *taken = true;
                 }
-                freeReplyObject(rep);
-                if (rc != DIRLOCK_OK)
-                        break;
-                if (late(&b, &resynced, o->timeout, h->name, &rc, err)) {
-                        if (rc == DIRLOCK_OK)
-                                continue;
-                        break;
-                }
-                const char *busy_name = hs[b.index]->name;
-                if (!may_queue || last) {
-                        rc = gave_up(err, o->timeout, canceled, busy_name, &b);
-                        break;
-                }
-                /* An owner provably dead on this host is broken at once. */
-                bool broke, granted;
-                unsigned long long fence = 0;
-                rc = wait_blocker(hs[b.index], &b, &ow, wake_key, ttl, deadline, o->cancel_fd, &broke,
-                                  &canceled, &granted, &fence, err);
-                if (broke)
-                        continue;
-                if (rc == DIRLOCK_ESERVER) {
-                        rc = DIRLOCK_OK; /* the next attempt tries to reconnect */
-                        continue;
-                }
-                if (rc == DIRLOCK_OK && granted && a->grants && fence > 0) {
-                        r->fence = fence; /* the releaser took it for us */
-                        break;
-                }
+        } else {
+                rc = parse_busy(rep, q->n, &q->r->seq, &q->b, err);
         }
-        if (ow.pid_fd >= 0)
-                close(ow.pid_fd);
-        free(keys);
-        r->seq = 0;
-        if (rc == DIRLOCK_ESERVER && canceled)
+        freeReplyObject(rep);
+        return rc;
+}
+
+/* Wait for the entry in the way, q->b: DIRLOCK_OK to attempt again --
+ * its owner was dead and is broken, a wake-up, its expiry, a third of
+ * the queue ttl, the cancel descriptor, a server that could not be
+ * reached -- with *taken when a releaser took the lock for us; or an
+ * error. */
+static int await_turn(struct acquire *q, bool *taken, dirlock_error *err)
+{
+        *taken = false;
+        bool broke, granted;
+        unsigned long long fence = 0;
+        int rc = wait_blocker(q->hs[q->b.index], &q->b, &q->ow, q->wake_key, q->ttl, q->deadline,
+                              q->h->opts.cancel_fd, &broke, &q->canceled, &granted, &fence, err);
+        if (broke || rc == DIRLOCK_ESERVER)
+                return DIRLOCK_OK; /* at once; or the next attempt tries to reconnect */
+        if (rc == DIRLOCK_OK && granted && q->a->grants && fence > 0) {
+                q->r->fence = fence; /* the releaser took it for us */
+                *taken = true;
+        }
+        return rc;
+}
+
+/* What is left when the loop ends with rc: the owner watch, the keys, the
+ * arrival number (the last attempt left the queues); the message. */
+static int acquire_end(struct acquire *q, int rc, dirlock_error *err)
+{
+        const dirlock_options *o = &q->h->opts;
+        if (q->ow.pid_fd >= 0)
+                close(q->ow.pid_fd);
+        free(q->keys);
+        q->r->seq = 0;
+        if (rc == DIRLOCK_ESERVER && q->canceled)
                 return dl_fail(err, DIRLOCK_ECANCELED, 0,
                                "canceled waiting for %s '%s' while the Redis server could not be reached",
-                               a->subject, h->name);
-        if (rc == DIRLOCK_ESERVER && may_queue && err != NULL) {
+                               q->a->subject, q->h->name);
+        if (rc == DIRLOCK_ESERVER && q->may_queue && err != NULL) {
                 size_t len = strlen(err->message);
                 snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
                          o->timeout);
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_redis_about(err, rc, h->name);
+                dl_redis_about(err, rc, q->h->name);
         return rc;
+}
+
+/* Take every lock of hs[0..n-1] (one space, one token: hs[0]'s, distinct
+ * names; one handle for a range) by the deadline, all or none, with the
+ * attempts `a` describes: ACQUIRE at the top of this file. */
+int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, const dl_time *deadline,
+                     dirlock_error *err)
+{
+        struct acquire q;
+        int rc = acquire_begin(&q, hs, n, a, deadline, err);
+        if (q.keys == NULL)
+                return rc;
+        const dirlock_options *o = &q.h->opts;
+        bool taken = false;
+        while (rc == DIRLOCK_OK && !taken) {
+                bool last = q.canceled || dl_deadline_passed(deadline);
+                redisReply *rep;
+                rc = attempt(&q, last, &rep, err);
+                if (rc == DIRLOCK_ESERVER && q.may_queue && !last) {
+                        /* Unreachable: try again, with backoff, until the deadline. */
+                        q.canceled = dl_nap_ms(dl_backoff_next(&q.retry), deadline, o->cancel_fd) == 1;
+                        rc = DIRLOCK_OK;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                dl_backoff_reset(&q.retry);
+                rc = read_answer(&q, rep, &taken, err);
+                if (rc != DIRLOCK_OK || taken)
+                        break;
+                if (late(&q.b, &q.resynced, o->timeout, q.h->name, &rc, err))
+                        continue; /* rc: attempt again, or give up */
+                if (!q.may_queue || last) {
+                        rc = gave_up(err, o->timeout, q.canceled, hs[q.b.index]->name, &q.b);
+                        break;
+                }
+                rc = await_turn(&q, &taken, err);
+        }
+        return acquire_end(&q, rc, err);
 }
 
 int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
