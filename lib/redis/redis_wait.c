@@ -37,6 +37,13 @@
  * trip waits longer than DL_REDIS_IO_MS, nor past the deadline by more
  * than DL_REDIS_GRACE_MS.
  *
+ * UPGRADE (dl_redis_upgrade_wait).  One script per attempt (UPGRADE or
+ * RANGE_UPGRADE): it holds new readers off and names a reader still in
+ * the way; the upgrader waits for that reader exactly as an acquire waits
+ * for its blocker (its owner judged, the last reader's release pushing
+ * "g"), and its last attempt, when it fails, lets the readers it held
+ * back in.
+ *
  * QUEUE TTL.  A waiter's queue entry expires after min(stale age, 6 s)
  * and is renewed on every attempt, so a waiter that dies -- or that gave
  * up while the server could not be reached -- holds the queue up for at
@@ -222,22 +229,15 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
         return rc;
 }
 
-/* Wait on our wake list for at most wait_ms (and the deadline), watching
- * cancel_fd and pid_fd.  Sets *granted (with *fence, 0 for an upgrade)
- * when the lock was handed to us, *canceled when cancel_fd fired. */
-static int await_wake(const dl_redis_server *srv, const char *wake_key, double wait_ms,
-                      const dl_time *deadline, int cancel_fd, int pid_fd, bool *granted,
-                      unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
-{
-        *granted = *canceled = *pid_fired = false;
-        dl_redis_conn *c;
-        int rc = wake_send(srv, wake_key, &wait_ms, deadline, &c, err);
-        return rc != DIRLOCK_OK
-                   ? rc
-                   : wake_receive(c, wait_ms, cancel_fd, pid_fd, granted, fence, canceled, pid_fired, err);
-}
-
-/* The BLPOP goes out first and the blocker's owner is judged while it is
+/* One wait for the entry in the way, b, of an acquire or an upgrade: when
+ * b's owner is provably dead on this host, break it by token through
+ * `breaker` (whose name it blocks), set *broke and return (attempt again
+ * at once); otherwise watch b's owner (ow) and wait on `wake_key` for a
+ * grant or a wake-up, b's expiry, a third of ttl_ms, the deadline, the
+ * cancel descriptor or the owner's death.  DIRLOCK_OK (with *granted,
+ * *fence), DIRLOCK_ESERVER (attempt again), or another error.
+ *
+ * The BLPOP goes out first and the blocker's owner is judged while it is
  * in flight: a release that comes meanwhile hands the lock over at once
  * instead of waiting for our look at /proc (two reads of its stat file
  * and a pidfd_open, about as long as a round trip).  A dead owner found
@@ -474,42 +474,86 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
         return acquire_end(&q, rc, err);
 }
 
+/* ---- the upgrade's wait ------------------------------------------------------ */
+
+/* One upgrade's state across its attempts. */
+struct upgrade {
+        dirlock *h;
+        const struct dl_redis_upgrade *u;
+        double timeout;
+        int cancel_fd;
+        dl_time deadline;
+        char stale[24], wake_key[DL_REDIS_PREFIX_MAX + 3 + 48];
+        bool canceled;
+        struct dl_redis_owner_watch ow;
+};
+
+/* One attempt of the upgrade's script (a last one that fails lets in the
+ * readers it held back): *state 1 when done, < 0 when the lock is lost,
+ * 0 when a reader is in the way (*b). */
+static int upgrade_attempt(struct upgrade *q, bool last, long long *state, struct dl_redis_blocker *b,
+                           dirlock_error *err)
+{
+        struct dl_redis *r = dl_redis_of(q->h);
+        const char *keys[2] = {r->base, r->space};
+        const char *args[4] = {q->h->token, q->stale, last ? "1" : "0",
+                               q->h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
+        dl_time io = dl_redis_io_deadline(&q->deadline);
+        redisReply *rep;
+        int rc = dl_redis_run_script(&r->server, q->u->script, 2, keys, q->u->policy_arg ? 4 : 3, args, &io,
+                                     q->u->running, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
+                freeReplyObject(rep);
+                return dl_redis_bad_reply(err, q->u->reply);
+        }
+        *state = dl_redis_reply_int(rep->element[0]);
+        *b = (struct dl_redis_blocker){.kind = {q->u->blocker_kind, '\0'}};
+        if (*state == 0 && rep->elements == 4) {
+                snprintf(b->token, sizeof b->token, "%s", dl_redis_reply_str(rep->element[1]));
+                snprintf(b->record, sizeof b->record, "%s", dl_redis_reply_str(rep->element[2]));
+                b->left_ms = dl_redis_reply_int(rep->element[3]);
+        }
+        freeReplyObject(rep);
+        return DIRLOCK_OK;
+}
+
+/* Wait for the reader in the way as an acquire waits for its blocker
+ * (wait_blocker): DIRLOCK_OK to attempt again -- granted ("g") or not,
+ * the next attempt confirms -- or an error.  A server that cannot be
+ * reached ends the upgrade only at its deadline. */
+static int await_readers(struct upgrade *q, const struct dl_redis_blocker *b, dirlock_error *err)
+{
+        bool broke, granted;
+        unsigned long long ignored;
+        int rc = wait_blocker(q->h, b, &q->ow, q->wake_key, dl_redis_stale_ms(q->h), &q->deadline,
+                              q->cancel_fd, &broke, &q->canceled, &granted, &ignored, err);
+        if (rc == DIRLOCK_ESERVER && !dl_deadline_passed(&q->deadline))
+                return DIRLOCK_OK;
+        return rc;
+}
+
 int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
                           dirlock_error *err)
 {
-        struct dl_redis *r = dl_redis_of(h);
         dirlock_options o = opts != NULL ? *opts : h->opts;
-        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
-        dl_time deadline = dl_deadline(o.timeout);
-        char stale[24], wake_key[sizeof r->space + 48];
-        snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
-        snprintf(wake_key, sizeof wake_key, "%s:wake:%s", r->space, h->token);
-        const char *keys[2] = {r->base, r->space};
-        bool canceled = false;
-        int pid_fd = -1, rc;
+        struct upgrade q = {.h = h,
+                            .u = u,
+                            .timeout = o.timeout,
+                            .cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1,
+                            .deadline = dl_deadline(o.timeout),
+                            .ow = {-1, 0}};
+        snprintf(q.stale, sizeof q.stale, "%lld", dl_redis_stale_ms(h));
+        snprintf(q.wake_key, sizeof q.wake_key, "%s:wake:%s", dl_redis_of(h)->space, h->token);
+        int rc;
         for (;;) {
-                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
-                const char *args[4] = {h->token, stale, last ? "1" : "0",
-                                       h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
-                dl_time io = dl_redis_io_deadline(&deadline);
-                redisReply *rep;
-                rc = dl_redis_run_script(&r->server, u->script, 2, keys, u->policy_arg ? 4 : 3, args, &io,
-                                         u->running, true, NULL, &rep, err);
+                bool last = q.canceled || q.timeout == 0 || dl_deadline_passed(&q.deadline);
+                long long state = 0;
+                struct dl_redis_blocker b;
+                rc = upgrade_attempt(&q, last, &state, &b, err);
                 if (rc != DIRLOCK_OK)
                         break;
-                if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
-                        freeReplyObject(rep);
-                        rc = dl_redis_bad_reply(err, u->reply);
-                        break;
-                }
-                long long state = dl_redis_reply_int(rep->element[0]);
-                struct dl_redis_blocker b = {.kind = {u->blocker_kind, '\0'}};
-                if (state == 0 && rep->elements == 4) {
-                        snprintf(b.token, sizeof b.token, "%s", dl_redis_reply_str(rep->element[1]));
-                        snprintf(b.record, sizeof b.record, "%s", dl_redis_reply_str(rep->element[2]));
-                        b.left_ms = dl_redis_reply_int(rep->element[3]);
-                }
-                freeReplyObject(rep);
                 if (state == 1) {
                         h->mode = DIRLOCK_EXCLUSIVE;
                         break;
@@ -519,37 +563,15 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                         break;
                 }
                 if (last) {
-                        rc = gave_up(err, o.timeout, canceled, h->name, &b);
+                        rc = gave_up(err, q.timeout, q.canceled, h->name, &b);
                         break;
                 }
-                dl_record rec;
-                bool readable = b.record[0] != '\0' && dl_record_parse(b.record, strlen(b.record), &rec) == 0;
-                if (readable && dl_record_owner_alive(&rec) == 0) {
-                        rc = break_token(h, b.token, err);
-                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
-                                break;
-                        continue;
-                }
-                if (pid_fd >= 0)
-                        close(pid_fd);
-                pid_fd = readable ? dl_owner_pidfd(&rec, NULL) : -1;
-                double wait_ms = dl_remaining(&deadline);
-                if (wait_ms > (double)b.left_ms + 2)
-                        wait_ms = (double)b.left_ms + 2;
-                if (wait_ms > (double)dl_redis_stale_ms(h) / 3)
-                        wait_ms = (double)dl_redis_stale_ms(h) / 3;
-                bool granted, pid_fired;
-                unsigned long long ignored;
-                rc = await_wake(&r->server, wake_key, wait_ms, &deadline, cancel_fd, pid_fd, &granted,
-                                &ignored, &canceled, &pid_fired, err);
-                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                rc = await_readers(&q, &b, err);
+                if (rc != DIRLOCK_OK)
                         break;
-                if (rc == DIRLOCK_ESERVER && dl_deadline_passed(&deadline))
-                        break;
-                rc = DIRLOCK_OK; /* granted or not: the next attempt confirms */
         }
-        if (pid_fd >= 0)
-                close(pid_fd);
+        if (q.ow.pid_fd >= 0)
+                close(q.ow.pid_fd);
         return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
                    ? rc
                    : dl_redis_about(err, rc, h->name);
