@@ -124,11 +124,22 @@ void *dl_conn_get(const dl_conn_cache *cache, const char *key)
         return conn;
 }
 
+/* Whether conn is idle in t already (given back twice, it would be handed
+ * to two callers). */
+static inline bool idle_already(const struct thread_idle *t, const void *conn)
+{
+        for (int i = 0; i < IDLE_SLOTS; i++)
+                if (t->slot[i].cache != NULL && t->slot[i].conn == conn)
+                        return true;
+        return false;
+}
+
 void dl_conn_put(const dl_conn_cache *cache, void *conn, const char *key)
 {
         if (conn == NULL)
                 return;
         struct thread_idle *t = thread_idle();
+        DL_ASSERT(key != NULL && (t == NULL || !idle_already(t, conn)));
         if (t == NULL || cache->max_idle == 0) {
                 cache->close(conn, false);
                 return;

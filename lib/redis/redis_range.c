@@ -187,6 +187,7 @@ int dl_redis_range_check(const dirlock *h, dirlock_error *err)
 /* The caller (handle.c) checked that [lo, hi) is a part of the held range. */
 int dl_redis_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
 {
+        DL_ASSERT(h->ranged && h->lo <= lo && lo < hi && hi <= h->hi);
         char los[40], his[40], stale[24];
         end_text(los, lo);
         end_text(his, hi);
@@ -202,6 +203,7 @@ int dl_redis_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
 
 int dl_redis_range_downgrade(dirlock *h, dirlock_error *err)
 {
+        DL_ASSERT(h->ranged && h->mode != DIRLOCK_SHARED); /* the caller checked the mode */
         const char *args[1] = {h->token};
         int rc = one_or_lost(h, DL_RS_RANGE_DOWNGRADE, 1, args, err);
         if (rc == DIRLOCK_OK)
@@ -209,8 +211,10 @@ int dl_redis_range_downgrade(dirlock *h, dirlock_error *err)
         return rc;
 }
 
+/* The caller (handle.c) checked that this is an upgraded intent range. */
 int dl_redis_range_downgrade_intent(dirlock *h, dirlock_error *err)
 {
+        DL_ASSERT(h->ranged && h->mode == DIRLOCK_EXCLUSIVE && h->opts.mode == DIRLOCK_INTENT);
         const char *args[1] = {h->token};
         int rc = one_or_lost(h, DL_RS_RANGE_DOWNGRADE_INTENT, 1, args, err);
         if (rc == DIRLOCK_OK)
@@ -222,6 +226,7 @@ int dl_redis_range_downgrade_intent(dirlock *h, dirlock_error *err)
  * read range is held; the last reader's release wakes us (R3). */
 int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
+        DL_ASSERT(h->ranged && h->mode == DIRLOCK_INTENT); /* the caller checked the modes */
         static const struct dl_redis_upgrade range = {.script = DL_RS_RANGE_UPGRADE,
                                                       .policy_arg = false,
                                                       .blocker_kind = 'g',

@@ -249,6 +249,7 @@ static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, stru
                         dirlock_error *err)
 {
         *broke = *granted = false;
+        DL_ASSERT(ow->pid_fd < 0 || ow->pid > 0); /* a watched owner has its pid */
         dl_record rec;
         bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
         double wait_ms = dl_remaining(deadline);
@@ -313,6 +314,17 @@ struct acquire {
 static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct dl_redis_acquire *a,
                          const dl_time *deadline, dirlock_error *err)
 {
+        /* The caller's side of dl_redis_acquire (redis.h): one space, one
+         * token, distinct names in strcmp order (multi.c sorts them); a
+         * range alone; only a single name may be granted by a releaser (W
+         * in redis_scripts.c). */
+        DL_ASSERT(n >= 1 && (n == 1 || !a->grants));
+        DL_ASSERT(hs[0]->ranged == (a->script == DL_RS_RANGE_ACQUIRE) && (n == 1 || !hs[0]->ranged));
+        for (size_t i = 1; i < n; i++) {
+                DL_ASSERT(strcmp(hs[i]->token, hs[0]->token) == 0);
+                DL_ASSERT(strcmp(hs[i - 1]->name, hs[i]->name) < 0);
+                DL_ASSERT(strcmp(dl_redis_of(hs[i])->server.key, dl_redis_of(hs[0])->server.key) == 0);
+        }
         memset(q, 0, sizeof *q);
         q->hs = hs;
         q->n = n;
@@ -405,6 +417,9 @@ static int await_turn(struct acquire *q, bool *taken, dirlock_error *err)
                               q->h->opts.cancel_fd, &broke, &q->canceled, &granted, &fence, err);
         if (broke || rc == DIRLOCK_ESERVER)
                 return DIRLOCK_OK; /* at once; or the next attempt tries to reconnect */
+        /* W, R3: a releaser takes the lock (and pushes its fence) only for
+         * a single-name whole waiter; an upgrader's "g" has no fence. */
+        DL_ASSERT(!granted || fence == 0 || q->a->grants);
         if (rc == DIRLOCK_OK && granted && q->a->grants && fence > 0) {
                 q->r->fence = fence; /* the releaser took it for us */
                 *taken = true;
@@ -469,6 +484,7 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
                         rc = gave_up(err, o->timeout, q.canceled, hs[q.b.index]->name, &q.b);
                         break;
                 }
+                DL_ASSERT(q.may_queue && !last); /* only a queued waiter waits */
                 rc = await_turn(&q, &taken, err);
         }
         return acquire_end(&q, rc, err);
@@ -537,6 +553,7 @@ static int await_readers(struct upgrade *q, const struct dl_redis_blocker *b, di
 int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
                           dirlock_error *err)
 {
+        DL_ASSERT(h->mode == DIRLOCK_INTENT); /* the caller checked the modes */
         dirlock_options o = opts != NULL ? *opts : h->opts;
         struct upgrade q = {.h = h,
                             .u = u,

@@ -40,6 +40,10 @@ static int whole_args(const struct dl_redis_attempt *t, const void *arg, const c
 
 int dl_redis_whole_acquire(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
 {
+        /* A release that never reached the server is tried again before a
+         * new token is drawn, and the acquire refused while it fails
+         * (release_kept, backend.h): none is left pending here. */
+        DL_ASSERT(!dl_redis_of(hs[0])->release_pending);
         /* Only a single-name waiter is granted the lock by a releaser (W
          * in redis_scripts.c); a set is woken to try again. */
         const struct dl_redis_acquire whole = {.script = DL_RS_ACQUIRE,
@@ -130,6 +134,7 @@ int dl_redis_whole_check(const dirlock *h, dirlock_error *err)
  * caller checked the modes). */
 int dl_redis_whole_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
+        DL_ASSERT(!h->ranged && h->mode == DIRLOCK_INTENT);
         static const struct dl_redis_upgrade whole = {.script = DL_RS_UPGRADE,
                                                       .policy_arg = true,
                                                       .blocker_kind = 'r',
@@ -141,6 +146,7 @@ int dl_redis_whole_upgrade(dirlock *h, const dirlock_options *opts, dirlock_erro
 /* Exclusive or intent -> shared (the caller checked the mode). */
 int dl_redis_whole_downgrade(dirlock *h, dirlock_error *err)
 {
+        DL_ASSERT(!h->ranged && h->mode != DIRLOCK_SHARED);
         char record[DL_RECORD_MAX], stale[24], policy[8];
         int rc = dl_redis_format_record(h, DIRLOCK_SHARED, record, sizeof record, err);
         if (rc != DIRLOCK_OK)
@@ -157,6 +163,7 @@ int dl_redis_whole_downgrade(dirlock *h, dirlock_error *err)
 /* The caller (handle.c) checked that this is an upgraded intent lock. */
 int dl_redis_whole_downgrade_intent(dirlock *h, dirlock_error *err)
 {
+        DL_ASSERT(!h->ranged && h->mode == DIRLOCK_EXCLUSIVE && h->opts.mode == DIRLOCK_INTENT);
         char policy[8];
         snprintf(policy, sizeof policy, "%d", h->opts.policy);
         const char *args[2] = {h->token, policy};
