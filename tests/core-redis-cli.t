@@ -4,15 +4,16 @@
 # lock with DIRLOCK_FENCE set, -n and -w conflict as in a directory, two
 # commands never interleave, $DIRLOCK_DIR names the space, status shows
 # the owner record, break refuses a live owner and breaks a dead one (or
-# any with --force), cleanup removes a dead owner's leftovers, and a lock
-# the server lost (FLUSHALL, a restart) is reported as such.
+# any with --force), -n takes a dead owner's lock at once, cleanup removes
+# a dead owner's leftovers, and a lock the server lost (FLUSHALL, a
+# restart) is reported as such.
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/redis-lib.sh"
 redis_available || {
 	echo "1..0 # SKIP $REDIS_WHY"
 	exit 0
 }
-plan 20
+plan 21
 port=$(redis_free_port) || {
 	echo "Bail out! no free port"
 	exit 1
@@ -86,6 +87,18 @@ is "$?" 0 "break --force breaks a live owner's lock"
 wait $f
 is "$?/$(grep -c "a lock was lost while the command ran: lock 'forced' was lost: .*broken" "$T/forced.err")" 1/1 \
 	"... and its dirlock reports the lock lost when the command ends: $(tail -n 1 "$T/forced.err")"
+
+# -n (one try) judges the owner as a waiter would: dead, its lock is
+# broken and taken at once, not refused for the whole stale age.
+"$DIRLOCK" -d "$U" dead3 -- sleep 30 &
+d=$!
+sleep 0.4
+c=$(pgrep -P $d)
+kill -KILL $d
+kill -KILL $c
+wait $d 2>/dev/null
+"$DIRLOCK" -d "$U" -n dead3 -- true 2>"$T/err"
+is "$?" 0 "-n takes the lock of a dirlock killed with its command $(cat "$T/err")"
 
 "$DIRLOCK" -d "$U" dead2 -- sleep 30 &
 d=$!

@@ -30,7 +30,11 @@
  *     granted anything: it is woken to attempt again (R3, redis_range.c).
  *   - at the deadline, or when canceled, one last attempt that leaves
  *     the queues if it fails (and lets in whoever we held back).
- * timeout 0 is one attempt that never queues.  A server that cannot be
+ * timeout 0 is one attempt that never queues.  A try, and a last
+ * attempt, judge the entry in their way as a waiter does: an owner
+ * provably dead on this host is broken by token and the same attempt is
+ * made again, so a crashed holder does not keep `dirlock -n` out for its
+ * stale age.  A server that cannot be
  * reached: a timed acquire tries again with backoff until its deadline
  * and then fails with DIRLOCK_ESERVER (not DIRLOCK_ETIMEDOUT: the lock's
  * state is unknown, not busy); an infinite wait keeps trying.  No round
@@ -41,8 +45,9 @@
  * RANGE_UPGRADE): it holds new readers off and names a reader still in
  * the way; the upgrader waits for that reader exactly as an acquire waits
  * for its blocker (its owner judged, the last reader's release pushing
- * "g"), and its last attempt, when it fails, lets the readers it held
- * back in.
+ * "g"), and its last attempt (a try: timeout 0), when it fails, lets the
+ * readers it held back in -- unless the reader in the way is provably
+ * dead on this host: that one is broken and the attempt made again.
  *
  * QUEUE TTL.  A waiter's queue entry expires after min(stale age, 6 s)
  * and is renewed on every attempt, so a waiter that dies -- or that gave
@@ -155,6 +160,24 @@ static int break_token(const dirlock *h, const char *t, dirlock_error *err)
         if (rc == DIRLOCK_OK)
                 freeReplyObject(rep);
         return rc;
+}
+
+/* A try or a last attempt found b in the way: when its owner is provably
+ * dead on this host, break it by token through `breaker` (whose name it
+ * blocks), exactly as a waiting acquire does (wait_blocker), and say so:
+ * the caller attempts again, as a try or a last attempt still.  *rc is
+ * then the break's result (DIRLOCK_ESERVER counts as done: the next
+ * attempt says more). */
+static bool break_dead(dirlock *breaker, const struct dl_redis_blocker *b, int *rc, dirlock_error *err)
+{
+        dl_record rec;
+        if (b->record[0] == '\0' || dl_record_parse(b->record, strlen(b->record), &rec) != 0 ||
+            dl_record_owner_alive(&rec) != 0)
+                return false;
+        *rc = break_token(breaker, b->token, err);
+        if (*rc == DIRLOCK_ESERVER)
+                *rc = DIRLOCK_OK;
+        return true;
 }
 
 /* dl_gave_up for lock `name`, held by blocker b. */
@@ -481,6 +504,8 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
                 if (late(&q.b, &q.resynced, o->timeout, q.h->name, &rc, err))
                         continue; /* rc: attempt again, or give up */
                 if (!q.may_queue || last) {
+                        if (break_dead(hs[q.b.index], &q.b, &rc, err))
+                                continue; /* the same try, or last attempt, again */
                         rc = gave_up(err, o->timeout, q.canceled, hs[q.b.index]->name, &q.b);
                         break;
                 }
@@ -580,6 +605,11 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                         break;
                 }
                 if (last) {
+                        if (break_dead(h, &b, &rc, err)) {
+                                if (rc != DIRLOCK_OK)
+                                        break;
+                                continue; /* the same last attempt again */
+                        }
                         rc = gave_up(err, q.timeout, q.canceled, h->name, &b);
                         break;
                 }
