@@ -6,7 +6,7 @@
 CC ?= cc
 PREFIX ?= /usr/local
 CSTD := -std=c11 -D_GNU_SOURCE
-WARN := -Wall -Wextra -Werror
+WARN := -Wall -Wextra -Werror -Wmissing-prototypes
 OPT ?= -O2 -g
 CFLAGS ?=
 LDFLAGS ?=

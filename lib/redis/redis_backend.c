@@ -40,6 +40,7 @@
  * The server's clock (TIME in the scripts) decides every expiry, so the
  * clocks of the hosts do not matter. */
 #include "backend.h"
+#include "test_hooks.h"
 #include "redis.h"
 
 #include <stdio.h>
@@ -155,7 +156,7 @@ static int lazy_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
 static int redis_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
 {
 #ifdef DIRLOCK_TEST_HOOKS
-        if (getenv("DIRLOCK_TEST_REDIS_LAZY_FENCE") != NULL)
+        if (dl_test_hook(REDIS_LAZY_FENCE) != NULL)
                 return lazy_fence(h, fence, err);
 #endif
         int rc = redis_check(h, err);

@@ -38,6 +38,7 @@
  * type) and script errors DIRLOCK_EDATA.  Messages name the server with
  * its password replaced by ***. */
 #include "redis.h"
+#include "test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -463,7 +464,7 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
 #ifdef DIRLOCK_TEST_HOOKS
         /* a clock offset gone stale since the connection opened (our host
          * suspended, the server's clock set forward): tests/core-redis.t */
-        const char *skew = getenv("DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS");
+        const char *skew = dl_test_hook(REDIS_CLOCK_SKEW_MS);
         if (rc == DIRLOCK_OK && skew != NULL)
                 c->clock_offset_ms -= atoll(skew);
 #endif

@@ -40,6 +40,7 @@
  * and touches hashes before it takes anything: a key of the wrong type or
  * a fence counter that holds no number fails it before a lock is taken. */
 #include "redis.h"
+#include "test_hooks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -905,7 +906,7 @@ static const struct {
 const char *dl_redis_script_source(dl_redis_script_id id)
 {
 #ifdef DIRLOCK_TEST_HOOKS
-        if (id == DL_RS_ACQUIRE && getenv("DIRLOCK_TEST_REDIS_NO_LOCK") != NULL)
+        if (id == DL_RS_ACQUIRE && dl_test_hook(REDIS_NO_LOCK) != NULL)
                 return no_lock_acquire_src;
 #endif
         return scripts[id].src;
