@@ -1,8 +1,9 @@
 /* dirlock.h - public interface of the dirlock library.
  *
  * Cross-process locks for CGI-style programs, made of directories:
- *   - exclusive locks (mkdir/rename based, safe on NFS), with timeout,
- *     prompt wake-up, race-free breaking of stale locks and owner records;
+ *   - exclusive locks (mkdir/rename based, safe on network filesystems:
+ *     docs/netfs.md), with timeout, prompt wake-up, race-free breaking of
+ *     stale locks and owner records;
  *   - all-or-nothing multi-locks that cannot deadlock;
  *   - a reader-writer variant (shared, exclusive and upgradable "intent"
  *     modes) with selectable policies;
@@ -45,6 +46,11 @@
  *   - a per-thread note of the last lock directory found in place and its
  *     mode (path.c), so that repeated acquires do not stat it; if it is
  *     removed later, the next acquire makes it again.
+ *   - a per-thread note of the filesystem of the last lock directory
+ *     asked about (netfs.c), and, per thread, the last 64 entries judged on
+ *     a network filesystem with when their change time was first seen
+ *     (SIGHTINGS in netfs.c: an entry is broken for its age only once
+ *     seen unchanged long enough).
  *   - per-thread connections to Redis servers (redis_conn.c): up to four
  *     per thread, one per server address, opened by the first call on a
  *     Redis space and kept (the least recently used closed for a fifth),
@@ -104,6 +110,9 @@ typedef enum dirlock_code {
         DIRLOCK_EAUTH,     /* the lock server refused our credentials or db  */
         DIRLOCK_EDATA,     /* the lock server's data is not what dirlock wrote
                               (a key of the wrong type), or a script failed   */
+        DIRLOCK_ENETFS,    /* the lock directory is on a network filesystem where
+                              this mode is not safe among several clients
+                              (docs/netfs.md); DIRLOCK_ONE_CLIENT allows it   */
         DIRLOCK_CODE_COUNT
 } dirlock_code;
 
@@ -139,6 +148,10 @@ typedef enum dirlock_policy {
 #define DIRLOCK_NO_MKDIR  (1u << 2) /* do not create a missing lock directory  */
 #define DIRLOCK_NO_NOTIFY (1u << 3) /* never use inotify; back off and poll    */
 #define DIRLOCK_CANCEL_FD (1u << 4) /* end the wait when cancel_fd is readable  */
+/* Every process that uses this lock directory runs on this one client of
+ * its network filesystem (one host's mount): allow the modes that are
+ * safe only there (DIRLOCK_ENETFS otherwise; docs/netfs.md). */
+#define DIRLOCK_ONE_CLIENT (1u << 5)
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
@@ -382,6 +395,27 @@ int dirlock_space_query(const char *space, dirlock_space_info *info, dirlock_err
  * 0 ("DIR", a lock directory) until NULL; *built (may be NULL) is 0 for a
  * kind this build of the library does not have. */
 const char *dirlock_space_form(size_t i, int *built);
+
+/* ---- filesystems ---------------------------------------------------------- */
+
+/* What the library knows of the filesystem a lock directory is on, and
+ * what it allows there among processes of several clients (lib/netfs.c,
+ * docs/netfs.md).  Exclusive locks (FIFO or not) are safe on all. */
+typedef struct dirlock_fs_info {
+        char type[32];    /* as the mount table names it: "ext4", "tmpfs",
+                             "fuse.glusterfs", "nfs4", ... ("" unknown)        */
+        char kind[32];    /* "local", "glusterfs", "nfs", "smb", "fuse", ...  */
+        int network;      /* a network filesystem: its clients may be hosts  */
+        int notify;       /* waiters are woken by inotify (else they poll)   */
+        int shared_ok;    /* shared and intent locks are safe across clients */
+        int ranges_ok;    /* range locks are safe across clients             */
+        double cache_lag; /* seconds a client may show an entry's times late;
+                             judging a lock stale takes that much longer     */
+} dirlock_fs_info;
+
+/* Look at directory `dir` (it must exist): DIRLOCK_OK and *info, or
+ * DIRLOCK_EIO. */
+int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err);
 
 /* ---- processes ---------------------------------------------------------- */
 

@@ -25,6 +25,7 @@ static const char *const descriptions[DIRLOCK_CODE_COUNT] = {
     [DIRLOCK_ESERVER] = "lock server unreachable or not answering",
     [DIRLOCK_EAUTH] = "lock server refused the credentials or database",
     [DIRLOCK_EDATA] = "unexpected data or script error on the lock server",
+    [DIRLOCK_ENETFS] = "mode not safe among the clients of this network filesystem",
 };
 
 const char *dirlock_strerror(int code)

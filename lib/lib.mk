@@ -10,7 +10,7 @@
 # its sources to LIB_SRCS and, when it needs libraries, to LIB_LIBS and
 # PC_REQUIRES, and defines DIRLOCK_WITH_NAME in ALL_CFLAGS when it is built.
 
-LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/handle.c lib/multi.c lib/owner.c lib/path.c lib/space.c \
+LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/handle.c lib/multi.c lib/netfs.c lib/owner.c lib/path.c lib/space.c \
 	lib/wait.c
 LIB_LIBS :=
 PC_REQUIRES :=

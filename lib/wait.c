@@ -30,12 +30,14 @@
  * active at a time (waits do not nest).  After fork() the child makes its
  * own instance, so parent and child never read each other's events.
  *
- * Without inotify (NFS, CIFS or FUSE lock directories, inotify limits
- * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead:
+ * Without inotify (a lock directory on a network filesystem, netfs.c;
+ * inotify limits reached; DIRLOCK_NO_NOTIFY) it sleeps a jittered
+ * backoff instead:
  * BACKOFF_START_MS doubling up to BACKOFF_CAP_MS (or a third of the stale
  * age), each step scaled by a random factor in [0.5, 1.5) so that waiters
  * spread out. */
 #include "internal.h"
+#include "netfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,27 +49,11 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #define RECHECK_MS       100.0
 #define BACKOFF_START_MS 1.0
 #define BACKOFF_CAP_MS   100.0
-
-#define NFS_SUPER_MAGIC  0x6969
-#define CIFS_SUPER_MAGIC 0xFF534D42
-#define SMB2_SUPER_MAGIC 0xFE534D42
-#define FUSE_SUPER_MAGIC 0x65735546
-
-static bool remote_filesystem(const char *dir)
-{
-        struct statfs sfs;
-        if (statfs(dir, &sfs) != 0)
-                return false;
-        unsigned long t = (unsigned long)sfs.f_type;
-        return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC ||
-               t == FUSE_SUPER_MAGIC;
-}
 
 /* ---- the per-thread inotify instance -------------------------------- */
 
@@ -139,7 +125,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 w->rng = (w->rng ^ (unsigned char)*c) * 0x100000001B3ULL;
         if (w->rng == 0)
                 w->rng = 1;
-        if ((flags & DIRLOCK_NO_NOTIFY) || remote_filesystem(lockdir))
+        if ((flags & DIRLOCK_NO_NOTIFY) || !dl_fs_of(lockdir, NULL)->notify)
                 return 0;
         w->lockdir = lockdir;
         w->inotify_fd = thread_inotify();
