@@ -10,11 +10,21 @@
 #include "buf.h"
 
 /* Read all of `path` into *out (appended).  Returns 1 when the file does
- * not exist, 0 when read, -1 on error (500, message names the path). */
+ * not exist, 0 when read, -1 on error (500, or 503 when the storage is
+ * out of reach: board_fail_storage; message names the path).  A file
+ * replaced as it is opened or read is opened and read again (fileio.c). */
 int file_read_all(const char *path, struct buf *out, struct board_error *err);
 
+/* open(path, O_RDONLY), opened again after asking the server about `path`
+ * when a network filesystem says ESTALE (fileio.c). */
+int file_open_read(const char *path);
+/* Make the filesystem's client ask the server about `path` and its
+ * directory next time (after an ESTALE, fileio.c). */
+void file_refresh(const char *path);
+
 /* Read what is left of open file `fd` (named `path` in errors) into *out
- * (appended); the descriptor stays open.  0, or -1 (500). */
+ * (appended); the descriptor stays open.  0, or -1 (500 or 503) with
+ * errno kept (ESTALE: the file was replaced; open it again). */
 int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *err);
 
 /* Write all `len` bytes at `data` to `fd`, resuming after signals and
@@ -37,7 +47,8 @@ struct file_commit {
  * (tempname.h), fsync, run commit->check, rename over `path`, run
  * commit->done, fsync the directory (`commit` may be NULL).  On a failure
  * before the rename the temp file is removed and `path` is left as it
- * was. */
+ * was; once the rename is made it succeeds (a directory that cannot be
+ * synced then is reported on stderr). */
 int file_replace(const char *path, const char *data, size_t len, int mode, const struct file_commit *commit,
                  struct board_error *err);
 
