@@ -1,9 +1,9 @@
 /* fileio.c - whole-file reads and writes (see fileio.h).
  *
  * On a network filesystem a file another client replaced (the log, after
- * another host's post) answers ESTALE, to an open() through a name this
- * client still maps to the old file and to a read() of a descriptor
- * opened on it: "it changed under us".  A read looks again: it asks the
+ * another host's post) answers ESTALE to an open() through a name this
+ * client still maps to the old file, and ESTALE or ENOENT (GlusterFS) to
+ * a read() of a descriptor opened on it: "it changed under us".  A read looks again: it asks the
  * server about the name (statx AT_STATX_FORCE_SYNC, which makes the
  * client drop what it remembered, as lib/dir/fsops.c does for the locks)
  * and opens and reads the file now there, a few times at most.  What is
@@ -24,11 +24,20 @@
 #include "delay.h"
 #include "tempname.h"
 
-/* How many times a read of a replaced file is started again. */
-#define STALE_TRIES 4
+/* How many times a read of a replaced file is started again: after
+ * 1 ms, 2 ms, ... (a file that others keep replacing, as on a board
+ * without a lock, may be replaced again between a look and the open). */
+#define STALE_TRIES 8
 
-void file_refresh(const char *path)
+bool replaced_under_read(int sys_errno)
 {
+        /* A local filesystem never fails a read with either. */
+        return sys_errno == ESTALE || sys_errno == ENOENT;
+}
+
+void file_refresh(const char *path, int try)
+{
+        sleep_ms(1L << (try < 8 ? try : 8));
         struct statx sx;
         char *copy = strdup(path);
         if (copy != NULL) {
@@ -44,7 +53,7 @@ int file_open_read(const char *path)
                 int fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd >= 0 || errno != ESTALE || try == STALE_TRIES)
                         return fd;
-                file_refresh(path);
+                file_refresh(path, try);
         }
 }
 
@@ -58,7 +67,7 @@ int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *
                                 continue;
                         int e = errno;
                         board_fail_storage(err, e, "cannot read '%s'", path);
-                        errno = e; /* ESTALE: the caller may open it again */
+                        errno = e; /* replaced_under_read(): the caller may open it again */
                         return -1;
                 }
                 if (n == 0)
@@ -81,10 +90,10 @@ int file_read_all(const char *path, struct buf *out, struct board_error *err)
                 int rc = file_read_fd(fd, path, out, err);
                 int e = errno;
                 close(fd);
-                if (rc == 0 || e != ESTALE || try == STALE_TRIES)
+                if (rc == 0 || !replaced_under_read(e) || try == STALE_TRIES)
                         return rc;
                 out->len = kept; /* replaced as we read it: read the one there now */
-                file_refresh(path);
+                file_refresh(path, try);
         }
 }
 
@@ -163,7 +172,7 @@ int file_replace(const char *path, const char *data, size_t len, int mode, const
         int renamed;
         for (int try = 0; (renamed = rename(tmp.data, path)) < 0 && errno == ESTALE && try < STALE_TRIES;
              try++)
-                file_refresh(path); /* `path` replaced by another client: name it again */
+                file_refresh(path, try); /* `path` replaced by another client: name it again */
         if (renamed < 0) {
                 board_fail_storage(err, errno, "cannot rename '%s' to '%s'", tmp.data, path);
                 unlink(tmp.data);

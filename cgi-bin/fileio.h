@@ -4,6 +4,7 @@
 #ifndef BOARD_FILEIO_H
 #define BOARD_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "board_error.h"
@@ -18,14 +19,19 @@ int file_read_all(const char *path, struct buf *out, struct board_error *err);
 /* open(path, O_RDONLY), opened again after asking the server about `path`
  * when a network filesystem says ESTALE (fileio.c). */
 int file_open_read(const char *path);
-/* Make the filesystem's client ask the server about `path` and its
- * directory next time (after an ESTALE, fileio.c). */
-void file_refresh(const char *path);
+/* Before try `try` + 1 of a read or rename that met a replaced file
+ * (fileio.c): nap 2^try ms, then make the filesystem's client ask the
+ * server about `path` and its directory. */
+void file_refresh(const char *path, int try);
 
 /* Read what is left of open file `fd` (named `path` in errors) into *out
  * (appended); the descriptor stays open.  0, or -1 (500 or 503) with
- * errno kept (ESTALE: the file was replaced; open it again). */
+ * errno kept (replaced_under_read(): open it again). */
 int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *err);
+/* Whether a read failed with `sys_errno` because another client of a
+ * network filesystem replaced the file (ESTALE, or ENOENT on GlusterFS):
+ * the file now at its name is to be read instead. */
+bool replaced_under_read(int sys_errno);
 
 /* Write all `len` bytes at `data` to `fd`, resuming after signals and
  * short writes.  0, or -1 with errno set. */

@@ -47,10 +47,10 @@ int logfile_read_fence(const char *path, unsigned long long *fence, struct board
                 n = pread(fd, head, sizeof head, 0);
                 int saved = errno;
                 close(fd);
-                if (n < 0 && saved != ESTALE)
+                if (n < 0 && !replaced_under_read(saved))
                         return board_fail_storage(err, saved, "cannot read the message log's fence");
                 if (n < 0)
-                        file_refresh(path); /* replaced as we read it */
+                        file_refresh(path, try); /* replaced as we read it */
                 errno = saved;
         }
         if (n < 0)

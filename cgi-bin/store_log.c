@@ -263,7 +263,7 @@ static int view_check(struct log_store *s, int *fd, struct stat *st, struct boar
         *fd = -1;
         bool exists = stat(s->log, st) == 0;
         if (!exists && errno == ESTALE) { /* replaced by another client: ask again (fileio.c) */
-                file_refresh(s->log);
+                file_refresh(s->log, 0);
                 exists = stat(s->log, st) == 0;
         }
         if (!exists && errno != ENOENT)
@@ -363,14 +363,14 @@ static int view_once(struct log_store *s, struct board_error *err)
 }
 
 /* A log replaced as the view read it (another host posted, on a network
- * filesystem: ESTALE, fileio.c) is chosen and read again. */
+ * filesystem: replaced_under_read, fileio.c) is chosen and read again. */
 static int log_view(void *state, const struct msglist **out, unsigned long long *generation,
                     struct board_error *err)
 {
         struct log_store *s = state;
         int rc;
-        for (int try = 0; (rc = view_once(s, err)) < 0 && errno == ESTALE && try < 4; try++)
-                file_refresh(s->log);
+        for (int try = 0; (rc = view_once(s, err)) < 0 && replaced_under_read(errno) && try < 4; try++)
+                file_refresh(s->log, try);
         *out = &s->view.list;
         if (generation)
                 *generation = s->view.generation;
