@@ -31,6 +31,19 @@
  *     lock directory runs on one client (DIRLOCK_ONE_CLIENT);
  *   - no filesystem here lets inotify hear other clients: waiters poll.
  *
+ * KEPT DIRECTORIES.  A client may also make an entry in a directory that
+ * another client has just removed, through its cached name of it, and
+ * succeed: measured on GlusterFS, a reader made r.<T> in NAME.readers 0.2
+ * s after another client removed that directory and made it again, the
+ * writer that then listed and removed the new one never saw it, and the
+ * reader's entry was gone when it released (a reader nobody could see:
+ * a writer may write while it reads).  So on a network filesystem the
+ * directories others make entries in -- NAME.readers, NAME.wq, NAME.fifo,
+ * NAME.ranges -- are never removed once made (on a local filesystem the
+ * last one out removes them, rwlock.c); a lock directory NAME.lock is
+ * only ever made whole by a rename, and entries in it are named by
+ * tokens that are never reused, so it comes and goes as everywhere.
+ *
  * CLOCKS.  A lock's age is the judge's wall clock minus the entry's last
  * change time, which another host wrote (GlusterFS stamps the client's
  * clock, NFS the server's), read through a cache that may be cache_lag

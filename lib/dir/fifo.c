@@ -188,8 +188,8 @@ static int fifo_ahead_once(dirlock *h, dl_record *ahead, char **ahead_path, dirl
                 dl_record rec;
                 double age;
                 if (dl_entry_readat(dirfd(d), leaf, &rec, &age) != 0) {
-                        if (errno == ENOENT)
-                                continue; /* gone meanwhile */
+                        if (errno == ENOENT || errno == EINVAL)
+                                continue; /* gone meanwhile, or not a ticket (not a symlink) */
                         if (errno == ESTALE) {
                                 first = -2; /* the queue was replaced: look again */
                                 break;
@@ -261,7 +261,7 @@ void dl_fifo_leave(dirlock *h)
         dl_record rec;
         double age;
         if (dl_entry_read(rw->ticket, &rec, &age) == 0 && strcmp(rec.token, h->token) == 0)
-                dl_rw_entry_drop(rw->fifo_dir, rw->ticket);
+                dl_rw_entry_drop(h, rw->fifo_dir, rw->ticket);
         free(rw->ticket);
         rw->ticket = NULL;
 }

@@ -246,7 +246,8 @@ static void drop_entry(dirlock *h)
         if (r->entry == NULL)
                 return;
         dl_fs_unlink(r->entry);
-        dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
+        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in netfs.c */
+                dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
 }
@@ -450,7 +451,8 @@ int dl_range_release(dirlock *h, dirlock_error *err)
                 return DIRLOCK_OK;
         int rc = dl_fs_unlink(r->entry);
         int e = errno;
-        dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
+        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in netfs.c */
+                dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
         if (rc == 0)

@@ -259,7 +259,7 @@ int dl_range_judge(const struct dl_range_scan *s, struct dl_range_entry *e, doub
         double age;
         int rc = 0;
         if (dl_entry_read(path, &e->rec, &age) != 0) {
-                if (errno != ENOENT) { /* an entry we cannot read is never counted as gone */
+                if (errno != ENOENT && errno != EINVAL) { /* one we cannot read is never counted as gone */
                         dl_fail(err, DIRLOCK_EIO, errno, "cannot read range entry '%s'", path);
                         rc = -1;
                 }

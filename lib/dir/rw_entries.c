@@ -37,11 +37,12 @@ int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mo
         return -1;
 }
 
-int dl_rw_entry_drop(const char *dir, const char *path)
+int dl_rw_entry_drop(const dirlock *h, const char *dir, const char *path)
 {
         int rc = dl_fs_unlink(path);
         int e = errno;
-        dl_fs_rmdir(dir); /* ENOTEMPTY: others are still there */
+        if (!dl_dir_of(h)->fs->network)
+                dl_fs_rmdir(dir); /* ENOTEMPTY: others are still there */
         errno = e;
         return rc;
 }
@@ -99,11 +100,12 @@ static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_a
         dl_record rec;
         double age;
         if (dl_entry_readat(dfd, leaf, &rec, &age) != 0) {
-                if (errno == ENOENT)
-                        return 0; /* gone meanwhile */
+                if (errno == ENOENT || errno == EINVAL)
+                        return 0; /* gone meanwhile, or not an entry (not a symlink) */
                 /* ESTALE: the directory was replaced as we read it; the
-                 * caller scans again (dl_rw_scan).  Anything else: an
-                 * entry we cannot read is never counted as gone. */
+                 * caller scans again (dl_rw_scan).  Anything else (the
+                 * storage out of reach): an entry we cannot read is never
+                 * counted as gone. */
                 int e = errno;
                 if (e != ESTALE)
                         dl_fail(err, DIRLOCK_EIO, e, "cannot read entry '%s' in '%s'", leaf, dir);

@@ -61,9 +61,10 @@ void dl_rw_scan_done(dl_scan *s);
  * errno. */
 int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode);
 
-/* Remove our entry `path`, then `dir` if that left it empty.  0, or -1 with
- * errno (ENOENT: the entry had been broken). */
-int dl_rw_entry_drop(const char *dir, const char *path);
+/* Remove our entry `path`, then `dir` if that left it empty (not on a
+ * network filesystem: KEPT DIRECTORIES in netfs.c).  0, or -1 with errno
+ * (ENOENT: the entry had been broken). */
+int dl_rw_entry_drop(const dirlock *h, const char *dir, const char *path);
 
 /* ---- FIFO ticket queue (fifo.c) ---------------------------------------- */
 

@@ -15,7 +15,8 @@
  * Every entry's age counts from its last change (INVARIANT C in
  * exclusive.c).  NAME.wq is removed by whoever empties it.  NAME.readers
  * is removed by a writer whose drain found no reader left (and by
- * cleanup), not by the last reader out: readers come and go far more
+ * cleanup; on a network filesystem neither is ever removed: KEPT
+ * DIRECTORIES in netfs.c), not by the last reader out: readers come and go far more
  * often than writers, and a kept directory saves each of them a mkdir and
  * an rmdir (and the race of one reader's rmdir with the next one's
  * announce); after a write, "no readers" still costs the next writer a
@@ -438,7 +439,7 @@ static void wq_leave(dirlock *h)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw->wq_held) {
-                dl_rw_entry_drop(rw->wq_dir, rw->wq_entry);
+                dl_rw_entry_drop(h, rw->wq_dir, rw->wq_entry);
                 rw->wq_held = false;
         }
 }
@@ -643,10 +644,12 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
 /* A drain found no reader left: remove NAME.readers, so that the next
  * writer's "no readers" is one failing stat().  ENOTEMPTY (waiting
  * readers, dead entries, a reader announcing right now) leaves it: such a
- * reader then finds W held and withdraws, as with the directory kept. */
-static void tidy_readers_dir(const struct dl_rw *rw)
+ * reader then finds W held and withdraws, as with the directory kept.
+ * Never on a network filesystem (KEPT DIRECTORIES in netfs.c). */
+static void tidy_readers_dir(const dirlock *h)
 {
-        dl_fs_rmdir(rw->readers_dir);
+        if (!dl_dir_of(h)->fs->network)
+                dl_fs_rmdir(dl_dir_of(h)->rw->readers_dir);
 }
 
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
@@ -669,7 +672,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         }
         if (sc.live == 0) {
                 dl_rw_scan_done(&sc);
-                tidy_readers_dir(rw);
+                tidy_readers_dir(h);
                 return DIRLOCK_OK;
         }
         if (dl_deadline_passed(deadline)) {
@@ -704,7 +707,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                         break;
                 }
                 if (sc.live == 0) {
-                        tidy_readers_dir(rw);
+                        tidy_readers_dir(h);
                         break;
                 }
                 if (waited != 0) {
@@ -1164,8 +1167,8 @@ int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
                 if (dl_layout_has_suffix(n, DL_SUFFIX_READERS) || dl_layout_has_suffix(n, DL_SUFFIX_WQ) ||
                     dl_layout_has_suffix(n, DL_SUFFIX_FIFO)) {
                         dl_scan sc = {.active = "rawxt"};
-                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0)
-                                dl_fs_rmdir(path); /* only if empty */
+                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
+                                dl_fs_rmdir(path); /* only if empty; never on a network filesystem */
                         dl_rw_scan_done(&sc);
                 } else {
                         clean_up_entry(lockdir, fs, path, n);
