@@ -19,6 +19,10 @@
 #   make bench-redis   lock spaces on a private redis-server, against bare
 #                      SET NX PX + DEL and the seed article's INCRBY lock
 #                      (bench/redis-run)
+#   make bench-netfs   every locker on a private GlusterFS volume across two
+#                      clients: updates lost, failures, ops/s, waits, a
+#                      holder's host dying, hand-off (bench/netfs-run;
+#                      NETFS_SECONDS, NETFS_N, ...; root and /dev/fuse)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
@@ -62,6 +66,9 @@ bench-range: $(RANGE_BENCH)
 bench-redis: all $(REDIS_BENCH)
 	BUILD_DIR=$(BUILD) bench/redis-run
 
+bench-netfs: all $(PEER_WORKER)
+	BUILD_DIR=$(BUILD) bench/netfs-run
+
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
@@ -79,8 +86,9 @@ bench:
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
 	$(MAKE) bench-redis
+	$(MAKE) bench-netfs
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
 .PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis
+	bench-redis bench-netfs
