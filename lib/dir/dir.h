@@ -98,8 +98,10 @@ typedef struct dl_lock_view {
         double age;                    /* OWNED: seconds since taken or last refreshed (AGE in
                                           exclusive.c); FOREIGN: since the directory changed */
 } dl_lock_view;
-/* Look into lock directory `lock_path`.  0, or -1 with errno. */
-int dl_lock_look(const char *lock_path, dl_lock_view *v);
+/* Look into lock directory `lock_path` (on filesystem `fs`: on a network
+ * filesystem "absent" is asked of the parent's listing).  0, or -1 with
+ * errno. */
+int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v);
 /* Remove the names in a lock directory that are not owner entries, then
  * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
 void dl_lock_clear_foreign(const char *lock_path);

@@ -154,7 +154,7 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
         owner->readers = dl_rw_count_readers(d->lockdir, name);
         owner->ranges = dl_range_count_held(d->lockdir, name);
         dl_lock_view v;
-        if (dl_lock_look(d->lock_path, &v) != 0) {
+        if (dl_lock_look(d->lock_path, d->fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
         } else if (v.state == DL_LOCK_FOREIGN) {
                 /* Held by something that is not an owner record. */
@@ -207,7 +207,7 @@ static bool stale_for_break(dirlock *h, dl_lock_view *v)
         while (!dl_deadline_passed(&deadline)) {
                 struct timespec nap = {0, 100000000L};
                 nanosleep(&nap, NULL);
-                if (dl_lock_look(dl_dir_of(h)->lock_path, v) != 0 || v->state != DL_LOCK_OWNED ||
+                if (dl_lock_look(dl_dir_of(h)->lock_path, fs, v) != 0 || v->state != DL_LOCK_OWNED ||
                     strcmp(v->token, token) != 0 || v->rec.changed_ns != changed) {
                         *v = first; /* released, taken again or refreshed: not stale */
                         return false;
@@ -226,7 +226,7 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
                 return rc;
         const char *lock_path = dl_dir_of(h)->lock_path;
         dl_lock_view v;
-        if (dl_lock_look(lock_path, &v) != 0) {
+        if (dl_lock_look(lock_path, dl_dir_of(h)->fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", lock_path);
         } else if (v.state == DL_LOCK_ABSENT || v.state == DL_LOCK_EMPTY) {
                 dl_fs_rmdir(lock_path); /* an empty directory is a free lock: tidy it */

@@ -233,11 +233,11 @@ int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *r
 
 /* One look (dl_lock_look); -1 with ESTALE when the directory was removed
  * or replaced while we read it. */
-static int lock_look_once(const char *lock_path, dl_lock_view *v)
+static int lock_look_once(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
 {
         memset(v, 0, sizeof *v);
-        long long now = dl_wall_ns(); /* before any time is read: see C */
-        int dfd = dl_fs_open_dir(lock_path);
+        long long now = dl_wall_ns();                          /* before any time is read: see C */
+        int dfd = dl_fs_open_dir_sure(lock_path, fs->network); /* a cached "absent" is no answer */
         if (dfd < 0) {
                 if (errno != ENOENT)
                         return -1;
@@ -303,10 +303,10 @@ static int lock_look_once(const char *lock_path, dl_lock_view *v)
         return 0;
 }
 
-int dl_lock_look(const char *lock_path, dl_lock_view *v)
+int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
 {
         for (int try = 0;; try++) {
-                int rc = lock_look_once(lock_path, v);
+                int rc = lock_look_once(lock_path, fs, v);
                 if (rc == 0 || errno != ESTALE || try == DL_ESTALE_TRIES)
                         return rc;
                 dl_fs_refresh(lock_path); /* replaced while we looked: look again */
@@ -552,7 +552,7 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         if (holder_token != NULL)
                 holder_token[0] = '\0';
         dl_lock_view v;
-        if (dl_lock_look(dl_dir_of(h)->lock_path, &v) != 0) {
+        if (dl_lock_look(dl_dir_of(h)->lock_path, dl_dir_of(h)->fs, &v) != 0) {
                 if (errno == ESTALE)
                         return DL_HELD; /* changing hands as we looked (fsops.c): held, look later */
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", dl_dir_of(h)->lock_path);
@@ -601,7 +601,7 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
 static bool ours_after_all(const dirlock *h)
 {
         dl_lock_view v;
-        return dl_lock_look(dl_dir_of(h)->lock_path, &v) == 0 && v.state == DL_LOCK_OWNED &&
+        return dl_lock_look(dl_dir_of(h)->lock_path, dl_dir_of(h)->fs, &v) == 0 && v.state == DL_LOCK_OWNED &&
                strcmp(v.token, h->token) == 0;
 }
 

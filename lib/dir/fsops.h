@@ -35,6 +35,14 @@ DIR *dl_fs_opendir(const char *path);
  * entry another client has removed (LISTINGS in fsops.c). */
 int dl_fs_present(const char *path, bool ask_server);
 
+/* dl_fs_open_dir, where an ENOENT decides something (a scan that finds no
+ * directory finds no entries): on a network filesystem (`network`) an
+ * ENOENT is believed only when a listing of the parent agrees, since a
+ * client may have cached that the name does not exist (NEGATIVE LOOKUPS
+ * in fsops.c); when the listing shows it but it still cannot be opened,
+ * -1 with ESTALE ("changing": look again). */
+int dl_fs_open_dir_sure(const char *path, bool network);
+
 /* Ask the server about `path` and its directory again (ESTALE in
  * fsops.c): the next call on the path sees what is there now. */
 void dl_fs_refresh(const char *path);

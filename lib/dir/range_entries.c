@@ -187,8 +187,11 @@ static int scan_dir_once(const char *dir, const dl_fs *fs, struct dl_range_scan 
         s->max_seq = 0;
         s->dir = dir;
         s->fs = fs;
-        DIR *d = dl_fs_opendir(dir);
+        int fd = dl_fs_open_dir_sure(dir, fs->network);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         if (d == NULL) {
+                if (fd >= 0)
+                        close(fd);
                 if (errno == ENOENT)
                         return 0;
                 if (errno == ESTALE)

@@ -152,7 +152,7 @@ static int scan_once(const char *dir, double stale_age, const dl_fs *fs, dl_scan
         s->live = 0;
         s->admitted = 0;
         s->have_one = false;
-        int dfd = dl_fs_open_dir(dir);
+        int dfd = dl_fs_open_dir_sure(dir, fs->network);
         if (dfd < 0) {
                 if (errno == ENOENT)
                         return 0;

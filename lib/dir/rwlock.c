@@ -286,11 +286,12 @@ static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
                 dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
                 return W_ERROR;
         }
-        struct stat st;
-        int rc = dl_fs_lstat(up_path, &st);
-        int e = errno;
+        /* On a network filesystem a listing says whether U is there: a
+         * client may have cached that it is not (NEGATIVE LOOKUPS in
+         * fsops.c). */
+        int present = dl_fs_present(up_path, dl_dir_of(h)->fs->network);
         free(up_path);
-        return rc == 0 || e != ENOENT ? W_BLOCK : W_OPEN; /* only ENOENT says U is not there */
+        return present != 0 ? W_BLOCK : W_OPEN; /* only ENOENT says U is not there */
 }
 
 /* Reader's look: W, and for policy `writer` the waiting writers too. */
@@ -299,8 +300,7 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
         enum wstate s = judge_w(h, holder, err);
         if (s != W_OPEN || h->opts.policy != DIRLOCK_POLICY_WRITER)
                 return s;
-        struct stat st;
-        if (dl_fs_stat(dl_dir_of(h)->rw->wq_dir, &st) != 0 && errno == ENOENT)
+        if (dl_fs_present(dl_dir_of(h)->rw->wq_dir, dl_dir_of(h)->fs->network) == 0)
                 return W_OPEN;
         dl_scan sc = {.active = "x"};
         if (dl_rw_scan(dl_dir_of(h)->rw->wq_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0)
@@ -659,8 +659,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                  dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        struct stat st;
-        if (dl_fs_stat(rw->readers_dir, &st) != 0 && errno == ENOENT)
+        if (dl_fs_present(rw->readers_dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no readers at all */
         /* fair: the first scan admits the waiting readers and remembers
          * every reader it saw; one that withdraws later (its re-announce
@@ -868,8 +867,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         const char *dir = dl_dir_of(h)->rw->ranges_dir;
-        struct stat st;
-        if (dl_fs_stat(dir, &st) != 0 && errno == ENOENT)
+        if (dl_fs_present(dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no ranges at all */
         struct dl_range_meta m;
         int rc =
@@ -1193,8 +1191,8 @@ unsigned dl_rw_count_readers(const char *lockdir, const char *name)
         /* An intent holder is a reader too. */
         char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
         dl_lock_view v;
-        if (lock != NULL && dl_lock_look(lock, &v) == 0 && v.state == DL_LOCK_OWNED &&
-            v.rec.mode == DIRLOCK_INTENT)
+        if (lock != NULL && dl_lock_look(lock, dl_fs_of(lockdir, NULL), &v) == 0 &&
+            v.state == DL_LOCK_OWNED && v.rec.mode == DIRLOCK_INTENT)
                 n++;
         free(lock);
         return n;
