@@ -17,10 +17,19 @@ import time
 
 
 def connect(d, timeout):
-    db = sqlite3.connect(os.path.join(d, "counter.db"), timeout=timeout, isolation_level=None)
-    db.execute("PRAGMA journal_mode=DELETE")
-    db.execute("CREATE TABLE IF NOT EXISTS c (id INTEGER PRIMARY KEY, v INTEGER)")
-    return db
+    """The database, its table made by whichever worker comes first (the
+    others wait for it: "database is locked" while it does)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db = sqlite3.connect(os.path.join(d, "counter.db"), timeout=timeout, isolation_level=None)
+            db.execute("PRAGMA journal_mode=DELETE")
+            db.execute("CREATE TABLE IF NOT EXISTS c (id INTEGER PRIMARY KEY, v INTEGER)")
+            return db
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def main():
@@ -49,17 +58,19 @@ def main():
     lines = []
     while time.time() < start:
         time.sleep(min(0.01, max(0.0, start - time.time())))
-    while time.time() < end:
-        asked = time.monotonic()
-        db.execute("BEGIN IMMEDIATE")
-        got = time.monotonic()
-        row = db.execute("SELECT v FROM c WHERE id = 1").fetchone()
-        v = (row[0] if row else 0) + 1
-        db.execute("INSERT OR REPLACE INTO c (id, v) VALUES (1, ?)", (v,))
-        db.execute("COMMIT")
-        lines.append("%.0f %d\n" % ((got - asked) * 1e6, time.time() <= end))
-    with open(out_path, "w") as f:
-        f.writelines(lines)
+    try:
+        while time.time() < end:
+            asked = time.monotonic()
+            db.execute("BEGIN IMMEDIATE")
+            got = time.monotonic()
+            row = db.execute("SELECT v FROM c WHERE id = 1").fetchone()
+            v = (row[0] if row else 0) + 1
+            db.execute("INSERT OR REPLACE INTO c (id, v) VALUES (1, ?)", (v,))
+            db.execute("COMMIT")
+            lines.append("%.0f %d\n" % ((got - asked) * 1e6, time.time() <= end))
+    finally:  # what was committed is counted, also when SQLite fails
+        with open(out_path, "w") as f:
+            f.writelines(lines)
 
 
 main()
