@@ -14,7 +14,9 @@
 # changing theirs.)  And the
 # refusal: on a FUSE filesystem the library does not know (bindfs of a
 # local directory), shared locks are refused with a message unless
-# --one-client, exclusive locks are not; on GlusterFS both work.
+# --one-client, exclusive locks are not; on GlusterFS both work.  And the
+# command: 4 shells, two on each client, each bumping a counter file 25
+# times under `dirlock`: every bump counted, no command failed.
 # STRESS_SECONDS sets each run's length [8].
 set -u
 . "$(dirname "$0")/tap.sh"
@@ -41,7 +43,7 @@ show() {
 	sed 's/^/#   /' "$T/$1.err" | head -n 5
 }
 
-plan 13
+plan 15
 
 d=$(gfs_dir excl)
 run excl "$PROGS/stress" "$GFS_M1/$d" 1 6 "$SECS" --also "$GFS_M2/$d"
@@ -75,6 +77,26 @@ rtwin=$?
 show rtwin
 ok "$([ "$rtwin" -ne 0 ] && [ "$(count rtwin violations)" -gt 0 ] && echo 0 || echo 1)" \
 	"twin: without the lock the range checker sees overlaps"
+
+# ---- the command across the clients ---------------------------------------
+d=$(gfs_dir cli)
+echo 0 >"$GFS_M1/$d/counter"
+for i in 1 2 3 4; do
+	m=$([ $((i % 2)) = 1 ] && echo "$GFS_M1" || echo "$GFS_M2")
+	(
+		fails=0
+		for ((k = 0; k < 25; k++)); do
+			# shellcheck disable=SC2016 # the inner shell's
+			"$DIRLOCK" -d "$m/$d/locks" -w 60 c -- sh -c 'v=$(cat "$1"); echo $((v + 1)) >"$1"' sh "$m/$d/counter" ||
+				fails=$((fails + 1))
+		done
+		echo "$fails" >"$T/cli$i.fails"
+	) 2>"$T/cli$i.err" &
+done
+wait
+is "$(cat "$T"/cli?.fails | awk '{ n += $1 } END { print n }')" 0 "dirlock(1), 4 shells on two clients x 25: no command failed"
+is "$(cat "$GFS_M1/$d/counter")" 100 "... and no bump was lost"
+sed 's/^/#   /' "$T"/cli?.err | head -n 5
 
 # ---- which modes the library allows where --------------------------------
 d=$(gfs_dir modes)
