@@ -161,7 +161,8 @@ static void count_loss(const char *when, double longest_gap, const dirlock_optio
         }
         atomic_fetch_add(&s->lost, 1);
         fprintf(stderr,
-                "stress[%d pid %d]: VIOLATION: lost %s although renewed every %.1f ms or sooner (mode %d policy %d "
+                "stress[%d pid %d]: VIOLATION: lost %s although renewed every %.1f ms or sooner (mode %d "
+                "policy %d "
                 "flags %u, stale age %.0f ms)\n",
                 me, (int)getpid(), when, longest_gap * 1e3, o->mode, o->policy, o->flags, stale * 1e3);
 }
