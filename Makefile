@@ -23,11 +23,13 @@ ifeq ($(SANITIZE),1)
 BUILD := build-san
 OPT := -O1 -g -fno-omit-frame-pointer
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+# ... and with the protocols' assertions checked (DL_ASSERT, lib/internal.h).
+ASSERTS := -DDIRLOCK_ASSERTS
 BIN_DIR := $(BUILD)/bin
 BOARD_BIN := $(BUILD)/cgi-bin/board
 endif
 
-ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -Ilib $(CFLAGS)
+ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(ASSERTS) -fPIC -Ilib $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
 .PHONY: all clean check-format format
@@ -35,9 +37,11 @@ all:
 
 include lib/lib.mk           # the library
 include bin/bin.mk           # the dirlock command
+include man/man.mk           # the manual pages: install-man, lint-man
 include cgi-bin/board.mk     # the board
 BOARD_LIBS += $(LIB_LIBS)    # what the library needs (hiredis), after it
 include tools/tools.mk       # dirlock-demo, deps, start/stop, demo, demo-rw
+include bindings/bindings.mk # the Perl and Python bindings
 include tests/tests.mk       # test, valgrind
 include tests/fuzz/fuzz.mk   # fuzz
 include tests/model/model.mk # verify

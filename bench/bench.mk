@@ -23,13 +23,20 @@
 #                      clients: updates lost, failures, ops/s, waits, a
 #                      holder's host dying, hand-off (bench/netfs-run;
 #                      NETFS_SECONDS, NETFS_N, ...; root and /dev/fuse)
-#   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk)
+#   make bench-async   pending acquires (an event loop's way) against the
+#                      blocking call; many pending in one loop (bench/async-run)
+#   make bench-bindings  a lock from Perl and Python against C, and against
+#                      the dirlock command wrapping a no-op (bench/bindings-run)
+#   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk),
+#         bindings, PYTHON (bindings/bindings.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
 RW_BENCH := $(BUILD)/bench/rw_bench
 RANGE_BENCH := $(BUILD)/bench/range_bench
 REDIS_BENCH := $(BUILD)/bench/redis_bench
+ASYNC_BENCH := $(BUILD)/bench/async_bench
+BINDINGS_BENCH := $(BUILD)/bench/bindings_bench
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -47,6 +54,12 @@ $(RANGE_BENCH): $(BUILD)/bench/range_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(REDIS_BENCH): $(BUILD)/bench/redis_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(ASYNC_BENCH): $(BUILD)/bench/async_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(BINDINGS_BENCH): $(BUILD)/bench/bindings_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 $(HELLO_BIN): $(BUILD)/bench/hello.o
@@ -69,6 +82,12 @@ bench-redis: all $(REDIS_BENCH)
 bench-netfs: all $(PEER_WORKER)
 	BUILD_DIR=$(BUILD) bench/netfs-run
 
+bench-async: all $(ASYNC_BENCH)
+	BUILD_DIR=$(BUILD) bench/async-run
+
+bench-bindings: all bindings $(BINDINGS_BENCH)
+	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
+
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
@@ -86,9 +105,10 @@ bench:
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
 	$(MAKE) bench-redis
+	$(MAKE) bench-bindings
 	$(MAKE) bench-netfs
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis bench-netfs
+.PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
+	bench-redis bench-bindings bench-netfs

@@ -1,4 +1,4 @@
-# bin/bin.mk - the dirlock command and its man page.
+# bin/bin.mk - the dirlock command (its manual page: man/man.mk).
 #   provides: DIRLOCK_BIN
 #   uses:     BIN_DIR, BUILD, LIB_A, LIB_LIBS (lib/lib.mk)
 
@@ -6,14 +6,13 @@ DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
 all: $(DIRLOCK_BIN)
 
-$(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(LIB_A)
+$(DIRLOCK_BIN): $(BUILD)/bin/dirlock.o $(BUILD)/bin/run.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 install: install-bin
 install-bin: $(DIRLOCK_BIN)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(DIRLOCK_BIN) $(DESTDIR)$(PREFIX)/bin/dirlock
-	install -m 644 man/dirlock.1 $(DESTDIR)$(PREFIX)/share/man/man1/dirlock.1
 
 .PHONY: install-bin

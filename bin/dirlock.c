@@ -11,33 +11,22 @@
  * (redis://HOST[:PORT][/DB][?prefix=P], redis+unix:///SOCKET[?db=N&prefix=P]);
  * everything below works the same in each (lib/backend.h).
  *
- * COMMAND is forked first and waits on a pipe; the locks are then taken
- * with COMMAND as their partner (dirlock_options.partner_pid), and only
- * then does COMMAND run.  While it runs, dirlock stays its parent,
- * refreshes the locks every stale/3 seconds and passes on every signal it
- * can catch (all but SIGKILL, SIGSTOP, the job-control signals, which stop
- * and continue both, and the fault signals): the locks cannot end before
- * COMMAND does.  If dirlock itself is killed (SIGKILL, the OOM killer),
- * the owner records still name COMMAND: judges on this host keep the locks
- * held until it exits, as flock(1) does; judges on other hosts break them
- * after the stale age, since nobody refreshes them any more. */
+ * Here: the options, the subcommands, and the checks of the lock-and-run
+ * mode's arguments; taking the locks and running COMMAND under them is
+ * run.c's. */
 #include "dirlock.h"
+#include "run.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-static const char *progname = "dirlock";
+static const char *progname = DIRLOCK_COMMAND_NAME;
 
 static void usage(FILE *to)
 {
@@ -164,7 +153,7 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                 dirlock_error e;
                 if (dirlock_list(st->space, st->stale, &owners, &n, &e) != DIRLOCK_OK) {
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                        return 2;
+                        return EXIT_ERROR;
                 }
                 for (size_t i = 0; i < n; i++) {
                         print_owner(&owners[i]);
@@ -187,7 +176,7 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                         printf("%-24s free\n", argv[i]);
                 } else {
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                        status = 2;
+                        status = EXIT_ERROR;
                 }
         }
         return status;
@@ -197,7 +186,7 @@ static int cmd_break(int argc, char **argv, const struct settings *st)
 {
         if (argc != 1) {
                 fprintf(stderr, "%s: break takes exactly one lock name\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         dirlock_error e;
         int rc = dirlock_break(st->space, argv[0], st->stale, st->force, &e);
@@ -206,7 +195,7 @@ static int cmd_break(int argc, char **argv, const struct settings *st)
                 return 0;
         }
         fprintf(stderr, "%s: %s\n", progname, e.message);
-        return rc == DIRLOCK_ELIVE ? 1 : 2;
+        return rc == DIRLOCK_ELIVE ? 1 : EXIT_ERROR;
 }
 
 static int cmd_cleanup(int argc, char **argv, const struct settings *st)
@@ -214,209 +203,17 @@ static int cmd_cleanup(int argc, char **argv, const struct settings *st)
         (void)argv;
         if (argc > 0) {
                 fprintf(stderr, "%s cleanup: takes no lock names\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         dirlock_error e;
         if (dirlock_cleanup(st->space, &e) != DIRLOCK_OK) {
                 fprintf(stderr, "%s: %s\n", progname, e.message);
-                return 2;
+                return EXIT_ERROR;
         }
         return 0;
 }
 
-/* ---- running a command under the locks ------------------------------- */
-
-/* Signals dirlock passes on to COMMAND: every one it can catch except
- * SIGCHLD (its own), the job-control signals (a terminal's ^Z stops both,
- * and the shell's SIGCONT continues both, as with flock(1)) and the
- * signals the kernel sends for a fault of dirlock itself. */
-static void forwarded_signals(sigset_t *set)
-{
-        static const int kept[] = {SIGKILL, SIGSTOP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
-                                   SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGTRAP, SIGSYS};
-        sigfillset(set);
-        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
-                sigdelset(set, kept[i]);
-}
-
-/* The command, forked but held back until the locks are taken. */
-struct pending_command {
-        pid_t pid;
-        int go_fd; /* write end: the go message lets it run; closing first kills it */
-};
-
-/* Fork COMMAND; it waits for the go message on a pipe before it execs, and
- * exits without running when the pipe closes first (the locks were not
- * had, or dirlock died).  The go message is "g" and then NAME=VALUE lines
- * to put in its environment (the fences).  The signal mask is restored in
- * the child. */
-static int fork_command(char **command, const sigset_t *old_mask, struct pending_command *pc)
-{
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) != 0)
-                return -1;
-        pid_t child = fork();
-        if (child < 0) {
-                close(p[0]);
-                close(p[1]);
-                return -1;
-        }
-        if (child == 0) {
-                close(p[1]);
-                sigprocmask(SIG_SETMASK, old_mask, NULL);
-                char msg[8192];
-                size_t got = 0;
-                ssize_t n;
-                while (got < sizeof msg - 1 &&
-                       ((n = read(p[0], msg + got, sizeof msg - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
-                        got += n > 0 ? (size_t)n : 0;
-                if (got == 0 || msg[0] != 'g')
-                        _exit(125); /* no locks: never run */
-                close(p[0]);
-                msg[got] = '\0';
-                for (char *line = strtok(msg + 1, "\n"); line != NULL; line = strtok(NULL, "\n"))
-                        putenv(line);
-                execvp(command[0], command);
-                int e = errno;
-                fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
-                _exit(e == ENOENT ? 127 : 126);
-        }
-        close(p[0]);
-        pc->pid = child;
-        pc->go_fd = p[1];
-        return 0;
-}
-
-static void abandon_command(struct pending_command *pc)
-{
-        close(pc->go_fd);
-        while (waitpid(pc->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-}
-
-/* What the command runs under: a set of whole locks, or one range lock. */
-struct held {
-        dirlock_set *set;
-        dirlock *range;
-};
-
-static size_t held_count(const struct held *hl)
-{
-        return hl->range ? 1 : dirlock_set_count(hl->set);
-}
-
-static dirlock *held_lock(const struct held *hl, size_t i)
-{
-        return hl->range ? hl->range : dirlock_set_lock(hl->set, i);
-}
-
-static int held_refresh(struct held *hl, dirlock_error *e)
-{
-        return hl->range ? dirlock_refresh(hl->range, e) : dirlock_refresh_many(hl->set, e);
-}
-
-static int held_release(struct held *hl, dirlock_error *e)
-{
-        return hl->range ? dirlock_release(hl->range, e) : dirlock_release_many(hl->set, e);
-}
-
-/* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
- * order) and DIRLOCK_FENCES ("NAME=FENCE ..." for every lock), when the
- * space has fences.  0, or -1 when it does not fit. */
-static int go_message(const struct held *hl, char *buf, size_t size)
-{
-        int n = snprintf(buf, size, "g");
-        char fences[4096] = "";
-        size_t used = 0;
-        unsigned long long first = 0;
-        for (size_t i = 0; i < held_count(hl); i++) {
-                dirlock *h = held_lock(hl, i);
-                unsigned long long f;
-                dirlock_error e;
-                if (dirlock_fence(h, &f, &e) != DIRLOCK_OK) {
-                        if (e.code != DIRLOCK_EINVAL) /* EINVAL: this space has no fences */
-                                fprintf(stderr, "%s: warning: no fence for '%s': %s\n", progname,
-                                        dirlock_name(h), e.message);
-                        return n < (int)size ? 0 : -1;
-                }
-                if (i == 0)
-                        first = f;
-                int k = snprintf(fences + used, sizeof fences - used, "%s%s=%llu", i ? " " : "",
-                                 dirlock_name(h), f);
-                if (k < 0 || (size_t)k >= sizeof fences - used)
-                        return -1;
-                used += (size_t)k;
-        }
-        n += snprintf(buf + n, size - (size_t)n, "\nDIRLOCK_FENCE=%llu\nDIRLOCK_FENCES=%s\n", first, fences);
-        return n > 0 && (size_t)n < size ? 0 : -1;
-}
-
-/* Let the command run and wait for it.  SIGCHLD and the forwarded signals
- * are blocked and taken with sigtimedwait(): the command's exit is seen
- * at once, a signal is passed on at once, and between them the locks are
- * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
-static int run_locked(struct pending_command *pc, const sigset_t *wait_for, const sigset_t *old,
-                      struct held *hl, double stale, int lost_code)
-{
-        pid_t child = pc->pid;
-        char go[8192];
-        if (go_message(hl, go, sizeof go) != 0 || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
-                fprintf(stderr, "%s: cannot start the command: %s\n", progname, strerror(errno));
-                abandon_command(pc);
-                held_release(hl, NULL);
-                return 126;
-        }
-        close(pc->go_fd);
-        double refresh_every = stale / 3.0;
-        struct timespec last;
-        clock_gettime(CLOCK_MONOTONIC, &last);
-        bool lost = false;
-        int status = 0;
-        for (;;) {
-                pid_t r = waitpid(child, &status, WNOHANG);
-                if (r == child)
-                        break;
-                if (r < 0 && errno != EINTR) {
-                        status = 126 << 8;
-                        break;
-                }
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                double since =
-                    (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
-                if (since >= refresh_every) {
-                        dirlock_error e;
-                        int rc = held_refresh(hl, &e);
-                        if (rc != DIRLOCK_OK && !lost)
-                                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-                        lost = lost || rc == DIRLOCK_ELOST;
-                        last = now;
-                        since = 0;
-                }
-                double nap = refresh_every - since;
-                struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
-                int sig = sigtimedwait(wait_for, NULL, &ts);
-                if (sig > 0 && sig != SIGCHLD)
-                        kill(child, sig);
-        }
-        sigprocmask(SIG_SETMASK, old, NULL);
-        dirlock_error e;
-        int rc = held_release(hl, &e);
-        if (rc != DIRLOCK_OK && !lost)
-                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-        if (lost || rc == DIRLOCK_ELOST) {
-                /* The command ran partly unprotected: say so in the status. */
-                fprintf(stderr, "%s: a lock was broken as stale while the command ran\n", progname);
-                return lost_code;
-        }
-        if (WIFEXITED(status))
-                return WEXITSTATUS(status);
-        if (WIFSIGNALED(status))
-                return 128 + WTERMSIG(status);
-        return 126;
-}
-
-/* Take the locks named before "--", run the command after it. */
+/* Take the locks named before "--", run the command after it (run.c). */
 static int cmd_run(int argc, char **argv, struct settings *st)
 {
         int sep = -1;
@@ -425,63 +222,39 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                         sep = i;
         if (sep <= 0 || sep == argc - 1) {
                 fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
         if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged) && sep > 1) {
                 fprintf(stderr, "%s: shared, intent and range locks take one name\n", progname);
-                return 2;
+                return EXIT_ERROR;
         }
-        st->opts.timeout = st->timeout;
-        st->opts.stale_age = st->stale;
-
-        /* From here on every signal to pass on waits for sigtimedwait(). */
-        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
-        sigset_t wait_for, old;
-        forwarded_signals(&wait_for);
-        sigaddset(&wait_for, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &wait_for, &old);
-        struct pending_command pc;
-        if (fork_command(argv + sep + 1, &old, &pc) != 0) {
-                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
-                return 126;
-        }
-        st->opts.partner_pid = pc.pid;
-        struct held hl = {NULL, NULL};
-        dirlock_error e;
-        int rc = st->ranged
-                     ? dirlock_acquire_range(st->space, argv[0], st->lo, st->hi, &st->opts, &hl.range, &e)
-                     : dirlock_acquire_many(st->space, (const char *const *)argv, (size_t)sep, &st->opts,
-                                            &hl.set, &e);
-        if (rc != DIRLOCK_OK) {
-                abandon_command(&pc);
-                bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
-                if (!conflict || !st->quiet)
-                        fprintf(stderr, "%s: %s\n", progname, e.message);
-                return conflict ? st->conflict_code : 2;
-        }
-        return run_locked(&pc, &wait_for, &old, &hl, st->stale, st->conflict_code);
+        struct run_request rq = {.space = st->space,
+                                 .names = argv,
+                                 .count = (size_t)sep,
+                                 .ranged = st->ranged,
+                                 .lo = st->lo,
+                                 .hi = st->hi,
+                                 .opts = st->opts,
+                                 .quiet = st->quiet,
+                                 .conflict_code = st->conflict_code,
+                                 .command = argv + sep + 1};
+        rq.opts.timeout = st->timeout;
+        rq.opts.stale_age = st->stale;
+        return run_under_locks(&rq);
 }
 
 enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE, OPT_ONE_CLIENT };
 
-/* --range LO:HI, two finite numbers with LO < HI. */
+/* --range LO:HI, as the library reads it (dirlock_range_parse). */
 static int parse_range(const char *s, struct settings *st)
 {
-        char *end;
-        errno = 0;
-        double lo = strtod(s, &end);
-        if (errno == 0 && end != s && *end == ':') {
-                const char *h = end + 1;
-                double hi = strtod(h, &end);
-                if (errno == 0 && end != h && *end == '\0' && isfinite(lo) && isfinite(hi) && lo < hi) {
-                        st->ranged = true;
-                        st->lo = lo;
-                        st->hi = hi;
-                        return 0;
-                }
+        dirlock_error e;
+        if (dirlock_range_parse(s, &st->lo, &st->hi, &e) != DIRLOCK_OK) {
+                fprintf(stderr, "%s: %s\n", progname, e.message);
+                return -1;
         }
-        fprintf(stderr, "%s: invalid range '%s' (LO:HI, two numbers with LO < HI)\n", progname, s);
-        return -1;
+        st->ranged = true;
+        return 0;
 }
 
 /* The subcommands: their word, the options they take besides -d, and what
@@ -598,7 +371,7 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                         st->space = optarg;
                 } else if (c == OPT_STALE && sub->stale) {
                         if (parse_stale(optarg, &st->stale) != 0)
-                                return 2;
+                                return EXIT_ERROR;
                 } else if (c == OPT_FORCE && sub->force) {
                         st->force = 1;
                 } else {
@@ -607,7 +380,7 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                                                             : argv[optind - 1];
                         fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n", progname,
                                 sub->word, what, progname);
-                        return 2;
+                        return EXIT_ERROR;
                 }
         }
         return sub->run(argc - optind, argv + optind, st);
@@ -642,13 +415,13 @@ int main(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "+d:w:nE:xsqhV", longopts, NULL)) != -1) {
                 int r = take_option(c, &st);
                 if (r != 0)
-                        return r > 0 ? 0 : 2;
+                        return r > 0 ? 0 : EXIT_ERROR;
         }
         argc -= optind;
         argv += optind;
         if (argc == 0) {
                 usage(stderr);
-                return 2;
+                return EXIT_ERROR;
         }
         for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
                 if (strcmp(argv[0], subcommands[i].word) == 0)

@@ -48,6 +48,12 @@ int app_load(struct app *app, const char *conf_path, struct app_board **out, str
                 return -1;
         }
         board_init(&b->board, &b->cfg);
+        if (board_check_store(&b->board, err) < 0) {
+                config_free(&b->cfg);
+                free(b->conf_path);
+                free(b);
+                return -1;
+        }
         b->next = app->boards;
         app->boards = b;
         *out = b;
@@ -607,8 +613,8 @@ static void handle_api(struct req *q, struct resp *r)
  * path, a secret or an address. */
 static void handle_info(struct req *q, struct resp *r)
 {
-        const char *mode = config_lock_mode_name(q->cfg->lock_mode);
-        const char *store = q->loaded->board.store->name;
+        const char *mode = board_lock_mode_name(q->cfg->lock_mode);
+        const char *store = q->loaded->board.store->name; /* app_load checked there is one */
         r->status = 200;
         r->content_type = "application/json; charset=utf-8";
         buf_reset(&r->body);

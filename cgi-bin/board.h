@@ -14,12 +14,15 @@
 /* One board in this process. */
 struct board {
         const struct board_config *cfg;
-        const struct store_ops *store; /* picked by cfg->store */
+        const struct store_ops *store; /* picked by cfg->store; NULL: none, every operation a 500 */
         void *state;                   /* the store's, made on first use; NULL before */
 };
 
 /* Set up *b for `cfg` (which must outlive it); nothing is opened yet. */
 void board_init(struct board *b, const struct board_config *cfg);
+/* 0 when the board has the store its configuration names, else -1 with
+ * a 500 error naming the value (every operation fails with it then). */
+int board_check_store(const struct board *b, struct board_error *err);
 /* Free what the store keeps for this process. */
 void board_close(struct board *b);
 
@@ -40,11 +43,13 @@ int board_view(struct board *b, const struct msglist **out, unsigned long long *
 int board_post(struct board *b, struct logrecord *msg, const char *addr, long long now,
                struct board_error *err);
 
-/* Delete message `no` when `password` matches.  The password is checked
- * before the lock is taken; wrong ones are counted per address (`addr`)
- * and per message, and past the configured limit a delete is refused
- * before any hashing (deletelimit.h).  Errors: 404 no such message, 403
- * wrong password or none set, 429 (err->retry_after), 503, 500. */
+/* Delete message `no` when `password` matches.  The attempt is counted
+ * per address (`addr`) and per message before the password is hashed,
+ * and taken back unless the password was wrong; past the configured
+ * limit a delete is refused before any hashing (deletelimit.h).  The
+ * password is checked before the store's lock is taken.  Errors: 404 no
+ * such message, 403 wrong password or none set, 429
+ * (err->retry_after), 503, 500. */
 int board_delete(struct board *b, long long no, const char *password, const char *addr, long long now,
                  struct board_error *err);
 

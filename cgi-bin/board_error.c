@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int board_fail(struct board_error *e, int status, const char *fmt, ...)
@@ -76,4 +77,10 @@ int board_fail_storage(struct board_error *e, int sys_errno, const char *fmt, ..
         board_fail(e, status, "%s: %s%s", what, strerror(sys_errno), storage_hint(sys_errno));
         e->retry_after = status == 503 ? 1 : 0;
         return -1;
+}
+
+void board_bug_unknown(const char *what, int value)
+{
+        fprintf(stderr, "board: bug: unknown %s %d (no configuration gives it)\n", what, value);
+        abort();
 }

@@ -1,6 +1,6 @@
 /* board_error.h - the board's error values: an HTTP status, an optional
  * Retry-After and a message a person can read, with what to do about the
- * usual storage failures. */
+ * usual storage failures; and the abort of a bug. */
 #ifndef BOARD_BOARD_ERROR_H
 #define BOARD_BOARD_ERROR_H
 
@@ -36,5 +36,11 @@ int storage_status(int sys_errno);
  * Retry-After 1 with a 503). */
 int board_fail_storage(struct board_error *e, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A value no configuration can give reached code that dispatches on it
+ * (a lock mode without a row, a write method without a case): a bug, not
+ * bad input, since the configuration parser admits only values the board
+ * has.  Says on stderr what the value was, and aborts. */
+_Noreturn void board_bug_unknown(const char *what, int value);
 
 #endif

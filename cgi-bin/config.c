@@ -10,14 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const lock_names[] = {"none", "wrong", "mkdir", "rw", "flock"};
+#include "store.h"
 
-const char *config_lock_mode_name(int mode)
-{
-        if (mode < 0 || mode > BOARD_LOCK_FLOCK)
-                return "?";
-        return lock_names[mode];
-}
+/* The names of the write methods, by value. */
+static const char *const write_methods[] = {
+    [BOARD_WRITE_RENAME] = "rename",
+    [BOARD_WRITE_INPLACE] = "inplace",
+};
+
+_Static_assert(sizeof write_methods / sizeof write_methods[0] == BOARD_WRITE_METHODS,
+               "one name per enum board_write_method value");
 
 void config_free(struct board_config *cfg)
 {
@@ -86,6 +88,35 @@ static int parse_enum(const char *v, const char *const *names, int n, int *out)
         return -1;
 }
 
+/* "must be A, B or C" into why[size], from the names of values 0..n-1:
+ * the list of a key's choices is the list its values are parsed by. */
+static const char *must_be(char *why, size_t size, const char *(*name_of)(int), int n)
+{
+        size_t used = (size_t)snprintf(why, size, "must be");
+        for (int i = 0; i < n && used < size; i++)
+                used += (size_t)snprintf(why + used, size - used, "%s %s",
+                                         i == 0       ? ""
+                                         : i == n - 1 ? " or"
+                                                      : ",",
+                                         name_of(i));
+        return why;
+}
+
+static const char *lock_mode_name(int mode)
+{
+        return board_lock_mode_name((enum board_lock_mode)mode);
+}
+
+static const char *store_name(int kind)
+{
+        return store_of((enum board_store_kind)kind)->name;
+}
+
+static const char *write_method_name(int method)
+{
+        return write_methods[method];
+}
+
 enum {
         K_TITLE,
         K_BASE_PATH,
@@ -131,12 +162,13 @@ static const char *const key_names[K_COUNT] = {
     "single_host",
 };
 
-/* Apply one key; returns NULL or a description of what is wrong. */
-static const char *apply(struct board_config *cfg, int key, const char *v, size_t vlen)
+/* Apply one key; returns NULL or a description of what is wrong (which
+ * may be written in why[why_size]). */
+static const char *apply(struct board_config *cfg, int key, const char *v, size_t vlen, char *why,
+                         size_t why_size)
 {
-        static const char *const stores[] = {"log", "sqlite"};
-        static const char *const methods[] = {"rename", "inplace"};
         static const char *const yes_no[] = {"no", "yes"};
+        int choice;
         switch (key) {
         case K_TITLE:
                 return set_string(&cfg->title, v, vlen) ? "out of memory" : NULL;
@@ -154,11 +186,11 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                         return "must not be empty";
                 return set_string(&cfg->data_dir, v, vlen) ? "out of memory" : NULL;
         case K_LOCK_MODE:
-                return parse_enum(v, lock_names, 5, &cfg->lock_mode)
-                           ? "must be none, wrong, mkdir, rw or flock"
+                return board_lock_mode_parse(v, &cfg->lock_mode)
+                           ? must_be(why, why_size, lock_mode_name, BOARD_LOCK_MODES)
                            : NULL;
         case K_STORE:
-                return parse_enum(v, stores, 2, &cfg->store) ? "must be log or sqlite" : NULL;
+                return store_parse(v, &cfg->store) ? must_be(why, why_size, store_name, BOARD_STORES) : NULL;
         case K_LOCK_TIMEOUT:
                 return parse_double(v, 0, 3600, &cfg->lock_timeout) ? "must be a number of seconds, 0 to 3600"
                                                                     : NULL;
@@ -169,7 +201,10 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
         case K_DELAY_MS:
                 return parse_long(v, 0, 600000, &cfg->delay_ms) ? "must be an integer, 0 to 600000" : NULL;
         case K_WRITE_METHOD:
-                return parse_enum(v, methods, 2, &cfg->write_method) ? "must be rename or inplace" : NULL;
+                if (parse_enum(v, write_methods, BOARD_WRITE_METHODS, &choice))
+                        return must_be(why, why_size, write_method_name, BOARD_WRITE_METHODS);
+                cfg->write_method = (enum board_write_method)choice;
+                return NULL;
         case K_MAX_MESSAGES:
                 return parse_long(v, 1, 10000000, &cfg->max_messages) ? "must be an integer, 1 to 10000000"
                                                                       : NULL;
@@ -292,7 +327,8 @@ static int parse_line(struct board_config *cfg, const char *text, size_t s, size
         char *v = dup_n(text + vs, e - vs);
         if (!v)
                 return board_fail(err, 500, "%s: out of memory", filename);
-        const char *why = apply(cfg, k, v, e - vs);
+        char why_text[128];
+        const char *why = apply(cfg, k, v, e - vs, why_text, sizeof why_text);
         int rc = 0;
         if (why)
                 rc = board_fail(err, 500, "%s:%ld: key '%s': bad value '%.100s': %s", filename, lineno, key,
@@ -330,11 +366,11 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                 rc = board_fail(err, 500, "%s: out of memory", filename);
         if (rc == 0)
                 cfg->lock_dir = local_dir_of(cfg->lock_space);
-        if (rc == 0 && cfg->lock_mode == BOARD_LOCK_FLOCK && !cfg->lock_dir)
+        if (rc == 0 && board_lock_mode_row(cfg->lock_mode)->flock && !cfg->lock_dir)
                 rc = board_fail(err, 500,
-                                "%s: key 'lock_space': lock_mode flock takes flock(2) locks on files in a "
+                                "%s: key 'lock_space': lock_mode %s takes flock(2) locks on files in a "
                                 "directory; '%.100s' is not one (give a directory or flock:DIR)",
-                                filename, cfg->lock_space);
+                                filename, board_lock_mode_name(cfg->lock_mode), cfg->lock_space);
         /* A lock server's space is shared by several hosts, and group
          * commit judges the claims of its queue by process id, which only
          * means something on one host (postqueue.c): off by default there,

@@ -6,11 +6,14 @@
 #include <stddef.h>
 
 #include "board_error.h"
+#include "lockmode.h"
 
-/* Prefixed: glibc's <fcntl.h> has a LOCK_RW of its own (_GNU_SOURCE). */
-enum board_lock_mode { BOARD_LOCK_NONE, BOARD_LOCK_WRONG, BOARD_LOCK_MKDIR, BOARD_LOCK_RW, BOARD_LOCK_FLOCK };
+/* The stores (one struct store_ops each, named in store.c's table). */
 enum board_store_kind { BOARD_STORE_LOG, BOARD_STORE_SQLITE };
+#define BOARD_STORES (BOARD_STORE_SQLITE + 1)
+/* How the flat log is written (logfile.h). */
 enum board_write_method { BOARD_WRITE_RENAME, BOARD_WRITE_INPLACE };
+#define BOARD_WRITE_METHODS (BOARD_WRITE_INPLACE + 1)
 
 struct board_config {
         char *title;
@@ -24,12 +27,12 @@ struct board_config {
          * directory, or DIR of flock:DIR), pointing into lock_space; NULL
          * for a lock server's space. */
         const char *lock_dir;
-        int lock_mode;
-        int store;
+        enum board_lock_mode lock_mode; /* lockmode.h */
+        enum board_store_kind store;
         double lock_timeout; /* seconds */
         double stale_age;    /* seconds */
         long delay_ms;
-        int write_method;
+        enum board_write_method write_method;
         long max_messages;
         long page_size;
         long min_post_interval; /* seconds, 0 = off */
@@ -60,7 +63,5 @@ int config_load(const char *path, struct board_config *cfg, struct board_error *
  * message naming `filename` and the key). */
 int config_check_storage(const char *filename, struct board_config *cfg, struct board_error *err);
 void config_free(struct board_config *cfg);
-
-const char *config_lock_mode_name(int mode);
 
 #endif

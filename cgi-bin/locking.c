@@ -1,4 +1,5 @@
-/* locking.c - lock mode -> dirlock library calls (see locking.h). */
+/* locking.c - a lock mode's row (lockmode.h) carried out with dirlock
+ * library calls (see locking.h). */
 #include "locking.h"
 
 #include <pthread.h>
@@ -25,9 +26,9 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 err->retry_after = 1;
                 return -1;
         }
-        if (code == DIRLOCK_ELOST) {
-                board_fail(err, 503,
-                           "The board's lock was broken as stale; nothing was written, please try again");
+        if (code == DIRLOCK_ELOST) { /* the library says how: broken as stale, or gone from the server */
+                board_fail(err, 503, "The board's lock was lost (%s); nothing was written, please try again",
+                           de->message[0] ? de->message : dirlock_strerror(code));
                 err->retry_after = 1;
                 return -1;
         }
@@ -97,26 +98,33 @@ static int draw_fence(struct board_lock *lk, int rc, struct board_error *err)
         return lock_error(lk->cfg, code, &de, err);
 }
 
-static int take(const struct board_config *cfg, struct board_lock *lk, int mode, int use_flock,
-                struct board_error *err)
+/* The write lock of the mode's row (lockmode.h) on the log, with its
+ * fence when the row has fences. */
+static int take_write(const struct board_config *cfg, const struct board_lock_mode_row *row,
+                      struct board_lock *lk, double timeout, int cancel_fd, struct board_error *err)
 {
-        return take_named(cfg, BOARD_LOCK_NAME, lk, mode, use_flock, cfg->lock_timeout, -1, err);
+        int rc = take_named(cfg, BOARD_LOCK_NAME, lk, row->write, row->flock, timeout, cancel_fd, err);
+        return row->fenced ? draw_fence(lk, rc, err) : rc;
 }
 
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
                      struct board_error *err)
 {
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
         lk->cfg = cfg;
         lk->handle = NULL;
         lk->fence = 0;
-        switch (cfg->lock_mode) {
-        case BOARD_LOCK_MKDIR:
-        case BOARD_LOCK_RW:
-                return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 0, cfg->lock_timeout, -1, err);
-        case BOARD_LOCK_FLOCK:
-                return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, 1, cfg->lock_timeout, -1, err);
-        }
-        return 0;
+        if (!row->side_locks)
+                return 0;
+        return take_named(cfg, name, lk, DIRLOCK_EXCLUSIVE, row->flock, cfg->lock_timeout, -1, err);
+}
+
+int board_lock_always(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                      struct board_error *err)
+{
+        if (!board_lock_mode_row(cfg->lock_mode)->side_locks) /* none, wrong: the library's lock */
+                return board_lock_exclusive(cfg, name, lk, cfg->lock_timeout, -1, err);
+        return board_lock_named(cfg, name, lk, err);
 }
 
 int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
@@ -163,7 +171,7 @@ struct kept_reader {
         bool foreign;       /* inherited over fork() while held */
         unsigned long used; /* kept_clock at its last view */
         char *space;        /* the settings it was made with */
-        int lock_mode;
+        enum board_lock_mode lock_mode;
         double lock_timeout, stale_age;
 };
 
@@ -256,8 +264,9 @@ static void reader_released(const struct dirlock *handle)
         }
 }
 
-static int take_shared(const struct board_config *cfg, struct board_lock *lk, int use_flock,
-                       struct board_error *err)
+/* The read lock of the mode's row on the log, through a kept handle. */
+static int take_shared(const struct board_config *cfg, const struct board_lock_mode_row *row,
+                       struct board_lock *lk, struct board_error *err)
 {
         struct kept_reader *r = reader_find(cfg);
         if (r != NULL) {
@@ -282,7 +291,7 @@ static int take_shared(const struct board_config *cfg, struct board_lock *lk, in
                 reader_forget(r);
         }
         r = reader_slot();
-        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_SHARED, use_flock,
+        int rc = take_flagged(cfg, BOARD_LOCK_NAME, lk, row->read, row->flock,
                               r != NULL ? DIRLOCK_REENTRANT : 0, cfg->lock_timeout, -1, err);
         if (rc == 0 && r != NULL)
                 reader_keep(r, cfg, lk->handle);
@@ -291,16 +300,13 @@ static int take_shared(const struct board_config *cfg, struct board_lock *lk, in
 
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
 {
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
         lk->cfg = cfg;
         lk->handle = NULL;
         lk->fence = 0;
-        switch (cfg->lock_mode) {
-        case BOARD_LOCK_RW:
-                return take_shared(cfg, lk, 0, err);
-        case BOARD_LOCK_FLOCK:
-                return take_shared(cfg, lk, 1, err);
-        }
-        return 0;
+        if (row->read == BOARD_LOCK_NOTHING)
+                return 0;
+        return take_shared(cfg, row, lk, err);
 }
 
 int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
@@ -311,22 +317,13 @@ int board_lock_write_begin(const struct board_config *cfg, struct board_lock *lk
 int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk, double timeout,
                           int cancel_fd, struct board_error *err)
 {
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
         lk->cfg = cfg;
         lk->handle = NULL;
         lk->fence = 0;
-        switch (cfg->lock_mode) {
-        case BOARD_LOCK_MKDIR:
-                return draw_fence(
-                    lk, take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 0, timeout, cancel_fd, err),
-                    err);
-        case BOARD_LOCK_RW:
-                return draw_fence(
-                    lk, take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_INTENT, 0, timeout, cancel_fd, err),
-                    err);
-        case BOARD_LOCK_FLOCK:
-                return take_named(cfg, BOARD_LOCK_NAME, lk, DIRLOCK_EXCLUSIVE, 1, timeout, cancel_fd, err);
-        }
-        return 0;
+        if (row->write == BOARD_LOCK_NOTHING || row->write_after_read)
+                return 0;
+        return take_write(cfg, row, lk, timeout, cancel_fd, err);
 }
 
 static int upgrade(struct board_lock *lk, struct board_error *err)
@@ -341,15 +338,16 @@ static int upgrade(struct board_lock *lk, struct board_error *err)
 int board_lock_write_commit(struct board_lock *lk, struct board_error *err)
 {
         const struct board_config *cfg = lk->cfg;
-        if (cfg->lock_mode == BOARD_LOCK_WRONG)
-                return take(cfg, lk, DIRLOCK_EXCLUSIVE, 0, err);
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
+        if (row->write != BOARD_LOCK_NOTHING && row->write_after_read)
+                return take_write(cfg, row, lk, cfg->lock_timeout, -1, err);
         /* rw: an in-place write is seen by readers as it happens, so it
          * needs the exclusive lock before it starts.  A rename write does
          * not: its temp file is written and synced while readers go on
          * (that is what the intent lock is for), and the upgrade waits
          * until board_lock_make_exclusive(), right before the rename;
          * board_lock_write_visible() steps back to intent right after it. */
-        if (cfg->lock_mode == BOARD_LOCK_RW && lk->handle && cfg->write_method == BOARD_WRITE_INPLACE)
+        if (row->upgrade_before_inplace && lk->handle && cfg->write_method == BOARD_WRITE_INPLACE)
                 return upgrade(lk, err);
         return 0;
 }
@@ -369,7 +367,7 @@ int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err)
 
 void board_lock_write_visible(struct board_lock *lk)
 {
-        if (lk->handle && lk->cfg->lock_mode == BOARD_LOCK_RW &&
+        if (lk->handle && board_lock_mode_row(lk->cfg->lock_mode)->write == DIRLOCK_INTENT &&
             dirlock_mode_of(lk->handle) == DIRLOCK_EXCLUSIVE) {
                 dirlock_error ignored = {0, 0, ""};
                 (void)dirlock_downgrade_intent(lk->handle, &ignored);
@@ -385,11 +383,11 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
         reader_released(lk->handle); /* may free it: last */
         lk->handle = NULL;
         if (rc == DIRLOCK_ELOST)
-                return board_fail(
-                    err, 500,
-                    "the board's lock was broken as stale before it was released; the change was "
-                    "written while the lock was still ours, but another writer may have run "
-                    "since (raise stale_age)");
+                return board_fail(err, 500,
+                                  "the board's lock was lost before it was released (%s); the change was "
+                                  "written while the lock was still ours, but another writer may have run "
+                                  "since (if it was broken as stale, raise stale_age)",
+                                  de.message[0] ? de.message : dirlock_strerror(rc));
         /* A lock server gone after the write: the write was made under the
          * lock and admitted by its fence; the server frees the lock by
          * itself after the stale age (or lost it in a restart), unless a

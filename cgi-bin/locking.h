@@ -1,8 +1,10 @@
-/* locking.h - the board's lock modes mapped onto the dirlock library: which
- * lock (exclusive, shared, intent, flock) each step of a read or a
- * read-modify-write of the flat log takes in each mode, and the board's
- * small named locks.  The library does the locking; the protocols built
- * on these calls are the board's own and are documented where they run:
+/* locking.h - the board's lock modes carried out with the dirlock library:
+ * the lock (exclusive, shared, intent, flock) that each step of a read or
+ * a read-modify-write of the flat log takes, as the mode's row says
+ * (lockmode.h: one row per mode, the table of what each takes), and the
+ * board's small named locks.  The library does the locking; the
+ * protocols built on these calls are the board's own and are documented
+ * where they run:
  * the read-modify-write of a post or delete in store_log.c (with the step
  * that upgrades an "rw" writer right before its rename), group commit and
  * the rate limit of queued posts in postqueue.c and groupcommit.c, the
@@ -13,18 +15,12 @@
  * database too, but its busy handler sleeps and retries, which lets late
  * writers overtake early ones.
  *
- *   mode   reads            posts/deletes
- *   none   -                -
- *   wrong  -                read, [delay], exclusive lock, write, release
- *   mkdir  -                exclusive lock, read, [delay], write, release
- *   rw     shared lock      intent lock, read, [delay], upgrade, write, release
- *   flock  flock shared     flock exclusive, read, [delay], write, release
- *
- * With group commit (config group_commit, the default) mkdir, rw and flock
- * posts go through the pending queue first (postqueue.h); the lock is the
- * same.  Lock name "messages" in the lock space (config lock_space, by
+ * With group commit (config group_commit, the default) the posts of the
+ * modes whose row allows it go through the pending queue first
+ * (postqueue.h); the lock is the same.  Lock name "messages" in the lock space (config lock_space, by
  * default data_dir/locks); "ratelimit" guards the rate-limit file of
- * queued posts, "deletelimit" the failed-delete counts, "schema" the
+ * queued posts, "deletelimit" the failed-delete counts (in every mode,
+ * board_lock_always), "schema" the
  * making or upgrading of a SQLite database's schema (store_sqlite.c). */
 #ifndef BOARD_LOCKING_H
 #define BOARD_LOCKING_H
@@ -63,6 +59,11 @@ int board_lock_write_wait(const struct board_config *cfg, struct board_lock *lk,
  * for small side files. */
 int board_lock_named(const struct board_config *cfg, const char *name, struct board_lock *lk,
                      struct board_error *err);
+/* board_lock_named() in every lock mode: none and wrong take the
+ * library's exclusive lock.  For state that must stay right whatever the
+ * demonstration mode: the failed-delete counts, a security limit. */
+int board_lock_always(const struct board_config *cfg, const char *name, struct board_lock *lk,
+                      struct board_error *err);
 /* board_lock_named() for the "ratelimit" lock (the post interval of
  * queued posts). */
 int board_lock_rate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);

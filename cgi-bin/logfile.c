@@ -140,8 +140,8 @@ int logfile_read(const char *path, struct msglist *out, struct board_error *err)
         return rc;
 }
 
-int logfile_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                  const struct file_commit *commit, struct board_error *err)
+int logfile_write(const char *path, const struct msglist *l, size_t cap, enum board_write_method method,
+                  long delay_ms, const struct file_commit *commit, struct board_error *err)
 {
         struct buf out = BUF_INIT;
         if (l->fence > 0)
@@ -171,14 +171,19 @@ int logfile_write(const char *path, const struct msglist *l, size_t cap, int met
         }
         const char *data = out.data ? out.data : "";
         int rc;
-        if (method == BOARD_WRITE_INPLACE) {
+        switch (method) {
+        case BOARD_WRITE_INPLACE:
                 rc = commit && commit->check ? commit->check(commit->ctx, err) : 0;
                 if (rc == 0)
                         rc = file_overwrite_inplace(path, data, out.len, 4, delay_ms, err);
                 if (rc == 0 && commit && commit->done)
                         commit->done(commit->ctx);
-        } else {
+                break;
+        case BOARD_WRITE_RENAME:
                 rc = file_replace(path, data, out.len, 0644, commit, err);
+                break;
+        default:
+                board_bug_unknown("write method", (int)method);
         }
         buf_free(&out);
         return rc;

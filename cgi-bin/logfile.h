@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "board_error.h"
+#include "config.h"
 #include "fileio.h"
 #include "msglist.h"
 
@@ -44,7 +45,7 @@ int logfile_read(const char *path, struct msglist *out, struct board_error *err)
  * BOARD_WRITE_INPLACE: overwrite in chunks with delay_ms between them
  * (commit->check before the first byte is written, commit->done after the
  * last is synced).  `commit` may be NULL. */
-int logfile_write(const char *path, const struct msglist *l, size_t cap, int method, long delay_ms,
-                  const struct file_commit *commit, struct board_error *err);
+int logfile_write(const char *path, const struct msglist *l, size_t cap, enum board_write_method method,
+                  long delay_ms, const struct file_commit *commit, struct board_error *err);
 
 #endif

@@ -67,6 +67,19 @@ static void esc(struct buf *out, const char *s)
         html_escape(out, s, strlen(s));
 }
 
+/* How the flat log is written, as the page header says it. */
+static const char *write_label(enum board_write_method method)
+{
+        switch (method) {
+        case BOARD_WRITE_RENAME:
+                return "rename";
+        case BOARD_WRITE_INPLACE:
+                return "in place";
+        default:
+                board_bug_unknown("write method", (int)method);
+        }
+}
+
 static void head(struct buf *out, const struct board_config *cfg, const char *title)
 {
         buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -82,11 +95,17 @@ static void head(struct buf *out, const struct board_config *cfg, const char *ti
         buf_puts(out, "\">");
         esc(out, cfg->title);
         buf_puts(out, "</a></h1>\n<p class=\"mode\">");
-        if (cfg->store == BOARD_STORE_SQLITE)
+        switch (cfg->store) {
+        case BOARD_STORE_SQLITE:
                 buf_puts(out, "store: sqlite");
-        else
-                buf_printf(out, "store: log, lock mode: %s, write: %s", config_lock_mode_name(cfg->lock_mode),
-                           cfg->write_method == BOARD_WRITE_INPLACE ? "in place" : "rename");
+                break;
+        case BOARD_STORE_LOG:
+                buf_printf(out, "store: log, lock mode: %s, write: %s", board_lock_mode_name(cfg->lock_mode),
+                           write_label(cfg->write_method));
+                break;
+        default:
+                board_bug_unknown("store", (int)cfg->store);
+        }
         buf_puts(out, "</p>\n</header>\n<main>\n");
 }
 

@@ -71,8 +71,14 @@ struct store_ops {
                       struct board_error *err);
 };
 
-/* The store the configuration names. */
+/* The store of kind `kind`, or NULL when the board has no store of that
+ * kind (never another store in its place). */
+const struct store_ops *store_of(enum board_store_kind kind);
+/* The store the configuration names: store_of(cfg->store). */
 const struct store_ops *store_for(const struct board_config *cfg);
+/* The kind of store named `name` (a struct store_ops' name) into *out: 0,
+ * or -1 when no store has that name. */
+int store_parse(const char *name, enum board_store_kind *out);
 
 /* Inside a delete's write lock or transaction: message `m` (NULL when
  * absent) still carries `verified_hash` (a string comparison, no

@@ -6,6 +6,7 @@
  * the window of the configured lock mode (locking.h), with the
  * demonstration delay between reading and writing. */
 #include "store_log.h"
+#include "test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,15 +149,9 @@ static int check_before_rename(void *ctx, struct board_error *err)
         struct write_check *c = ctx;
         if (board_lock_make_exclusive(c->lk, err) < 0)
                 return -1;
-#ifdef DIRLOCK_TEST_HOOKS
-        /* Test builds only (build/tests/progs/board-hooks): the one process
-         * that removes the file DIRLOCK_TEST_STOP_AFTER_CHECK names stops
-         * here, between the check and the fence gate, so a test can show
-         * that the fence refuses a late write the check let through. */
-        const char *arm = getenv("DIRLOCK_TEST_STOP_AFTER_CHECK");
+        const char *arm = dl_test_hook(STOP_AFTER_CHECK);
         if (arm != NULL && unlink(arm) == 0)
                 raise(SIGSTOP);
-#endif
         return fence_gate_enter(&c->gate, c->s->cfg->data_dir, c->s->log, c->lk->fence, err);
 }
 
@@ -294,15 +289,9 @@ static int view_check(struct log_store *s, int *fd, struct stat *st, struct boar
 static int view_load(struct log_store *s, int fd, const struct stat *st, struct board_error *err)
 {
         struct view_cache *v = &s->view;
-#ifdef DIRLOCK_TEST_HOOKS
-        /* Test builds only (tests/unit/test_board_view_lock.c): the one
-         * process that removes the file DIRLOCK_TEST_STOP_BEFORE_VIEW_READ
-         * names stops here, the log opened and not yet read, so a test can
-         * see which locks a view holds while it reads. */
-        const char *arm = getenv("DIRLOCK_TEST_STOP_BEFORE_VIEW_READ");
+        const char *arm = dl_test_hook(STOP_BEFORE_VIEW_READ);
         if (arm != NULL && unlink(arm) == 0)
                 raise(SIGSTOP);
-#endif
         struct buf now = BUF_INIT;
         int rc = file_read_fd(fd, s->log, &now, err);
         int read_errno = errno; /* ESTALE: replaced as we read it (log_view) */
@@ -432,8 +421,7 @@ static int post_alone(struct log_store *s, struct logrecord *msg, const struct s
 
 static bool uses_queue(const struct board_config *cfg)
 {
-        return cfg->group_commit && (cfg->lock_mode == BOARD_LOCK_MKDIR || cfg->lock_mode == BOARD_LOCK_RW ||
-                                     cfg->lock_mode == BOARD_LOCK_FLOCK);
+        return cfg->group_commit && board_lock_mode_row(cfg->lock_mode)->group_commit;
 }
 
 static bool log_has_id(const struct msglist *l, const char *id)

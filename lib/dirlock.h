@@ -15,11 +15,12 @@
  *
  * Lock spaces.  The first argument of every call names a lock space: a
  * directory path (locks are directories in it: lib/dir/exclusive.c),
- * "flock:DIR" (the kernel's flock(2) on files in DIR), or a Redis server
- * shared by several hosts: "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
- * [?prefix=P]" or "redis+unix:///SOCKET[?db=N&prefix=P]" (only in a build
- * with hiredis; lib/redis/redis_backend.c, docs/library.md).  See lib/backend.h.
- *
+ * "flock:DIR" (the kernel's flock(2) on files in DIR), or a lock server
+ * shared by several hosts, named by a URL (redis://..., in a build with
+ * hiredis).  dirlock_space_form() lists the forms this build knows,
+ * dirlock_space_query() says what a given string names; each backend's
+ * folder in lib/ has its grammar and protocol (docs/backends.md).
+
  * Threads and processes.  Separate handles may be used from separate
  * threads; one handle must not be used by two threads at once.  A handle
  * belongs to the process that acquired it: after fork() the child's copy
@@ -31,11 +32,13 @@
  *
  * State the library keeps besides handles (none of it needs setting up
  * or tearing down):
- *   - a per-thread inotify instance (wait.c), opened by the thread's first
+ *   - a per-thread inotify instance (notify.c), made by the thread's first
  *     wait and kept until the thread exits, when a thread-key destructor
  *     closes it: closing one costs a kernel grace period (~10 ms) that
- *     every contended acquire would pay.  A forked child sees the pid
- *     change and opens its own (closing the inherited copy).
+ *     every contended acquire would pay.  Every wait of the thread (one
+ *     blocking call, or any number of pending acquires) shares it.  A
+ *     forked child sees the pid change and opens its own (closing the
+ *     inherited copy).
  *   - a per-process identity (owner.c): host name, boot id, pid namespace,
  *     and this process's pid and start time, read once, behind a mutex; a
  *     pthread_atfork() child handler forgets the pid part in the child.
@@ -78,6 +81,10 @@ extern "C" {
  * not start with a dot. */
 #define DIRLOCK_NAME_MAX 64
 
+/* Length of a token: 128 random bits in lowercase hex, drawn for one
+ * acquisition (dirlock_token, dirlock_owner.token). */
+#define DIRLOCK_TOKEN_LEN 32
+
 /* Default age after which an unrefreshed lock is stale (seconds). */
 #define DIRLOCK_DEFAULT_STALE_AGE 180.0
 
@@ -88,33 +95,61 @@ extern "C" {
  * 0.1 s they would break live holders. */
 #define DIRLOCK_MIN_STALE_AGE 0.1
 
-typedef enum dirlock_code {
-        DIRLOCK_OK = 0,
-        DIRLOCK_EBUSY,     /* held by someone else (one try, timeout 0)   */
-        DIRLOCK_ETIMEDOUT, /* still held by someone else when time ran out */
-        DIRLOCK_ENAME,     /* invalid lock name                            */
-        DIRLOCK_EINVAL,    /* invalid argument or option                   */
-        DIRLOCK_ELOST,     /* our lock was broken as stale (maybe re-taken) */
-        DIRLOCK_ENOTOWNER, /* handle used by a process that does not own it */
-        DIRLOCK_ELIVE,     /* refused to break a lock whose owner is alive  */
-        DIRLOCK_ENOLOCK,   /* no such lock (inspect, break)                 */
-        DIRLOCK_EUPGRADE,  /* read -> write upgrade refused (use intent)    */
-        DIRLOCK_EBALANCE,  /* reentrant release without a matching acquire  */
-        DIRLOCK_EIO,       /* system call failed; errno is kept             */
-        DIRLOCK_ENOMEM,    /* out of memory                                 */
-        DIRLOCK_ECANCELED, /* the wait was ended by opts->cancel_fd         */
-        DIRLOCK_EPERM,     /* the lock is in the way but may not be broken
-                              or replaced by this user (see docs/sharing.md) */
-        DIRLOCK_ESERVER,   /* the lock server could not be reached or did not
-                              answer in time (refused, down, broken, timed out) */
-        DIRLOCK_EAUTH,     /* the lock server refused our credentials or db  */
-        DIRLOCK_EDATA,     /* the lock server's data is not what dirlock wrote
-                              (a key of the wrong type), or a script failed   */
-        DIRLOCK_ENETFS,    /* the lock directory is on a network filesystem where
-                              this mode is not safe among several clients
-                              (docs/netfs.md); DIRLOCK_ONE_CLIENT allows it   */
-        DIRLOCK_CODE_COUNT
-} dirlock_code;
+/* Every error code, once, in number order: X(NAME, DESCRIPTION) for
+ * DIRLOCK_NAME, with what it means beside it.  The list makes enum
+ * dirlock_code (numbered from 0 as written), dirlock_strerror() and
+ * dirlock_code_name(); bindings walk the numbers with dirlock_code_name()
+ * rather than keep a list of their own.  New codes go at the end: the
+ * numbers are part of the ABI. */
+#define DIRLOCK_CODES(X)                                                                                     \
+        X(OK, "success")                                                                                     \
+        /* held by someone else (one try, timeout 0) */                                                      \
+        X(EBUSY, "lock is busy")                                                                             \
+        /* still held by someone else when time ran out */                                                   \
+        X(ETIMEDOUT, "timed out waiting for the lock")                                                       \
+        X(ENAME, "invalid lock name")                                                                        \
+        /* invalid argument or option */                                                                     \
+        X(EINVAL, "invalid argument")                                                                        \
+        /* our lock was broken as stale (maybe re-taken), or the lock server no                              \
+           longer has it */                                                                                  \
+        X(ELOST, "lock was lost (broken as stale, or gone from the lock server)")                            \
+        /* handle used by a process that does not own it */                                                  \
+        X(ENOTOWNER, "lock is not owned by this process")                                                    \
+        /* refused to break a lock whose owner is alive */                                                   \
+        X(ELIVE, "lock is held by a live owner")                                                             \
+        /* no such lock (inspect, break) */                                                                  \
+        X(ENOLOCK, "no such lock")                                                                           \
+        /* read -> write upgrade refused (use intent) */                                                     \
+        X(EUPGRADE, "cannot upgrade a shared lock (use an intent lock)")                                     \
+        /* reentrant release without a matching acquire */                                                   \
+        X(EBALANCE, "release without a matching acquire")                                                    \
+        /* system call failed; errno is kept */                                                              \
+        X(EIO, "system call failed")                                                                         \
+        X(ENOMEM, "out of memory")                                                                           \
+        /* the wait was ended by opts->cancel_fd */                                                          \
+        X(ECANCELED, "wait canceled")                                                                        \
+        /* the lock is in the way but may not be broken or replaced by this user                             \
+           (see docs/sharing.md) */                                                                          \
+        X(EPERM, "lock may not be broken or taken by this user")                                             \
+        /* the lock server could not be reached or did not answer in time                                    \
+           (refused, down, broken, timed out) */                                                             \
+        X(ESERVER, "lock server unreachable or not answering")                                               \
+        /* the lock server refused our credentials or db */                                                  \
+        X(EAUTH, "lock server refused the credentials or database")                                          \
+        /* the lock space's data is not what dirlock wrote (a key of the wrong                               \
+           type, a fence counter past DIRLOCK_FENCE_MAX), or a script failed */                              \
+        X(EDATA, "unexpected data or script error on the lock server")                                       \
+        /* a pending acquire is still waiting: poll its descriptor and step it                               \
+           again */                                                                                          \
+        X(EAGAIN, "the acquire is still waiting")                                                            \
+        /* the lock directory is on a network filesystem where this mode is                                  \
+           not safe among several clients (docs/netfs.md); DIRLOCK_ONE_CLIENT                                \
+           allows it */                                                                                      \
+        X(ENETFS, "mode not safe among the clients of this network filesystem")
+
+#define DIRLOCK_CODE_ENUM_(name, description) DIRLOCK_##name,
+typedef enum dirlock_code { DIRLOCK_CODES(DIRLOCK_CODE_ENUM_) DIRLOCK_CODE_COUNT } dirlock_code;
+#undef DIRLOCK_CODE_ENUM_
 
 /* Filled in by every call that takes one (may be NULL). */
 typedef struct dirlock_error {
@@ -125,6 +160,11 @@ typedef struct dirlock_error {
 
 /* Short fixed description of a code ("lock is busy", ...). */
 const char *dirlock_strerror(int code);
+
+/* Name of a code without its prefix ("OK", "EBUSY", ...), or NULL for a
+ * number that is no code: 0, 1, ... up to the first NULL are every code
+ * of the library a program runs with, whatever header it was built with. */
+const char *dirlock_code_name(int code);
 
 /* Lock modes.  DIRLOCK_EXCLUSIVE is the write side of the reader-writer
  * lock of the same name: an exclusive lock excludes readers too. */
@@ -193,17 +233,17 @@ typedef struct dirlock_owner {
         pid_t pid;
         unsigned long long start_time; /* process start, clock ticks since boot */
         char host[256];
-        char token[33];                  /* 128-bit random, hex                     */
-        double acquired;                 /* wall clock, seconds since the epoch     */
-        double age;                      /* seconds since acquire or last refresh   */
-        int same_host;                   /* recorded on this host, this boot        */
-        int owner_alive;                 /* -1 unknown (other host), 0 dead, 1 alive */
-        int stale;                       /* would be broken now with the given age  */
-        int mode;                        /* dirlock_mode of this holder             */
-        unsigned readers;                /* shared/intent holders of the name       */
-        pid_t partner;                   /* 0, or the process holding with it       */
-        char name[DIRLOCK_NAME_MAX + 1]; /* the lock's name            */
-        unsigned ranges;                 /* held ranges (dirlock_ranges) */
+        char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex                     */
+        double acquired;                   /* wall clock, seconds since the epoch     */
+        double age;                        /* seconds since acquire or last refresh   */
+        int same_host;                     /* recorded on this host, this boot        */
+        int owner_alive;                   /* -1 unknown (other host), 0 dead, 1 alive */
+        int stale;                         /* would be broken now with the given age  */
+        int mode;                          /* dirlock_mode of this holder             */
+        unsigned readers;                  /* shared/intent holders of the name       */
+        pid_t partner;                     /* 0, or the process holding with it       */
+        char name[DIRLOCK_NAME_MAX + 1];   /* the lock's name            */
+        unsigned ranges;                   /* held ranges (dirlock_ranges) */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -262,7 +302,13 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err);
  * is not any more), and the same number is returned for the handle after
  * that.  Fences are microsecond timestamps made strictly increasing, so
  * they do not go back even if the counter is lost (docs/fencing.md says
- * what that assumes).  flock spaces have none (DIRLOCK_EINVAL). */
+ * what that assumes).  flock spaces have none (DIRLOCK_EINVAL).  A fence
+ * is at most DIRLOCK_FENCE_MAX, 2^53 - 1, so that it is exact in a double
+ * (Lua on a Redis server, JSON, JavaScript): a counter at or past it --
+ * data dirlock did not write -- is refused with DIRLOCK_EDATA, never
+ * answered with a fence given before. */
+#define DIRLOCK_FENCE_BITS 53
+#define DIRLOCK_FENCE_MAX  ((1ULL << DIRLOCK_FENCE_BITS) - 1)
 int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err);
 
 /* Name, token and mode of a handle. */
@@ -348,6 +394,22 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err);
  * Directory spaces: lib/dir/range.c; Redis spaces: lib/redis/redis_range.c. */
 int dirlock_acquire_range(const char *lockdir, const char *name, double lo, double hi,
                           const dirlock_options *opts, dirlock **out, dirlock_error *err);
+/* A range written as text, as the dirlock command's --range takes it and
+ * the bindings pass it on: the one grammar of it (lib/range_text.c).
+ *
+ *   range  = number ":" number                      ; LO:HI, nothing around
+ *   number = [sign] (digits ["." [digits]] / "." digits) [exponent]
+ *   exponent = ("e" / "E") [sign] digits
+ *   sign   = "+" / "-"
+ *   digits = 1*("0"-"9")
+ *
+ * No spaces, no hexadecimal, no "inf" or "nan"; the decimal point is "."
+ * whatever the locale.  Each number becomes the nearest double (so 1e-320
+ * is the subnormal it names, and 1e-400 is 0); a number too large for a
+ * double is refused.  Then, as for dirlock_acquire_range: LO < HI.  On
+ * success *lo and *hi are set; otherwise DIRLOCK_EINVAL, a message saying
+ * what is wrong, and *lo and *hi are left alone. */
+int dirlock_range_parse(const char *text, double *lo, double *hi, dirlock_error *err);
 /* Narrow a held range to [lo, hi), a part of it, at once; waiters that no
  * longer overlap get in.  A range can only shrink: growing could deadlock. */
 int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err);
@@ -370,6 +432,67 @@ typedef struct dirlock_range_info {
  * malloc'd array of *count entries (free() it). */
 int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
                    dirlock_error *err);
+
+/* ---- acquiring without blocking --------------------------------------- */
+
+/* For event loops (libuv, epoll, asyncio, Node): an acquire that never
+ * blocks its caller.  Start it, poll its descriptor for reading, step it
+ * when the descriptor is readable; it ends with the lock or an error:
+ *
+ *     dirlock_pending *p;
+ *     dirlock_acquire_start(space, name, &opts, &p, &err);
+ *     ... add dirlock_pending_fd(p) to the loop, for POLLIN; when readable:
+ *     rc = dirlock_pending_step(p, &err);
+ *     if (rc == DIRLOCK_EAGAIN) wait again;
+ *     else { lock = dirlock_pending_lock(p); dirlock_pending_free(p); ... }
+ *
+ * It is the same acquire as dirlock_acquire() -- the same protocol, the
+ * same options, modes, spaces, errors and timeout -- run so that wherever
+ * it would wait it returns to the loop instead (lib/pending.c has the
+ * state machine).  The deadline needs no timer of the caller's: the
+ * descriptor becomes readable when it passes, and the next step ends the
+ * acquire with DIRLOCK_ETIMEDOUT.  Any number may be pending in one thread
+ * (each holds a few descriptors; see bench/README.md for 1,000 at once).
+ * A pending acquire is started, stepped and freed by one thread, and
+ * belongs to its process like a handle.  opts->cancel_fd (with
+ * DIRLOCK_CANCEL_FD) works as for dirlock_acquire(), and so does
+ * dirlock_pending_cancel().  Each *_start call runs the acquire up to its
+ * first wait at once: a free lock is already held when it returns (the
+ * descriptor then polls readable, and the first step says DIRLOCK_OK). */
+typedef struct dirlock_pending dirlock_pending;
+
+int dirlock_acquire_start(const char *space, const char *name, const dirlock_options *opts,
+                          dirlock_pending **out, dirlock_error *err);
+int dirlock_acquire_range_start(const char *space, const char *name, double lo, double hi,
+                                const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
+int dirlock_acquire_many_start(const char *space, const char *const names[], size_t n,
+                               const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
+/* Intent -> exclusive without blocking; the handle is not used by anyone
+ * else until the pending upgrade is done (DIRLOCK_OK: upgraded; else it
+ * keeps its intent lock, as dirlock_upgrade()). */
+int dirlock_upgrade_start(dirlock *lock, const dirlock_options *opts, dirlock_pending **out,
+                          dirlock_error *err);
+
+/* The descriptor to poll for reading (the same for the pending acquire's
+ * whole life; the library closes it in dirlock_pending_free). */
+int dirlock_pending_fd(const dirlock_pending *p);
+/* Go on as far as possible without blocking: DIRLOCK_EAGAIN while it still
+ * waits, else the acquire's result (the same on every later call). */
+int dirlock_pending_step(dirlock_pending *p, dirlock_error *err);
+/* Give up: the acquire ends at its next step with DIRLOCK_ECANCELED (or
+ * DIRLOCK_OK, when it got the lock first), having removed what it made. */
+void dirlock_pending_cancel(dirlock_pending *p);
+/* After DIRLOCK_OK: the new handle, or set (acquire_many), handed to the
+ * caller once (NULL before, after, or for an upgrade). */
+dirlock *dirlock_pending_lock(dirlock_pending *p);
+dirlock_set *dirlock_pending_set(dirlock_pending *p);
+/* Free it in any state: a waiting acquire is canceled and finished first
+ * (which may block for the clean-up's own I/O, at most a lock server's
+ * answer), a lock it got and nobody took is released.  In a forked child
+ * it only closes the child's copies of its descriptors: the acquire under
+ * way is the parent's, and what it had allocated stays until exec or
+ * exit. */
+void dirlock_pending_free(dirlock_pending *p);
 
 /* ---- lock spaces ---------------------------------------------------------- */
 

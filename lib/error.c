@@ -1,38 +1,32 @@
-/* error.c - error codes: their fixed descriptions and the helpers that fill
- * a dirlock_error with a message naming what failed. */
+/* error.c - error codes: their fixed descriptions and names (both from the
+ * one list, DIRLOCK_CODES in dirlock.h) and the helpers that fill a
+ * dirlock_error with a message naming what failed. */
 #include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const descriptions[DIRLOCK_CODE_COUNT] = {
-    [DIRLOCK_OK] = "success",
-    [DIRLOCK_EBUSY] = "lock is busy",
-    [DIRLOCK_ETIMEDOUT] = "timed out waiting for the lock",
-    [DIRLOCK_ENAME] = "invalid lock name",
-    [DIRLOCK_EINVAL] = "invalid argument",
-    [DIRLOCK_ELOST] = "lock was lost (broken as stale)",
-    [DIRLOCK_ENOTOWNER] = "lock is not owned by this process",
-    [DIRLOCK_ELIVE] = "lock is held by a live owner",
-    [DIRLOCK_ENOLOCK] = "no such lock",
-    [DIRLOCK_EUPGRADE] = "cannot upgrade a shared lock (use an intent lock)",
-    [DIRLOCK_EBALANCE] = "release without a matching acquire",
-    [DIRLOCK_EIO] = "system call failed",
-    [DIRLOCK_ENOMEM] = "out of memory",
-    [DIRLOCK_ECANCELED] = "wait canceled",
-    [DIRLOCK_EPERM] = "lock may not be broken or taken by this user",
-    [DIRLOCK_ESERVER] = "lock server unreachable or not answering",
-    [DIRLOCK_EAUTH] = "lock server refused the credentials or database",
-    [DIRLOCK_EDATA] = "unexpected data or script error on the lock server",
-    [DIRLOCK_ENETFS] = "mode not safe among the clients of this network filesystem",
-};
+#define DESCRIPTION_(name, description) [DIRLOCK_##name] = description,
+static const char *const descriptions[DIRLOCK_CODE_COUNT] = {DIRLOCK_CODES(DESCRIPTION_)};
+#undef DESCRIPTION_
+
+#define NAME_(name, description) [DIRLOCK_##name] = #name,
+static const char *const names[DIRLOCK_CODE_COUNT] = {DIRLOCK_CODES(NAME_)};
+#undef NAME_
 
 const char *dirlock_strerror(int code)
 {
-        if (code < 0 || code >= DIRLOCK_CODE_COUNT || descriptions[code] == NULL)
+        if (code < 0 || code >= DIRLOCK_CODE_COUNT)
                 return "unknown dirlock error";
         return descriptions[code];
+}
+
+const char *dirlock_code_name(int code)
+{
+        if (code < 0 || code >= DIRLOCK_CODE_COUNT)
+                return NULL;
+        return names[code];
 }
 
 int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)

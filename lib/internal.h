@@ -7,8 +7,22 @@
 
 #include "dirlock.h"
 
+#include <assert.h>
+#include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
+
+/* DL_ASSERT(c): a precondition or invariant that a protocol's comment
+ * states, checked where the comment states it, as SQLite's assert()s
+ * check its comments: in the builds the tests run under the sanitizers
+ * (make test SANITIZE=1) and the test-hook build (tests/tests.mk), which
+ * compile with DIRLOCK_ASSERTS.  The shipped library pays nothing. */
+#ifdef DIRLOCK_ASSERTS
+#define DL_ASSERT(c) assert(c)
+#else
+#define DL_ASSERT(c) ((void)0)
+#endif
 
 /* ---- the handle -------------------------------------------------------- */
 
@@ -27,7 +41,7 @@ struct dirlock {
         bool ranged;                      /* a range lock of [lo, hi)             */
         double lo, hi;
         char name[DIRLOCK_NAME_MAX + 1];
-        char token[33]; /* 128-bit random, hex: names this acquisition */
+        char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex: names this acquisition */
 };
 
 void dl_handle_free(dirlock *h);
@@ -50,6 +64,17 @@ int dl_handle_new_token(dirlock *h, dirlock_error *err);
 int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void dl_ok(dirlock_error *err);
+
+/* ---- fences (fence.c) --------------------------------------------------- */
+
+/* A fence or fence counter written as text: `len` decimal digits (leading
+ * zeros allowed).  1 and *out when it is a number up to DIRLOCK_FENCE_MAX;
+ * -1 for a number past it (data dirlock did not write: DIRLOCK_EDATA); 0
+ * for anything else. */
+int dl_fence_parse(const char *text, size_t len, unsigned long long *out);
+/* The fence a server answered as text (NUL-terminated): the number, or 0
+ * -- no fence -- when it is not one of 1..DIRLOCK_FENCE_MAX. */
+unsigned long long dl_fence_of_text(const char *text);
 
 /* ---- paths (path.c) ---------------------------------------------------- */
 
@@ -75,7 +100,7 @@ int dl_make_dirs(char *path);
 typedef struct dl_record {
         pid_t pid;
         unsigned long long start_time; /* clock ticks since boot (/proc) */
-        char token[33];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         long long acquired_ns;       /* CLOCK_REALTIME at acquire      */
         char boot_id[37];            /* this machine's boot            */
         unsigned long long pidns;    /* pid namespace inode            */
@@ -117,7 +142,7 @@ unsigned long long dl_process_start_time(pid_t pid);
 /* getpid(), without a system call after the first (cleared by fork()). */
 pid_t dl_self_pid(void);
 /* 128 random bits as 32 hex digits. */
-int dl_random_token(char out[33], dirlock_error *err);
+int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
 
 /* ---- clocks (clock.c) -------------------------------------------------- */
 
@@ -136,6 +161,67 @@ long long dl_wall_ns(void);
 /* Nanoseconds since the epoch of a timestamp. */
 long long dl_ts_ns(const struct timespec *ts);
 
+/* ---- the one wait primitive and pending acquires (pending.c) ----------- */
+
+/* Every wait of the library goes through here: ppoll(2) without a signal
+ * mask, or, inside a pending acquire (dirlock_acquire_start), the pending
+ * acquire stops here until its caller's loop finds its descriptor readable
+ * and steps it, and then the same result.  `timeout` NULL: no timeout. */
+int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout);
+/* Sleep up to `ms`, never past the deadline; 1 when cancel_fd (>= 0)
+ * polled readable meanwhile, else 0.  Through dl_poll. */
+int dl_nap_ms(double ms, const dl_time *deadline, int cancel_fd);
+/* Inside a pending acquire: its kick descriptor, which the inotify hub
+ * writes when an event matters to it; -1 outside. */
+int dl_pending_kick_fd(void);
+
+/* ---- fibers (fiber.c) --------------------------------------------------- */
+
+typedef struct dl_fiber dl_fiber;
+int dl_fiber_new(dl_fiber **out, void (*fn)(void *arg), void *arg, dirlock_error *err);
+/* Run f until it suspends (false) or its function returns (true). */
+bool dl_fiber_resume(dl_fiber *f);
+/* From inside a fiber: back to the one that resumed it. */
+void dl_fiber_suspend(void);
+dl_fiber *dl_fiber_current(void);
+/* Make a finished fiber run fn(arg) anew, on the same stack: 0 or -1. */
+int dl_fiber_reuse(dl_fiber *f, void (*fn)(void *arg), void *arg);
+/* A fiber that finished or never ran. */
+void dl_fiber_free(dl_fiber *f);
+
+/* ---- the per-thread inotify hub (notify.c) ------------------------------ */
+
+#define DL_LISTENER_WATCHES 16
+/* One waiter's interest in the thread's inotify instance. */
+typedef struct dl_listener {
+        struct {
+                int wd;
+                uint32_t mask; /* IN_* events wanted there */
+        } watch[DL_LISTENER_WATCHES];
+        int nwatch;
+        bool joined; /* the thread has an instance, and we are on its list */
+        bool fired;  /* an event that matters came since dl_notify_take   */
+        int kick_fd; /* written when another's drain fires us, or -1      */
+        /* NULL (every name), or false when an event naming `name` in a
+         * watched directory cannot matter to this waiter. */
+        bool (*filter)(const char *name, unsigned mask, void *arg);
+        void *filter_arg;
+        struct dl_listener *next;
+} dl_listener;
+/* The thread's instance (made on first use), -1 when none can be had. */
+int dl_notify_fd(void);
+void dl_notify_join(dl_listener *l);
+void dl_notify_leave(dl_listener *l);
+/* Watch `path` for `mask` (IN_ONLYDIR and the like in `flags`): its watch
+ * descriptor, or -1 with errno (ENOSPC, ENOMEM: out of watches). */
+int dl_notify_add(dl_listener *l, const char *path, uint32_t mask, uint32_t flags);
+void dl_notify_set_mask(dl_listener *l, int wd, uint32_t mask);
+/* Read every queued event and fire the listeners it matters to (`self`
+ * is the caller's own, which is not kicked). */
+void dl_notify_drain(const dl_listener *self);
+/* Whether l fired since the last call (and reset it). */
+bool dl_notify_take(dl_listener *l);
+
 /* ---- waiting (wait.c) -------------------------------------------------- */
 
 /* Waits for "something may have changed in lockdir": an inotify event on
@@ -143,8 +229,9 @@ long long dl_ts_ns(const struct timespec *ts);
  * watched owner process (pidfd), or a backoff step when notification is
  * not available.  Never sleeps past the deadline. */
 typedef struct dl_waiter {
-        int inotify_fd; /* -1 when not used                      */
-        int pid_fd;     /* pidfd of the owner we wait for, or -1 */
+        dl_listener listener; /* its interest in the thread's inotify hub */
+        int lockdir_wd;       /* the lock directory's watch, or -1       */
+        int pid_fd;           /* pidfd of the owner we wait for, or -1   */
         pid_t pid_watched;
         bool notify; /* inotify usable                        */
         double backoff_ms;

@@ -6,18 +6,22 @@
 #
 # The backend-neutral layer is in lib/ itself; each backend keeps its
 # sources and the rule that decides whether it is built in its own folder,
-# in lib/NAME/NAME.mk, included below (docs/backends.md).  A fragment adds
+# in lib/NAME/NAME.mk, all included below (docs/backends.md).  A fragment adds
 # its sources to LIB_SRCS and, when it needs libraries, to LIB_LIBS and
 # PC_REQUIRES, and defines DIRLOCK_WITH_NAME in ALL_CFLAGS when it is built.
 
-LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/handle.c lib/multi.c lib/netfs.c lib/owner.c lib/path.c lib/space.c \
-	lib/wait.c
+LIB_SRCS := lib/admin.c lib/clock.c lib/error.c lib/fence.c lib/fiber.c lib/handle.c lib/multi.c lib/netfs.c lib/notify.c \
+	lib/owner.c lib/path.c lib/pending.c lib/range_text.c lib/space.c lib/wait.c
 LIB_LIBS :=
 PC_REQUIRES :=
 
-include lib/dir/dir.mk     # lock directories: always
-include lib/flock/flock.mk # flock(2) on files: always
-include lib/redis/redis.mk # Redis servers: when hiredis is there
+# Every backend's fragment: lib/dir/dir.mk (lock directories), lib/flock/
+# flock.mk (flock(2) on files), lib/redis/redis.mk (Redis servers, when
+# hiredis is there), and whatever backend is added next to them.
+include $(sort $(wildcard lib/*/*.mk))
+
+# The version, as lib/dirlock.h states it (its one home).
+DIRLOCK_VERSION := $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"$$/\1/p' lib/dirlock.h)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a
@@ -40,7 +44,7 @@ install-lib: $(LIB_A) $(LIB_SO)
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libdirlock.so.1
 	ln -sf libdirlock.so.1 $(DESTDIR)$(PREFIX)/lib/libdirlock.so
 	install -m 644 lib/dirlock.h $(DESTDIR)$(PREFIX)/include/dirlock.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|1.0.0|g' -e 's|@REQUIRES@|$(PC_REQUIRES)|' lib/dirlock.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DIRLOCK_VERSION)|g' -e 's|@REQUIRES@|$(PC_REQUIRES)|' lib/dirlock.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/dirlock.pc
 
 .PHONY: install install-lib

@@ -439,7 +439,7 @@ static unsigned long long token_next(void)
         return result;
 }
 
-int dl_random_token(char out[33], dirlock_error *err)
+int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err)
 {
         pid_t pid = dl_self_pid();
         if (token_pid != pid) {

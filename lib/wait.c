@@ -20,15 +20,12 @@
  *   - the caller's cancel descriptor polls readable (DIRLOCK_CANCEL_FD):
  *     the wait returns DIRLOCK_ECANCELED and the caller gives up as at its
  *     deadline.
- * The inotify instance is kept per thread and reused: closing one waits
- * for a kernel grace period (fsnotify's SRCU, ~10 ms here), which would be
- * paid on every contended acquire.  Its watches stay (an entry's watch
- * goes with the entry; the lock directory's mask is set again by each
- * dl_waiter_init); events that arrive while no one waits are drained when
- * the next wait begins, before the caller's next attempt, so no wake-up
- * is lost.  One waiter per thread is
- * active at a time (waits do not nest).  After fork() the child makes its
- * own instance, so parent and child never read each other's events.
+ * Events come through the thread's inotify hub (notify.c), which one
+ * blocking waiter or any number of pending acquires of the thread share;
+ * a waiter joins it before its caller's first look, so nothing that
+ * happens after that look is missed, and events from before it are
+ * forgotten.  Every wait goes through dl_poll (pending.c): a pending
+ * acquire stops there instead of blocking.
  *
  * Without inotify (a lock directory on a network filesystem, netfs.c;
  * inotify limits reached; DIRLOCK_NO_NOTIFY) it sleeps a jittered
@@ -38,6 +35,7 @@
  * spread out. */
 #include "internal.h"
 #include "netfs.h"
+#include "test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,42 +53,6 @@
 #define BACKOFF_START_MS 1.0
 #define BACKOFF_CAP_MS   100.0
 
-/* ---- the per-thread inotify instance -------------------------------- */
-
-static pthread_key_t notify_key;
-static pthread_once_t notify_once = PTHREAD_ONCE_INIT;
-static _Thread_local int notify_fd = -1;
-static _Thread_local pid_t notify_pid;
-
-static void notify_thread_exit(void *unused)
-{
-        (void)unused;
-        if (notify_fd >= 0)
-                close(notify_fd);
-        notify_fd = -1;
-}
-
-static void notify_key_create(void)
-{
-        pthread_key_create(&notify_key, notify_thread_exit);
-}
-
-static int thread_inotify(void)
-{
-        pid_t pid = dl_self_pid();
-        if (notify_fd >= 0 && notify_pid == pid)
-                return notify_fd;
-        if (notify_fd >= 0)
-                close(notify_fd); /* inherited over fork: shared, so closing is cheap */
-        notify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        notify_pid = pid;
-        if (notify_fd >= 0) {
-                pthread_once(&notify_once, notify_key_create);
-                pthread_setspecific(notify_key, &notify_fd);
-        }
-        return notify_fd;
-}
-
 /* xorshift64*: jitter only, seeded from the handle's random token. */
 static double next_unit(dl_waiter *w)
 {
@@ -100,10 +62,26 @@ static double next_unit(dl_waiter *w)
         return (double)((w->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
+/* The hub's name filter: not a name starting with '.' (other processes'
+ * prepared directories, the ranges' meta-lock), unless it is exactly the
+ * waiter's wake_name; and one its `relevant` filter (if any) accepts. */
+static bool name_matters(const char *name, unsigned mask, void *arg)
+{
+        const dl_waiter *w = arg;
+        if (w->wake_name != NULL && strcmp(name, w->wake_name) == 0)
+                return true;
+        return name[0] != '.' && (w->relevant == NULL || w->relevant(name, mask, w->relevant_arg));
+}
+
+#define LOCKDIR_EVENTS       (IN_DELETE | IN_DELETE_SELF)
+#define LOCKDIR_EVENTS_MUTED IN_DELETE_SELF
+#define DIR_EVENTS           (IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF)
+
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age)
 {
         memset(w, 0, sizeof *w);
-        w->inotify_fd = -1;
+        w->lockdir_wd = -1;
+        w->listener.kick_fd = -1;
         w->pid_fd = -1;
         w->cancel_fd = -1;
         w->backoff_ms = BACKOFF_START_MS;
@@ -113,13 +91,9 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 w->recheck_ms = stale_age * 1e3 / 3;
                 w->cap_ms = w->recheck_ms;
         }
-#ifdef DIRLOCK_TEST_HOOKS
-        /* Test builds only: a long re-check interval turns a lost wake-up
-         * from a short stall into one a test cannot miss (rw-wake.t). */
-        const char *recheck = getenv("DIRLOCK_TEST_RECHECK_MS");
+        const char *recheck = dl_test_hook(RECHECK_MS);
         if (recheck != NULL && atof(recheck) > 0)
                 w->recheck_ms = w->cap_ms = atof(recheck);
-#endif
         w->rng = 0x9E3779B97F4A7C15ULL;
         for (const char *c = seed; c && *c; c++)
                 w->rng = (w->rng ^ (unsigned char)*c) * 0x100000001B3ULL;
@@ -128,23 +102,26 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         if ((flags & DIRLOCK_NO_NOTIFY) || !dl_fs_of(lockdir, NULL)->notify)
                 return 0;
         w->lockdir = lockdir;
-        w->inotify_fd = thread_inotify();
-        if (w->inotify_fd < 0)
+        dl_notify_join(&w->listener);
+        if (!w->listener.joined)
                 return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
+        w->listener.filter = name_matters;
+        w->listener.filter_arg = w;
+        w->listener.kick_fd = dl_pending_kick_fd();
         w->notify = true;
         /* In the lock directory only deletions matter: a released or broken
          * lock is rmdir'ed.  (Renames there are other processes' prepared
          * directories becoming locks; waking every waiter on each of those
          * would only cost context switches under contention.) */
-        if (inotify_add_watch(w->inotify_fd, lockdir, IN_DELETE | IN_DELETE_SELF | IN_ONLYDIR) < 0) {
-                w->inotify_fd = -1;
+        w->lockdir_wd = dl_notify_add(&w->listener, lockdir, LOCKDIR_EVENTS, IN_ONLYDIR);
+        if (w->lockdir_wd < 0) {
+                dl_notify_leave(&w->listener);
                 w->notify = false;
         }
         /* Forget what happened before this waiter began; the caller makes
          * an attempt after this, which sees that state anyway. */
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        while (w->notify && read(w->inotify_fd, buf, sizeof buf) > 0)
-                ;
+        dl_notify_drain(&w->listener);
+        dl_notify_take(&w->listener);
         return 0;
 }
 
@@ -152,8 +129,7 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir)
 {
         if (!w->notify)
                 return -1;
-        uint32_t mask = IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR;
-        if (inotify_add_watch(w->inotify_fd, dir, mask) < 0) {
+        if (dl_notify_add(&w->listener, dir, DIR_EVENTS, IN_ONLYDIR) < 0) {
                 /* ENOSPC: out of watches; poll by backoff from now on.
                  * ENOENT (the directory is gone, e.g. a writer removed
                  * the emptied readers' directory) and the like only fail
@@ -177,7 +153,7 @@ int dl_waiter_watch_entry(dl_waiter *w, const char *path)
                 return -1;
         }
         /* The watch goes with the entry: IN_IGNORED follows its removal. */
-        if (inotify_add_watch(w->inotify_fd, path, IN_DELETE_SELF | IN_DONT_FOLLOW) < 0) {
+        if (dl_notify_add(&w->listener, path, IN_DELETE_SELF, IN_DONT_FOLLOW) < 0) {
                 int e = errno;
                 if (e == ENOSPC || e == ENOMEM)
                         w->notify = false;
@@ -191,13 +167,10 @@ void dl_waiter_lockdir_events(dl_waiter *w, bool on)
 {
         if (!w->notify || w->lockdir_muted == !on)
                 return;
-        /* Replacing the watch's mask: a muted lock directory reports only
-         * its own removal. */
-        uint32_t mask = on ? IN_DELETE | IN_DELETE_SELF | IN_ONLYDIR : IN_DELETE_SELF | IN_ONLYDIR;
-        if (inotify_add_watch(w->inotify_fd, w->lockdir, mask) < 0) {
-                w->notify = false; /* back off and poll from now on */
-                return;
-        }
+        /* A muted lock directory reports only its own removal, to this
+         * waiter; the hub narrows the kernel's mask when no other waiter
+         * of the thread wants more. */
+        dl_notify_set_mask(&w->listener, w->lockdir_wd, on ? LOCKDIR_EVENTS : LOCKDIR_EVENTS_MUTED);
         w->lockdir_muted = !on;
 }
 
@@ -252,30 +225,6 @@ bool dl_waiter_owner_died(const dl_waiter *w)
         return w->owner_died;
 }
 
-/* Drain queued events; true when one names an entry that matters: not
- * one starting with '.', unless it is exactly the waiter's wake_name, and
- * one its `relevant` filter (if any) accepts. */
-static bool drain_events(int fd, const dl_waiter *w)
-{
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        bool relevant = false;
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-                if (n <= 0)
-                        return relevant;
-                for (char *p = buf; p < buf + n;) {
-                        struct inotify_event *ev = (struct inotify_event *)p;
-                        if (ev->len == 0 || (ev->mask & IN_Q_OVERFLOW) ||
-                            (w->wake_name != NULL && strcmp(ev->name, w->wake_name) == 0))
-                                relevant = true;
-                        else if (ev->name[0] != '.' &&
-                                 (w->relevant == NULL || w->relevant(ev->name, ev->mask, w->relevant_arg)))
-                                relevant = true;
-                        p += sizeof *ev + ev->len;
-                }
-        }
-}
-
 static struct timespec ms_to_timespec(double ms)
 {
         if (ms < 0)
@@ -297,7 +246,7 @@ void dl_waiter_cancel_on(dl_waiter *w, int fd)
 static bool readable(int fd, const struct timespec *ts)
 {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        return ppoll(&p, 1, ts, NULL) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
+        return dl_poll(&p, 1, ts) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
 }
 
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
@@ -322,8 +271,7 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                                 return DIRLOCK_ECANCELED;
                         return last && dl_remaining(deadline) <= 0 ? DIRLOCK_ETIMEDOUT : 0;
                 }
-                while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-                        ;
+                dl_poll(NULL, 0, &ts); /* EINTR: an early step, harmless */
                 return last ? DIRLOCK_ETIMEDOUT : 0;
         }
 
@@ -336,16 +284,20 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         for (;;) {
                 bool last = span >= left;
                 struct timespec ts = ms_to_timespec(last ? left : span);
-                struct pollfd fds[3];
+                struct pollfd fds[4];
                 nfds_t n = 0;
-                if (w->notify)
-                        fds[n++] = (struct pollfd){.fd = w->inotify_fd, .events = POLLIN};
+                /* A blocking waiter reads the hub itself; a pending
+                 * acquire's is kicked by whoever reads it (pending.c). */
+                if (w->notify && w->listener.kick_fd < 0)
+                        fds[n++] = (struct pollfd){.fd = dl_notify_fd(), .events = POLLIN};
+                if (w->notify && w->listener.kick_fd >= 0)
+                        fds[n++] = (struct pollfd){.fd = w->listener.kick_fd, .events = POLLIN};
                 if (w->pid_fd >= 0)
                         fds[n++] = (struct pollfd){.fd = w->pid_fd, .events = POLLIN};
                 if (w->cancel_fd >= 0)
                         fds[n++] = (struct pollfd){.fd = w->cancel_fd, .events = POLLIN};
                 dl_time started = dl_now();
-                int rc = ppoll(fds, n, &ts, NULL);
+                int rc = dl_poll(fds, n, &ts);
                 if (rc == 0)
                         return last ? DIRLOCK_ETIMEDOUT : 0;
                 if (rc < 0 && errno != EINTR)
@@ -362,7 +314,10 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                                 w->owner_died = true;
                                 return 0;
                         }
-                        if (drain_events(w->inotify_fd, w))
+                }
+                if (rc > 0 && w->notify) {
+                        dl_notify_drain(&w->listener);
+                        if (dl_notify_take(&w->listener))
                                 return 0;
                 }
                 /* Interrupted, or only irrelevant events: wait for what is left. */
@@ -383,6 +338,6 @@ void dl_waiter_close(dl_waiter *w)
         /* The inotify instance belongs to the thread and stays open. */
         if (w->pid_fd >= 0)
                 close(w->pid_fd);
-        w->inotify_fd = -1;
         w->pid_fd = -1;
+        dl_notify_leave(&w->listener);
 }

@@ -2,10 +2,11 @@
 # core-cli.t - the dirlock command as shell users meet it: exit statuses,
 # -n/-w/-E, fractional timeouts, the default directory, status, break,
 # cleanup, invalid names, signal forwarding, a SIGKILLed dirlock whose
-# command keeps the lock, the stale age's floor, and exclusion between two
+# command keeps the lock, a fence that cannot be drawn (a corrupt counter,
+# a full tmpfs), the stale age's floor, and exclusion between two
 # commands.
 . "$(dirname "$0")/tap.sh"
-plan 27
+plan 29
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -110,6 +111,43 @@ f2=$("$DIRLOCK" -d "$L" fenced other -- sh -c 'echo $DIRLOCK_FENCE $DIRLOCK_FENC
 set -- $f2
 [ -n "$f1" ] && [ "$1" -gt "$f1" ] && [ "$2" = "fenced=$1" ] && case "$3" in other=[0-9]*) true ;; *) false ;; esac
 ok $? "DIRLOCK_FENCE and DIRLOCK_FENCES reach the command and grow: $f1, then $f2"
+
+# A fence that cannot be drawn stops the command before it runs (status
+# 3, the reason, the locks released): a counter that is not dirlock's ...
+"$DIRLOCK" -d "$L" corrupt -- true && rm -f "$L/corrupt.fence/"* && touch "$L/corrupt.fence/99999999999999999999"
+"$DIRLOCK" -d "$L" corrupt -- touch "$T/ran-corrupt" 2>"$T/err"
+st=$?
+[ $st = 3 ] && [ ! -e "$T/ran-corrupt" ] && grep -q "no fence for lock 'corrupt', so the command was not run" "$T/err" &&
+	"$DIRLOCK" status -d "$L" corrupt | grep -q "corrupt *free"
+ok $? "a corrupt fence counter: exit $st (want 3), not run, lock free: $(cat "$T/err")"
+# ... and a full disk: a tmpfs of N inodes, in a mount namespace of its
+# own, for every N from one too few for the lock to one that fits the
+# fence too.  At no N may the command run without its fence.
+cat >"$T/full.sh" <<'EOS'
+mnt=$1 dl=$2
+mkdir -p "$mnt" || exit 99
+for n in 3 4 5 6 7 8; do
+	mount -t tmpfs -o size=64k,nr_inodes=$n tmpfs "$mnt" || exit 99
+	"$dl" -d "$mnt/locks" full -- sh -c 'echo "${DIRLOCK_FENCE:-none}" >"$1"' sh "$mnt.ran" 2>"$mnt.err"
+	echo "$n $? $(cat "$mnt.ran" 2>/dev/null || echo not-run) $("$dl" status -d "$mnt/locks" full | tr -s ' ')"
+	grep -q "No space left on device" "$mnt.err" && sed 's/^/#   /' "$mnt.err" >&2
+	rm -f "$mnt.ran"
+	umount "$mnt"
+done
+EOS
+if unshare --mount --propagation private bash "$T/full.sh" "$T/small" "$DIRLOCK" >"$T/full.out" 2>"$T/full.err" &&
+	[ -s "$T/full.out" ]; then
+	sed 's/^/# nr_inodes /' "$T/full.out"
+	# each line: N STATUS FENCE-OR-not-run "full free"
+	awk '$2 == 3 && $3 == "not-run" { three++ }
+		!(($2 == 0 && $3 ~ /^[0-9]+$/) || (($2 == 2 || $2 == 3) && $3 == "not-run")) { bad++ }
+		$4 " " $5 != "full free" { bad++ }
+		END { exit !(three > 0 && bad == 0) }' "$T/full.out"
+	ok $? "a full tmpfs: where the lock fits and its fence does not, exit 3 and nothing run; never run without a fence; the lock always free after"
+	grep "^#" "$T/full.err" | head -n 4
+else
+	skip "cannot mount a small tmpfs in a mount namespace of its own here (unshare -m and mount need root): $(head -c 200 "$T/full.err")"
+fi
 
 # The stale age has a floor, refused with a clear message.
 "$DIRLOCK" -d "$L" --stale 0.05 tiny -- true 2>"$T/err"

@@ -1,22 +1,22 @@
 #!/bin/bash
 # core-counter.t - 16 processes x 2,000 read-modify-write increments of one
-# counter file under the exclusive lock on a private Redis server
-# (tests/redis-lib.sh) must give exactly 32,000, and 16 x 1,000 in a lock
+# counter file under the exclusive lock on each private server
+# (tests/spaces-lib.sh) must give exactly 32,000, and 16 x 1,000 in a lock
 # directory exactly 16,000 (half as many: a directory hand-off costs more
 # on a loaded 2-core machine, and the suite's time is bounded); the same
 # run without a lock must lose increments, and so must the Redis run with a
 # test build's ACQUIRE script that takes without looking
 # (DIRLOCK_TEST_REDIS_NO_LOCK): the test can fail.
 . "$(dirname "$0")/tap.sh"
-. "$(dirname "$0")/redis-lib.sh"
+# shellcheck source=tests/spaces-lib.sh
+. "$(dirname "$0")/spaces-lib.sh"
 P=${COUNTER_PROCS:-16}
-if redis_available; then
-	redis_start || exit 1
-	plan 6
-else
-	plan 3
-	diag "Redis: $REDIS_WHY"
-fi
+N_DIR=${COUNTER_N:-1000}
+N_SERVER=${COUNTER_N:-2000}
+spaces_start || exit 1
+twins=1
+space_of redis >/dev/null && twins=2
+plan $((2 * $(spaces_count) + twins))
 
 run() { # run SPACE LOCKING N -> prints the final counter and whether every worker finished
 	echo 0 >"$T/counter"
@@ -31,17 +31,19 @@ run() { # run SPACE LOCKING N -> prints the final counter and whether every work
 }
 
 for space in $(test_spaces); do
-	kind=directory N=${COUNTER_N:-1000}
-	case $space in redis*) kind=Redis N=${COUNTER_N:-2000} ;; esac
+	kind=$(space_kind "$space") N=$N_DIR
+	space_is_server "$space" && N=$N_SERVER
 	t0=$(date +%s)
 	read -r got st <<<"$(run "$space" dirlock "$N")"
 	is "$got" $((P * N)) "$kind: $P x $N increments give $((P * N)) ($(($(date +%s) - t0)) s)"
 	is "$st" 0 "$kind: every worker finished cleanly"
 done
-read -r got st <<<"$(run "$T/locks" none "$N")"
+N=$N_DIR
+read -r got st <<<"$(run "$SPACE_DIR" none "$N")"
 diag "no lock: counter $got of $((P * N))"
 cmp_num "$got" -lt $((P * N)) "no lock: increments are lost ($got < $((P * N))), so this test can fail"
-if [ -n "$REDIS_PID" ]; then
-	read -r got st <<<"$(DIRLOCK_TEST_REDIS_NO_LOCK=1 run "$REDIS_SPACE" dirlock "$N")"
+if R=$(space_of redis); then
+	N=$N_SERVER
+	read -r got st <<<"$(DIRLOCK_TEST_REDIS_NO_LOCK=1 run "$R" dirlock "$N")"
 	cmp_num "$got" -lt $((P * N)) "Redis, an ACQUIRE script that does not exclude: increments are lost ($got < $((P * N)))"
 fi

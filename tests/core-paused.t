@@ -1,21 +1,20 @@
 #!/bin/bash
 # core-paused.t - a holder stopped (SIGSTOP) past its stale age, in a
-# directory space and on a private Redis server: the next holder gets the
-# lock and a higher fence; the paused one, resumed, finds its lock lost
-# (check and release say DIRLOCK_ELOST) and, if it asks for its fence only
-# now, gets none.  The twin (Redis, a test build whose fence is drawn late
-# without checking the lock, DIRLOCK_TEST_REDIS_LAZY_FENCE) shows the test
-# can fail: the late holder then gets a fence above its successor's.
+# directory space and on each private server (tests/spaces-lib.sh): the
+# next holder gets the lock and a higher fence; the paused one, resumed,
+# finds its lock lost (check and release say DIRLOCK_ELOST) and, if it asks
+# for its fence only now, gets none; a holder that is not paused keeps its
+# lock.  The twin (Redis, a test build whose fence is drawn late without
+# checking the lock, DIRLOCK_TEST_REDIS_LAZY_FENCE) shows the test can
+# fail: the late holder then gets a fence above its successor's.
 . "$(dirname "$0")/tap.sh"
-. "$(dirname "$0")/redis-lib.sh"
+# shellcheck source=tests/spaces-lib.sh
+. "$(dirname "$0")/spaces-lib.sh"
 ELOST=5
-if redis_available; then
-	redis_start || exit 1
-	plan 10
-else
-	plan 5
-	diag "Redis: $REDIS_WHY"
-fi
+spaces_start || exit 1
+extra=0
+space_of redis >/dev/null && extra=2
+plan $((4 * $(spaces_count) + extra))
 
 # paused SPACE NAME MODE -> runs a holder (stale 0.5 s, sleeping 1.5 s)
 # stopped for 1.2 s from right after it holds; a second taker meanwhile.
@@ -37,30 +36,25 @@ paused() {
 	: "$word"
 }
 
+declare -A late_release # SPACE -> the release code of the holder refused a late fence
 for space in $(test_spaces); do
-	kind=directory
-	case $space in redis*) kind=Redis ;; esac
+	kind=$(space_kind "$space")
 	paused "$space" p early
 	cmp_num "$next_fence" -gt "$held_fence" "$kind: the next holder's fence ($next_fence) is above the paused one's ($held_fence)"
 	is "$check_code/$release_code" "$ELOST/$ELOST" "$kind: the resumed holder's check and release say DIRLOCK_ELOST"
 	paused "$space" q late
 	is "$late_code" "$ELOST" "$kind: a fence asked for after the pause is refused (DIRLOCK_ELOST, fence ${late_fence:-none})"
-	if [ "$kind" = Redis ]; then
-		is "$release_code" "$ELOST" "$kind: ... and its release says DIRLOCK_ELOST"
-	fi
+	late_release[$space]=$release_code
+	# Without a pause, the same holder keeps its lock.
+	coproc CONTROL { exec "$PROGS/lockworker" paused "$space" s 5 0.3 late; }
+	out=$(cat <&"${CONTROL[0]}")
+	wait "$CONTROL_PID" 2>/dev/null
+	is "$(echo "$out" | awk '$1 == "check" {print $2}')" 0 "$kind: control: a holder that is not paused keeps its lock"
 done
-if [ -n "$REDIS_PID" ]; then
-	DIRLOCK_TEST_REDIS_LAZY_FENCE=1 paused "$REDIS_SPACE" r late
+if R=$(space_of redis); then
+	is "${late_release[$R]}" "$ELOST" "Redis: the holder refused a late fence: its release says DIRLOCK_ELOST"
+	DIRLOCK_TEST_REDIS_LAZY_FENCE=1 paused "$R" r late
 	diag "twin: late fence $late_fence (code $late_code), next holder's $next_fence"
 	[ "$late_code" = 0 ] && [ "$late_fence" -gt "$next_fence" ]
 	ok $? "twin, fence drawn late without a check: the paused holder gets a fence above its successor's (test can fail)"
-fi
-# One more for the directory: without a pause, the same holder keeps its lock.
-coproc H2 { exec "$PROGS/lockworker" paused "$T/locks" s 5 0.3 late; }
-out=$(cat <&"${H2[0]}")
-is "$(echo "$out" | awk '$1 == "check" {print $2}')" 0 "directory: control: a holder that is not paused keeps its lock"
-if [ -n "$REDIS_PID" ]; then
-	coproc H3 { exec "$PROGS/lockworker" paused "$REDIS_SPACE" s 5 0.3 late; }
-	out=$(cat <&"${H3[0]}")
-	is "$(echo "$out" | awk '$1 == "check" {print $2}')" 0 "Redis: control: a holder that is not paused keeps its lock"
 fi

@@ -4,14 +4,15 @@
 # lock with DIRLOCK_FENCE set, -n and -w conflict as in a directory, two
 # commands never interleave, $DIRLOCK_DIR names the space, status shows
 # the owner record, break refuses a live owner and breaks a dead one (or
-# any with --force), and cleanup removes a dead owner's leftovers.
+# any with --force), cleanup removes a dead owner's leftovers, and a lock
+# the server lost (FLUSHALL, a restart) is reported as such.
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/redis-lib.sh"
 redis_available || {
 	echo "1..0 # SKIP $REDIS_WHY"
 	exit 0
 }
-plan 18
+plan 20
 port=$(redis_free_port) || {
 	echo "Bail out! no free port"
 	exit 1
@@ -77,13 +78,14 @@ sleep 0.1
 ok $? "status shows the owner as dead: $("$DIRLOCK" status -d "$U" dead)"
 "$DIRLOCK" break -d "$U" dead
 is "$?" 0 "break without --force breaks a dead owner's lock"
-"$DIRLOCK" -d "$U" forced -- sleep 3 &
+"$DIRLOCK" -d "$U" forced -- sleep 3 2>"$T/forced.err" &
 f=$!
 sleep 0.4
 "$DIRLOCK" break -d "$U" --force forced >/dev/null
 is "$?" 0 "break --force breaks a live owner's lock"
 wait $f
-is "$?" 1 "... and its dirlock reports the lock lost when the command ends"
+is "$?/$(grep -c "a lock was lost while the command ran: lock 'forced' was lost: .*broken" "$T/forced.err")" 1/1 \
+	"... and its dirlock reports the lock lost when the command ends: $(tail -n 1 "$T/forced.err")"
 
 "$DIRLOCK" -d "$U" dead2 -- sleep 30 &
 d=$!
@@ -97,3 +99,23 @@ before=$("$DIRLOCK" status -d "$U" dead2)
 after=$("$DIRLOCK" status -d "$U" dead2)
 case $before in *owner=dead*) [ "$after" = "dead2                    free" ] ;; *) false ;; esac
 ok $? "cleanup removes a dead owner's lock (before: ${before%% token=*}; after: $after)"
+
+# A lock the server lost while the command ran -- FLUSHALL, a restart
+# without its data -- is reported as lost by the server, not as broken as
+# stale (status: the conflict code, as for any lock lost while it ran).
+lost_by_server() { # lost_by_server NAME DESCRIPTION COMMAND... (which makes the server lose it)
+	local name=$1 what=$2 p st
+	shift 2
+	"$DIRLOCK" -d "$U" --stale 0.9 "$name" -- sleep 1.5 2>"$T/$name.err" &
+	p=$!
+	sleep 0.4
+	"$@" >/dev/null
+	wait $p
+	st=$?
+	[ "$st" = 1 ] && ! grep -q stale "$T/$name.err" &&
+		grep -q "a lock was lost while the command ran: lock '$name' was lost: the Redis server no longer has it" "$T/$name.err"
+	ok $? "$what: exit $st (want 1): $(tr '\n' '|' <"$T/$name.err")"
+}
+restart() { redis_stop && redis_start -p "$port"; }
+lost_by_server flushed "FLUSHALL under a running command" redis_cli flushall
+lost_by_server restarted "a restart under a running command" restart

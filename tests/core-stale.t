@@ -9,51 +9,51 @@
 # while another process runs dirlock_cleanup() in a loop.
 # A holder kept by the scheduler from refreshing for most of the stale age
 # is a paused holder, which the protocol may treat as gone: the checker
-# reports such cases as "delayed" and excuses them.  The twin at the end
-# shows that the checker fails when locks are broken under holders that
-# do refresh: the library is given a stale age (0.1 s) shorter than the
-# refresh interval the holders keep (the checker's 0.8 s / 4).  The same
-# at 0.3 s, and its twin, run against a private Redis server, whose entries
-# expire by the server's clock.
+# reports such cases as "delayed" and excuses them.  The twin of each
+# space shows that the checker fails when locks are broken under holders
+# that do refresh: the library is given a stale age (0.1 s) shorter than
+# the refresh interval the holders keep (the checker's 0.8 s / 4).  On each
+# private server (tests/spaces-lib.sh), whose entries expire by the
+# server's clock, the same at 0.3 s only, and its twin.
 . "$(dirname "$0")/tap.sh"
-. "$(dirname "$0")/redis-lib.sh"
+# shellcheck source=tests/spaces-lib.sh
+. "$(dirname "$0")/spaces-lib.sh"
 SECS=${STRESS_SECONDS:-4}
-if redis_available; then
-	redis_start || exit 1
-	plan 14
-else
-	plan 10
-	diag "Redis: $REDIS_WHY"
-fi
+DIR_STALES="0.1 0.3 0.6"
+SERVER_STALES="0.3"
+spaces_start || exit 1
+stales() { # stales SPACE -> the stale ages it is run at
+	if space_is_server "$1"; then echo "$SERVER_STALES"; else echo "$DIR_STALES"; fi
+}
+planned=0
+for space in $(test_spaces); do
+	planned=$((planned + 3 * $(stales "$space" | wc -w) + 1))
+done
+plan "$planned"
 
-run() { # run NAME STALE OPTIONS... -> one "ok" per run
+run() { # run NAME STALE OPTIONS... -> one "ok" per run, in a space of its own
+	# beside $space (the i-th)
 	name=$1
 	stale=$2
 	shift 2
-	space="$T/$name"
-	case $name in redis-*) space=$REDIS_SPACE ;; esac
-	out=$("$PROGS/stress" "$space" "$stale" 16 "$SECS" "$@" 2>"$T/$name.err")
+	out=$("$PROGS/stress" "$(space_sub "$space" "$name")" "$stale" 16 "$SECS" "$@" 2>"$T/$i-$name.err")
 	st=$?
-	ok $st "stale $stale s, $name: $out"
-	grep -E 'VIOLATION|delayed|stress\[' "$T/$name.err" | head -n 5 | while read -r l; do diag "$l"; done
+	ok $st "$kind: stale $stale s, $name: $out"
+	grep -E 'VIOLATION|delayed|stress\[' "$T/$i-$name.err" | head -n 5 | while read -r l; do diag "$l"; done
 }
 
-for stale in 0.1 0.3 0.6; do
-	run "exclusive-$stale" "$stale"
-	run "mixed-$stale" "$stale" --mix
-	run "cleanup-$stale" "$stale" --mix --cleanup
+i=0
+for space in $(test_spaces); do
+	i=$((i + 1))
+	kind=$(space_kind "$space")
+	for stale in $(stales "$space"); do
+		run "exclusive-$stale" "$stale"
+		run "mixed-$stale" "$stale" --mix
+		run "cleanup-$stale" "$stale" --mix --cleanup
+	done
+	# The checker can fail.
+	out=$("$PROGS/stress" "$(space_sub "$space" twin)" 0.8 16 2 --lib-stale 0.1 2>/dev/null)
+	st=$?
+	[ "$st" -ne 0 ] && echo "$out" | grep -qE 'overlaps=[1-9]|lost=[1-9]'
+	ok $? "$kind: locks broken (or expired) under refreshing holders are violations the checker reports: $out"
 done
-
-# The checker can fail.
-out=$("$PROGS/stress" "$T/twin" 0.8 16 2 --lib-stale 0.1 2>/dev/null)
-[ $? -ne 0 ] && echo "$out" | grep -qE 'overlaps=[1-9]|lost=[1-9]'
-ok $? "locks broken under refreshing holders are violations the checker reports: $out"
-
-if [ -n "$REDIS_PID" ]; then
-	run redis-exclusive 0.3
-	run redis-mixed 0.3 --mix
-	run redis-cleanup 0.3 --mix --cleanup
-	out=$("$PROGS/stress" "$REDIS_SPACE" 0.8 16 2 --lib-stale 0.1 2>/dev/null)
-	[ $? -ne 0 ] && echo "$out" | grep -qE 'overlaps=[1-9]|lost=[1-9]'
-	ok $? "Redis: locks expiring under refreshing holders are violations the checker reports: $out"
-fi

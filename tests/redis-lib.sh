@@ -3,7 +3,9 @@
 # a free TCP port on 127.0.0.1), with no persistence (--save '',
 # --appendonly no), started under `setpriv --pdeathsig KILL` so that it
 # dies with the test's shell however that ends.  Source it after tap.sh
-# or rw-lib.sh (which make $T).
+# or rw-lib.sh (which make $T).  The Redis-only tests (core-redis*.t) use
+# it directly; the tests shared by every kind of space get it through the
+# Redis plug-in, lib/redis/test-space.sh (tests/spaces-lib.sh).
 #
 #   redis_available       0 when redis-server is installed and the library
 #                         was built with Redis support, else 1 (and a reason
@@ -13,9 +15,8 @@
 #                         (redis+unix://...), REDIS_PORT when -p
 #   redis_stop            SIGKILL it and wait (data lost, as in a crash)
 #   redis_cli ARGS...     redis-cli on the socket
-#   test_spaces           the lock spaces a test runs against: $T/locks,
-#                         and $REDIS_SPACE when Redis is available (started)
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # REDIS_WHY and REDIS_PORT: for the scripts that source this file
 
 REDIS_SOCK="$T/redis.sock"
 REDIS_SPACE="redis+unix://$REDIS_SOCK"
@@ -73,10 +74,12 @@ redis_start() {
 	local i
 	for ((i = 0; i < 500; i++)); do
 		[ -S "$REDIS_SOCK" ] && [ "$(redis_cli ping 2>/dev/null)" = PONG ] && return 0
+		kill -0 "$REDIS_PID" 2>/dev/null || break # it exited: no use waiting
 		sleep 0.01
 	done
 	echo "# redis-server did not start:" >&2
-	sed 's/^/# /' "$T/redis.log" >&2
+	[ -f "$T/redis.log" ] && sed 's/^/# /' "$T/redis.log" >&2
+	redis_stop
 	return 1
 }
 
@@ -87,9 +90,4 @@ redis_stop() {
 	wait "$REDIS_PID" 2>/dev/null
 	REDIS_PID=""
 	rm -f "$REDIS_SOCK"
-}
-
-test_spaces() {
-	echo "$T/locks"
-	[ -n "$REDIS_PID" ] && echo "$REDIS_SPACE"
 }

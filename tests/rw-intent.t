@@ -1,26 +1,20 @@
 #!/bin/bash
 # rw-intent.t - intent (upgradable read) locks, upgrade and downgrade, in a
-# lock directory and on a private Redis server: readers keep entering
-# while intent is held; a second intent holder waits and gets in
-# afterwards; under a stream of readers an upgrade completes within one
+# lock directory and on each private server (tests/spaces-lib.sh): readers
+# keep entering while intent is held; a second intent holder waits and gets
+# in afterwards; under a stream of readers an upgrade completes within one
 # read phase; two processes doing intent -> upgrade 1,000 times never
 # deadlock; a plain read lock refuses to upgrade; a downgraded writer lets
 # readers in but no writer.
 # shellcheck source=tests/rw-lib.sh
 . "$(dirname "$0")/rw-lib.sh"
-# shellcheck source=tests/redis-lib.sh
-. "$(dirname "$0")/redis-lib.sh"
+# shellcheck source=tests/spaces-lib.sh
+. "$(dirname "$0")/spaces-lib.sh"
 ROUNDS=${RW_INTENT_ROUNDS:-1000}
-if redis_available; then
-	redis_start || exit 1
-	echo "1..18"
-else
-	echo "1..9"
-	diag "Redis: $REDIS_WHY"
-fi
-for S in "$T" ${REDIS_PID:+"$REDIS_SPACE"}; do
-kind=directory
-case $S in redis*) kind=Redis ;; esac
+spaces_start || exit 1
+echo "1..$((9 * $(spaces_count)))"
+for S in $(test_spaces); do
+kind=$(space_kind "$S")
 
 # 1-2: intent held 1 s; readers (timeout 0) get in at once; a second intent waits.
 "$HOLD" -l I1 -H 1000 "$S" n i > "$T/i1" &

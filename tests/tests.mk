@@ -2,7 +2,7 @@
 # memcheck run (make valgrind).  tests/README.md says where a test goes.
 #   provides: UNIT_BINS, PROG_BINS, test-build
 #   uses:     BUILD, LIB_A, LIB_SRCS, LIB_LIBS (lib/lib.mk), BOARD_LIB_OBJS and
-#             BOARD_LIBS (cgi-bin/board.mk)
+#             BOARD_LIBS (cgi-bin/board.mk), PYTHON (bindings/bindings.mk)
 #
 #   tests/unit/test_NAME.c  cmocka unit tests (UNIT_TESTS); linked with the
 #                           library, the board's objects (minus main) and
@@ -12,13 +12,16 @@
 #   tests/*.t               TAP scripts (shell), run by prove; they find the
 #                           helpers through $BUILD_DIR and the tree through
 #                           $TOP.
+#   bindings/perl/t/*.t     the Perl module's tests (prove -b) and
+#   bindings/python/tests/  the Python package's (pytest), built by
+#                           make bindings (bindings/bindings.mk).
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
-UNIT_TESTS := core_api core_cancel core_fence core_owner core_reentrant core_stale range rw space redis_url redis \
+UNIT_TESTS := core_api core_async core_cancel core_fence core_owner core_reentrant core_stale range rw space redis_url redis \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
-	board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
-	board_view_lock
+	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
+	board_view_lock board_delete_limit
 TEST_PROGS := lockworker rangestress rw_hold stress
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
@@ -35,16 +38,15 @@ endif
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
-# Test seams exist only in a second build of the library, compiled with
-# DIRLOCK_TEST_HOOKS, that the shipped library and programs never link:
-# lockworker uses it (DIRLOCK_TEST_STOP_BEFORE_BREAK, tests/core-crash.t;
-# DIRLOCK_TEST_REDIS_CLOCK_SKEW_MS, tests/core-redis.t),
-# and rw_hold (DIRLOCK_TEST_RECHECK_MS, tests/rw-wake.t).
+# Test seams (the list, and which test uses each: lib/test_hooks.h) exist
+# only in a second build of the library, compiled with DIRLOCK_TEST_HOOKS,
+# that the shipped library and programs never link: lockworker and
+# rw_hold link it.
 HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
 $(BUILD)/hooks/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DDIRLOCK_TEST_HOOKS -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DDIRLOCK_TEST_HOOKS -DDIRLOCK_ASSERTS -MMD -MP -c -o $@ $<
 $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
@@ -53,27 +55,39 @@ $(BUILD)/tests/progs/rw_hold: $(BUILD)/tests/progs/rw_hold.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 # board-hooks: the board linked from objects built the same way, for
-# tests/http-cluster.t (DIRLOCK_TEST_STOP_AFTER_CHECK in store_log.c).
+# tests/http-cluster.t.
 HOOK_BOARD_OBJS := $(BOARD_SRCS:%.c=$(BUILD)/hooks/%.o)
 $(BUILD)/tests/progs/board-hooks: $(HOOK_BOARD_OBJS) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BOARD_LIBS)
 
-# test_board_view_lock: a unit test of the board's hooked objects
-# (DIRLOCK_TEST_STOP_BEFORE_VIEW_READ in store_log.c).
+# test_board_view_lock: a unit test of the board's hooked objects.
 HOOK_BOARD_LIB_OBJS := $(filter-out $(BUILD)/hooks/cgi-bin/main.o,$(HOOK_BOARD_OBJS))
 $(BUILD)/tests/unit/test_board_view_lock: $(BUILD)/tests/unit/test_board_view_lock.o $(HOOK_BOARD_LIB_OBJS) \
 		$(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+# test_board_delete_limit: the same.
+$(BUILD)/tests/unit/test_board_delete_limit: $(BUILD)/tests/unit/test_board_delete_limit.o \
+		$(HOOK_BOARD_LIB_OBJS) $(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
 
-test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks
+# dirlock-hooks: the command built the same way, for tests/core-signals.t.
+$(BUILD)/tests/progs/dirlock-hooks: $(BUILD)/hooks/bin/dirlock.o $(BUILD)/hooks/bin/run.o $(HOOK_LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
+# The bindings' suites run against the normal build only (tests/run-all).
+ifneq ($(SANITIZE),1)
+test-build: bindings
+endif
 
 # make test installs what is missing first (tools/install-deps is quick
 # when everything is there), so it works on a fresh Debian machine.
 test:
 	tools/install-deps
 	$(MAKE) test-build
-	BUILD_DIR=$(BUILD) SANITIZE=$(SANITIZE) tests/run-all $(TESTS)
+	BUILD_DIR=$(BUILD) SANITIZE=$(SANITIZE) PYTHON=$(PYTHON) tests/run-all $(TESTS)
 
 .PHONY: test-build
 

@@ -5,7 +5,10 @@
 #   make stop                      stop everything make start started
 #   make demo [PORT=8080]          deps + start with DELAY_MS=20 from empty
 #                                  boards + the lost-update and torn-read
-#                                  demonstration; the boards stay up
+#                                  demonstration, then the same for seed
+#                                  001's Perl boards (DEMO_PERL_POSTS per
+#                                  client, DEMO_PERL_DELAY_MS); the boards
+#                                  stay up
 #   make demo-rw                   bin/dirlock-demo: torn reads, read and
 #                                  write attacks per policy (5 s a run), and
 #                                  the trace htdocs/rw-timeline.html draws
@@ -31,7 +34,8 @@
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
 #   provides: DEMO_BIN, TREE_DEMO_BIN
-#   uses:     BIN_DIR, BUILD, LIB_A, LIB_LIBS (lib/lib.mk)
+#   uses:     BIN_DIR, BUILD, LIB_A, LIB_LIBS (lib/lib.mk), bindings-perl
+#             (bindings/bindings.mk: the Perl boards load the Dirlock module)
 
 DEMO_BIN := $(BIN_DIR)/dirlock-demo
 TREE_DEMO_BIN := $(BIN_DIR)/dirlock-tree-demo
@@ -61,6 +65,12 @@ WORKERS ?= 8
 DEMO_DELAY_MS ?= 20
 DEMO_CLIENTS ?= 16
 DEMO_POSTS ?= 50
+# The Perl boards start a process per request, and the seed's lock sleeps
+# 1 s between tries: fewer posts keep their run near a minute, and a wider
+# window (100 ms) puts their lock under the load that shows what it does.
+DEMO_PERL_POSTS ?= 20
+DEMO_PERL_DELAY_MS ?= 100
+DEMO_PERL_MODES := perl-none perl-seed perl-dirlock
 
 # make demo keeps an explicit DELAY_MS=..., else uses DEMO_DELAY_MS.
 demo_delay = $(if $(filter command line environment,$(origin DELAY_MS)),$(DELAY_MS),$(DEMO_DELAY_MS))
@@ -68,7 +78,7 @@ demo_delay = $(if $(filter command line environment,$(origin DELAY_MS)),$(DELAY_
 deps:
 	tools/install-deps
 
-start: all
+start: all bindings-perl
 	PORT=$(PORT) DELAY_MS=$(DELAY_MS) SERVER=$(SERVER) WORKERS=$(WORKERS) tools/deploy start
 
 stop:
@@ -78,11 +88,16 @@ status:
 	@tools/deploy status
 
 # The demonstration starts from empty boards (FRESH=1 empties data/<board>/).
+# perl-seed is the article's own lock: it may lose posts, as shown.
 demo: deps
-	$(MAKE) all
-	PORT=$(PORT) DELAY_MS=$(demo_delay) SERVER=nginx WORKERS=$(WORKERS) FRESH=1 tools/deploy start
+	$(MAKE) all bindings-perl
+	PORT=$(PORT) DELAY_MS=$(demo_delay) PERL_DELAY_MS=$(DEMO_PERL_DELAY_MS) SERVER=nginx WORKERS=$(WORKERS) \
+		FRESH=1 tools/deploy start
 	@rc=0; tests/lost-update --expect-loss --torn -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) \
 		http://127.0.0.1:$(PORT)/board/ || rc=$$?; \
+	echo; echo "Seed 001's board in Perl (cgi-bin/board.pl under fcgiwrap):"; \
+	tests/lost-update --expect-loss --unlocked perl-seed -c $(DEMO_CLIENTS) -n $(DEMO_PERL_POSTS) \
+		-m "$(DEMO_PERL_MODES)" http://127.0.0.1:$(PORT)/board/ || rc=$$?; \
 	echo; \
 	echo "The boards are up: http://127.0.0.1:$(PORT)/   (make stop to stop them)"; \
 	echo "Watch the race in a browser: http://127.0.0.1:$(PORT)/race.html"; \

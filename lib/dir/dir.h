@@ -76,7 +76,8 @@ int dl_excl_check(const dirlock *h, dirlock_error *err);
  * DL_ERROR: err filled; DIRLOCK_EPERM when the lock is stale but this
  * user may not break it. */
 enum dl_judgement { DL_FREE, DL_HELD, DL_ERROR };
-enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err);
+enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[DIRLOCK_TOKEN_LEN + 1],
+                                dirlock_error *err);
 /* Remove the prepared directory of a failed or finished acquire. */
 void dl_excl_discard_prep(dirlock *h);
 /* h->token is new: put it in the owner entry's path; the prepared

@@ -200,7 +200,7 @@ static bool stale_for_break(dirlock *h, dl_lock_view *v)
         if (!fs->network || v->age <= limit)
                 return false;
         dl_lock_view first = *v;
-        char token[DL_TOKEN_LEN + 1];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         snprintf(token, sizeof token, "%s", v->token);
         long long changed = v->rec.changed_ns;
         dl_time deadline = dl_deadline(limit / 3 + fs->cache_lag + 0.5);

@@ -21,7 +21,11 @@
  * Taking the clock in step 2 keeps fences growing even if the counter is
  * removed or rolled back (a restored backup), as long as the clocks of
  * the hosts that draw do not step back and no lock draws more than a
- * million fences a second. */
+ * million fences a second.
+ *
+ * LIMIT.  F is at most DIRLOCK_FENCE_MAX (dirlock.h): a counter at or past
+ * it, or one that names no number, is not what dirlock wrote, and step 1
+ * refuses it (DIRLOCK_EDATA) rather than hand out a fence again. */
 #include "dir.h"
 #include "fsops.h"
 
@@ -34,26 +38,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The largest number named in counter directory `dir`: 1 and *n, 0 when
- * the directory is missing or holds none, -1 on error. */
+/* The counter in directory `dir`: 1 and *n, the largest number named in
+ * it; 0 when the directory is missing or empty; -1 on error (errno); -2
+ * when it names a number past DIRLOCK_FENCE_MAX, or only things that are
+ * no number -- data dirlock did not write (a counter holds one name,
+ * DL_FENCE_DIGITS digits, from the moment it is made). */
 static int counter_read(const char *dir, unsigned long long *n)
 {
         DIR *d = dl_fs_opendir(dir);
         if (d == NULL)
                 return errno == ENOENT ? 0 : -1;
         int found = 0, more;
+        bool past = false, other = false;
         struct dirent *de;
         while ((more = dl_fs_next(d, &de)) > 0) {
                 const char *p = de->d_name;
-                if (strlen(p) != DL_FENCE_DIGITS)
+                if (strcmp(p, ".") == 0 || strcmp(p, "..") == 0)
                         continue;
                 unsigned long long v = 0;
-                bool digits = true;
-                for (; *p && digits; p++) {
-                        digits = *p >= '0' && *p <= '9' && v <= (~0ULL - 9) / 10;
-                        v = v * 10 + (unsigned)(*p - '0');
-                }
-                if (digits && (!found || v > *n)) {
+                int r = strlen(p) == DL_FENCE_DIGITS ? dl_fence_parse(p, DL_FENCE_DIGITS, &v) : 0;
+                if (r < 0) {
+                        past = true;
+                } else if (r == 0) {
+                        other = true;
+                } else if (!found || v > *n) {
                         *n = v;
                         found = 1;
                 }
@@ -61,7 +69,11 @@ static int counter_read(const char *dir, unsigned long long *n)
         int e = errno;
         closedir(d);
         errno = e;
-        return more < 0 ? -1 : found; /* a listing cut short is no answer */
+        if (more < 0)
+                return -1; /* a listing cut short is no answer */
+        if (past || (other && !found))
+                return -2;
+        return found;
 }
 
 static char *counter_entry(const char *dir, unsigned long long n)
@@ -75,7 +87,7 @@ static char *counter_entry(const char *dir, unsigned long long n)
 static int counter_make(const dirlock *h, const char *dir, dirlock_error *err)
 {
         const struct dl_dir *d = dl_dir_of(h);
-        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DL_TOKEN_LEN + sizeof ".new"];
+        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DIRLOCK_TOKEN_LEN + sizeof ".new"];
         snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_FENCE ".%s.new", h->name, h->token);
         char *prep = dl_join(d->lockdir, leaf, NULL);
         char *zero = prep ? counter_entry(prep, 0) : NULL;
@@ -108,21 +120,41 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
         for (int round = 0; round < 100; round++) {
                 unsigned long long n = 0;
                 int found = counter_read(dir, &n);
-                if (found < 0 && errno == ESTALE) {
+                if (found == -1 && errno == ESTALE) {
                         dl_fs_refresh(dir); /* replaced as we read it (fsops.c): again */
                         continue;
                 }
-                if (found < 0) {
+                if (found == -1) {
                         rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read fence counter '%s'", dir);
+                        break;
+                }
+                if (found == -2) {
+                        rc = dl_fail(err, DIRLOCK_EDATA, 0,
+                                     "fence counter '%s' holds a name that is no fence (a number past %llu, "
+                                     "the largest, or no number): not a counter dirlock wrote; removing it "
+                                     "lets fences go on from the clock",
+                                     dir, DIRLOCK_FENCE_MAX);
                         break;
                 }
                 if (found == 0) {
                         rc = counter_make(h, dir, err);
                         if (rc != DIRLOCK_OK)
                                 break;
+                        /* never DIRLOCK_OK without a fence, even after the last round */
+                        rc = dl_fail(err, DIRLOCK_EIO, EAGAIN, "fence counter '%s' keeps moving", dir);
                         continue;
                 }
                 unsigned long long now = (unsigned long long)(dl_wall_ns() / 1000);
+                if (n >= DIRLOCK_FENCE_MAX || now > DIRLOCK_FENCE_MAX) {
+                        rc = dl_fail(err, DIRLOCK_EDATA, 0,
+                                     n >= DIRLOCK_FENCE_MAX
+                                         ? "fence counter '%s' is at %llu, the largest fence: not a counter "
+                                           "dirlock wrote; removing it lets fences go on from the clock"
+                                         : "no fence for '%s' fits %llu, the largest: the clock is set past "
+                                           "it",
+                                     dir, DIRLOCK_FENCE_MAX);
+                        break;
+                }
                 unsigned long long next = n + 1 > now ? n + 1 : now;
                 char *from = counter_entry(dir, n), *to = counter_entry(dir, next);
                 int moved = from && to ? dl_fs_rename(from, to) : -1;

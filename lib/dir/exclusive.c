@@ -120,6 +120,7 @@
  */
 #include "dir.h"
 #include "fsops.h"
+#include "test_hooks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -295,7 +296,7 @@ static int lock_look_once(const char *lock_path, const dl_fs *fs, dl_lock_view *
                         changed = entry_changed; /* refreshed since */
                 v->token = dl_layout_owner_token(v->leaf);
                 if (v->rec.token[0] == '\0') /* unreadable record: the entry's name still says whose */
-                        snprintf(v->rec.token, sizeof v->rec.token, "%.*s", DL_TOKEN_LEN, v->token);
+                        snprintf(v->rec.token, sizeof v->rec.token, "%.*s", DIRLOCK_TOKEN_LEN, v->token);
         }
         v->rec.changed_ns = changed;
         v->age = age_s(now, changed);
@@ -332,12 +333,8 @@ void dl_lock_clear_foreign(const char *lock_path)
 
 int dl_excl_break_entry(const char *lock_path, const char *leaf)
 {
-#ifdef DIRLOCK_TEST_HOOKS
-        /* Test builds only: stop between judgement and removal, so tests
-         * can show that a breaker resumed late cannot remove a newer lock. */
-        if (getenv("DIRLOCK_TEST_STOP_BEFORE_BREAK") != NULL)
+        if (dl_test_hook(STOP_BEFORE_BREAK) != NULL)
                 raise(SIGSTOP);
-#endif
         char *entry = dl_join(lock_path, leaf, NULL);
         if (entry == NULL) {
                 errno = ENOMEM;
@@ -374,7 +371,7 @@ static void remove_flat_dir(const char *path)
 static bool prep_is_garbage(const char *path, const char *token, double remote_age)
 {
         char leaf[DL_OWNER_LEAF_SIZE];
-        snprintf(leaf, sizeof leaf, DL_OWNER_PREFIX "%.*s", DL_TOKEN_LEN, token);
+        snprintf(leaf, sizeof leaf, DL_OWNER_PREFIX "%.*s", DIRLOCK_TOKEN_LEN, token);
         int dfd = dl_fs_open_dir(path);
         if (dfd < 0)
                 return false;
@@ -414,7 +411,7 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                         /* Aside first: if its owner is alive after all and
                          * renames it onto the lock at this moment, exactly
                          * one of the two renames wins. */
-                        char aside_token[33];
+                        char aside_token[DIRLOCK_TOKEN_LEN + 1];
                         char *aside = NULL;
                         if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
                                 aside = dl_layout_aside(lockdir, aside_token);
@@ -546,7 +543,8 @@ void dl_excl_retoken(dirlock *h)
 
 /* ---- judging and breaking -------------------------------------------- */
 
-enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[33], dirlock_error *err)
+enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[DIRLOCK_TOKEN_LEN + 1],
+                                dirlock_error *err)
 {
         memset(holder, 0, sizeof *holder);
         if (holder_token != NULL)
@@ -572,7 +570,7 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         }
         *holder = v.rec;
         if (holder_token != NULL)
-                memcpy(holder_token, v.token, 33);
+                memcpy(holder_token, v.token, DIRLOCK_TOKEN_LEN + 1);
         if (!dl_entry_stale(&v.rec, v.age, h->opts.stale_age, dl_dir_of(h)->fs))
                 return DL_HELD;
         if (dl_excl_break_entry(dl_dir_of(h)->lock_path, v.leaf) != 0) {
@@ -610,10 +608,14 @@ static bool ours_after_all(const dirlock *h)
  * without the rename (see ACQUIRE 2). */
 static int take_once(dirlock *h, bool peek, dirlock_error *err)
 {
+        DL_ASSERT(!dl_dir_of(h)->excl_held); /* one acquisition takes W once */
         for (int again = 0;; again++) {
                 int rc = prep_make(h, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
+                /* ACQUIRE 1 before 2: the directory renamed into place
+                 * holds our owner entry, never nothing (INVARIANT A). */
+                DL_ASSERT(dl_dir_of(h)->prep_made);
                 struct stat st;
                 if (peek && dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0)
                         return DIRLOCK_EBUSY;

@@ -27,14 +27,14 @@ char *dl_layout_owner_entry(const char *lock_path, const char *token)
 
 char *dl_layout_prep(const char *lockdir, const char *name, const char *token)
 {
-        char leaf[1 + DIRLOCK_NAME_MAX + 1 + DL_TOKEN_LEN + sizeof ".new"];
+        char leaf[1 + DIRLOCK_NAME_MAX + 1 + DIRLOCK_TOKEN_LEN + sizeof ".new"];
         snprintf(leaf, sizeof leaf, ".%s.%s.new", name, token);
         return dl_join(lockdir, leaf, NULL);
 }
 
 char *dl_layout_up(const char *lockdir, const char *name, const char *token)
 {
-        char leaf[DIRLOCK_NAME_MAX + sizeof DL_INFIX_UP + DL_TOKEN_LEN];
+        char leaf[DIRLOCK_NAME_MAX + sizeof DL_INFIX_UP + DIRLOCK_TOKEN_LEN];
         snprintf(leaf, sizeof leaf, "%s" DL_INFIX_UP "%s", name, token);
         return dl_join(lockdir, leaf, NULL);
 }
@@ -46,7 +46,7 @@ char *dl_layout_aside(const char *lockdir, const char *token)
 
 void dl_layout_retoken(char *path, const char *token)
 {
-        memcpy(path + strlen(path) - DL_TOKEN_LEN, token, DL_TOKEN_LEN);
+        memcpy(path + strlen(path) - DIRLOCK_TOKEN_LEN, token, DIRLOCK_TOKEN_LEN);
 }
 
 char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq)
@@ -58,10 +58,10 @@ char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq)
 
 bool dl_layout_is_token(const char *s, bool whole)
 {
-        for (int i = 0; i < DL_TOKEN_LEN; i++)
+        for (int i = 0; i < DIRLOCK_TOKEN_LEN; i++)
                 if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
                         return false;
-        return !whole || s[DL_TOKEN_LEN] == '\0';
+        return !whole || s[DIRLOCK_TOKEN_LEN] == '\0';
 }
 
 const char *dl_layout_owner_token(const char *leaf)
@@ -82,9 +82,9 @@ int dl_layout_entry_kind(const char *leaf)
 const char *dl_layout_prep_token(const char *leaf, const char *name)
 {
         size_t n = strlen(leaf);
-        if (n < 1 + 1 + 1 + DL_TOKEN_LEN + 4 || leaf[0] != '.' || strcmp(leaf + n - 4, ".new") != 0)
+        if (n < 1 + 1 + 1 + DIRLOCK_TOKEN_LEN + 4 || leaf[0] != '.' || strcmp(leaf + n - 4, ".new") != 0)
                 return NULL;
-        const char *token = leaf + n - 4 - DL_TOKEN_LEN;
+        const char *token = leaf + n - 4 - DIRLOCK_TOKEN_LEN;
         if (token[-1] != '.' || !dl_layout_is_token(token, false))
                 return NULL;
         if (name != NULL) {

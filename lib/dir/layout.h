@@ -1,7 +1,7 @@
 /* layout.h - the directory backend's names on disk, in one place: every
  * other file builds and parses them through here.
  *
- * Lock directory D, lock NAME, T a token (DL_TOKEN_LEN lowercase hex
+ * Lock directory D, lock NAME, T a token (DIRLOCK_TOKEN_LEN lowercase hex
  * digits, 128 random bits drawn for one acquisition).  Every entry is a
  * symbolic link whose target text is an owner record (owner.c).
  *
@@ -34,8 +34,6 @@
 
 #include <stdbool.h>
 
-#define DL_TOKEN_LEN 32
-
 #define DL_SUFFIX_LOCK      ".lock"
 #define DL_SUFFIX_READERS   ".readers"
 #define DL_SUFFIX_WQ        ".wq"
@@ -50,8 +48,8 @@
 #define DL_ASIDE_PREFIX     ".aside."
 
 /* Leaf sizes with their NUL. */
-#define DL_OWNER_LEAF_SIZE (sizeof DL_OWNER_PREFIX - 1 + DL_TOKEN_LEN + 1)
-#define DL_ENTRY_LEAF_SIZE (2 + DL_TOKEN_LEN + 1) /* "r.<T>" */
+#define DL_OWNER_LEAF_SIZE (sizeof DL_OWNER_PREFIX - 1 + DIRLOCK_TOKEN_LEN + 1)
+#define DL_ENTRY_LEAF_SIZE (2 + DIRLOCK_TOKEN_LEN + 1) /* "r.<T>" */
 
 /* Kinds of entries in D/NAME.readers, D/NAME.wq and D/NAME.fifo. */
 enum dl_entry_kind {
@@ -85,7 +83,7 @@ char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq);
 
 /* ---- parsers of leaf names ---------------------------------------------- */
 
-/* DL_TOKEN_LEN lowercase hex digits (exactly, when `whole`). */
+/* DIRLOCK_TOKEN_LEN lowercase hex digits (exactly, when `whole`). */
 bool dl_layout_is_token(const char *s, bool whole);
 /* "owner.<T>": the token, else NULL. */
 const char *dl_layout_owner_token(const char *leaf);

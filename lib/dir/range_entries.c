@@ -77,7 +77,7 @@ bool dl_range_parse_leaf(const char *leaf, struct dl_range_entry *e)
                 return false;
         e->lo = double_of(lo);
         e->hi = double_of(hi);
-        memcpy(e->token, p, DL_TOKEN_LEN + 1);
+        memcpy(e->token, p, DIRLOCK_TOKEN_LEN + 1);
         return isfinite(e->lo) && isfinite(e->hi) && e->lo < e->hi;
 }
 
@@ -157,7 +157,7 @@ int dl_range_meta_take(struct dl_range_meta *m, const dl_time *deadline, dirlock
                 double nap = backoff_us * (0.5 + (double)(m->jitter >> 11) / 9007199254740992.0);
                 double left_us = dl_remaining(deadline) * 1e3;
                 struct timespec ts = {0, (long)((nap < left_us ? nap : left_us) * 1e3)};
-                nanosleep(&ts, NULL);
+                dl_poll(NULL, 0, &ts);
                 if (backoff_us < 2000)
                         backoff_us *= 2;
         }
@@ -318,7 +318,7 @@ int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlo
         int rc = dl_lockdir_prepare(lockdir, false, &abs, &lockdir_mode, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        char seed[DL_TOKEN_LEN + 1];
+        char seed[DIRLOCK_TOKEN_LEN + 1];
         struct dl_range_meta m;
         rc = dl_random_token(seed, err);
         if (rc == DIRLOCK_OK)

@@ -10,7 +10,7 @@
 #include "dir.h"
 
 /* An entry's leaf, <state><mode>.<seq>.<lo>.<hi>.<T>, with its NUL. */
-#define DL_RANGE_LEAF_SIZE (2 + 1 + DL_RANGE_SEQ_DIGITS + 1 + 16 + 1 + 16 + 1 + DL_TOKEN_LEN + 1)
+#define DL_RANGE_LEAF_SIZE (2 + 1 + DL_RANGE_SEQ_DIGITS + 1 + 16 + 1 + 16 + 1 + DIRLOCK_TOKEN_LEN + 1)
 
 /* Entry states and modes (the letters of a leaf). */
 #define DL_RANGE_HELD      'h'
@@ -25,7 +25,7 @@ struct dl_range_entry {
         char mode;  /* s, i, x, u */
         unsigned long long seq;
         double lo, hi;
-        char token[DL_TOKEN_LEN + 1];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         char leaf[DL_RANGE_LEAF_SIZE];
         bool judged, live; /* dl_range_judge looked: the record was read, it lives */
         dl_record rec;     /* when judged and live */

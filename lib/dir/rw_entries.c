@@ -69,7 +69,7 @@ static int remember(dl_scan *s, const char *token, dirlock_error *err)
 {
         if (s->nknown == s->cap) {
                 unsigned cap = s->cap ? s->cap * 2 : 16;
-                char(*k)[33] = realloc(s->known, cap * sizeof *k);
+                char(*k)[DIRLOCK_TOKEN_LEN + 1] = realloc(s->known, cap * sizeof *k);
                 if (k == NULL) {
                         dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
                         return -1;
@@ -77,7 +77,7 @@ static int remember(dl_scan *s, const char *token, dirlock_error *err)
                 s->known = k;
                 s->cap = cap;
         }
-        memcpy(s->known[s->nknown++], token, 33);
+        memcpy(s->known[s->nknown++], token, DIRLOCK_TOKEN_LEN + 1);
         return 0;
 }
 

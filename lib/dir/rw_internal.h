@@ -33,12 +33,12 @@ int dl_rw_state(dirlock *h, dirlock_error *err);
 
 /* Result of scanning an entry directory. */
 typedef struct dl_scan {
-        const char *active;     /* kinds counted as live holders ("ra")  */
-        const char *admit_from; /* with admit: rename "w." entries ...    */
-        bool admit;             /* ... to "a." (fair writer's first scan) */
-        bool remember;          /* record the tokens of live r./w. entries */
-        bool admit_known;       /* admit w.<T> only for remembered tokens  */
-        char (*known)[33];      /* remembered tokens (malloc'd)           */
+        const char *active;                   /* kinds counted as live holders ("ra")  */
+        const char *admit_from;               /* with admit: rename "w." entries ...    */
+        bool admit;                           /* ... to "a." (fair writer's first scan) */
+        bool remember;                        /* record the tokens of live r./w. entries */
+        bool admit_known;                     /* admit w.<T> only for remembered tokens  */
+        char (*known)[DIRLOCK_TOKEN_LEN + 1]; /* remembered tokens (malloc'd)           */
         unsigned nknown, cap;
         unsigned live;     /* live entries of an active kind         */
         unsigned admitted; /* waiting readers let in by this scan    */

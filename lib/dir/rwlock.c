@@ -270,7 +270,7 @@ enum wstate { W_OPEN, W_BLOCK, W_ERROR };
  * here exactly as exclusive.c breaks it (unlink the judged entry). */
 static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
 {
-        char token[33];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         switch (dl_excl_judge(h, holder, token, err)) {
         case DL_ERROR:
                 return W_ERROR;
@@ -346,6 +346,88 @@ static int withdraw(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+/* Admitted by a fair writer while we waited (w.<T> renamed a.<T>)? */
+static bool reader_admitted(dirlock *h)
+{
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        if (dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) != 1)
+                return false;
+        rw->reader_entry = rw->a_path;
+        return true;
+}
+
+/* A waiting reader found W not blocking at its peek: announce again (fair:
+ * w.<T> -> r.<T>), look again.  DIRLOCK_OK: in (h's reader entry set);
+ * DIRLOCK_EBUSY: W blocks again, withdrawn (*holder, *s); an error. */
+static int reader_reenter(dirlock *h, bool fair, dl_record *holder, enum wstate *s, dirlock_error *err)
+{
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        int rc = DIRLOCK_OK;
+        if (fair && dl_fs_rename(rw->w_path, rw->r_path) != 0) {
+                if (errno == ENOENT && reader_admitted(h))
+                        return DIRLOCK_OK;
+                rc = announce(h, err); /* w.<T> was broken as stale */
+        } else if (!fair) {
+                rc = announce(h, err);
+        }
+        if (rc != DIRLOCK_OK)
+                return rc;
+        *s = reader_look(h, holder, err);
+        if (*s == W_OPEN) {
+                rw->reader_entry = rw->r_path;
+                return DIRLOCK_OK;
+        }
+        if (*s == W_ERROR)
+                return err->code;
+        rc = withdraw(h, err);
+        return rc != DIRLOCK_OK ? rc : DIRLOCK_EBUSY;
+}
+
+/* A reader waits, withdrawn, for W's release, U's removal, a waiting
+ * writer leaving or (fair) its admission; each wake-up peeks at W without
+ * announcing (no events of its own, no busy loop) and announces again only
+ * when W does not block (reader_reenter).  The watch exists before the
+ * next look: no lost wake-ups. */
+static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        dl_waiter w;
+        waiter_start(&w, h, fair ? rw->readers_dir : NULL,
+                     h->opts.policy == DIRLOCK_POLICY_WRITER ? rw->wq_dir : NULL);
+        dl_waiter_watch_owner(&w, holder);
+        int rc;
+        for (bool first = true;; first = false) {
+                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                if (fair) {
+                        if (reader_admitted(h)) {
+                                rc = DIRLOCK_OK;
+                                break;
+                        }
+                        dl_fs_touch(rw->w_path);
+                }
+                enum wstate s = reader_look(h, holder, err); /* peek, no events of ours */
+                rc = s == W_ERROR  ? err->code
+                     : s == W_OPEN ? reader_reenter(h, fair, holder, &s, err)
+                                   : DIRLOCK_EBUSY;
+                if (rc != DIRLOCK_EBUSY)
+                        break;
+                /* INVARIANT: waiting, we hold no reader entry that a writer
+                 * would count: r.<T> is withdrawn (w.<T> or gone). */
+                DL_ASSERT(rw->reader_entry == NULL);
+                dl_waiter_watch_owner(&w, holder);
+                if (waited != 0) {
+                        char why[48];
+                        rc = dl_fail(err, waited, 0,
+                                     "%s waiting to read '%s': held for writing by pid %ld on %s",
+                                     gave_up(waited, h->opts.timeout, why), h->name, (long)holder->pid,
+                                     holder->host[0] ? holder->host : "an unknown host");
+                        break;
+                }
+        }
+        dl_waiter_close(&w);
+        return rc;
+}
+
 static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
@@ -369,61 +451,7 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                                "lock '%s' is held for writing by pid %ld on %s", h->name, (long)holder.pid,
                                holder.host[0] ? holder.host : "an unknown host");
         }
-        dl_waiter w;
-        waiter_start(&w, h, fair ? rw->readers_dir : NULL,
-                     h->opts.policy == DIRLOCK_POLICY_WRITER ? rw->wq_dir : NULL);
-        dl_waiter_watch_owner(&w, &holder);
-        /* The watch exists before the next look: no lost wake-ups. */
-        for (bool first = true;; first = false) {
-                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
-                if (fair) {
-                        if (dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) == 1) {
-                                rw->reader_entry = rw->a_path; /* admitted */
-                                rc = DIRLOCK_OK;
-                                break;
-                        }
-                        dl_fs_touch(rw->w_path);
-                }
-                s = reader_look(h, &holder, err); /* peek, no events of ours */
-                if (s == W_OPEN) {
-                        if (fair && dl_fs_rename(rw->w_path, rw->r_path) != 0) {
-                                if (errno == ENOENT &&
-                                    dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) == 1) {
-                                        rw->reader_entry = rw->a_path;
-                                        rc = DIRLOCK_OK;
-                                        break;
-                                }
-                                rc = announce(h, err); /* w.<T> was broken as stale */
-                        } else if (!fair) {
-                                rc = announce(h, err);
-                        } else {
-                                rc = DIRLOCK_OK;
-                        }
-                        if (rc != DIRLOCK_OK)
-                                break;
-                        s = reader_look(h, &holder, err);
-                        if (s == W_OPEN) {
-                                rw->reader_entry = rw->r_path;
-                                break;
-                        }
-                        if (s != W_ERROR && (rc = withdraw(h, err)) != DIRLOCK_OK)
-                                break;
-                }
-                if (s == W_ERROR) {
-                        rc = err->code;
-                        break;
-                }
-                dl_waiter_watch_owner(&w, &holder);
-                if (waited != 0) {
-                        char why[48];
-                        rc = dl_fail(err, waited, 0,
-                                     "%s waiting to read '%s': held for writing by pid %ld on %s",
-                                     gave_up(waited, h->opts.timeout, why), h->name, (long)holder.pid,
-                                     holder.host[0] ? holder.host : "an unknown host");
-                        break;
-                }
-        }
-        dl_waiter_close(&w);
+        rc = reader_wait(h, fair, &holder, deadline, err);
         if (rc != DIRLOCK_OK) {
                 reader_give_up(h);
                 return rc;
@@ -478,6 +506,116 @@ static double ms_since(const dl_time *then)
         return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
 }
 
+/* One wait for W (take_w): what a step of the queue keeps between wake-ups. */
+struct w_wait {
+        dl_waiter w;
+        dl_record holder;    /* the one to watch: W's holder or the waiter ahead */
+        char *ahead;         /* the ticket of the waiter we follow, or NULL      */
+        dl_time last_judged; /* the last judging attempt at W                    */
+        bool judge;          /* the next attempt judges W's holder               */
+        bool free_before;    /* W was free at the last re-check (not first)      */
+        double renew_ms;     /* how often our ticket is renewed                  */
+};
+
+/* Join the queues a waiter for W stands in (take_w says who queues). */
+static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *err)
+{
+        struct dl_rw *rw = dl_dir_of(h)->rw;
+        int rc;
+        if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
+                return rc;
+        if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT) {
+                if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h, h->mode) != 0) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot register as a waiting writer in '%s'",
+                                     rw->wq_dir);
+                        dl_fifo_leave(h);
+                        return rc;
+                }
+                rw->wq_held = true;
+        }
+        waiter_start(&ww->w, h, NULL, NULL);
+        /* Without DIRLOCK_FIFO we queue too, once our one try at W has
+         * failed, where releases can be watched (not on a network
+         * filesystem: no release wakes anyone there, and every waiter
+         * polls W). */
+        if (!fifo && ww->w.notify && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK) {
+                dl_waiter_close(&ww->w);
+                wq_leave(h);
+                return rc;
+        }
+        dl_waiter_watch_owner(&ww->w, &ww->holder);
+        ww->renew_ms = ticket_renew_ms(h, &ww->w);
+        ww->last_judged = dl_now();
+        ww->judge = true;
+        return DIRLOCK_OK;
+}
+
+/* The first waiter's step: an attempt at W, made after releases are
+ * watched.  DIRLOCK_EBUSY: wait. */
+static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
+{
+        struct stat st;
+        int rc;
+        dl_waiter_lockdir_events(&ww->w, true); /* before the attempt */
+        /* Woken as the new first waiter, W is normally held by the waiter
+         * that went before: a lookup saves the rename that would fail
+         * (ACQUIRE 2 in exclusive.c).  Only where releases wake us: a free
+         * but empty W (its releaser died before the rmdir) sends no event,
+         * and the judging attempt at the next re-check takes it. */
+        if (!ww->judge && ww->w.notify && dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0)
+                rc = DIRLOCK_EBUSY;
+        else
+                rc = dl_excl_try(h, &ww->holder, ww->judge, err);
+        if (rc == DIRLOCK_EBUSY && ww->judge) {
+                dl_waiter_watch_owner(&ww->w, &ww->holder);
+                ww->last_judged = dl_now();
+        }
+        return rc;
+}
+
+/* The step of a waiter behind others: watch the ticket ahead.  Without
+ * DIRLOCK_FIFO it also looks at W once per re-check interval, and tries
+ * when it finds W free at two looks in a row: the first waiter normally
+ * takes a free W within a millisecond, so W free that long means it has
+ * stopped running (SIGSTOP, swapped out), and it then holds the others up
+ * for two intervals at most, not for the stale age its ticket needs to go
+ * stale.  (A FIFO queue waits for that.)  DIRLOCK_EBUSY: wait; EAGAIN
+ * (not a dirlock code): the one ahead left after our look, look again. */
+#define W_LOOK_AGAIN (-1)
+static int w_step_behind(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *err)
+{
+        struct stat st;
+        if (!fifo && ww->judge) {
+                ww->last_judged = dl_now();
+                bool free_now = dl_fs_lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
+                if (free_now && ww->free_before) {
+                        dl_record w_holder;
+                        int rc = dl_excl_try(h, &w_holder, true, err);
+                        if (rc != DIRLOCK_EBUSY)
+                                return rc;
+                }
+                ww->free_before = free_now;
+        }
+        dl_waiter_lockdir_events(&ww->w, false);
+        if (dl_waiter_watch_entry(&ww->w, ww->ahead) != 0 && errno == ENOENT)
+                return W_LOOK_AGAIN;
+        dl_waiter_watch_owner(&ww->w, &ww->holder);
+        return DIRLOCK_EBUSY;
+}
+
+/* The wait ended without W (`waited`: timed out or canceled): one last
+ * judging try, else the error naming who holds it. */
+static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *err)
+{
+        char why[48];
+        int rc = w_try(h, &ww->holder, true, err);
+        if (rc == DIRLOCK_EBUSY)
+                rc = dl_fail(err, waited, 0, "%s: lock '%s' is held by pid %ld on %s",
+                             gave_up(waited, h->opts.timeout, why), h->name, (long)ww->holder.pid,
+                             ww->holder.host[0] ? ww->holder.host : "an unknown host");
+        return rc;
+}
+
 /* Take W by the deadline, waiting in the queue of NAME.fifo (fifo.c);
  * policy writer: also registered in NAME.wq while waiting.
  *
@@ -499,128 +637,62 @@ static double ms_since(const dl_time *then)
  * watch on before it looks (the queue, then W), so no release or
  * departure after the look is missed; a waiter also looks again at least
  * every re-check interval (wait.c), whatever it watches, and renews its
- * ticket (ticket_renew_ms). */
+ * ticket (ticket_renew_ms).  A release wakes the first waiter, which
+ * makes one rename attempt; the holder is judged (readdir, readlink,
+ * /proc) only when the watched owner died or the re-check interval
+ * passed. */
 static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         bool fifo = (h->opts.flags & DIRLOCK_FIFO) != 0;
-        dl_record holder;
-        memset(&holder, 0, sizeof holder);
+        struct w_wait ww = {.ahead = NULL, .free_before = false};
+        memset(&ww.holder, 0, sizeof ww.holder);
         struct stat st;
         int rc = DIRLOCK_EBUSY;
         /* One try (timeout 0) cannot queue, so it tries even past a FIFO
          * queue, as tryLock() does on a fair lock. */
         if (!fifo || h->opts.timeout == 0 || dl_fs_stat(rw->fifo_dir, &st) != 0)
-                rc = dl_excl_try(h, &holder, true, err);
+                rc = dl_excl_try(h, &ww.holder, true, err);
         if (rc != DIRLOCK_EBUSY)
                 return rc;
         if (dl_deadline_passed(deadline))
                 return dl_fail(err, timeout_code(h, &h->opts), 0, "lock '%s' is held by pid %ld on %s",
-                               h->name, (long)holder.pid, holder.host[0] ? holder.host : "an unknown host");
-        if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
+                               h->name, (long)ww.holder.pid,
+                               ww.holder.host[0] ? ww.holder.host : "an unknown host");
+        if ((rc = w_enqueue(h, fifo, &ww, err)) != DIRLOCK_OK)
                 return rc;
-        if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT) {
-                if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h, h->mode) != 0) {
-                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot register as a waiting writer in '%s'",
-                                     rw->wq_dir);
-                        dl_fifo_leave(h);
-                        return rc;
-                }
-                rw->wq_held = true;
-        }
-        dl_waiter w;
-        waiter_start(&w, h, NULL, NULL);
-        /* Without DIRLOCK_FIFO we queue too, once our one try at W has
-         * failed, where releases can be watched (not on a network
-         * filesystem: no release wakes anyone there, and every waiter
-         * polls W). */
-        if (!fifo && w.notify && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK) {
-                dl_waiter_close(&w);
-                wq_leave(h);
-                return rc;
-        }
-        dl_waiter_watch_owner(&w, &holder);
-        double renew_ms = ticket_renew_ms(h, &w);
-        /* A release wakes the first waiter, which makes one rename
-         * attempt; the holder is judged (readdir, readlink, /proc) only
-         * when the watched owner died or the re-check interval passed. */
-        dl_time last_judged = dl_now();
-        char *ahead = NULL;       /* the ticket of the waiter we follow */
-        bool free_before = false; /* W was free at the last re-check */
-        for (bool judge = true;;) {
+        for (;;) {
                 int first = 1;
-                free(ahead);
-                ahead = NULL;
+                free(ww.ahead);
+                ww.ahead = NULL;
                 if (rw->ticket != NULL) {
-                        first = dl_fifo_ahead(h, &holder, &ahead, err);
+                        first = dl_fifo_ahead(h, &ww.holder, &ww.ahead, err);
                         if (first < 0) {
                                 rc = err->code;
                                 break;
                         }
                 }
-                if (first) {
-                        dl_waiter_lockdir_events(&w, true); /* before the attempt */
-                        /* Woken as the new first waiter, W is normally
-                         * held by the waiter that went before: a lookup
-                         * saves the rename that would fail (ACQUIRE 2 in
-                         * exclusive.c).  Only where releases wake us: a
-                         * free but empty W (its releaser died before the
-                         * rmdir) sends no event, and the judging attempt
-                         * at the next re-check takes it. */
-                        if (!judge && w.notify && dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0)
-                                rc = DIRLOCK_EBUSY;
-                        else
-                                rc = dl_excl_try(h, &holder, judge, err);
-                        if (rc != DIRLOCK_EBUSY)
-                                break;
-                        if (judge) {
-                                dl_waiter_watch_owner(&w, &holder);
-                                last_judged = dl_now();
-                        }
-                } else {
-                        /* Without DIRLOCK_FIFO a waiter behind others
-                         * looks at W once per re-check interval, and tries
-                         * when it finds W free at two looks in a row: the
-                         * first waiter normally takes a free W within a
-                         * millisecond, so W free that long means it has
-                         * stopped running (SIGSTOP, swapped out), and it
-                         * then holds the others up for two intervals at
-                         * most, not for the stale age its ticket needs to
-                         * go stale.  (A FIFO queue waits for that.) */
-                        if (!fifo && judge) {
-                                last_judged = dl_now();
-                                bool free_now =
-                                    dl_fs_lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
-                                if (free_now && free_before) {
-                                        dl_record w_holder;
-                                        rc = dl_excl_try(h, &w_holder, true, err);
-                                        if (rc != DIRLOCK_EBUSY)
-                                                break;
-                                }
-                                free_before = free_now;
-                        }
-                        dl_waiter_lockdir_events(&w, false);
-                        if (dl_waiter_watch_entry(&w, ahead) != 0 && errno == ENOENT)
-                                continue; /* it left after our look: look again */
-                        dl_waiter_watch_owner(&w, &holder);
-                }
-                int waited = dl_waiter_wait(&w, deadline);
-                judge = dl_waiter_owner_died(&w) || ms_since(&last_judged) >= w.recheck_ms;
+                rc = first ? w_step_first(h, &ww, err) : w_step_behind(h, fifo, &ww, err);
+                if (rc == W_LOOK_AGAIN)
+                        continue;
+                if (rc != DIRLOCK_EBUSY)
+                        break;
+                /* INVARIANT: a step that waits has its watch on (releases
+                 * of W for the first waiter, the ticket ahead for the
+                 * others) from before its look. */
+                DL_ASSERT(!ww.w.notify || ww.w.lockdir_muted == !first);
+                int waited = dl_waiter_wait(&ww.w, deadline);
+                ww.judge = dl_waiter_owner_died(&ww.w) || ms_since(&ww.last_judged) >= ww.w.recheck_ms;
                 if (waited != 0) {
-                        char why[48];
-                        rc = w_try(h, &holder, true, err);
-                        if (rc == DIRLOCK_EBUSY)
-                                rc = dl_fail(err, waited, 0, "%s: lock '%s' is held by pid %ld on %s",
-                                             gave_up(waited, h->opts.timeout, why), h->name, (long)holder.pid,
-                                             holder.host[0] ? holder.host : "an unknown host");
+                        rc = w_gave_up(h, waited, &ww, err);
                         break;
                 }
-                dl_fifo_touch(h, renew_ms);
+                dl_fifo_touch(h, ww.renew_ms);
                 if (rw->wq_held)
                         dl_fs_touch(rw->wq_entry);
         }
-        free(ahead);
-        dl_waiter_close(&w);
+        free(ww.ahead);
+        dl_waiter_close(&ww.w);
         dl_fifo_leave(h);
         wq_leave(h);
         return rc;

@@ -161,8 +161,12 @@ int dl_redis_parse_space(const char *space, dl_redis_url *u, dirlock_error *err)
 /* Prefix err's message with "lock 'NAME': "; returns rc. */
 int dl_redis_about(dirlock_error *err, int rc, const char *name);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
-/* DIRLOCK_ELOST: h's entry on the server is gone. */
-int dl_redis_lost(dirlock_error *err, const dirlock *h);
+/* DIRLOCK_ELOST: h's entry (a whole lock's or a range's) on the server
+ * is gone.  `answer` is the script's LOST answer (redis_scripts.c): -2
+ * when the server has nothing of the lock any more, which the message
+ * says; anything else is an entry that expired or was broken. */
+#define DL_REDIS_GONE (-2)
+int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer);
 
 /* An upgrade (intent -> exclusive) of a whole lock or a range: its
  * script, run until it says done (1), lost (< 0) or the deadline, waiting
@@ -174,7 +178,6 @@ struct dl_redis_upgrade {
         char blocker_kind;   /* the blocking entry's kind (messages)   */
         const char *running; /* "the upgrade", for connection errors   */
         const char *reply;   /* "an upgrade", for a reply not understood */
-        int (*lost)(dirlock_error *err, const dirlock *h);
 };
 int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
                           dirlock_error *err);

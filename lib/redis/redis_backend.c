@@ -253,13 +253,7 @@ int dl_redis_open_pidfd(const dl_record *rec)
 /* Sleep up to ms (not past the deadline); 1 when the cancel fd fired. */
 int dl_redis_nap(double ms, const dl_time *deadline, int cancel_fd)
 {
-        double left = dl_remaining(deadline);
-        if (ms > left)
-                ms = left;
-        struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-        struct pollfd p = {.fd = cancel_fd, .events = POLLIN};
-        int r = ppoll(&p, cancel_fd >= 0 ? 1 : 0, &ts, NULL);
-        return r > 0 ? 1 : 0;
+        return dl_nap_ms(ms, deadline, cancel_fd);
 }
 
 /* Run one script on the space of `u`, by `deadline`.  With `retry`, a
@@ -445,7 +439,7 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
                 const char *msg = dl_redis_reply_str(rep->element[1]);
                 if (msg[0] == 'g') {
                         *granted = true;
-                        *fence = strtoull(msg + 1, NULL, 10);
+                        *fence = dl_fence_of_text(msg + 1);
                 }
         }
         freeReplyObject(rep);
@@ -580,7 +574,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         } else {
                                 for (size_t i = 0; i < n; i++)
                                         dl_redis_of(hs[i])->fence =
-                                            strtoull(dl_redis_reply_str(rep->element[i + 1]), NULL, 10);
+                                            dl_fence_of_text(dl_redis_reply_str(rep->element[i + 1]));
                                 r->seq = 0;
                                 freeReplyObject(rep);
                                 break; /* rc == DIRLOCK_OK */
@@ -679,11 +673,7 @@ static int redis_release(dirlock *h, dirlock_error *err)
                     "lock '%s': the connection to the Redis server broke during the release; the lock "
                     "is not held any more, but whether it was released or had been lost cannot be told",
                     h->name);
-        return dl_fail(
-            err, DIRLOCK_ELOST, 0,
-            "lock '%s' was lost: its entry on the Redis server had expired, been broken, or the server "
-            "lost its data",
-            h->name);
+        return dl_redis_lost(err, h, held);
 }
 
 /* A release that got no answer (the server unreachable) may have left
@@ -706,13 +696,22 @@ static int redis_release_kept(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-int dl_redis_lost(dirlock_error *err, const dirlock *h)
+int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer)
 {
-        return dl_fail(
-            err, DIRLOCK_ELOST, 0,
-            "lock '%s' is not held any more: its entry on the Redis server expired, was broken, or the "
-            "server lost its data",
-            h->name);
+        char what[DIRLOCK_NAME_MAX + 96];
+        if (h->ranged)
+                snprintf(what, sizeof what, "range [%g, %g) of lock '%s'", h->lo, h->hi, h->name);
+        else
+                snprintf(what, sizeof what, "lock '%s'", h->name);
+        if (answer == DL_REDIS_GONE)
+                return dl_fail(err, DIRLOCK_ELOST, 0,
+                               "%s was lost: the Redis server no longer has it (the server was restarted "
+                               "without its data, flushed, or evicted the lock's keys)",
+                               what);
+        return dl_fail(err, DIRLOCK_ELOST, 0,
+                       "%s was lost: its entry on the Redis server expired (it was broken as stale) or was "
+                       "broken, or the server lost it and it has been taken again since",
+                       what);
 }
 
 /* Run a script that answers 1 while h's token still holds the lock:
@@ -726,7 +725,7 @@ static int run_while_held(const dirlock *h, dl_redis_script_id id, int nargs, co
                 return dl_redis_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h);
+        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
 }
 
 static int redis_refresh(dirlock *h, dirlock_error *err)
@@ -788,7 +787,9 @@ static int redis_fence(dirlock *h, unsigned long long *fence, dirlock_error *err
         if (rc != DIRLOCK_OK)
                 return rc;
         if (dl_redis_of(h)->fence == 0)
-                return dl_fail(err, DIRLOCK_EDATA, 0, "lock '%s': the Redis server gave no fence", h->name);
+                return dl_fail(err, DIRLOCK_EDATA, 0,
+                               "lock '%s': the Redis server gave no fence (none, or not one of 1..%llu)",
+                               h->name, DIRLOCK_FENCE_MAX);
         *fence = dl_redis_of(h)->fence;
         return DIRLOCK_OK;
 }
@@ -810,8 +811,7 @@ static int redis_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error 
                                                       .policy_arg = true,
                                                       .blocker_kind = 'r',
                                                       .running = "the upgrade",
-                                                      .reply = "an upgrade",
-                                                      .lost = dl_redis_lost};
+                                                      .reply = "an upgrade"};
         return dl_redis_upgrade_wait(h, opts, &whole, err);
 }
 
@@ -856,7 +856,7 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                         break;
                 }
                 if (state < 0) {
-                        rc = u->lost(err, h);
+                        rc = dl_redis_lost(err, h, state);
                         break;
                 }
                 if (last) {

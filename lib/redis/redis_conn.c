@@ -212,7 +212,7 @@ static int poll_until(struct pollfd *fds, nfds_t n, const dl_time *deadline)
                 double ms = dl_remaining(deadline);
                 struct timespec ts = {(time_t)(ms / 1e3),
                                       (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-                int r = ppoll(fds, n, &ts, NULL);
+                int r = dl_poll(fds, n, &ts);
                 if (r >= 0 || errno != EINTR)
                         return r;
                 if (dl_remaining(deadline) <= 0)

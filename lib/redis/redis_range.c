@@ -105,14 +105,6 @@ int dl_redis_range_open(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-static int range_lost(dirlock_error *err, const dirlock *h)
-{
-        return dl_fail(err, DIRLOCK_ELOST, 0,
-                       "range [%g, %g) of lock '%s' is not held any more: its entry on the Redis server "
-                       "expired, was broken, or the server lost its data",
-                       h->lo, h->hi, h->name);
-}
-
 /* ---- acquiring: the wait loop (R3) ------------------------------------------ */
 
 int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
@@ -171,7 +163,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
                         if (rep->elements != 2) {
                                 rc = dl_redis_bad_reply(err, "a range acquire");
                         } else {
-                                r->fence = strtoull(dl_redis_reply_str(rep->element[1]), NULL, 10);
+                                r->fence = dl_fence_of_text(dl_redis_reply_str(rep->element[1]));
                                 taken = true;
                         }
                 } else {
@@ -242,7 +234,7 @@ int dl_redis_range_release(dirlock *h, dirlock_error *err)
                                "range; it is not held any more, but whether it was released or had been lost "
                                "cannot be told",
                                h->name);
-        return range_lost(err, h);
+        return dl_redis_lost(err, h, held);
 }
 
 /* Run a script that answers 1 (done) or 0 (the entry is gone). */
@@ -254,7 +246,7 @@ static int one_or_lost(dirlock *h, dl_redis_script_id id, int nargs, const char 
                 return dl_redis_about(err, rc, h->name);
         long long done = dl_redis_reply_int(rep);
         freeReplyObject(rep);
-        return done == 1 ? DIRLOCK_OK : range_lost(err, h);
+        return done == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, done);
 }
 
 int dl_redis_range_refresh(dirlock *h, dirlock_error *err)
@@ -313,8 +305,7 @@ int dl_redis_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_erro
                                                       .policy_arg = false,
                                                       .blocker_kind = 'g',
                                                       .running = "the range upgrade",
-                                                      .reply = "a range upgrade",
-                                                      .lost = range_lost};
+                                                      .reply = "a range upgrade"};
         return dl_redis_upgrade_wait(h, opts, &range, err);
 }
 

@@ -32,7 +32,9 @@
  *      pushes "w" to a multi-name waiter that may now try; an upgrader
  *      whose readers have drained gets "g".  Nobody else is woken.
  *   F  (fences) K:f only grows: each take draws max(K:f + 1, server time
- *      in microseconds) for every name it takes, in the script that takes.
+ *      in microseconds) for every name it takes, in the script that takes;
+ *      never past DIRLOCK_FENCE_MAX (a counter at it is refused, so no
+ *      fence is drawn twice).
  * Redis does not undo a script's writes when it fails half way, so each
  * script reads (and so type-checks) what it will change, and draws fences
  * and touches hashes before it takes anything: a key of the wrong type or
@@ -41,6 +43,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define DL_REDIS_STR(x)  #x
+#define DL_REDIS_XSTR(x) DL_REDIS_STR(x)
 
 /* ---- the common part: clock, keys, purge, holders, queue, grant --------- */
 
@@ -74,20 +79,35 @@
         "  return {token = t, mode = mode, policy = policy, cls = class(mode, policy), stale = stale,\n"     \
         "          n = n, qttl = qttl, seq = seq}\n"                                                         \
         "end\n"                                                                                              \
-        /* F: the next fence of a name: max(K:f + 1, now in microseconds) */                                 \
+        /* F: the next fence of a name: max(K:f + 1, now in microseconds), at */ \
+        /* most FENCE_MAX (2^53 - 1: past it a double cannot count by one); a */ \
+        /* counter that is no number, or at the limit, fails the script and */ \
+        /* stays as it is */ \
+        "local FENCE_MAX = 2^" DL_REDIS_XSTR(DIRLOCK_FENCE_BITS) " - 1\n" \
         "local function draw_fence(k)\n"                                                                     \
-        "  local s = string.format('%.0f', NOW_US)\n"                                                        \
-        "  local v = redis.call('SET', k.f, s, 'GET')\n"                                                     \
+        "  local f = NOW_US\n"                                                                               \
+        "  local v = redis.call('GET', k.f)\n"                                                               \
         "  if v then\n"                                                                                      \
-        "    local last = tonumber(v)\n"                                                                     \
-        "    if not last then error('the fence counter ' .. k.f .. ' held no number: ' .. v) end\n"          \
-        "    if last >= NOW_US then\n"                                                                       \
-        "      s = string.format('%.0f', last + 1)\n"                                                        \
-        "      redis.call('SET', k.f, s)\n"                                                                  \
+        "    if not string.match(v, '^%d+$') then\n"                                                         \
+        "      error('the fence counter ' .. k.f .. ' held no number: ' .. v)\n"                              \
         "    end\n"                                                                                          \
+        "    local last = tonumber(v)\n"                                                                     \
+        "    if last >= FENCE_MAX then\n"                                                                    \
+        "      error('the fence counter ' .. k.f .. ' is at ' .. v .. ', past the largest fence ' ..\n"       \
+        "            string.format('%.0f', FENCE_MAX) .. ': not a counter dirlock wrote')\n"                   \
+        "    end\n"                                                                                          \
+        "    if last >= f then f = last + 1 end\n"                                                           \
         "  end\n"                                                                                            \
+        "  if f > FENCE_MAX then error('the server clock is past the largest fence') end\n"                  \
+        "  local s = string.format('%.0f', f)\n"                                                             \
+        "  redis.call('SET', k.f, s)\n"                                                                      \
         "  return s\n"                                                                                       \
         "end\n"                                                                                              \
+        /* LOST: the answer of a script that found its token's entry gone: */ \
+        /* 0 while the lock's fence counter is there (the entry expired or */ \
+        /* was broken), GONE (-2) when the server has nothing of the lock */ \
+        /* (restarted without its data, flushed, evicted: K:f never expires) */ \
+        "local function gone(k) return redis.call('EXISTS', k.f) == 1 and 0 or -2 end\n" \
         /* K:w holds "<token> <record>": the record expires with the lock */                                 \
         "local function w_token(v) return v and string.sub(v, 1, 32) or nil end\n"                           \
         "local function w_record(v) return v and string.sub(v, 34) or '' end\n"                              \
@@ -286,8 +306,11 @@
         "  for i, A in ipairs(ws) do\n" \
         "    if A.token ~= except and not holder_blocks(h, A) and not queue_blocks(ws, A, gone) and\n" \
         "       not range_held(k) then\n" \
-        "      if A.n == 1 then\n"                                                                           \
-        "        local f = draw_fence(k)\n"                                                                  \
+        /* (a fence that cannot be drawn: the waiter is woken to try, and */ \
+        /* hears why from its own ACQUIRE; the script that grants goes on) */ \
+        "      local drew, f = false, nil\n"                                                                 \
+        "      if A.n == 1 then drew, f = pcall(draw_fence, k) end\n"                                        \
+        "      if drew then\n"                                                                               \
         "        dequeue(k, A.token)\n"                                                                      \
         "        take(k, h, A, redis.call('HGET', k.o, A.token) or '')\n"                                    \
         "        push(A.token, 'g' .. f, A.qttl)\n"                                                          \
@@ -426,8 +449,9 @@ static const char acquire_src[] =
 
 /* RELEASE  KEYS: K, {P}   ARGV: token
  * Removes exactly this token's hold (W with its U, or its reader entry)
- * and its record; nobody else's.  1 when it held, 0 when its entry was
- * gone (expired, broken, or the server lost its data): DIRLOCK_ELOST.
+ * and its record; nobody else's.  1 when it held; when its entry was
+ * gone, LOST: 0 (expired or broken) or -2 (the server has nothing of
+ * the lock any more): DIRLOCK_ELOST.
  * Then lets in whoever may go (W): after W, or after the last reader.
  * (A name left without holders stays in {P}:names until cleanup.) */
 static const char release_src[] =
@@ -447,12 +471,12 @@ static const char release_src[] =
            "  if #k.readers == 0 then grant(k, holders(k), nil) end\n"
            "  return 1\n"
            "end\n"
-           "return 0\n";
+           "return gone(k)\n";
 
 /* REFRESH  KEYS: K, {P}   ARGV: token, stale ms
  * E: extends this token's entry to now + stale only while it is there
  * (PEXPIRE of W and U when they hold the token; ZADD XX of its reader
- * entry after the purge removed the expired ones).  1, or 0: lost. */
+ * entry after the purge removed the expired ones).  1, or LOST. */
 static const char refresh_src[] =
     COMMON "local k, token, stale = K(KEYS[1]), ARGV[1], tonumber(ARGV[2])\n"
            "purge(k)\n"
@@ -465,18 +489,20 @@ static const char refresh_src[] =
            "  redis.call('ZADD', k.r, 'XX', NOW + stale, token)\n"
            "  return 1\n"
            "end\n"
-           "return 0\n";
+           "return gone(k)\n";
 
 /* CHECK  KEYS: K, {P}   ARGV: token
- * Read only: 1 while this token holds W or an unexpired reader entry. */
+ * Read only: 1 while this token holds W or an unexpired reader entry;
+ * else LOST. */
 static const char check_src[] = COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
                                        "if get_w(k) == token then return 1 end\n"
                                        "local s = redis.call('ZSCORE', k.r, token)\n"
                                        "if s and tonumber(s) > NOW then return 1 end\n"
-                                       "return 0\n";
+                                       "return gone(k)\n";
 
 /* UPGRADE  KEYS: K, {P}   ARGV: token, stale ms, last (0/1), simple (0/1)
- * Intent -> exclusive.  Only while this token holds W (else {-1}: lost).
+ * Intent -> exclusive.  Only while this token holds W (else lost: {-1},
+ * or {-2} when the server has nothing of the lock, as LOST).
  * Sets U (new readers wait for it, M) and renews W and U; {1} when no
  * reader is left, else {0, reader, its record, ms until its entry
  * expires}, and the last reader's release pushes "g" (W).  A failed last
@@ -484,7 +510,7 @@ static const char check_src[] = COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
  * the readers that U held back in. */
 static const char upgrade_src[] = COMMON "local k, token, stale = K(KEYS[1]), ARGV[1], tonumber(ARGV[2])\n"
                                          "purge(k)\n"
-                                         "if get_w(k) ~= token then return {-1} end\n"
+                                         "if get_w(k) ~= token then return {gone(k) < 0 and -2 or -1} end\n"
                                          "redis.call('SET', k.u, token, 'PX', stale)\n"
                                          "redis.call('PEXPIRE', k.w, stale)\n"
                                          "redis.call('DEL', wake_key(token))\n"
@@ -716,14 +742,14 @@ static const char range_acquire_src[] = COMMON RANGE_COMMON
     "return {0, seq, bt, brec, left, 0, kind}\n";
 
 /* RANGE_RELEASE  KEYS: K, {P}   ARGV: token
- * Removes exactly this token's entry and record; 1 when it held, 0 when
- * it was gone (expired, broken, lost: DIRLOCK_ELOST).  R3: wakes the
+ * Removes exactly this token's entry and record; 1 when it held, LOST
+ * when it was gone (DIRLOCK_ELOST).  R3: wakes the
  * waiters whose range met it, and lets in the whole waiters that may go. */
 
 static const char range_release_src[] = COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
                                                             "purge(k)\n"
                                                             "local e = range_drop(k, token)\n"
-                                                            "if not e then return 0 end\n"
+                                                            "if not e then return gone(k) end\n"
                                                             "range_left(k, e)\n"
                                                             "return e.state == 'h' and 1 or 0\n";
 
@@ -744,28 +770,30 @@ static const char range_shrink_src[] =
 
 /* RANGE_REFRESH  KEYS: K, {P}   ARGV: token, stale ms
  * E: extends the held entry to now + stale only while it is there (after
- * the purge removed the expired ones).  1, or 0: lost. */
+ * the purge removed the expired ones).  1, or LOST. */
 
 static const char range_refresh_src[] =
     COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
                         "purge(k)\n"
                         "local e = range_find(k, token)\n"
-                        "if not e or e.state ~= 'h' then return 0 end\n"
+                        "if not e or e.state ~= 'h' then return gone(k) end\n"
                         "redis.call('ZADD', k.ge, 'XX', NOW + tonumber(ARGV[2]), token)\n"
                         "return 1\n";
 
 /* RANGE_CHECK  KEYS: K, {P}   ARGV: token
- * Read only: 1 while this token holds an unexpired range entry. */
+ * Read only: 1 while this token holds an unexpired range entry; else
+ * LOST. */
 
 static const char range_check_src[] =
     COMMON RANGE_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
                         "local v = redis.call('HGET', k.g, token)\n"
                         "local s = redis.call('ZSCORE', k.ge, token)\n"
                         "if v and string.sub(v, 1, 1) == 'h' and s and tonumber(s) > NOW then return 1 end\n"
-                        "return 0\n";
+                        "return gone(k)\n";
 
 /* RANGE_UPGRADE  KEYS: K, {P}   ARGV: token, stale ms, last (0/1)
- * Intent range -> exclusive.  Only while this token holds ({-1}: lost).
+ * Intent range -> exclusive.  Only while this token holds (else {-1} or
+ * {-2}: lost, as UPGRADE).
  * The entry becomes u (new overlapping readers and intents wait: R1) and
  * is renewed; {1} (now x) when no overlapping read range is held, else
  * {0, reader, its record, ms until it expires}: the reader's release wakes
@@ -776,7 +804,7 @@ static const char range_upgrade_src[] = COMMON RANGE_COMMON
     "local k, token, stale = K(KEYS[1]), ARGV[1], tonumber(ARGV[2])\n"
     "purge(k)\n"
     "local e = range_find(k, token)\n"
-    "if not e or e.state ~= 'h' then return {-1} end\n"
+    "if not e or e.state ~= 'h' then return {gone(k) < 0 and -2 or -1} end\n"
     "redis.call('DEL', wake_key(token))\n"
     "redis.call('ZADD', k.ge, 'XX', NOW + stale, token)\n"
     "for _, r in ipairs(range_entries(k)) do\n"

@@ -1,5 +1,5 @@
 /* test_core_api.c - unit tests of the exclusive lock's calls in one
- * process: names, errors and their messages, bad lock directories, one
+ * process: names, errors, their messages and names, bad lock directories, one
  * try and busy, timeouts, the smallest stale age, a lost lock leaving the
  * new holder alone, dirlock_with, two handles in two threads, and a
  * holder whose main thread exits. */
@@ -52,6 +52,39 @@ static void test_errors_have_text(void **state)
         o = (dirlock_options)DIRLOCK_OPTIONS_INIT;
         o.flags = 1u << 20;
         assert_int_equal(dirlock_acquire(lockdir, "x", &o, &h, &e), DIRLOCK_EINVAL);
+}
+
+/* Each code has a distinct name, the one written in the header after
+ * DIRLOCK_, and the names end with NULL right after the last code. */
+static void test_code_names(void **state)
+{
+        (void)state;
+        assert_string_equal(dirlock_code_name(DIRLOCK_OK), "OK");
+        assert_string_equal(dirlock_code_name(DIRLOCK_EBUSY), "EBUSY");
+        assert_string_equal(dirlock_code_name(DIRLOCK_ETIMEDOUT), "ETIMEDOUT");
+        assert_string_equal(dirlock_code_name(DIRLOCK_EIO), "EIO");
+        assert_string_equal(dirlock_code_name(DIRLOCK_EDATA), "EDATA");
+        for (int c = 0; c < DIRLOCK_CODE_COUNT; c++) {
+                const char *n = dirlock_code_name(c);
+                assert_non_null(n);
+                assert_true(strcmp(n, "OK") == 0 || (n[0] == 'E' && strlen(n) > 1));
+                for (const char *p = n; *p; p++)
+                        assert_true((*p >= 'A' && *p <= 'Z'));
+                for (int d = 0; d < c; d++)
+                        assert_string_not_equal(n, dirlock_code_name(d));
+        }
+        assert_null(dirlock_code_name(DIRLOCK_CODE_COUNT));
+        assert_null(dirlock_code_name(-1));
+        /* A code's name and text come from the same entry of the list. */
+        dirlock *h, *h2;
+        dirlock_error e;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        assert_int_equal(dirlock_acquire(lockdir, "named", NULL, &h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(lockdir, "named", &o, &h2, &e), DIRLOCK_EBUSY);
+        assert_string_equal(dirlock_code_name(e.code), "EBUSY");
+        assert_string_equal(dirlock_strerror(e.code), "lock is busy");
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
 }
 
 static void test_lockdir_errors(void **state)
@@ -275,6 +308,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_names),
             cmocka_unit_test(test_errors_have_text),
+            cmocka_unit_test(test_code_names),
             cmocka_unit_test(test_lockdir_errors),
             cmocka_unit_test(test_try_and_busy),
             cmocka_unit_test(test_timeout_accuracy),

@@ -1,7 +1,8 @@
 /* test_core_fence.c - unit tests of fences in a directory space
  * (lib/dir/dir_fence.c, docs/fencing.md): they grow with every acquisition,
  * whoever takes the lock; a holder whose lock was broken gets none; they
- * do not go back when the counter is removed or rolled back; concurrent
+ * do not go back when the counter is removed or rolled back; they stop
+ * at DIRLOCK_FENCE_MAX, and a counter past it is refused; concurrent
  * readers get distinct ones; flock spaces have none. */
 #include "core_fixture.h"
 
@@ -77,6 +78,55 @@ static void test_counter_lost(void **state)
         dirlock_release(h, NULL);
 }
 
+/* The counter of lock `name` set to one entry named `leaf`. */
+static void set_counter(const char *name, const char *leaf)
+{
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/%s.fence' && mkdir '%s/%s.fence' && touch '%s/%s.fence/%s'",
+                 lockdir, name, lockdir, name, lockdir, name, leaf);
+        assert_int_equal(system(cmd), 0);
+}
+
+/* The fence of a new acquisition of `name`: its code, and the message. */
+static int draw(const char *name, unsigned long long *f, dirlock_error *e)
+{
+        dirlock *h = take(name, 0);
+        assert_non_null(h);
+        *f = 0;
+        int rc = dirlock_fence(h, f, e);
+        assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
+        return rc;
+}
+
+/* Fences stop at DIRLOCK_FENCE_MAX: the last one is handed out once, and
+ * a counter at or past it -- or one that names no number -- is corrupt
+ * data, never a fence given before (nor 0). */
+static void test_counter_limit(void **state)
+{
+        (void)state;
+        unsigned long long f;
+        dirlock_error e;
+        set_counter("limit", "00009007199254740990");
+        assert_int_equal(draw("limit", &f, &e), DIRLOCK_OK);
+        assert_true(f == DIRLOCK_FENCE_MAX);
+        assert_int_equal(draw("limit", &f, &e), DIRLOCK_EDATA);
+        assert_non_null(strstr(e.message, "9007199254740991, the largest fence"));
+        static const char *const corrupt[] = {"00009007199254740992", "99999999999999999999",
+                                              "18446744073709551615", "junk"};
+        for (size_t i = 0; i < sizeof corrupt / sizeof corrupt[0]; i++) {
+                set_counter("limit", corrupt[i]);
+                f = 0;
+                if (draw("limit", &f, &e) != DIRLOCK_EDATA)
+                        fail_msg("counter %s: fence %llu (%s)", corrupt[i], f, e.message);
+                assert_non_null(strstr(e.message, "not a counter dirlock wrote"));
+        }
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/limit.fence'", lockdir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(draw("limit", &f, &e), DIRLOCK_OK); /* removed: from the clock again */
+        assert_true(f > 1000000000000000ULL && f < DIRLOCK_FENCE_MAX);
+}
+
 /* Shared holders at the same time draw distinct fences; flock has none. */
 static void test_readers_and_flock(void **state)
 {
@@ -141,11 +191,9 @@ static void test_order_across_processes(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_fences_grow),
-            cmocka_unit_test(test_paused_holder),
-            cmocka_unit_test(test_counter_lost),
-            cmocka_unit_test(test_readers_and_flock),
-            cmocka_unit_test(test_order_across_processes),
+            cmocka_unit_test(test_fences_grow),       cmocka_unit_test(test_paused_holder),
+            cmocka_unit_test(test_counter_lost),      cmocka_unit_test(test_counter_limit),
+            cmocka_unit_test(test_readers_and_flock), cmocka_unit_test(test_order_across_processes),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

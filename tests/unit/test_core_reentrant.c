@@ -23,7 +23,7 @@ static void test_reentrant(void **state)
         assert_int_equal(dirlock_release(h, &e), DIRLOCK_EBALANCE);
         assert_non_null(strstr(e.message, "more often"));
         /* Taken again through the same object, with a new token. */
-        char old_token[33];
+        char old_token[DIRLOCK_TOKEN_LEN + 1];
         strcpy(old_token, dirlock_token(h));
         assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
         assert_string_not_equal(old_token, dirlock_token(h));
@@ -76,7 +76,7 @@ static void test_reentrant_shared_reacquire(void **state)
         o.flags = DIRLOCK_REENTRANT;
         dirlock *h;
         assert_int_equal(dirlock_acquire(lockdir, "reread", &o, &h, NULL), DIRLOCK_OK);
-        char old_token[33] = "";
+        char old_token[DIRLOCK_TOKEN_LEN + 1] = "";
         char entry[4200];
         struct stat st;
         for (int round = 0; round < 3; round++) {
@@ -139,7 +139,7 @@ static void test_reacquire_after_failed_release(void **state)
                 assert_int_equal(dirlock_acquire(lockdir, cases[i].name, &o, &h, NULL), DIRLOCK_OK);
                 if (cases[i].upgrade)
                         assert_int_equal(dirlock_upgrade(h, NULL, NULL), DIRLOCK_OK);
-                char token[33], entry[4200], new_entry[4200];
+                char token[DIRLOCK_TOKEN_LEN + 1], entry[4200], new_entry[4200];
                 strcpy(token, dirlock_token(h));
                 snprintf(entry, sizeof entry, cases[i].entry_fmt, lockdir, token);
                 jam(entry);

@@ -9,7 +9,9 @@
  * an intent range upgrades, a fair waiting writer holds off new
  * overlapping readers and readers queued before a writer go before it, a
  * killed holder's range is freed at once, a cancel descriptor ends a
- * wait and its reservation, and what is refused. */
+ * wait and its reservation, what is refused, and the text form of a
+ * range (dirlock_range_parse): its grammar, and that what it accepts the
+ * space takes. */
 #include "core_fixture.h"
 
 #include <sys/socket.h>
@@ -501,6 +503,63 @@ static void test_refused(void **state)
         dirlock_release(whole, NULL);
 }
 
+/* The text form of a range (dirlock_range_parse): the grammar's edges,
+ * and every text it accepts is a range the space takes. */
+static void test_range_text(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        static const struct {
+                const char *text;
+                double lo, hi;
+        } good[] = {
+            {"0:10", 0, 10},
+            {"-1.5:2e3", -1.5, 2000},
+            {"1e-320:2e-320", 1e-320, 2e-320},
+            {".5:1.", 0.5, 1},
+            {"+1:+2", 1, 2},
+            {"1E2:1e+3", 100, 1000},
+            {"-0:1", 0, 1},
+            {"1e-400:1", 0, 1},
+            {"-5e-324:5e-324", -5e-324, 5e-324},
+            {"0.1:0.30000000000000004", 0.1, 0.30000000000000004},
+        };
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock_error e;
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+                double lo = -7, hi = -7;
+                int rc = dirlock_range_parse(good[i].text, &lo, &hi, &e);
+                if (rc != DIRLOCK_OK)
+                        fail_msg("'%s' refused: %s", good[i].text, e.message);
+                assert_true(lo == good[i].lo && hi == good[i].hi);
+                dirlock *h = NULL;
+                if (dirlock_acquire_range(space, "text", lo, hi, &o, &h, &e) != DIRLOCK_OK)
+                        fail_msg("'%s' parsed, but the space refused it: %s", good[i].text, e.message);
+                assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        }
+        static const char *const bad[] = {
+            " 1:2",  "1:2 ",  "1 :2",        "1: 2",     "\t1:2",   "1:2\n", "0x1:2", "1:0x2",
+            "inf:1", "0:inf", "nan:1",       "1:",       ":1",      "1",     "",      "1:2:3",
+            "1e:2",  "1:2e",  "1e+:2",       "2:1",      "1:1",     "-0:0",  ".:1",   "1..:2",
+            "--1:2", "1,5:2", "1e400:1e401", "-1e400:0", "0:1e309", "1:2x",  "1;2",   "１:２",
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                double lo = -7, hi = -7;
+                e.message[0] = '\0';
+                if (dirlock_range_parse(bad[i], &lo, &hi, &e) != DIRLOCK_EINVAL)
+                        fail_msg("'%s' accepted as [%g, %g)", bad[i], lo, hi);
+                assert_int_equal(e.code, DIRLOCK_EINVAL);
+                assert_non_null(strstr(e.message, "invalid range"));
+                assert_true(lo == -7 && hi == -7); /* left alone */
+        }
+        assert_int_equal(dirlock_range_parse("1:2e400", &(double){0}, &(double){0}, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "HI (2e400) is too large"));
+        assert_int_equal(dirlock_range_parse("3:2", &(double){0}, &(double){0}, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "LO must be below HI"));
+        assert_int_equal(dirlock_range_parse(NULL, &(double){0}, &(double){0}, &e), DIRLOCK_EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -514,6 +573,7 @@ int main(void)
             cmocka_unit_test_setup(test_killed_holder, fresh),
             cmocka_unit_test_setup(test_cancel, fresh),
             cmocka_unit_test_setup(test_refused, fresh),
+            cmocka_unit_test_setup(test_range_text, fresh),
         };
         int failed = cmocka_run_group_tests_name("directory space", tests, dir_setup, teardown);
         return failed + cmocka_run_group_tests_name("Redis space", tests, redis_setup, redis_teardown);

@@ -6,8 +6,8 @@
  * a server that forgot its scripts), and the API as the directory backend
  * offers it (fences, owner records, upgrade and downgrade, reentrant
  * handles, cancel, list and cleanup, a forked child's own connection, a
- * release that gets no answer), and the board's kept view handle on such
- * a space.
+ * release that gets no answer, a lock the server lost in a FLUSHALL or a
+ * restart), and the board's kept view handle on such a space.
  * Skipped when redis-server is not installed or the library was built
  * without Redis support. */
 #include <setjmp.h>
@@ -335,6 +335,73 @@ static void test_fences(void **state)
         dirlock_release(h, NULL);
 }
 
+/* Fences stop at DIRLOCK_FENCE_MAX (2^53 - 1, where a Lua number stops
+ * counting by one): the last is handed out once; a counter at or past it
+ * fails the acquire with DIRLOCK_EDATA, takes nothing and stays as it
+ * was -- where it used to hand out 2^53 again and again.  A release that
+ * would grant the lock to a waiter still succeeds; the waiter hears why. */
+static void test_fence_limit(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        dirlock_error e;
+        char out[64];
+        assert_int_equal(cli(NULL, 0, "set '{dirlock}:lim:f' 9007199254740990"), 0);
+        dirlock *h = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(h);
+        assert_true(fence_of(h) == DIRLOCK_FENCE_MAX);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        static const char *const corrupt[] = {"9007199254740991",
+                                              "9007199254740992",
+                                              "9007199254740993",
+                                              "18446744073709551616",
+                                              "1e300",
+                                              "-5"};
+        for (size_t i = 0; i < sizeof corrupt / sizeof corrupt[0]; i++) {
+                char cmd[96];
+                snprintf(cmd, sizeof cmd, "set '{dirlock}:lim:f' '%s'", corrupt[i]);
+                assert_int_equal(cli(NULL, 0, cmd), 0);
+                for (int round = 0; round < 2; round++) { /* never twice the same fence */
+                        h = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 0, &e);
+                        if (h != NULL)
+                                fail_msg("counter %s: taken with fence %llu", corrupt[i], fence_of(h));
+                        assert_int_equal(e.code, DIRLOCK_EDATA);
+                        assert_non_null(strstr(e.message, "fence counter"));
+                }
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                o.timeout = 0;
+                assert_int_equal(dirlock_acquire_range(space, "lim", 0, 1, &o, &h, &e), DIRLOCK_EDATA);
+                assert_int_equal(cli(out, sizeof out, "get '{dirlock}:lim:f'"), 0);
+                out[strcspn(out, "\n")] = '\0';
+                assert_string_equal(out, corrupt[i]); /* left as it was */
+                assert_int_equal(cli(out, sizeof out, "exists '{dirlock}:lim:w'"), 0);
+                assert_int_equal(atoi(out), 0);
+        }
+        /* A waiter the release would grant the lock to. */
+        assert_int_equal(cli(NULL, 0, "del '{dirlock}:lim:f'"), 0);
+        h = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(h);
+        pid_t child = fork();
+        if (child == 0) {
+                dirlock *w = take_in(space, "lim", DIRLOCK_EXCLUSIVE, 10, &e);
+                _exit(w != NULL ? 1 : e.code == DIRLOCK_EDATA ? 0 : 2);
+        }
+        for (int i = 0; i < 500; i++) { /* until it is queued */
+                assert_int_equal(cli(out, sizeof out, "zcard '{dirlock}:lim:q'"), 0);
+                if (atoi(out) == 1)
+                        break;
+                sleep_ms(10);
+        }
+        assert_int_equal(atoi(out), 1);
+        assert_int_equal(cli(NULL, 0, "set '{dirlock}:lim:f' 9007199254740991"), 0);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0); /* the waiter: DIRLOCK_EDATA */
+        assert_int_equal(cli(NULL, 0, "del '{dirlock}:lim:f'"), 0);
+}
+
 static void test_owner_and_status(void **state)
 {
         (void)state;
@@ -372,6 +439,52 @@ static void test_owner_and_status(void **state)
         assert_int_equal(dirlock_list(space, 0, &list, &n, &e), DIRLOCK_OK);
         assert_int_equal(n, 0);
         free(list);
+}
+
+/* A lock the server no longer has -- FLUSHALL, or a restart without
+ * persistence -- is lost, and the message says the server lost it, not
+ * that it was broken as stale (which a lock broken by another still
+ * says): for check, refresh, release, whole locks and ranges. */
+static void test_lost_by_the_server(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        dirlock_error e;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        for (int how = 0; how < 2; how++) {
+                dirlock *h = take_in(space, "gone", DIRLOCK_EXCLUSIVE, 0, &e);
+                dirlock *s = take_in(space, "gone-s", DIRLOCK_SHARED, 0, &e), *r = NULL;
+                assert_non_null(h);
+                assert_non_null(s);
+                assert_int_equal(dirlock_acquire_range(space, "gone-r", 0, 1, &o, &r, &e), DIRLOCK_OK);
+                if (how == 0) {
+                        assert_int_equal(cli(NULL, 0, "flushall"), 0);
+                } else {
+                        stop_server();
+                        assert_int_equal(start_server(), 0);
+                }
+                dirlock *all[3] = {h, s, r};
+                for (int i = 0; i < 3; i++) {
+                        assert_int_equal(dirlock_check(all[i], &e), DIRLOCK_ELOST);
+                        if (strstr(e.message, "the Redis server no longer has it") == NULL)
+                                fail_msg("%s, check %d: %s", how ? "restart" : "flushall", i, e.message);
+                        assert_int_equal(dirlock_refresh(all[i], &e), DIRLOCK_ELOST);
+                        assert_non_null(strstr(e.message, "no longer has it"));
+                        assert_int_equal(dirlock_release(all[i], &e), DIRLOCK_ELOST);
+                        assert_non_null(strstr(e.message, "no longer has it"));
+                        assert_null(strstr(e.message, "stale"));
+                }
+        }
+        /* Broken by another: still said so. */
+        dirlock *h = take_in(space, "gone", DIRLOCK_EXCLUSIVE, 0, &e);
+        assert_non_null(h);
+        assert_int_equal(dirlock_break(space, "gone", 0, 1, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_check(h, &e), DIRLOCK_ELOST);
+        assert_non_null(strstr(e.message, "broken as stale"));
+        assert_null(strstr(e.message, "no longer has"));
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_ELOST);
+        assert_non_null(strstr(e.message, "broken as stale"));
 }
 
 /* A dead owner on this host: broken at once by the next taker, by break
@@ -504,7 +617,7 @@ static void test_reentrant_and_cancel(void **state)
         dirlock *h;
         dirlock_error e;
         assert_int_equal(dirlock_acquire(space, "re", &o, &h, &e), DIRLOCK_OK);
-        char first[33];
+        char first[DIRLOCK_TOKEN_LEN + 1];
         strcpy(first, dirlock_token(h));
         unsigned long long f1 = fence_of(h);
         assert_int_equal(dirlock_reacquire(h, &e), DIRLOCK_OK);
@@ -631,6 +744,43 @@ static void test_board_view_without_answer(void **state)
         config_free(&cfg);
 }
 
+/* The board's lock lost by the server (FLUSHALL) between its read and
+ * its write: 503 before the write, saying the server lost it -- not
+ * "broken as stale" -- in mkdir mode (a check) and rw (an upgrade); and
+ * 500 with the same reason when it is found lost only at the release. */
+static void test_board_lock_lost_by_the_server(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        static const char *const modes[] = {"mkdir", "rw"};
+        for (int m = 0; m < 2; m++) {
+                char text[1024];
+                int n = snprintf(
+                    text, sizeof text,
+                    "data_dir = %s\nlock_mode = %s\nlock_space = %s\nstale_age = 60\nlock_timeout = 1\n", dir,
+                    modes[m], space);
+                struct board_config cfg;
+                struct board_error be = BOARD_ERROR_INIT;
+                assert_int_equal(config_parse(text, (size_t)n, "test.conf", &cfg, &be), 0);
+                struct board_lock lk;
+                assert_int_equal(board_lock_write_begin(&cfg, &lk, &be), 0);
+                assert_int_equal(cli(NULL, 0, "flushall"), 0);
+                assert_int_equal(board_lock_make_exclusive(&lk, &be), -1);
+                assert_int_equal(be.status, 503);
+                if (strstr(be.msg, "the Redis server no longer has it") == NULL || strstr(be.msg, "stale"))
+                        fail_msg("%s, before the write: %s", modes[m], be.msg);
+                (void)board_lock_release(&lk, &be);
+                be = (struct board_error)BOARD_ERROR_INIT;
+                assert_int_equal(board_lock_write_begin(&cfg, &lk, &be), 0);
+                assert_int_equal(cli(NULL, 0, "flushall"), 0);
+                assert_int_equal(board_lock_release(&lk, &be), -1);
+                assert_int_equal(be.status, 500);
+                if (strstr(be.msg, "the Redis server no longer has it") == NULL)
+                        fail_msg("%s, at the release: %s", modes[m], be.msg);
+                config_free(&cfg);
+        }
+}
+
 /* A forked child uses its own connection, and not its parent's handle. */
 static void test_fork(void **state)
 {
@@ -690,7 +840,9 @@ int main(void)
             cmocka_unit_test(test_wrong_type_and_script_error),
             cmocka_unit_test(test_noscript),
             cmocka_unit_test(test_fences),
+            cmocka_unit_test(test_fence_limit),
             cmocka_unit_test(test_owner_and_status),
+            cmocka_unit_test(test_lost_by_the_server),
             cmocka_unit_test(test_dead_owner),
             cmocka_unit_test(test_upgrade_downgrade),
             cmocka_unit_test(test_upgrade_wakes),
@@ -700,6 +852,7 @@ int main(void)
             cmocka_unit_test(test_slow_reply),
             cmocka_unit_test(test_release_without_answer),
             cmocka_unit_test(test_board_view_without_answer),
+            cmocka_unit_test(test_board_lock_lost_by_the_server),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,441 @@
+/* run.c - the lock-and-run mode of the dirlock command (run.h): take the
+ * named locks, run COMMAND under them, release them.
+ *
+ * COMMAND is forked first and waits on a pipe; the locks are then taken
+ * with COMMAND as their partner (dirlock_options.partner_pid), and only
+ * then does COMMAND run.  While it runs, dirlock stays its parent,
+ * refreshes the locks every stale/3 seconds and passes on every signal it
+ * can catch (all but SIGKILL, SIGSTOP, the job-control signals, which stop
+ * and continue both, and the fault signals): the locks cannot end before
+ * COMMAND does.  If dirlock itself is killed (SIGKILL, the OOM killer),
+ * the owner records still name COMMAND: judges on this host keep the locks
+ * held until it exits, as flock(1) does; judges on other hosts break them
+ * after the stale age, since nobody refreshes them any more.
+ *
+ * SIGNALS.  The signals to pass on are blocked from the start, so none
+ * is lost and no handler races with anything.  Until COMMAND is let run,
+ * those that would end a process (ending_signals) make a signalfd
+ * readable, which is the library's cancel descriptor: the wait ends at
+ * once, nothing is held, COMMAND never runs, and dirlock ends as killed
+ * by the signal.  The go message divides the two: a signal that came
+ * before it -- also one that came while the library's last try took the
+ * locks -- is read from the signalfd right before it, and ends dirlock
+ * the same way, releasing the locks; one that comes after it stays
+ * pending, and run_locked passes it on to COMMAND, which by then is let
+ * run.  Nothing is lost in between, and no lock outlives dirlock. */
+#include "run.h"
+#include "test_hooks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *progname = DIRLOCK_COMMAND_NAME;
+
+/* Signals dirlock passes on to COMMAND: every one it can catch except
+ * SIGCHLD (its own), the job-control signals (a terminal's ^Z stops both,
+ * and the shell's SIGCONT continues both, as with flock(1)) and the
+ * signals the kernel sends for a fault of dirlock itself. */
+static void forwarded_signals(sigset_t *set)
+{
+        static const int kept[] = {SIGKILL, SIGSTOP, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
+                                   SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGTRAP, SIGSYS};
+        sigfillset(set);
+        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+                sigdelset(set, kept[i]);
+}
+
+/* The command, forked but held back until the locks are taken. */
+struct pending_command {
+        pid_t pid;
+        int go_fd;   /* write end: the go message lets it run; closing first kills it */
+        bool reaped; /* it died before it ran, and was waited for: */
+        int status;  /* its wait status */
+};
+
+/* Fork COMMAND; it waits for the go message on a pipe before it execs, and
+ * exits without running when the pipe closes first (the locks were not
+ * had, or dirlock died).  The go message is "g" and then NAME=VALUE lines
+ * to put in its environment (the fences).  The signal mask is restored in
+ * the child. */
+static int fork_command(char **command, const sigset_t *old_mask, struct pending_command *pc)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) != 0)
+                return -1;
+        pid_t child = fork();
+        if (child < 0) {
+                close(p[0]);
+                close(p[1]);
+                return -1;
+        }
+        if (child == 0) {
+                close(p[1]);
+                sigprocmask(SIG_SETMASK, old_mask, NULL);
+                char msg[8192];
+                size_t got = 0;
+                ssize_t n;
+                while (got < sizeof msg - 1 &&
+                       ((n = read(p[0], msg + got, sizeof msg - 1 - got)) > 0 || (n < 0 && errno == EINTR)))
+                        got += n > 0 ? (size_t)n : 0;
+                if (got == 0 || msg[0] != 'g')
+                        _exit(125); /* no locks: never run */
+                close(p[0]);
+                msg[got] = '\0';
+                for (char *line = strtok(msg + 1, "\n"); line != NULL; line = strtok(NULL, "\n"))
+                        putenv(line);
+                execvp(command[0], command);
+                int e = errno;
+                fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
+                _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+        }
+        close(p[0]);
+        pc->pid = child;
+        pc->go_fd = p[1];
+        pc->reaped = false;
+        pc->status = 0;
+        return 0;
+}
+
+/* Never let it run: it exits at the closed pipe; wait for it. */
+static void abandon_command(struct pending_command *pc)
+{
+        close(pc->go_fd);
+        while (!pc->reaped && waitpid(pc->pid, &pc->status, 0) < 0 && errno == EINTR)
+                ;
+        pc->reaped = true;
+}
+
+/* The status for a command that died before it could run (a signal sent
+ * to it alone, or to it and dirlock but seen for it first), saying so. */
+static int died_before_running(const struct pending_command *pc)
+{
+        if (WIFSIGNALED(pc->status)) {
+                int sig = WTERMSIG(pc->status);
+                const char *name = sigabbrev_np(sig);
+                fprintf(stderr, "%s: the command was killed by %s%s before it could run; no lock is held\n",
+                        progname, name ? "SIG" : "signal ", name ? name : "?");
+                return EXIT_SIGNAL + sig;
+        }
+        fprintf(stderr, "%s: the command ended before it could run; no lock is held\n", progname);
+        return EXIT_CANNOT_RUN;
+}
+
+/* ---- signals before the command runs ------------------------------------ */
+
+/* The signals that end dirlock while it waits for its locks (the wait is
+ * canceled through the library's cancel descriptor, a signalfd readable
+ * while one of them is pending): the forwarded ones whose default action
+ * ends a process -- unless dirlock was started with one ignored, as nohup
+ * ignores SIGHUP and a shell SIGINT and SIGQUIT for a background job:
+ * whoever started it meant it to outlive those -- and SIGCHLD, for a
+ * command that dies before it runs.  SIGURG and SIGWINCH, ignored by
+ * default, stay pending and are passed on once the command runs. */
+static void ending_signals(const sigset_t *forwarded, sigset_t *set)
+{
+        sigemptyset(set);
+        for (int sig = 1; sig < NSIG; sig++) {
+                struct sigaction sa;
+                if (sigismember(forwarded, sig) != 1 || sig == SIGURG || sig == SIGWINCH ||
+                    sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_IGN)
+                        continue;
+                sigaddset(set, sig);
+        }
+        sigaddset(set, SIGCHLD);
+}
+
+/* What the signals pending on `sfd` say, taking them: the first that ends
+ * dirlock (its number); else -1 when the pending command has died (it is
+ * reaped: pc->status); else 0 -- nothing, or the SIGCHLD of a command
+ * stopped or continued with dirlock (^Z, fg). */
+static int signals_taken(int sfd, struct pending_command *pc)
+{
+        int ending = 0;
+        bool child = false;
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGCHLD)
+                        child = true;
+                else if (ending == 0)
+                        ending = (int)si.ssi_signo;
+        }
+        if (ending != 0)
+                return ending;
+        if (child && waitpid(pc->pid, &pc->status, WNOHANG) == pc->pid) {
+                pc->reaped = true;
+                return -1;
+        }
+        return 0;
+}
+
+/* The end of a dirlock that signal `sig` stopped before its command ran:
+ * nothing is held, nothing ran.  It dies of the signal, as it would have
+ * with nothing to clean up first, so that a shell sees it killed (and a
+ * loop that got ^C stops); a signal whose default action would dump core
+ * ends it with the status a shell gives that death, 128 + N, and no core
+ * file of a dirlock that did nothing wrong. */
+static int end_by_signal(int sig, bool quiet)
+{
+        const char *name = sigabbrev_np(sig);
+        if (!quiet)
+                fprintf(stderr, "%s: %s%s while waiting for the locks: the command was not run\n", progname,
+                        name ? "SIG" : "signal ", name ? name : "?");
+        static const int dumps_core[] = {SIGQUIT, SIGABRT, SIGXCPU, SIGXFSZ};
+        bool core = false;
+        for (size_t i = 0; i < sizeof dumps_core / sizeof dumps_core[0]; i++)
+                core = core || sig == dumps_core[i];
+        if (!core) {
+                sigset_t one;
+                sigemptyset(&one);
+                sigaddset(&one, sig);
+                signal(sig, SIG_DFL);
+                raise(sig);
+                sigprocmask(SIG_UNBLOCK, &one, NULL); /* dies here */
+        }
+        return EXIT_SIGNAL + sig;
+}
+
+/* What the command runs under: a set of whole locks, or one range lock. */
+struct held {
+        dirlock_set *set;
+        dirlock *range;
+};
+
+static size_t held_count(const struct held *hl)
+{
+        return hl->range ? 1 : dirlock_set_count(hl->set);
+}
+
+static dirlock *held_lock(const struct held *hl, size_t i)
+{
+        return hl->range ? hl->range : dirlock_set_lock(hl->set, i);
+}
+
+static int held_refresh(struct held *hl, dirlock_error *e)
+{
+        return hl->range ? dirlock_refresh(hl->range, e) : dirlock_refresh_many(hl->set, e);
+}
+
+static int held_release(struct held *hl, dirlock_error *e)
+{
+        return hl->range ? dirlock_release(hl->range, e) : dirlock_release_many(hl->set, e);
+}
+
+/* Take the locks, watching `sfd` (ending_signals) through the library's
+ * cancel descriptor: a wait ends at once when a signal that ends dirlock
+ * comes (*ended = its number) or the pending command dies (*ended = -1),
+ * holding nothing.  A SIGCHLD of a command stopped or continued only
+ * starts the wait again, for the time left. */
+static int take_locks(struct run_request *rq, int sfd, struct pending_command *pc, struct held *hl,
+                      int *ended, dirlock_error *e)
+{
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        double timeout = rq->opts.timeout;
+        rq->opts.flags |= DIRLOCK_CANCEL_FD;
+        rq->opts.cancel_fd = sfd;
+        *ended = 0;
+        for (;;) {
+                if (timeout > 0) {
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        double left = timeout - ((double)(now.tv_sec - start.tv_sec) +
+                                                 (double)(now.tv_nsec - start.tv_nsec) / 1e9);
+                        rq->opts.timeout = left > 0 ? left : 0;
+                }
+                int rc = rq->ranged ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi,
+                                                            &rq->opts, &hl->range, e)
+                                    : dirlock_acquire_many(rq->space, (const char *const *)rq->names,
+                                                           rq->count, &rq->opts, &hl->set, e);
+                if (rc != DIRLOCK_ECANCELED)
+                        return rc;
+                *ended = signals_taken(sfd, pc);
+                if (*ended != 0)
+                        return rc;
+        }
+}
+
+/* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
+ * order) and DIRLOCK_FENCES ("NAME=FENCE ..." for every lock), when the
+ * space has fences.  DIRLOCK_OK; DIRLOCK_ENOMEM when it does not fit; or
+ * the error of a fence that could not be drawn, in *e, with the lock it
+ * was for in *which: a command whose store compares fences must not run
+ * without one, so it does not run at all. */
+static int go_message(const struct held *hl, char *buf, size_t size, const char **which, dirlock_error *e)
+{
+        int n = snprintf(buf, size, "g");
+        char fences[4096] = "";
+        size_t used = 0;
+        unsigned long long first = 0;
+        for (size_t i = 0; i < held_count(hl); i++) {
+                dirlock *h = held_lock(hl, i);
+                unsigned long long f;
+                if (dirlock_fence(h, &f, e) != DIRLOCK_OK) {
+                        if (e->code == DIRLOCK_EINVAL) /* this space has no fences */
+                                return n < (int)size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
+                        *which = dirlock_name(h);
+                        return e->code;
+                }
+                if (i == 0)
+                        first = f;
+                int k = snprintf(fences + used, sizeof fences - used, "%s%s=%llu", i ? " " : "",
+                                 dirlock_name(h), f);
+                if (k < 0 || (size_t)k >= sizeof fences - used)
+                        return DIRLOCK_ENOMEM;
+                used += (size_t)k;
+        }
+        n += snprintf(buf + n, size - (size_t)n, "\nDIRLOCK_FENCE=%llu\nDIRLOCK_FENCES=%s\n", first, fences);
+        return n > 0 && (size_t)n < size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
+}
+
+/* Let the command run and wait for it.  SIGCHLD and the forwarded signals
+ * are blocked and taken with sigtimedwait(): the command's exit is seen
+ * at once, a signal is passed on at once, and between them the locks are
+ * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
+static int run_locked(struct pending_command *pc, const sigset_t *wait_for, const sigset_t *old,
+                      struct held *hl, double stale, int lost_code)
+{
+        pid_t child = pc->pid;
+        char go[8192];
+        const char *which = "?";
+        dirlock_error e;
+        int rc = go_message(hl, go, sizeof go, &which, &e);
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_ENOMEM) {
+                fprintf(stderr, "%s: no fence for lock '%s', so the command was not run: %s\n", progname,
+                        which, e.message);
+                abandon_command(pc);
+                held_release(hl, NULL);
+                return EXIT_NO_FENCE;
+        }
+        if (rc != DIRLOCK_OK || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
+                int why = errno;
+                held_release(hl, NULL);
+                abandon_command(pc);
+                if (rc == DIRLOCK_OK && why == EPIPE) /* it died in the moment since the last look */
+                        return died_before_running(pc);
+                fprintf(stderr, "%s: cannot start the command: %s\n", progname,
+                        rc != DIRLOCK_OK ? "its locks' fences do not fit its environment" : strerror(why));
+                return EXIT_CANNOT_RUN;
+        }
+        close(pc->go_fd);
+        const char *stop_at = dl_test_hook(STOP_AT); /* test builds: right after the go */
+        if (stop_at != NULL && strcmp(stop_at, "started") == 0)
+                raise(SIGSTOP);
+        double refresh_every = stale / 3.0;
+        struct timespec last;
+        clock_gettime(CLOCK_MONOTONIC, &last);
+        bool lost = false;
+        dirlock_error lost_why; /* the first lost lock's error, for the last word */
+        int status = 0;
+        for (;;) {
+                pid_t r = waitpid(child, &status, WNOHANG);
+                if (r == child)
+                        break;
+                if (r < 0 && errno != EINTR) {
+                        status = EXIT_CANNOT_RUN << 8;
+                        break;
+                }
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                double since =
+                    (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
+                if (since >= refresh_every) {
+                        rc = held_refresh(hl, &e);
+                        if (rc != DIRLOCK_OK && !lost)
+                                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+                        if (rc == DIRLOCK_ELOST && !lost) {
+                                lost = true;
+                                lost_why = e;
+                        }
+                        last = now;
+                        since = 0;
+                }
+                double nap = refresh_every - since;
+                struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
+                int sig = sigtimedwait(wait_for, NULL, &ts);
+                if (sig > 0 && sig != SIGCHLD)
+                        kill(child, sig);
+        }
+        sigprocmask(SIG_SETMASK, old, NULL);
+        rc = held_release(hl, &e);
+        if (rc == DIRLOCK_ELOST && !lost) {
+                lost = true;
+                lost_why = e;
+        } else if (rc != DIRLOCK_OK && !lost) {
+                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+        }
+        if (lost) {
+                /* The command ran partly unprotected: say so, and why (broken
+                 * as stale, or gone from a lock server), in the status too. */
+                fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
+                        lost_why.message);
+                return lost_code;
+        }
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return EXIT_SIGNAL + WTERMSIG(status);
+        return EXIT_CANNOT_RUN;
+}
+
+int run_under_locks(struct run_request *rq)
+{
+        /* From here on every signal to pass on waits for sigtimedwait(), or,
+         * before the command runs, ends the wait through a signalfd. */
+        signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap the child for us */
+        sigset_t wait_for, old, ending;
+        forwarded_signals(&wait_for);
+        ending_signals(&wait_for, &ending);
+        sigaddset(&wait_for, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &wait_for, &old);
+        struct pending_command pc;
+        if (fork_command(rq->command, &old, &pc) != 0) {
+                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
+                return EXIT_CANNOT_RUN;
+        }
+        int sfd = signalfd(-1, &ending, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0) {
+                fprintf(stderr, "%s: cannot watch for signals: %s\n", progname, strerror(errno));
+                abandon_command(&pc);
+                return EXIT_ERROR;
+        }
+        rq->opts.partner_pid = pc.pid;
+        struct held hl = {NULL, NULL};
+        dirlock_error e;
+        int ended;
+        int rc = take_locks(rq, sfd, &pc, &hl, &ended, &e);
+        /* Test builds: between taking the locks and the look at the
+         * signals that came meanwhile. */
+        const char *stop_at = dl_test_hook(STOP_AT);
+        if (rc == DIRLOCK_OK && stop_at != NULL && strcmp(stop_at, "taken") == 0)
+                raise(SIGSTOP);
+        /* A signal that came while the locks were being taken -- the
+         * library's last try after a cancel may have got them -- ends
+         * dirlock as one during the wait does: the command never starts.
+         * From the next line on, a signal waits for the command, which
+         * gets it the moment it is let run (run_locked). */
+        if (rc == DIRLOCK_OK && ended == 0)
+                ended = signals_taken(sfd, &pc);
+        close(sfd);
+        if (ended != 0) {
+                if (rc == DIRLOCK_OK)
+                        held_release(&hl, NULL);
+                abandon_command(&pc);
+                return ended > 0 ? end_by_signal(ended, rq->quiet) : died_before_running(&pc);
+        }
+        if (rc != DIRLOCK_OK) {
+                abandon_command(&pc);
+                bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
+                if (!conflict || !rq->quiet)
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                return conflict ? rq->conflict_code : EXIT_ERROR;
+        }
+        return run_locked(&pc, &wait_for, &old, &hl, rq->opts.stale_age, rq->conflict_code);
+}

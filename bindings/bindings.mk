@@ -1,0 +1,82 @@
+# bindings/bindings.mk - the Perl module (bindings/perl, ExtUtils::MakeMaker)
+# and the Python package (bindings/python, setuptools) over the library,
+# each built with its language's own tools.
+#   make bindings           both, in place: bindings/perl/blib (so that
+#                           perl -Mblib=bindings/perl -MDirlock works from
+#                           here) and bindings/python/dirlock/_dirlock*.so
+#                           (PYTHONPATH=bindings/python)
+#   make install            installs them too (install-bindings)
+# Bindings find the library with pkg-config.  In the tree that is
+# $(BUILD)/pkgconfig/dirlock.pc, made here from lib/dirlock.pc.in: the
+# uninstalled library, whose static archive (position-independent, like
+# every object of the build) is linked into each binding, so a binding
+# built here needs no libdirlock.so at run time, installed or not.
+#   provides: BINDINGS_PC, PERL, PYTHON
+#   uses:     BUILD, LIB_A, LIB_LIBS, PC_REQUIRES (lib/lib.mk), PREFIX, DESTDIR
+
+PERL ?= perl
+# Debian's interpreter by default: the one python3-dev, python3-pytest and
+# python3-setuptools are for (another one on PATH may lack them).
+PYTHON ?= /usr/bin/python3
+BINDINGS_PC := $(BUILD)/pkgconfig/dirlock.pc
+bindings_pc_path := $(CURDIR)/$(BUILD)/pkgconfig
+# The bindings' own build systems read make variables of their own names
+# (CC, PREFIX, DESTDIR...): none of ours leak into them through MAKEFLAGS.
+bindings_make := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(bindings_pc_path) $(MAKE)
+dirlock_version = $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"/\1/p' lib/dirlock.h)
+
+$(BINDINGS_PC): lib/dirlock.pc.in lib/dirlock.h
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(CURDIR)|' -e 's|^libdir=.*|libdir=$(CURDIR)/$(BUILD)|' \
+		-e 's|^includedir=.*|includedir=$(CURDIR)/lib|' -e 's|@VERSION@|$(dirlock_version)|' \
+		-e 's|@REQUIRES@|$(subst Requires.private,Requires,$(PC_REQUIRES))|' \
+		-e 's|^Libs:.*|Libs: $${libdir}/libdirlock.a|' \
+		-e 's|^Description:.*|&, uninstalled (the source tree)|' $< >$@
+
+# perl and python cannot load code built with AddressSanitizer: a
+# sanitizer build (SANITIZE=1, BUILD=build-san) makes no bindings.
+ifeq ($(SANITIZE),1)
+bindings bindings-perl bindings-python install-bindings:
+	@echo "make $@: the bindings are built without SANITIZE=1 (perl and python cannot load ASan-built code)" >&2
+	@exit 2
+else
+bindings/perl/Makefile: bindings/perl/Makefile.PL $(BINDINGS_PC)
+	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL
+
+bindings-perl: bindings/perl/Makefile $(LIB_A)
+	$(bindings_make) -C bindings/perl
+
+bindings-python: $(BINDINGS_PC) $(LIB_A)
+	cd bindings/python && PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) setup.py -q build_ext --inplace \
+		--build-temp $(CURDIR)/$(BUILD)/bindings/python
+
+bindings: bindings-perl bindings-python
+
+# Perl: into the site directories of PREFIX (MakeMaker's PREFIX, given to
+# Makefile.PL for the install and taken back after), under DESTDIR.
+# Python: into PREFIX's directory on that Python's path when it has one
+# (/usr/local/lib/python3.N/dist-packages on Debian), else
+# PREFIX/lib/python3.N/site-packages; by pip, from this directory, with no
+# package index and no build isolation (nothing is downloaded).
+python_site = $(shell $(PYTHON) -c 'import site, sys, sysconfig; p = sys.argv[1].rstrip("/") + "/"; \
+	print(next((d for d in site.getsitepackages() if d.startswith(p)), None) or \
+	sysconfig.get_path("platlib", "posix_prefix", {"base": p, "platbase": p}))' $(PREFIX))
+
+install: install-bindings
+install-bindings: bindings
+	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL PREFIX=$(PREFIX) INSTALLDIRS=site >/dev/null
+	$(bindings_make) -C bindings/perl pure_install DESTDIR=$(DESTDIR)
+	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL >/dev/null
+	PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) -m pip install --quiet --no-index --no-build-isolation \
+		--no-deps --upgrade --root-user-action=ignore --target $(DESTDIR)$(python_site) ./bindings/python
+
+endif
+
+clean: clean-bindings
+clean-bindings:
+	[ ! -f bindings/perl/Makefile ] || $(bindings_make) -C bindings/perl realclean >/dev/null
+	rm -rf bindings/python/build bindings/python/*.egg-info bindings/python/dirlock/_dirlock*.so \
+		bindings/python/.pytest_cache
+	find bindings/python -name __pycache__ -prune -exec rm -rf {} +
+
+.PHONY: bindings bindings-perl bindings-python install-bindings clean-bindings

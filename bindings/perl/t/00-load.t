@@ -1,0 +1,23 @@
+# t/00-load.t - the module loads, and makes one Dirlock::Error class per
+# code the library names.
+use strict;
+use warnings;
+use Test::More;
+
+use_ok('Dirlock');
+
+my @names = Dirlock::code_names();
+is($names[0], 'OK', 'code 0 is OK');
+ok(scalar(@names) >= 18, 'the library names its codes (' . scalar(@names) . ')');
+for my $i (1 .. $#names) {
+        my $class = "Dirlock::Error::$names[$i]";
+        ok($class->isa('Dirlock::Error'), "$class is a Dirlock::Error");
+        is(Dirlock::code_name($i), $names[$i], "code_name($i)");
+        isnt(Dirlock::strerror($i), 'unknown dirlock error', "strerror($i) has a text");
+}
+ok(!Dirlock::Error::EBUSY->isa('Dirlock::Error::ETIMEDOUT'), 'the classes are distinct');
+is(Dirlock::code_name(scalar @names), undef, 'no name past the last code');
+like(Dirlock::library_version(), qr/\A\d+\.\d+\.\d+\z/, 'library_version');
+is($Dirlock::VERSION, '1.0.0', '$Dirlock::VERSION');
+
+done_testing;

@@ -1,0 +1,92 @@
+"""setup.py - builds and installs the dirlock Python package: the C
+extension dirlock._dirlock over the dirlock library, found with
+pkg-config, and the pure-Python dirlock/__init__.py with its type hints.
+
+    python3 -m pip install ./bindings/python        (from the top of the tree)
+    python3 setup.py build_ext --inplace            (make bindings does this)
+
+There is deliberately no pyproject.toml: with one, pip builds in an
+isolated environment and fetches setuptools from a package index; without
+it, pip builds with the setuptools (and wheel) already installed, Debian's
+python3-setuptools, so the install needs no network at all.
+
+pkg-config looks in PKG_CONFIG_PATH as given first, then, when this
+directory sits in a built dirlock source tree, in the tree's uninstalled
+build/pkgconfig (the top-level `make bindings` makes it), then in the
+system's places (after the library's `make install`).  A static archive in
+its answer (the tree's build/libdirlock.a) is linked into the extension,
+which then needs no libdirlock.so at run time.
+"""
+import os
+import shlex
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TREE_PC = os.path.join(HERE, "..", "..", "build", "pkgconfig")
+
+
+def pkg_config(*args):
+    env = dict(os.environ)
+    if os.path.exists(os.path.join(TREE_PC, "dirlock.pc")):
+        env["PKG_CONFIG_PATH"] = os.pathsep.join(
+            p for p in (env.get("PKG_CONFIG_PATH"), os.path.normpath(TREE_PC)) if p
+        )
+    try:
+        out = subprocess.run(
+            ["pkg-config", *args, "dirlock"], env=env, check=True, capture_output=True, text=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        detail = getattr(e, "stderr", None) or str(e)
+        sys.exit(
+            f"setup.py: pkg-config {' '.join(args)} dirlock failed: {detail.strip()}\n"
+            "Build the library first (make at the top of the dirlock tree), or install it\n"
+            "(make install) and point PKG_CONFIG_PATH at its lib/pkgconfig."
+        )
+    return shlex.split(out)
+
+
+include_dirs, extra_compile = [], []
+for word in pkg_config("--cflags"):
+    if word.startswith("-I"):
+        include_dirs.append(word[2:])
+    else:
+        extra_compile.append(word)
+libraries, library_dirs, extra_objects, extra_link = [], [], [], []
+for word in pkg_config("--libs"):
+    if word.startswith("-l"):
+        libraries.append(word[2:])
+    elif word.startswith("-L"):
+        library_dirs.append(word[2:])
+    elif word.endswith(".a"):
+        extra_objects.append(word)
+    else:
+        extra_link.append(word)
+depends = [os.path.join(d, "dirlock.h") for d in include_dirs if os.path.exists(os.path.join(d, "dirlock.h"))]
+
+setup(
+    name="dirlock",
+    version="1.0.0",
+    description="Cross-process locks for CGI programs, over the dirlock C library",
+    long_description=open(os.path.join(HERE, "README"), encoding="utf-8").read(),
+    long_description_content_type="text/plain",
+    python_requires=">=3.11",
+    packages=["dirlock"],
+    package_data={"dirlock": ["__init__.pyi", "py.typed"]},
+    ext_modules=[
+        Extension(
+            "dirlock._dirlock",
+            sources=["dirlock/_dirlock.c"],
+            include_dirs=include_dirs,
+            library_dirs=library_dirs,
+            libraries=libraries,
+            extra_objects=extra_objects,
+            extra_compile_args=extra_compile + ["-std=c11", "-Wall", "-Wextra", "-Werror"],
+            extra_link_args=extra_link,
+            depends=depends + extra_objects,
+        )
+    ],
+    zip_safe=False,
+)

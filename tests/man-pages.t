@@ -1,0 +1,186 @@
+#!/bin/bash
+# man-pages.t - the manual pages in man/: each passes man/lint (mandoc
+# -Tlint, every message down to style), which is first shown failing on
+# pages with deliberate mistakes; the section-3 pages name exactly the
+# functions lib/dirlock.h declares; their references to the project's
+# pages lead somewhere; dirlock_strerror(3) lists exactly the header's
+# error codes and dirlock_acquire(3) exactly its flags; the structures
+# in the synopses have the header's fields; every example compiles
+# against the header; and make install-man installs every page and a
+# link for every other name, which man finds.
+. "$(dirname "$0")/tap.sh"
+cd "$TOP" || exit 1
+if ! command -v mandoc >/dev/null 2>&1; then
+	echo "1..0 # SKIP mandoc is not installed (apt-get install mandoc)"
+	exit 0
+fi
+CC=${CC:-cc}
+HEADER=lib/dirlock.h
+pages=(man/*.[0-9])
+pages3=(man/*.3)
+mapfile -t with_examples < <(grep -l '^\.Sh EXAMPLES' "${pages3[@]}")
+plan $((2 + ${#pages[@]} + 6 + ${#with_examples[@]} + 3))
+
+# ---- the lint can fail ------------------------------------------------
+
+cat >"$T/broken.3" <<'EOF'
+.Dd November 26, 2026
+.Dt BROKEN 3
+.Os
+.Sh NAME
+.Nm broken
+.Nd a page with mistakes
+.Sh DESCRIPTION
+.Bl -tag
+.It Fn broken
+See
+.Xr flock .
+EOF
+said=$(man/lint "$T/broken.3")
+st=$?
+[ "$st" -eq 1 ] && echo "$said" | grep -q 'broken.3:8:2: ERROR: appending missing end of block: Bl' &&
+	echo "$said" | grep -q 'missing section argument: Xr flock'
+ok $? "man/lint fails a page with an unclosed list and a reference without a section"
+[ "$st" -eq 1 ] || diag "status $st: $said"
+
+printf '.Dd November 26, 2026\n.Dt SLIP 3\n.Os\n.Sh NAME\n.Nm slip\n.Nd a style slip\n.Sh DESCRIPTION\nOne.  Two on a line.\n' >"$T/slip.3"
+said=$(man/lint "$T/slip.3")
+st=$?
+[ "$st" -eq 1 ] && echo "$said" | grep -q 'new sentence, new line'
+ok $? "man/lint fails a page with two sentences on one line"
+
+# ---- every page is clean -------------------------------------------------
+
+for page in "${pages[@]}"; do
+	said=$(man/lint "$page")
+	ok $? "$page passes mandoc -Tlint"
+	[ -n "$said" ] && diag "$said"
+done
+
+# ---- the pages and the header agree ----------------------------------
+
+# The functions the header declares (a declaration starts its line with
+# its type), and the names the section-3 pages give (NAME sections).
+sed -n 's/^[a-z][a-z_ ]*[ *]\(dirlock_[a-z_]*\)(.*/\1/p' "$HEADER" | sort >"$T/functions"
+{
+	for page in "${pages3[@]}"; do basename "$page" .3; done
+	man/links "${pages3[@]}" | sed 's/\.3 .*//'
+} | grep -vx dirlock | sort >"$T/names"
+diff "$T/functions" "$T/names" >"$T/diff"
+ok $? "the section-3 pages name every function of $HEADER, and no other ($(wc -l <"$T/functions") functions)"
+[ -s "$T/diff" ] && diag "<: declared in the header only, >: named by a page only"
+sed 's/^/  /' "$T/diff" | while read -r line; do diag "$line"; done
+
+# References to the project's pages lead to a page or a link.
+{ echo dirlock; cat "$T/names"; } | sort >"$T/known"
+grep -ho '^\.Xr dirlock[a-z_]* 3' "${pages3[@]}" | awk '{print $2}' | sort -u >"$T/referenced"
+missing=$(comm -23 "$T/referenced" "$T/known")
+[ -z "$missing" ]
+ok $? "every .Xr to a dirlock page leads to one ($(wc -l <"$T/referenced") names)${missing:+: missing $missing}"
+
+# dirlock_strerror(3) lists exactly the codes of enum dirlock_code, which
+# DIRLOCK_CODES(X) makes: one X(NAME, "description") per code.
+sed -n '/^#define DIRLOCK_CODES(X)/,/^$/p' "$HEADER" | sed -n 's/^ *X(\(E[A-Z]*\),.*/DIRLOCK_\1/p' | sort -u >"$T/codes"
+sed -n '/^\.Sh ERRORS/,/^\.Sh /p' man/dirlock_strerror.3 | sed -n 's/^\.It Er \(DIRLOCK_E[A-Z]*\)$/\1/p' | sort >"$T/listed"
+diff "$T/codes" "$T/listed" >"$T/diff"
+ok $? "dirlock_strerror(3) lists every error code of the header, and no other ($(wc -l <"$T/codes") codes)"
+sed 's/^/  /' "$T/diff" | while read -r line; do diag "$line"; done
+
+# dirlock_acquire(3) lists exactly the header's flags.
+sed -n 's/^#define \(DIRLOCK_[A-Z_]*\) *(1u << [0-9]*).*/\1/p' "$HEADER" | sort >"$T/flags"
+sed -n '/^\.It Fa flags$/,/^\.It Fa mode$/p' man/dirlock_acquire.3 | sed -n 's/^\.It Dv \(DIRLOCK_[A-Z_]*\)$/\1/p' | sort >"$T/listed"
+diff "$T/flags" "$T/listed" >"$T/diff"
+ok $? "dirlock_acquire(3) lists every flag of the header, and no other ($(wc -l <"$T/flags") flags)"
+sed 's/^/  /' "$T/diff" | while read -r line; do diag "$line"; done
+
+# The structures the synopses show have the header's fields, in its
+# order (comments and array sizes aside).
+fields() { # fields FILE STRUCT: the names of its fields, one a line
+	perl -0ne 'if (/typedef struct \Q'"$2"'\E \{(.*?)\}\s*\Q'"$2"'\E;/s) {
+		($b = $1) =~ s{/\*.*?\*/}{}gs;
+		for my $d (split /;/, $b) {
+			$d =~ s/\[[^]]*\]//g;
+			for (split /,/, $d) { print "$1\n" if /(\w+)\s*$/ }
+		}
+	}' "$1"
+}
+mapfile -t structs < <(sed -n 's/^typedef struct \(dirlock_[a-z_]*\) {$/\1/p' "$HEADER")
+bad=
+for struct in "${structs[@]}"; do
+	fields "$HEADER" "$struct" >"$T/want"
+	shown=0
+	for page in "${pages3[@]}"; do
+		fields "$page" "$struct" >"$T/got"
+		[ -s "$T/got" ] || continue
+		shown=$((shown + 1))
+		cmp -s "$T/want" "$T/got" || bad="$bad $struct($(basename "$page"))"
+	done
+	[ -s "$T/want" ] && [ "$shown" -ge 1 ] || bad="$bad $struct(not found)"
+done
+[ -z "$bad" ]
+ok $? "the synopses show the header's structures with their fields${bad:+; differ:$bad}"
+
+# The overview points to every other section-3 page.
+for page in "${pages3[@]}"; do basename "$page" .3; done | grep -vx dirlock | sort >"$T/others"
+sed -n 's/^\.It Xr \(dirlock_[a-z_]*\) 3$/\1/p' man/dirlock.3 | sort >"$T/listed"
+diff "$T/others" "$T/listed" >"$T/diff"
+ok $? "dirlock(3) lists every other section-3 page"
+sed 's/^/  /' "$T/diff" | while read -r line; do diag "$line"; done
+
+# ---- the examples compile ----------------------------------------------
+
+# Each literal block of a page's EXAMPLES, as mandoc renders it (markdown
+# output: code lines start with a tab), compiled on its own.
+for page in "${with_examples[@]}"; do
+	base=$(basename "$page")
+	mandoc -Tmarkdown "$page" | awk -v out="$T/ex.$base" '
+		/^# / { in_examples = ($0 == "# EXAMPLES"); next }
+		!in_examples { next }
+		/^\t/ { if (!in_block) { n++; in_block = 1 } sub(/^\t/, ""); print > (out "." n ".c"); next }
+		/^$/ { if (in_block) print "" > (out "." n ".c"); next }
+		{ in_block = 0 }
+	'
+	blocks=("$T/ex.$base".*.c)
+	good=0
+	for c in "${blocks[@]}"; do
+		if ! "$CC" -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only -Ilib "$c" 2>"$T/cc.err"; then
+			good=1
+			diag "$c:"
+			sed 's/^/  /' "$T/cc.err" | while read -r line; do diag "$line"; done
+		fi
+	done
+	[ -f "${blocks[0]}" ] || good=1
+	ok $good "the examples of $base compile (${#blocks[@]} blocks)"
+done
+
+# ---- installed -----------------------------------------------------------
+
+root="$T/root"
+make -s -C "$TOP" install-man DESTDIR="$root" PREFIX=/usr >"$T/install.out" 2>&1
+st=$?
+mandir="$root/usr/share/man"
+missing=
+for page in "${pages[@]}"; do
+	sec=${page##*.}
+	cmp -s "$page" "$mandir/man$sec/$(basename "$page")" || missing="$missing $(basename "$page")"
+done
+[ "$st" -eq 0 ] && [ -z "$missing" ]
+ok $? "make install-man installs every page${missing:+; missing:$missing}"
+[ "$st" -eq 0 ] || diag "$(cat "$T/install.out")"
+
+bad=
+while read -r name page; do
+	[ -L "$mandir/man3/$name" ] && [ "$(readlink "$mandir/man3/$name")" = "$page" ] &&
+		[ -f "$mandir/man3/$name" ] || bad="$bad $name"
+done < <(man/links "${pages3[@]}")
+[ -z "$bad" ]
+ok $? "and a link for every other name ($(man/links "${pages3[@]}" | wc -l) links)${bad:+; wrong:$bad}"
+
+if command -v man >/dev/null 2>&1; then
+	found=$(MANPATH="$mandir" man -w dirlock_free 2>&1)
+	[ "$found" = "$mandir/man3/dirlock_release.3" ]
+	ok $? "man dirlock_free finds dirlock_release(3)"
+	[ "$found" = "$mandir/man3/dirlock_release.3" ] || diag "man -w said: $found"
+else
+	skip "man is not installed (man-db)"
+fi

@@ -1,0 +1,472 @@
+/* test_core_async.c - unit tests of acquires an event loop drives
+ * (dirlock_acquire_start and the other *_start calls, dirlock_pending_*):
+ * a free lock at once, a wait that ends when the holder lets go, the
+ * deadline with no timer of the caller's, cancel and free at any point
+ * leaving nothing behind, every mode, ranges, many names, an upgrade, many
+ * pending acquires in one epoll loop served one at a time, with and
+ * without inotify, and the fork guard. */
+#include "core_fixture.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+
+static bool readable_within(dirlock_pending *p, int ms)
+{
+        struct pollfd w = {.fd = dirlock_pending_fd(p), .events = POLLIN};
+        return poll(&w, 1, ms) == 1;
+}
+
+/* For `ms`, step whenever the descriptor is readable: the acquire must
+ * still be waiting at every step, and be stepped only a few times (its
+ * re-checks, wait.c: no busy loop).  Returns the number of steps. */
+static int still_waiting(dirlock_pending *p, int ms)
+{
+        dirlock_error e;
+        int steps = 0;
+        double until = now_ms() + ms;
+        while (now_ms() < until) {
+                if (!readable_within(p, (int)(until - now_ms()) + 1))
+                        continue;
+                steps++;
+                assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+        }
+        assert_true(steps <= 2 * ms / 30 + 2);
+        return steps;
+}
+
+/* Step until done, polling the descriptor (at most `ms` in all). */
+static int finish(dirlock_pending *p, int ms, dirlock_error *e)
+{
+        double until = now_ms() + ms;
+        int rc;
+        while ((rc = dirlock_pending_step(p, e)) == DIRLOCK_EAGAIN && now_ms() < until)
+                readable_within(p, (int)(until - now_ms()) + 1);
+        return rc;
+}
+
+/* What is left in the lock directory: "" when nothing. */
+static void leftovers(char *out, size_t size)
+{
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "ls -A '%s' | tr '\\n' ' '", lockdir);
+        FILE *f = popen(cmd, "r");
+        out[0] = '\0';
+        if (f != NULL) {
+                if (fgets(out, (int)size, f) == NULL)
+                        out[0] = '\0';
+                pclose(f);
+        }
+}
+
+static void test_free_lock_at_once(void **state)
+{
+        (void)state;
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "free", NULL, &p, &e), DIRLOCK_OK);
+        assert_true(readable_within(p, 0)); /* done: the loop learns it */
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_OK);
+        dirlock *h = dirlock_pending_lock(p);
+        assert_non_null(h);
+        assert_null(dirlock_pending_lock(p));                      /* handed over once */
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_OK); /* and the same result again */
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_check(h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+}
+
+/* Held by another handle: the pending acquire waits, its descriptor is
+ * quiet, and becomes readable when the holder lets go. */
+static void wait_for_release(int mode, unsigned flags)
+{
+        dirlock *holder = take("w", 0);
+        assert_non_null(holder);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.mode = mode;
+        o.flags = flags;
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "w", &o, &p, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+        still_waiting(p, 300);
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN); /* a step too many is harmless */
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+        assert_true(readable_within(p, 2000));
+        assert_int_equal(finish(p, 2000, &e), DIRLOCK_OK);
+        dirlock *h = dirlock_pending_lock(p);
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_mode_of(h), mode);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+}
+
+static void test_wait_exclusive(void **state)
+{
+        (void)state;
+        wait_for_release(DIRLOCK_EXCLUSIVE, 0);
+}
+
+static void test_wait_shared(void **state)
+{
+        (void)state;
+        wait_for_release(DIRLOCK_SHARED, 0);
+}
+
+static void test_wait_intent(void **state)
+{
+        (void)state;
+        wait_for_release(DIRLOCK_INTENT, 0);
+}
+
+static void test_wait_fifo(void **state)
+{
+        (void)state;
+        wait_for_release(DIRLOCK_EXCLUSIVE, DIRLOCK_FIFO);
+}
+
+static void test_wait_without_inotify(void **state)
+{
+        (void)state;
+        wait_for_release(DIRLOCK_EXCLUSIVE, DIRLOCK_NO_NOTIFY);
+}
+
+/* The deadline makes the descriptor readable: no timer of the caller's. */
+static void test_deadline(void **state)
+{
+        (void)state;
+        dirlock *holder = take("d", 0);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0.3;
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        double t0 = now_ms();
+        assert_int_equal(dirlock_acquire_start(lockdir, "d", &o, &p, &e), DIRLOCK_OK);
+        int rc;
+        while ((rc = dirlock_pending_step(p, &e)) == DIRLOCK_EAGAIN)
+                assert_true(readable_within(p, 5000));
+        double took = now_ms() - t0;
+        assert_int_equal(rc, DIRLOCK_ETIMEDOUT);
+        assert_true(took >= 299);
+        assert_null(dirlock_pending_lock(p));
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+}
+
+/* Cancel while waiting, in each mode and with FIFO: the acquire ends
+ * DIRLOCK_ECANCELED and leaves nothing of its own in the lock directory. */
+static void test_cancel(void **state)
+{
+        (void)state;
+        const int modes[] = {DIRLOCK_EXCLUSIVE, DIRLOCK_SHARED, DIRLOCK_INTENT, DIRLOCK_EXCLUSIVE};
+        const unsigned flags[] = {0, 0, 0, DIRLOCK_FIFO};
+        for (size_t i = 0; i < 4; i++) {
+                dirlock *holder = take("c", 0);
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                o.mode = modes[i];
+                o.flags = flags[i];
+                dirlock_pending *p = NULL;
+                dirlock_error e;
+                assert_int_equal(dirlock_acquire_start(lockdir, "c", &o, &p, &e), DIRLOCK_OK);
+                assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+                dirlock_pending_cancel(p);
+                assert_true(readable_within(p, 2000));
+                assert_int_equal(finish(p, 2000, &e), DIRLOCK_ECANCELED);
+                dirlock_pending_free(p);
+                assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+                char left[256];
+                leftovers(left, sizeof left);
+                /* What stays by design: the readers' directory (kept for
+                 * the next reader, rwlock.c). */
+                assert_true(left[0] == '\0' || strcmp(left, "c.readers ") == 0);
+                rmdir(strcat(strcat(strcpy(left, lockdir), "/"), "c.readers"));
+        }
+}
+
+/* The caller's own cancel descriptor (DIRLOCK_CANCEL_FD) works too. */
+static void test_cancel_fd(void **state)
+{
+        (void)state;
+        dirlock *holder = take("cf", 0);
+        int efd = eventfd(0, EFD_CLOEXEC);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_CANCEL_FD;
+        o.cancel_fd = efd;
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "cf", &o, &p, &e), DIRLOCK_OK);
+        still_waiting(p, 100);
+        uint64_t one = 1;
+        assert_int_equal(write(efd, &one, sizeof one), (ssize_t)sizeof one);
+        assert_true(readable_within(p, 2000));
+        assert_int_equal(finish(p, 2000, &e), DIRLOCK_ECANCELED);
+        dirlock_pending_free(p);
+        close(efd);
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+}
+
+/* Freed while waiting: canceled and cleaned up, the holder untouched;
+ * freed done but not taken: the lock is released. */
+static void test_free_any_time(void **state)
+{
+        (void)state;
+        dirlock *holder = take("f", 0);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_FIFO;
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "f", &o, &p, &e), DIRLOCK_OK);
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_check(holder, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+        char left[256];
+        leftovers(left, sizeof left);
+        assert_string_equal(left, "");
+        assert_int_equal(dirlock_acquire_start(lockdir, "f", NULL, &p, &e), DIRLOCK_OK);
+        dirlock_pending_free(p); /* got it, nobody took it */
+        dirlock *again = take("f", 0);
+        assert_non_null(again);
+        assert_int_equal(dirlock_release(again, &e), DIRLOCK_OK);
+}
+
+/* Ranges, many names, an upgrade. */
+static void test_other_calls(void **state)
+{
+        (void)state;
+        dirlock_error e;
+        dirlock_pending *p = NULL;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        dirlock *r1 = NULL;
+        assert_int_equal(dirlock_acquire_range(lockdir, "r", 0, 10, &o, &r1, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire_range_start(lockdir, "r", 5, 15, &o, &p, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+        assert_int_equal(dirlock_release(r1, &e), DIRLOCK_OK);
+        assert_int_equal(finish(p, 2000, &e), DIRLOCK_OK);
+        dirlock *r2 = dirlock_pending_lock(p);
+        double lo, hi;
+        assert_true(dirlock_range_of(r2, &lo, &hi) && lo == 5 && hi == 15);
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_release(r2, &e), DIRLOCK_OK);
+
+        dirlock *q = take("Q", 0);
+        const char *names[] = {"Q", "P"};
+        assert_int_equal(dirlock_acquire_many_start(lockdir, names, 2, NULL, &p, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+        assert_int_equal(dirlock_release(q, &e), DIRLOCK_OK);
+        assert_int_equal(finish(p, 2000, &e), DIRLOCK_OK);
+        dirlock_set *set = dirlock_pending_set(p);
+        assert_non_null(set);
+        assert_int_equal(dirlock_set_count(set), 2);
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_release_many(set, &e), DIRLOCK_OK);
+
+        o.mode = DIRLOCK_INTENT;
+        dirlock *i = NULL, *reader = NULL;
+        assert_int_equal(dirlock_acquire(lockdir, "u", &o, &i, &e), DIRLOCK_OK);
+        o.mode = DIRLOCK_SHARED;
+        assert_int_equal(dirlock_acquire(lockdir, "u", &o, &reader, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_upgrade_start(i, NULL, &p, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+        assert_int_equal(dirlock_release(reader, &e), DIRLOCK_OK);
+        assert_int_equal(finish(p, 2000, &e), DIRLOCK_OK);
+        assert_null(dirlock_pending_lock(p));
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_mode_of(i), DIRLOCK_EXCLUSIVE);
+        assert_int_equal(dirlock_release(i, &e), DIRLOCK_OK);
+}
+
+/* N pending acquires in one epoll loop, one thread.  A lock taken is
+ * held until the end of the loop's round (every ready descriptor stepped),
+ * so that two holders at once would both be counted.  With one name:
+ * each is served once, never two at a time.  With a name each (`spread`,
+ * the twin: nothing to exclude) many are held at once, so the count can
+ * tell. */
+static int many_in_one_loop(int n, unsigned flags, bool spread)
+{
+        struct rlimit nofile;
+        getrlimit(RLIMIT_NOFILE, &nofile);
+        rlim_t need = (rlim_t)(8 * n + 64);
+        if (nofile.rlim_cur < need && nofile.rlim_max >= need) {
+                nofile.rlim_cur = need;
+                setrlimit(RLIMIT_NOFILE, &nofile);
+        }
+        dirlock_pending **ps = calloc((size_t)n, sizeof *ps);
+        dirlock **round = calloc((size_t)n, sizeof *round);
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = flags;
+        o.timeout = 60;
+        dirlock_error e;
+        dirlock *first = take("m", 0);
+        for (int i = 0; i < n; i++) {
+                char name[16];
+                snprintf(name, sizeof name, spread ? "m%d" : "m", i);
+                assert_int_equal(dirlock_acquire_start(lockdir, name, &o, &ps[i], &e), DIRLOCK_OK);
+                struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+                assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, dirlock_pending_fd(ps[i]), &ev), 0);
+        }
+        assert_int_equal(dirlock_release(first, &e), DIRLOCK_OK);
+        int served = 0, most = 0;
+        double until = now_ms() + 60000;
+        while (served < n && now_ms() < until) {
+                struct epoll_event evs[256];
+                int k = epoll_wait(ep, evs, 256, 1000), held = 0;
+                for (int j = 0; j < k; j++) {
+                        dirlock_pending *p = ps[evs[j].data.u32];
+                        if (p == NULL)
+                                continue;
+                        int rc = dirlock_pending_step(p, &e);
+                        if (rc == DIRLOCK_EAGAIN)
+                                continue;
+                        assert_int_equal(rc, DIRLOCK_OK);
+                        round[held++] = dirlock_pending_lock(p);
+                        epoll_ctl(ep, EPOLL_CTL_DEL, dirlock_pending_fd(p), NULL);
+                        dirlock_pending_free(p);
+                        ps[evs[j].data.u32] = NULL;
+                        served++;
+                }
+                most = held > most ? held : most;
+                while (held > 0)
+                        assert_int_equal(dirlock_release(round[--held], &e), DIRLOCK_OK);
+        }
+        close(ep);
+        for (int i = 0; i < n; i++)
+                dirlock_pending_free(ps[i]);
+        free(ps);
+        free(round);
+        assert_int_equal(served, n);
+        return most;
+}
+
+static void test_many_in_one_loop(void **state)
+{
+        (void)state;
+        assert_int_equal(many_in_one_loop(200, 0, false), 1);
+        assert_true(many_in_one_loop(100, 0, true) > 1); /* the twin */
+}
+
+/* A thousand pending acquires in one loop, each waiting for a lock of its
+ * own that this thread holds: all are woken by their own release (the
+ * inotify hub kicks each) and end with their lock. */
+static void test_thousand_pending(void **state)
+{
+        (void)state;
+        enum { N = 1000 };
+        struct rlimit nofile;
+        getrlimit(RLIMIT_NOFILE, &nofile);
+        if (nofile.rlim_cur < 8 * N && nofile.rlim_max >= 8 * N) {
+                nofile.rlim_cur = 8 * N;
+                setrlimit(RLIMIT_NOFILE, &nofile);
+        }
+        if (nofile.rlim_cur < 6 * N + 64) {
+                print_message("skipped: %d descriptors allowed, %d needed\n", (int)nofile.rlim_cur,
+                              6 * N + 64);
+                return;
+        }
+        dirlock **holders = calloc(N, sizeof *holders);
+        dirlock_pending **ps = calloc(N, sizeof *ps);
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 60;
+        dirlock_error e;
+        for (int i = 0; i < N; i++) {
+                char name[16];
+                snprintf(name, sizeof name, "t%d", i);
+                holders[i] = take(name, 0);
+                assert_non_null(holders[i]);
+                assert_int_equal(dirlock_acquire_start(lockdir, name, &o, &ps[i], &e), DIRLOCK_OK);
+                struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+                assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, dirlock_pending_fd(ps[i]), &ev), 0);
+        }
+        for (int i = 0; i < N; i++)
+                assert_int_equal(dirlock_release(holders[i], &e), DIRLOCK_OK);
+        int served = 0;
+        double until = now_ms() + 60000;
+        while (served < N && now_ms() < until) {
+                struct epoll_event evs[256];
+                int k = epoll_wait(ep, evs, 256, 1000);
+                for (int j = 0; j < k; j++) {
+                        int i = (int)evs[j].data.u32;
+                        if (ps[i] == NULL)
+                                continue;
+                        int rc = dirlock_pending_step(ps[i], &e);
+                        if (rc == DIRLOCK_EAGAIN)
+                                continue;
+                        assert_int_equal(rc, DIRLOCK_OK);
+                        holders[i] = dirlock_pending_lock(ps[i]);
+                        epoll_ctl(ep, EPOLL_CTL_DEL, dirlock_pending_fd(ps[i]), NULL);
+                        dirlock_pending_free(ps[i]);
+                        ps[i] = NULL;
+                        served++;
+                }
+        }
+        close(ep);
+        assert_int_equal(served, N);
+        for (int i = 0; i < N; i++)
+                assert_int_equal(dirlock_release(holders[i], &e), DIRLOCK_OK);
+        free(holders);
+        free(ps);
+}
+
+static void test_many_in_one_loop_fifo(void **state)
+{
+        (void)state;
+        assert_int_equal(many_in_one_loop(100, DIRLOCK_FIFO, false), 1);
+}
+
+static void test_many_in_one_loop_without_inotify(void **state)
+{
+        (void)state;
+        assert_int_equal(many_in_one_loop(50, DIRLOCK_NO_NOTIFY, false), 1);
+}
+
+/* A forked child may not step its parent's pending acquire; freeing its
+ * copy leaves the parent's alone. */
+static void test_fork(void **state)
+{
+        (void)state;
+        dirlock *holder = take("k", 0);
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "k", NULL, &p, &e), DIRLOCK_OK);
+        pid_t child = fork();
+        if (child == 0) {
+                int rc = dirlock_pending_step(p, &e);
+                dirlock_pending_free(p);
+                dirlock_free(holder, NULL);
+                /* Exec, as a forked CGI child does: what the parent's acquire
+                 * had under way is not the child's to free (dirlock.h). */
+                execl("/bin/sh", "sh", "-c", rc == DIRLOCK_ENOTOWNER ? "exit 0" : "exit 1", (char *)NULL);
+                _exit(2);
+        }
+        int st;
+        waitpid(child, &st, 0);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+        assert_int_equal(finish(p, 2000, &e), DIRLOCK_OK);
+        dirlock *h = dirlock_pending_lock(p);
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_free_lock_at_once),
+            cmocka_unit_test(test_wait_exclusive),
+            cmocka_unit_test(test_wait_shared),
+            cmocka_unit_test(test_wait_intent),
+            cmocka_unit_test(test_wait_fifo),
+            cmocka_unit_test(test_wait_without_inotify),
+            cmocka_unit_test(test_deadline),
+            cmocka_unit_test(test_cancel),
+            cmocka_unit_test(test_cancel_fd),
+            cmocka_unit_test(test_free_any_time),
+            cmocka_unit_test(test_other_calls),
+            cmocka_unit_test(test_many_in_one_loop),
+            cmocka_unit_test(test_thousand_pending),
+            cmocka_unit_test(test_many_in_one_loop_fifo),
+            cmocka_unit_test(test_many_in_one_loop_without_inotify),
+            cmocka_unit_test(test_fork),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
