@@ -267,6 +267,7 @@ if want brick; then
 		done <"$T/bf-$h.out"
 		okif "$refused" -gt 0 "brick down ${tdown} s: $h's posts are refused with 503 meanwhile ($refused)"
 		is "$other" 0 "brick down: $h got no answer but 303 and 503 (no 500)"
+		grep -v '^303 \|^503 ' "$T/bf-$h.out" | while read -r line; do diag "  $h answered: $line"; done
 		is "$(tail -n 5 "$T/bf-$h.out" | grep -c '^303 ' || true)" 5 "brick back: $h's posts are acknowledged again, 5 in a row"
 		is "$lost" 0 "brick down and back: every post $h acknowledged is stored exactly once"
 		is "$errstored" 0 "brick down and back: no post $h was refused is stored"
