@@ -19,6 +19,10 @@
 #   make bench-redis   lock spaces on a private redis-server, against bare
 #                      SET NX PX + DEL and the seed article's INCRBY lock
 #                      (bench/redis-run)
+#   make bench-netfs   every locker on a private GlusterFS volume across two
+#                      clients: updates lost, failures, ops/s, waits, a
+#                      holder's host dying, hand-off (bench/netfs-run;
+#                      NETFS_SECONDS, NETFS_N, ...; root and /dev/fuse)
 #   make bench-async   pending acquires (an event loop's way) against the
 #                      blocking call; many pending in one loop (bench/async-run)
 #   make bench-bindings  a lock from Perl and Python against C, and against
@@ -75,6 +79,9 @@ bench-range: $(RANGE_BENCH)
 bench-redis: all $(REDIS_BENCH)
 	BUILD_DIR=$(BUILD) bench/redis-run
 
+bench-netfs: all $(PEER_WORKER)
+	BUILD_DIR=$(BUILD) bench/netfs-run
+
 bench-async: all $(ASYNC_BENCH)
 	BUILD_DIR=$(BUILD) bench/async-run
 
@@ -99,8 +106,9 @@ bench:
 	$(MAKE) bench-board
 	$(MAKE) bench-redis
 	$(MAKE) bench-bindings
+	$(MAKE) bench-netfs
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
 .PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis bench-bindings
+	bench-redis bench-bindings bench-netfs

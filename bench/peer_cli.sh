@@ -9,13 +9,34 @@
 #               (lockfile-progs; both retry after 5 s, then 10 s, ...)
 #
 #   peer_cli.sh LOCKER DIR START SECONDS OUT
+#   peer_cli.sh dotlockfile|lockfile DIR hold          (take, print "held", keep)
+#   peer_cli.sh dotlockfile|lockfile DIR wait TIMEOUT  (take once: seconds, or "timeout")
 #
 # RMW reads DIR/counter, adds one and writes it back.  OUT gets one line
 # per acquisition, "WAIT_US IN_TIME" as bench/peer_worker.c; for dirlock
 # and flock, which run the critical section as their command, the wait
 # ends when that command starts.
 set -u
-locker=$1 dir=$2 start=$3 seconds=$4 out=$5
+locker=$1 dir=$2 start=$3
+case $start in
+hold | wait)
+	t0=${EPOCHREALTIME/./}
+	case $locker in
+	dotlockfile) [ "$start" = hold ] && r=-1 || r=$((${4%.*} / 5 + 1)); dotlockfile -l -r "$r" "$dir/counter.lock" || { echo timeout; exit 1; } ;;
+	lockfile) [ "$start" = hold ] && r=1000000 || r=$((${4%.*} / 5 + 1)); lockfile-create -q -r "$r" "$dir/counter" || { echo timeout; exit 1; } ;;
+	*) echo "peer_cli.sh: $start: dotlockfile or lockfile" >&2; exit 2 ;;
+	esac
+	if [ "$start" = hold ]; then
+		echo held
+		exec sleep infinity
+	fi
+	t1=${EPOCHREALTIME/./}
+	awk -v us=$((t1 - t0)) 'BEGIN { printf "%.3f\n", us / 1e6 }'
+	if [ "$locker" = dotlockfile ]; then dotlockfile -u "$dir/counter.lock"; else lockfile-remove "$dir/counter"; fi
+	exit 0
+	;;
+esac
+seconds=$4 out=$5
 DIRLOCK=${DIRLOCK:-$(dirname "$0")/../bin/dirlock}
 counter=$dir/counter
 end=$(awk -v s="$start" -v d="$seconds" 'BEGIN { printf "%.6f", s + d }')

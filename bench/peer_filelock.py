@@ -4,6 +4,8 @@ one lock object per process, acquire() with its defaults (wait forever,
 poll every 50 ms), release().
 
     python3 peer_filelock.py soft|flock DIR START SECONDS OUT
+    python3 peer_filelock.py soft|flock DIR hold        (take, print "held", keep)
+    python3 peer_filelock.py soft|flock DIR wait TIMEOUT (take once: seconds, or "timeout")
 
 soft: SoftFileLock (creates DIR/counter.lock with O_EXCL, polls);
 flock: FileLock (flock(2) with LOCK_NB on DIR/counter.lock, polls).
@@ -18,11 +20,27 @@ import filelock
 
 
 def main():
-    kind, d, start, seconds, out_path = sys.argv[1:6]
-    start = float(start)
-    end = start + float(seconds)
+    kind, d = sys.argv[1:3]
     cls = filelock.SoftFileLock if kind == "soft" else filelock.FileLock
     lock = cls(os.path.join(d, "counter.lock"))
+    if sys.argv[3] == "hold":
+        lock.acquire()
+        print("held", flush=True)
+        while True:
+            time.sleep(3600)
+    if sys.argv[3] == "wait":
+        asked = time.monotonic()
+        try:
+            lock.acquire(timeout=float(sys.argv[4]))
+        except filelock.Timeout:
+            print("timeout")
+            sys.exit(1)
+        print("%.3f" % (time.monotonic() - asked))
+        lock.release()
+        return
+    start, seconds, out_path = sys.argv[3:6]
+    start = float(start)
+    end = start + float(seconds)
     counter = os.path.join(d, "counter")
     lines = []
     while time.time() < start:

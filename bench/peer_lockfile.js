@@ -6,6 +6,8 @@
 // polls; here forever, from 1 ms doubling to at most 50 ms, randomized.
 //
 //     node peer_lockfile.js DIR START SECONDS OUT
+//     node peer_lockfile.js DIR hold          (take, print "held", keep)
+//     node peer_lockfile.js DIR wait TIMEOUT  (take once: seconds, or "timeout")
 //
 // Each acquisition: lock, read DIR/counter, add one, write it back, unlock.
 // OUT gets one line per acquisition: "WAIT_US IN_TIME", as
@@ -22,7 +24,34 @@ const counter = path.join(dir, "counter");
 const wall = () => performance.timeOrigin + performance.now();
 const retries = { forever: true, factor: 2, minTimeout: 1, maxTimeout: 50, randomize: true };
 
+async function holdOrWait() {
+    const asked = performance.now();
+    if (startArg === "hold") {
+        await lockfile.lock(counter, { retries, realpath: false });
+        console.log("held");
+        setInterval(() => {}, 1 << 30);
+        return;
+    }
+    const timeout = parseFloat(secondsArg) * 1e3;
+    for (;;) {
+        try {
+            const release = await lockfile.lock(counter, { realpath: false });
+            console.log(((performance.now() - asked) / 1e3).toFixed(3));
+            await release();
+            return;
+        } catch (e) {
+            if (e.code !== "ELOCKED") throw e;
+            if (performance.now() - asked > timeout) {
+                console.log("timeout");
+                process.exit(1);
+            }
+            await new Promise((r) => setTimeout(r, 50));
+        }
+    }
+}
+
 async function main() {
+    if (startArg === "hold" || startArg === "wait") return holdOrWait();
     const lines = [];
     await new Promise((r) => setTimeout(r, Math.max(0, start - wall())));
     while (wall() < end) {

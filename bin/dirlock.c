@@ -55,6 +55,8 @@ static void usage(FILE *to)
                 "      --policy POLICY    fair (default), writer, reader or simple\n"
                 "      --fifo             serve exclusive waiters in arrival order\n"
                 "      --range LO:HI      lock only the range [LO, HI) of NAME (one name)\n"
+                "      --one-client       every user of LOCKDIR is on this client of its network\n"
+                "                         filesystem: allow shared, intent and range locks there\n"
                 "  -q, --quiet            no message on conflict\n"
                 "  -h, --help             this help\n"
                 "  -V, --version          version\n",
@@ -241,7 +243,7 @@ static int cmd_run(int argc, char **argv, struct settings *st)
         return run_under_locks(&rq);
 }
 
-enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE };
+enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE, OPT_ONE_CLIENT };
 
 /* --range LO:HI, as the library reads it (dirlock_range_parse). */
 static int parse_range(const char *s, struct settings *st)
@@ -332,6 +334,9 @@ static int take_option(int c, struct settings *st)
         case OPT_FIFO:
                 st->opts.flags |= DIRLOCK_FIFO;
                 return 0;
+        case OPT_ONE_CLIENT:
+                st->opts.flags |= DIRLOCK_ONE_CLIENT;
+                return 0;
         case OPT_RANGE:
                 return parse_range(optarg, st);
         case 'q':
@@ -398,6 +403,7 @@ int main(int argc, char **argv)
             {"intent", no_argument, NULL, OPT_INTENT},
             {"policy", required_argument, NULL, OPT_POLICY},
             {"fifo", no_argument, NULL, OPT_FIFO},
+            {"one-client", no_argument, NULL, OPT_ONE_CLIENT},
             {"range", required_argument, NULL, OPT_RANGE},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},

@@ -40,6 +40,7 @@ int app_load(struct app *app, const char *conf_path, struct app_board **out, str
                 return board_fail(err, 500, "out of memory");
         }
         if (config_load(conf_path, &b->cfg, err) < 0 || ensure_dir(b->cfg.data_dir, err) < 0 ||
+            config_check_storage(conf_path, &b->cfg, err) < 0 ||
             csrf_load_secret(b->cfg.data_dir, b->secret, err) < 0) {
                 config_free(&b->cfg);
                 free(b->conf_path);

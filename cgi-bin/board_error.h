@@ -25,6 +25,18 @@ void board_error_clear(struct board_error *e);
  * (" (the disk is full)"), or "". */
 const char *storage_hint(int sys_errno);
 
+/* The status for a failed system call on the board's data: 503 when the
+ * storage is out of reach for now (a network filesystem whose server or
+ * link is down: ENOTCONN, ETIMEDOUT, ...), which a retry may get past;
+ * else 500. */
+int storage_status(int sys_errno);
+
+/* board_fail() for a failed system call on the board's data: "MESSAGE:
+ * strerror(sys_errno)" and its storage_hint(), with storage_status() (and
+ * Retry-After 1 with a 503). */
+int board_fail_storage(struct board_error *e, int sys_errno, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* A value no configuration can give reached code that dispatches on it
  * (a lock mode without a row, a write method without a case): a bug, not
  * bad input, since the configuration parser admits only values the board

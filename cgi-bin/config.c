@@ -136,6 +136,7 @@ enum {
         K_DELETE_MAX_FAILURES,
         K_DELETE_FAILURE_WINDOW,
         K_LOCK_SPACE,
+        K_SINGLE_HOST,
         K_COUNT
 };
 
@@ -158,6 +159,7 @@ static const char *const key_names[K_COUNT] = {
     "delete_max_failures",
     "delete_failure_window",
     "lock_space",
+    "single_host",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong (which
@@ -217,6 +219,8 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                            : NULL;
         case K_GROUP_COMMIT:
                 return parse_enum(v, yes_no, 2, &cfg->group_commit) ? "must be yes or no" : NULL;
+        case K_SINGLE_HOST:
+                return parse_enum(v, yes_no, 2, &cfg->single_host) ? "must be yes or no" : NULL;
         case K_ERROR_LOG:
                 if (vlen == 0 || v[0] != '/')
                         return "must be an absolute path";
@@ -371,6 +375,8 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
          * commit judges the claims of its queue by process id, which only
          * means something on one host (postqueue.c): off by default there,
          * and refused when asked for. */
+        if (rc == 0)
+                cfg->group_commit_given = seen[K_GROUP_COMMIT];
         if (rc == 0 && !cfg->lock_dir) {
                 if (seen[K_GROUP_COMMIT] && cfg->group_commit)
                         rc = board_fail(err, 500,
@@ -383,6 +389,41 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
         if (rc < 0)
                 config_free(cfg); /* the one way out of a failed parse */
         return rc;
+}
+
+/* The data directory on a network filesystem that several hosts may
+ * share (the library's dirlock_fs_query says): group commit judges the
+ * claims of its queue by process id, which means something on one host
+ * only (postqueue.c), and SQLite's WAL keeps its index in shared memory,
+ * which is per host (SQLite says WAL does not work over a network
+ * filesystem).  Both are for one host: group commit is off by default
+ * there and refused when asked for, the SQLite store refused -- unless
+ * single_host says every process using the data is on this host. */
+int config_check_storage(const char *filename, struct board_config *cfg, struct board_error *err)
+{
+        dirlock_fs_info fs;
+        dirlock_error de;
+        if (cfg->single_host || dirlock_fs_query(cfg->data_dir, &fs, &de) != DIRLOCK_OK || !fs.network)
+                return 0; /* a data_dir that cannot be looked at is reported by its first use */
+        if (cfg->group_commit && cfg->group_commit_given)
+                return board_fail(
+                    err, 500,
+                    "%s: key 'group_commit': group commit judges queued posts by process id, on "
+                    "one host; data_dir '%.100s' is on a network filesystem (%s) that several "
+                    "hosts may share (set group_commit = no, or single_host = yes if every "
+                    "board process using it runs on this host)",
+                    filename, cfg->data_dir, fs.kind);
+        cfg->group_commit = 0;
+        if (cfg->store == BOARD_STORE_SQLITE)
+                return board_fail(
+                    err, 500,
+                    "%s: key 'store': SQLite keeps its write-ahead log's index in shared memory, "
+                    "which the hosts of a network filesystem do not share; data_dir '%.100s' is "
+                    "on one (%s): keep board.db on a local filesystem of one host, use store = "
+                    "log, or set single_host = yes if every board process using it runs on this "
+                    "host",
+                    filename, cfg->data_dir, fs.kind);
+        return 0;
 }
 
 int config_load(const char *path, struct board_config *cfg, struct board_error *err)

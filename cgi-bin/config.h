@@ -35,9 +35,15 @@ struct board_config {
         enum board_write_method write_method;
         long max_messages;
         long page_size;
-        long min_post_interval;     /* seconds, 0 = off */
-        long max_body;              /* bytes */
-        int group_commit;           /* posts through the pending queue (postqueue.h) */
+        long min_post_interval; /* seconds, 0 = off */
+        long max_body;          /* bytes */
+        int group_commit;       /* posts through the pending queue (postqueue.h) */
+        int group_commit_given; /* group_commit was in the file (not the default) */
+        /* Every board process that uses data_dir and the lock space runs
+         * on this host, though they are on a network filesystem: group
+         * commit, SQLite and the library's one-client modes are allowed
+         * there (config_check_storage, DIRLOCK_ONE_CLIENT). */
+        int single_host;
         char *error_log;            /* file the board appends its error lines to, or NULL (errlog.h) */
         long delete_max_failures;   /* wrong passwords per address or message ... */
         long delete_failure_window; /* ... within this many seconds, then 429 (0 = off) */
@@ -50,6 +56,12 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                  struct board_error *err);
 /* Read and parse file `path`. */
 int config_load(const char *path, struct board_config *cfg, struct board_error *err);
+/* What the filesystem of data_dir (which exists) allows, once the file
+ * is parsed: on a network filesystem several hosts may share, group commit
+ * goes off (an error when the file asks for it) and the SQLite store is
+ * refused, unless single_host (config.c says why).  0, or -1 (500, the
+ * message naming `filename` and the key). */
+int config_check_storage(const char *filename, struct board_config *cfg, struct board_error *err);
 void config_free(struct board_config *cfg);
 
 #endif

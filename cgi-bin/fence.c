@@ -41,13 +41,12 @@ int fence_gate_enter(struct fence_gate *g, const char *data_dir, const char *log
         int saved = errno;
         buf_free(&path);
         if (fd < 0)
-                return board_fail(err, 500, "cannot open data_dir/fence.lock: %s%s", strerror(saved),
-                                  storage_hint(saved));
+                return board_fail_storage(err, saved, "cannot open data_dir/fence.lock");
         while (flock(fd, LOCK_EX) < 0) {
                 if (errno != EINTR) {
                         saved = errno;
                         close(fd);
-                        return board_fail(err, 500, "cannot lock data_dir/fence.lock: %s", strerror(saved));
+                        return board_fail_storage(err, saved, "cannot lock data_dir/fence.lock");
                 }
         }
         g->fd = fd;

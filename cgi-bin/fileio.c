@@ -1,4 +1,15 @@
-/* fileio.c - whole-file reads and writes (see fileio.h). */
+/* fileio.c - whole-file reads and writes (see fileio.h).
+ *
+ * On a network filesystem a file another client replaced (the log, after
+ * another host's post) answers ESTALE to an open() through a name this
+ * client still maps to the old file, and ESTALE or ENOENT (GlusterFS) to
+ * a read() of a descriptor opened on it: "it changed under us".  A read looks again: it asks the
+ * server about the name (statx AT_STATX_FORCE_SYNC, which makes the
+ * client drop what it remembered, as lib/dir/fsops.c does for the locks)
+ * and opens and reads the file now there, a few times at most.  What is
+ * left of ESTALE after that, and a storage out of reach (ENOTCONN...),
+ * is a 503 (board_fail_storage), not a 500: nothing is wrong with the
+ * request, and a retry may get past it. */
 #include "fileio.h"
 
 #include <errno.h>
@@ -13,6 +24,39 @@
 #include "delay.h"
 #include "tempname.h"
 
+/* How many times a read of a replaced file is started again: after
+ * 1 ms, 2 ms, ... (a file that others keep replacing, as on a board
+ * without a lock, may be replaced again between a look and the open). */
+#define STALE_TRIES 8
+
+bool replaced_under_read(int sys_errno)
+{
+        /* A local filesystem never fails a read with either. */
+        return sys_errno == ESTALE || sys_errno == ENOENT;
+}
+
+void file_refresh(const char *path, int try)
+{
+        sleep_ms(1L << (try < 8 ? try : 8));
+        struct statx sx;
+        char *copy = strdup(path);
+        if (copy != NULL) {
+                (void)statx(AT_FDCWD, dirname(copy), AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_INO, &sx);
+                free(copy);
+        }
+        (void)statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_INO, &sx);
+}
+
+int file_open_read(const char *path)
+{
+        for (int try = 0;; try++) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0 || errno != ESTALE || try == STALE_TRIES)
+                        return fd;
+                file_refresh(path, try);
+        }
+}
+
 int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *err)
 {
         char chunk[65536];
@@ -21,7 +65,10 @@ int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return board_fail(err, 500, "cannot read '%s': %s", path, strerror(errno));
+                        int e = errno;
+                        board_fail_storage(err, e, "cannot read '%s'", path);
+                        errno = e; /* replaced_under_read(): the caller may open it again */
+                        return -1;
                 }
                 if (n == 0)
                         return 0;
@@ -32,16 +79,22 @@ int file_read_fd(int fd, const char *path, struct buf *out, struct board_error *
 
 int file_read_all(const char *path, struct buf *out, struct board_error *err)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                if (errno == ENOENT)
-                        return 1;
+        size_t kept = out->len;
+        for (int try = 0;; try++) {
+                int fd = file_open_read(path);
+                if (fd < 0) {
+                        if (errno == ENOENT)
+                                return 1;
+                        return board_fail_storage(err, errno, "cannot open '%s'", path);
+                }
+                int rc = file_read_fd(fd, path, out, err);
                 int e = errno;
-                return board_fail(err, 500, "cannot open '%s': %s%s", path, strerror(e), storage_hint(e));
+                close(fd);
+                if (rc == 0 || !replaced_under_read(e) || try == STALE_TRIES)
+                        return rc;
+                out->len = kept; /* replaced as we read it: read the one there now */
+                file_refresh(path, try);
         }
-        int rc = file_read_fd(fd, path, out, err);
-        close(fd);
-        return rc;
 }
 
 int write_all(int fd, const void *data, size_t len)
@@ -91,8 +144,7 @@ int file_replace(const char *path, const char *data, size_t len, int mode, const
         }
         int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
         if (fd < 0) {
-                int e = errno;
-                board_fail(err, 500, "cannot create '%s': %s%s", tmp.data, strerror(e), storage_hint(e));
+                board_fail_storage(err, errno, "cannot create '%s'", tmp.data);
                 buf_free(&tmp);
                 return -1;
         }
@@ -107,7 +159,7 @@ int file_replace(const char *path, const char *data, size_t len, int mode, const
                 e = errno;
         }
         if (what) {
-                board_fail(err, 500, "%s '%s': %s%s", what, tmp.data, strerror(e), storage_hint(e));
+                board_fail_storage(err, e, "%s '%s'", what, tmp.data);
                 unlink(tmp.data);
                 buf_free(&tmp);
                 return -1;
@@ -117,10 +169,12 @@ int file_replace(const char *path, const char *data, size_t len, int mode, const
                 buf_free(&tmp);
                 return -1;
         }
-        if (rename(tmp.data, path) < 0) {
-                e = errno;
-                board_fail(err, 500, "cannot rename '%s' to '%s': %s%s", tmp.data, path, strerror(e),
-                           storage_hint(e));
+        int renamed;
+        for (int try = 0; (renamed = rename(tmp.data, path)) < 0 && errno == ESTALE && try < STALE_TRIES;
+             try++)
+                file_refresh(path, try); /* `path` replaced by another client: name it again */
+        if (renamed < 0) {
+                board_fail_storage(err, errno, "cannot rename '%s' to '%s'", tmp.data, path);
                 unlink(tmp.data);
                 buf_free(&tmp);
                 return -1;
@@ -128,10 +182,13 @@ int file_replace(const char *path, const char *data, size_t len, int mode, const
         buf_free(&tmp);
         if (commit && commit->done)
                 commit->done(commit->ctx);
-        if (fsync_dir_of(path) < 0) {
-                e = errno;
-                return board_fail(err, 500, "cannot fsync the directory of '%s': %s", path, strerror(e));
-        }
+        /* The new content is in place and will be read: whatever happens
+         * now, the change was made, and an error answer would have the
+         * client make it twice.  A directory that cannot be synced is
+         * reported on stderr (the server's error log), not to the client. */
+        if (fsync_dir_of(path) < 0)
+                fprintf(stderr, "board: '%s' was replaced, but its directory cannot be synced: %s\n", path,
+                        strerror(errno));
         return 0;
 }
 
@@ -139,15 +196,12 @@ int file_overwrite_inplace(const char *path, const char *data, size_t len, int c
                            struct board_error *err)
 {
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-                int e = errno;
-                return board_fail(err, 500, "cannot open '%s' for writing: %s%s", path, strerror(e),
-                                  storage_hint(e));
-        }
+        if (fd < 0)
+                return board_fail_storage(err, errno, "cannot open '%s' for writing", path);
         if (ftruncate(fd, 0) < 0) {
                 int e = errno;
                 close(fd);
-                return board_fail(err, 500, "cannot truncate '%s': %s%s", path, strerror(e), storage_hint(e));
+                return board_fail_storage(err, e, "cannot truncate '%s'", path);
         }
         if (chunks < 1)
                 chunks = 1;
@@ -158,8 +212,7 @@ int file_overwrite_inplace(const char *path, const char *data, size_t len, int c
                 if (write_all(fd, data + off, n) < 0) {
                         int e = errno;
                         close(fd);
-                        return board_fail(err, 500, "cannot write '%s': %s%s (the log is now damaged)", path,
-                                          strerror(e), storage_hint(e));
+                        return board_fail_storage(err, e, "cannot write '%s' (the log is now damaged)", path);
                 }
                 off += n;
                 if (off < len)
@@ -168,7 +221,7 @@ int file_overwrite_inplace(const char *path, const char *data, size_t len, int c
         if (fsync(fd) < 0) {
                 int e = errno;
                 close(fd);
-                return board_fail(err, 500, "cannot fsync '%s': %s", path, strerror(e));
+                return board_fail_storage(err, e, "cannot fsync '%s'", path);
         }
         close(fd);
         return 0;
@@ -180,5 +233,5 @@ int ensure_dir(const char *path, struct board_error *err)
         if (mkdir(path, 0700) == 0 || errno == EEXIST)
                 return 0;
         int e = errno;
-        return board_fail(err, 500, "cannot create directory '%s': %s%s", path, strerror(e), storage_hint(e));
+        return board_fail_storage(err, e, "cannot create directory '%s'", path);
 }

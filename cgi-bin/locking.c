@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +32,13 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 err->retry_after = 1;
                 return -1;
         }
-        return board_fail(err, 500, "lock error: %s%s", de->message[0] ? de->message : dirlock_strerror(code),
-                          code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
+        /* A lock directory whose storage is out of reach (a network
+         * filesystem's server or link down) is no fault of the request. */
+        int status = code == DIRLOCK_EIO ? storage_status(de->sys_errno) : 500;
+        board_fail(err, status, "lock error: %s%s", de->message[0] ? de->message : dirlock_strerror(code),
+                   code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
+        err->retry_after = status == 503 ? 1 : 0;
+        return -1;
 }
 
 /* Take lock `name`; 1 when the wait was canceled through cancel_fd.
@@ -49,6 +55,8 @@ static int take_flagged(const struct board_config *cfg, const char *name, struct
                 opts.cancel_fd = cancel_fd;
         }
         opts.stale_age = cfg->stale_age;
+        if (cfg->single_host)
+                opts.flags |= DIRLOCK_ONE_CLIENT; /* config.h */
         opts.mode = mode;
         opts.policy = DIRLOCK_POLICY_FAIR;
         dirlock_error de = {0, 0, ""};
@@ -395,10 +403,13 @@ int board_lock_release(struct board_lock *lk, struct board_error *err)
 int board_lock_finish(struct board_lock *lk, int rc, struct board_error *err)
 {
         struct board_error rel = BOARD_ERROR_INIT;
-        int r = board_lock_release(lk, &rel);
-        if (rc == 0 && r != 0) {
-                *err = rel;
-                return -1;
-        }
+        /* What the lock guarded is done by now, or failed on its own: a
+         * release that fails cannot undo a change made under the lock
+         * (checked and fenced right before it was made), and an error
+         * answer for a stored post would have its author post it again.
+         * So it is reported on stderr (the server's error log) only. */
+        if (board_lock_release(lk, &rel) != 0 && rc == 0)
+                fprintf(stderr, "board: %s (the request itself was done)\n", rel.msg);
+        (void)err;
         return rc;
 }

@@ -90,8 +90,10 @@ int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err);
 void board_lock_write_visible(struct board_lock *lk);
 /* Release whatever is held; DIRLOCK_ELOST here is an error (500). */
 int board_lock_release(struct board_lock *lk, struct board_error *err);
-/* The end of a locked operation whose result is `rc`: release, and keep
- * the first error (the operation's, else the release's). */
+/* The end of a locked operation whose result is `rc`: release, and
+ * return `rc`.  A release that fails after the operation succeeded is
+ * reported on stderr, not to the client: the change was made under the
+ * lock, and an error answer would have its author make it again. */
 int board_lock_finish(struct board_lock *lk, int rc, struct board_error *err);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "fileio.h"
 
 /* The high-water mark line (see logfile.h). */
 #define MARK_PREFIX     "#last_no\t"
@@ -34,18 +35,26 @@ size_t logfile_fence_line(const char *text, size_t len, unsigned long long *fenc
 int logfile_read_fence(const char *path, unsigned long long *fence, struct board_error *err)
 {
         *fence = 0;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                if (errno == ENOENT)
-                        return 0;
-                return board_fail(err, 500, "cannot read the message log's fence: %s", strerror(errno));
-        }
         char head[64];
-        ssize_t n = pread(fd, head, sizeof head, 0);
-        int saved = errno;
-        close(fd);
+        ssize_t n = -1;
+        for (int try = 0; n < 0 && try < 4; try++) {
+                int fd = file_open_read(path); /* ESTALE: fileio.c */
+                if (fd < 0) {
+                        if (errno == ENOENT)
+                                return 0;
+                        return board_fail_storage(err, errno, "cannot read the message log's fence");
+                }
+                n = pread(fd, head, sizeof head, 0);
+                int saved = errno;
+                close(fd);
+                if (n < 0 && !replaced_under_read(saved))
+                        return board_fail_storage(err, saved, "cannot read the message log's fence");
+                if (n < 0)
+                        file_refresh(path, try); /* replaced as we read it */
+                errno = saved;
+        }
         if (n < 0)
-                return board_fail(err, 500, "cannot read the message log's fence: %s", strerror(saved));
+                return board_fail_storage(err, errno, "cannot read the message log's fence");
         (void)logfile_fence_line(head, (size_t)n, fence);
         return 0;
 }

@@ -257,14 +257,18 @@ static int view_check(struct log_store *s, int *fd, struct stat *st, struct boar
         bool inplace = s->cfg->write_method == BOARD_WRITE_INPLACE;
         *fd = -1;
         bool exists = stat(s->log, st) == 0;
+        if (!exists && errno == ESTALE) { /* replaced by another client: ask again (fileio.c) */
+                file_refresh(s->log, 0);
+                exists = stat(s->log, st) == 0;
+        }
         if (!exists && errno != ENOENT)
-                return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
+                return board_fail_storage(err, errno, "cannot read the message log");
         if (v->valid && !inplace && (exists ? v->fd >= 0 && same_file(st, &v->id) : v->fd < 0))
                 return 0; /* the file held open, unchanged; or still no log */
         v->generation++;
-        int opened = exists ? open(s->log, O_RDONLY | O_CLOEXEC) : -1;
+        int opened = exists ? file_open_read(s->log) : -1;
         if (opened < 0 && exists && errno != ENOENT)
-                return board_fail(err, 500, "cannot read the message log: %s", strerror(errno));
+                return board_fail_storage(err, errno, "cannot read the message log");
         if (opened < 0) { /* no log (yet, or removed since the stat): no messages */
                 view_drop(v);
                 v->valid = true;
@@ -274,7 +278,7 @@ static int view_check(struct log_store *s, int *fd, struct stat *st, struct boar
                 int e = errno;
                 close(opened);
                 view_drop(v);
-                return board_fail(err, 500, "cannot read the message log: %s", strerror(e));
+                return board_fail_storage(err, e, "cannot read the message log");
         }
         *fd = opened;
         return 0;
@@ -290,6 +294,7 @@ static int view_load(struct log_store *s, int fd, const struct stat *st, struct 
                 raise(SIGSTOP);
         struct buf now = BUF_INIT;
         int rc = file_read_fd(fd, s->log, &now, err);
+        int read_errno = errno; /* ESTALE: replaced as we read it (log_view) */
         if (rc == 0 && !(v->valid && v->fd >= 0 && view_extend(v, &now, s->log))) {
                 view_drop(v);
                 rc = logfile_parse(now.data ? now.data : "", now.len, s->log, &v->list, err);
@@ -308,6 +313,7 @@ static int view_load(struct log_store *s, int fd, const struct stat *st, struct 
                 view_drop(v);
         }
         buf_free(&now);
+        errno = read_errno;
         return rc;
 }
 
@@ -320,10 +326,8 @@ static int view_load(struct log_store *s, int fd, const struct stat *st, struct 
  * at open(), and a writer waiting to rename (an rw upgrade draining the
  * readers) waits only for the stat() and open(), not for the read and
  * the parse. */
-static int log_view(void *state, const struct msglist **out, unsigned long long *generation,
-                    struct board_error *err)
+static int view_once(struct log_store *s, struct board_error *err)
 {
-        struct log_store *s = state;
         struct board_lock lk;
         int fd = -1;
         struct stat st;
@@ -344,6 +348,18 @@ static int log_view(void *state, const struct msglist **out, unsigned long long 
                         view_drop(&s->view);
                 }
         }
+        return rc;
+}
+
+/* A log replaced as the view read it (another host posted, on a network
+ * filesystem: replaced_under_read, fileio.c) is chosen and read again. */
+static int log_view(void *state, const struct msglist **out, unsigned long long *generation,
+                    struct board_error *err)
+{
+        struct log_store *s = state;
+        int rc;
+        for (int try = 0; (rc = view_once(s, err)) < 0 && replaced_under_read(errno) && try < 4; try++)
+                file_refresh(s->log, try);
         *out = &s->view.list;
         if (generation)
                 *generation = s->view.generation;

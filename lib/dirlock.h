@@ -1,8 +1,9 @@
 /* dirlock.h - public interface of the dirlock library.
  *
  * Cross-process locks for CGI-style programs, made of directories:
- *   - exclusive locks (mkdir/rename based, safe on NFS), with timeout,
- *     prompt wake-up, race-free breaking of stale locks and owner records;
+ *   - exclusive locks (mkdir/rename based, safe on network filesystems:
+ *     docs/netfs.md), with timeout, prompt wake-up, race-free breaking of
+ *     stale locks and owner records;
  *   - all-or-nothing multi-locks that cannot deadlock;
  *   - a reader-writer variant (shared, exclusive and upgradable "intent"
  *     modes) with selectable policies;
@@ -48,6 +49,11 @@
  *   - a per-thread note of the last lock directory found in place and its
  *     mode (path.c), so that repeated acquires do not stat it; if it is
  *     removed later, the next acquire makes it again.
+ *   - a per-thread note of the filesystem of the last lock directory
+ *     asked about (netfs.c), and, per thread, the last 64 entries judged on
+ *     a network filesystem with when their change time was first seen
+ *     (SIGHTINGS in netfs.c: an entry is broken for its age only once
+ *     seen unchanged long enough).
  *   - per-thread connections to Redis servers (redis_conn.c, kept in the
  *     per-thread connection cache of conn_cache.c): opened by a call on a
  *     Redis space that finds none idle for its server address, used by
@@ -137,7 +143,11 @@ extern "C" {
         X(EDATA, "unexpected data or script error on the lock server")                                       \
         /* a pending acquire is still waiting: poll its descriptor and step it                               \
            again */                                                                                          \
-        X(EAGAIN, "the acquire is still waiting")
+        X(EAGAIN, "the acquire is still waiting")                                                            \
+        /* the lock directory is on a network filesystem where this mode is                                  \
+           not safe among several clients (docs/netfs.md); DIRLOCK_ONE_CLIENT                                \
+           allows it */                                                                                      \
+        X(ENETFS, "mode not safe among the clients of this network filesystem")
 
 #define DIRLOCK_CODE_ENUM_(name, description) DIRLOCK_##name,
 typedef enum dirlock_code { DIRLOCK_CODES(DIRLOCK_CODE_ENUM_) DIRLOCK_CODE_COUNT } dirlock_code;
@@ -180,6 +190,10 @@ typedef enum dirlock_policy {
 #define DIRLOCK_NO_MKDIR  (1u << 2) /* do not create a missing lock directory  */
 #define DIRLOCK_NO_NOTIFY (1u << 3) /* never use inotify; back off and poll    */
 #define DIRLOCK_CANCEL_FD (1u << 4) /* end the wait when cancel_fd is readable  */
+/* Every process that uses this lock directory runs on this one client of
+ * its network filesystem (one host's mount): allow the modes that are
+ * safe only there (DIRLOCK_ENETFS otherwise; docs/netfs.md). */
+#define DIRLOCK_ONE_CLIENT (1u << 5)
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
@@ -506,6 +520,27 @@ int dirlock_space_query(const char *space, dirlock_space_info *info, dirlock_err
  * 0 ("DIR", a lock directory) until NULL; *built (may be NULL) is 0 for a
  * kind this build of the library does not have. */
 const char *dirlock_space_form(size_t i, int *built);
+
+/* ---- filesystems ---------------------------------------------------------- */
+
+/* What the library knows of the filesystem a lock directory is on, and
+ * what it allows there among processes of several clients (lib/netfs.c,
+ * docs/netfs.md).  Exclusive locks (FIFO or not) are safe on all. */
+typedef struct dirlock_fs_info {
+        char type[32];    /* as the mount table names it: "ext4", "tmpfs",
+                             "fuse.glusterfs", "nfs4", ... ("" unknown)        */
+        char kind[32];    /* "local", "glusterfs", "nfs", "smb", "fuse", ...  */
+        int network;      /* a network filesystem: its clients may be hosts  */
+        int notify;       /* waiters are woken by inotify (else they poll)   */
+        int shared_ok;    /* shared and intent locks are safe across clients */
+        int ranges_ok;    /* range locks are safe across clients             */
+        double cache_lag; /* seconds a client may show an entry's times late;
+                             judging a lock stale takes that much longer     */
+} dirlock_fs_info;
+
+/* Look at directory `dir` (it must exist): DIRLOCK_OK and *info, or
+ * DIRLOCK_EIO. */
+int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err);
 
 /* ---- processes ---------------------------------------------------------- */
 

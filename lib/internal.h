@@ -116,6 +116,10 @@ typedef struct dl_record {
         pid_t partner;               /* 0, or a process holding with it */
         unsigned long long partner_start;
         char host[256];
+        /* Not in the text: when the entry it was read from last changed
+         * (its file times, INVARIANT C in dir/exclusive.c), filled by the
+         * readers of entries; 0 otherwise. */
+        long long changed_ns;
 } dl_record;
 
 /* Our own record for a new lock (token, our stale age and partner given;

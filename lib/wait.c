@@ -27,11 +27,12 @@
  * forgotten.  Every wait goes through dl_poll (pending.c): a pending
  * acquire stops there instead of blocking.
  *
- * Without inotify (NFS, CIFS or FUSE lock directories, inotify limits
- * reached, DIRLOCK_NO_NOTIFY) it sleeps a jittered backoff instead
- * (backoff.c): from POLL_FIRST_MS up to POLL_MAX_MS (or a third of the
- * stale age), so that waiters spread out. */
+ * Without inotify (a lock directory on a network filesystem, netfs.c;
+ * inotify limits reached; DIRLOCK_NO_NOTIFY) it sleeps a jittered
+ * backoff instead (backoff.c): from POLL_FIRST_MS up to POLL_MAX_MS (or a
+ * third of the stale age), so that waiters spread out. */
 #include "internal.h"
+#include "netfs.h"
 #include "test_hooks.h"
 
 #include <errno.h>
@@ -44,7 +45,6 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #define RECHECK_MS 100.0
@@ -52,21 +52,6 @@
  * longest step. */
 #define POLL_FIRST_MS 1.0
 #define POLL_MAX_MS   100.0
-
-#define NFS_SUPER_MAGIC  0x6969
-#define CIFS_SUPER_MAGIC 0xFF534D42
-#define SMB2_SUPER_MAGIC 0xFE534D42
-#define FUSE_SUPER_MAGIC 0x65735546
-
-static bool remote_filesystem(const char *dir)
-{
-        struct statfs sfs;
-        if (statfs(dir, &sfs) != 0)
-                return false;
-        unsigned long t = (unsigned long)sfs.f_type;
-        return t == NFS_SUPER_MAGIC || t == CIFS_SUPER_MAGIC || t == SMB2_SUPER_MAGIC ||
-               t == FUSE_SUPER_MAGIC;
-}
 
 /* The hub's name filter: not a name starting with '.' (other processes'
  * prepared directories, the ranges' meta-lock), unless it is exactly the
@@ -100,7 +85,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         if (recheck != NULL && atof(recheck) > 0)
                 w->recheck_ms = cap_ms = atof(recheck);
         dl_backoff_init(&w->backoff, POLL_FIRST_MS, cap_ms, seed);
-        if ((flags & DIRLOCK_NO_NOTIFY) || remote_filesystem(lockdir))
+        if ((flags & DIRLOCK_NO_NOTIFY) || !dl_fs_of(lockdir, NULL)->notify)
                 return 0;
         w->lockdir = lockdir;
         dl_notify_join(&w->listener);

@@ -3,7 +3,11 @@
 # private deployment (nginx + spawn-fcgi, the C boards of conf/boards.list,
 # demonstration delay on): the board without a lock loses posts, every
 # locked board loses none, and the in-place log is seen torn without a
-# reader lock (torn-wrong) and never with lock_mode rw (torn-rw).
+# reader lock (torn-wrong) and never with lock_mode rw (torn-rw).  And the
+# script's own twin: a board whose posters give up waiting for the lock
+# (lock_timeout 0.05 s) while a group-commit holder has already claimed
+# their posts answers 503 for posts it then stores -- the script must
+# count them and fail.
 set -eu
 # shellcheck source=tests/http-lib.sh
 . "$(dirname "$0")/http-lib.sh"
@@ -16,8 +20,10 @@ CLIENTS=${LU_CLIENTS:-$([ "$quick" = 1 ] && echo 6 || echo 8)}
 POSTS=${LU_POSTS:-$([ "$quick" = 1 ] && echo 5 || echo 8)}
 DELAY=${LU_DELAY_MS:-25}
 
-# The C boards of conf/boards.list (the Perl ones: http-perl-board.t).
+# The C boards of conf/boards.list (the Perl ones: http-perl-board.t),
+# and gc-late (see the head).
 grep -v 'program=perl' "$TOP/conf/boards.list" >"$T/boards.list"
+echo "gc-late lock_mode=mkdir store=log group_commit=yes lock_timeout=0.05 delay_ms=150" >>"$T/boards.list"
 instance_start BOARDS_FILE="$T/boards.list" DELAY_MS="$DELAY" WORKERS=4
 diag "private deployment on $BASE (delay_ms $DELAY), $CLIENTS clients x $POSTS posts"
 
@@ -61,4 +67,16 @@ is "$(field torn-rw torn)" 0 "torn-rw: no torn read with lock_mode rw ($(field t
 is "$(field torn-rw lost)" 0 "torn-rw: no acknowledged post lost"
 
 is "$rc" 0 "tests/lost-update exit status"
+
+# The twin: posts answered 503 and stored anyway are counted, and fail.
+late=0
+"$TOP/tests/lost-update" -q -c 6 -n 4 -m gc-late -o "$out-late" "$BASE/board/" >"$T/late.out" 2>&1 || late=$?
+sed 's/^/# /' "$T/late.out"
+csv=$out-late/summary.csv
+stored_late=$(field gc-late extra)
+ok "$([ -n "$stored_late" ] && [ "$stored_late" -gt 0 ] && echo 0 || echo 1)" \
+	"gc-late: posts answered $(field gc-late rejected_codes) and stored anyway are counted ($stored_late)"
+is "$late" 1 "tests/lost-update fails on them"
+grep -q 'answered with an error (or not at all) but stored anyway' "$T/late.out"
+ok $? "tests/lost-update says why"
 done_testing

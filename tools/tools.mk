@@ -21,6 +21,11 @@
 #   make demo-cluster              start-cluster with DELAY_MS=20 from empty
 #                                  boards + the lost-update demonstration
 #                                  posting to both hosts at once
+#   make start-cluster FS=glusterfs / make demo-cluster FS=glusterfs
+#                                  the same with the boards' data (and the
+#                                  lock directories) on a GlusterFS volume
+#                                  each host mounts (tools/glusterfs,
+#                                  docs/netfs.md)
 #   make demo-range [DEMO_SPACE=redis://...]
 #                                  bin/dirlock-tree-demo: a nested-interval
 #                                  tree edited at once by 8 processes, with
@@ -99,19 +104,23 @@ demo: deps
 	exit $$rc
 
 CLUSTER_PORT ?= 8090
+FS ?= local
+# The boards the demonstration posts to, per kind of data directory.
+CLUSTER_MODES_local := none mkdir redis redis-sqlite
+CLUSTER_MODES_glusterfs := none mkdir rw flock redis
 
 # tools/cluster exits 77, after one line saying why, where network
 # namespaces cannot be made: the target stops there.
 start-cluster: all
-	@PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
+	@FS=$(FS) PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
 
 stop-cluster:
 	tools/cluster stop
 
 demo-cluster: deps
 	$(MAKE) all
-	@PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
-	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "none mkdir redis redis-sqlite" \
+	@FS=$(FS) PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
+	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "$(CLUSTER_MODES_$(FS))" \
 		$$(tools/cluster urls | sed 's/^/--host /') || rc=$$?; \
 	echo; \
 	echo "The cluster is up: http://127.0.0.1:$(CLUSTER_PORT)/board/ (both hosts; make stop-cluster to stop it)"; \

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "layout.h"
+#include "netfs.h"
 
 struct dl_rw;    /* reader-writer state, owned by rwlock.c */
 struct dl_range; /* range state, owned by range.c */
@@ -16,6 +17,7 @@ struct dl_range; /* range state, owned by range.c */
 struct dl_dir {
         char *lockdir;          /* absolute path of the lock directory          */
         unsigned lockdir_mode;  /* its st_mode: new directories in it follow it */
+        const dl_fs *fs;        /* the filesystem it is on (netfs.c)            */
         char *lock_path;        /* <lockdir>/<name>.lock                        */
         char *entry_path;       /* <lock_path>/owner.<token>                    */
         char *prep_path;        /* <lockdir>/.<name>.<token>.new (acquire only) */
@@ -97,8 +99,10 @@ typedef struct dl_lock_view {
         double age;                    /* OWNED: seconds since taken or last refreshed (AGE in
                                           exclusive.c); FOREIGN: since the directory changed */
 } dl_lock_view;
-/* Look into lock directory `lock_path`.  0, or -1 with errno. */
-int dl_lock_look(const char *lock_path, dl_lock_view *v);
+/* Look into lock directory `lock_path` (on filesystem `fs`: on a network
+ * filesystem "absent" is asked of the parent's listing).  0, or -1 with
+ * errno. */
+int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v);
 /* Remove the names in a lock directory that are not owner entries, then
  * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
 void dl_lock_clear_foreign(const char *lock_path);
@@ -119,9 +123,11 @@ int dl_entry_read(const char *path, dl_record *rec, double *age_s);
 /* The same for entry `leaf` of the directory open as dirfd. */
 int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age_s);
 /* Stale: older than the larger of stale_age and the holder's recorded
- * stale age (unless only its partner lives: dl_record_partner_only), or
- * owner provably dead on this host. */
-bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age);
+ * stale age (unless only its partner lives: dl_record_partner_only) --
+ * on a network filesystem `fs`, also seen unchanged long enough (CLOCKS
+ * in netfs.c) -- or owner provably dead on this host.  rec->changed_ns is
+ * the entry's change time (the entry readers fill it). */
+bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age, const dl_fs *fs);
 /* Create entry `path` (a symlink holding h's record: h's token, stale age
  * and partner, the given mode).  0 or -1/errno. */
 int dl_entry_create(const char *path, const dirlock *h, int mode);

@@ -5,6 +5,7 @@
  * cleanup, list). */
 #include "backend.h"
 #include "dir.h"
+#include "fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,6 +36,7 @@ static int dir_open(dirlock *h, const char *spec, dirlock_error *err)
                 free(d);
                 return rc;
         }
+        d->fs = dl_fs_of(d->lockdir, NULL);
         d->lock_path = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_LOCK);
         d->entry_path = d->lock_path ? dl_layout_owner_entry(d->lock_path, h->token) : NULL;
         if (d->entry_path == NULL) {
@@ -75,9 +77,13 @@ static int dir_retoken(dirlock *h, dirlock_error *err)
 
 static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
+        int rc = dl_fs_allows(dl_dir_of(h)->fs, dl_dir_of(h)->lockdir, h->opts.mode, h->opts.policy,
+                              h->ranged, h->opts.flags, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         if (h->ranged)
                 return dl_range_acquire(h, deadline, err);
-        int rc = dl_rw_acquire(h, deadline, err);
+        rc = dl_rw_acquire(h, deadline, err);
         dl_excl_discard_prep(h);
         return rc;
 }
@@ -105,6 +111,11 @@ static int dir_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *e
 
 static int dir_downgrade(dirlock *h, dirlock_error *err)
 {
+        /* A read lock from here: refused where read locks are (netfs.c). */
+        int rc = dl_fs_allows(dl_dir_of(h)->fs, dl_dir_of(h)->lockdir, DIRLOCK_SHARED, h->opts.policy,
+                              h->ranged, h->opts.flags, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         return h->ranged ? dl_range_downgrade(h, err) : dl_rw_downgrade(h, err);
 }
 
@@ -143,7 +154,7 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
         owner->readers = dl_rw_count_readers(d->lockdir, name);
         owner->ranges = dl_range_count_held(d->lockdir, name);
         dl_lock_view v;
-        if (dl_lock_look(d->lock_path, &v) != 0) {
+        if (dl_lock_look(d->lock_path, d->fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
         } else if (v.state == DL_LOCK_FOREIGN) {
                 /* Held by something that is not an owner record. */
@@ -166,12 +177,45 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
                 owner->age = v.age;
                 owner->same_host = dl_record_same_host(rec);
                 owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
-                owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age);
+                owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age, d->fs);
                 owner->mode = rec->mode;
                 owner->partner = rec->partner;
         }
         dl_handle_free(h);
         return rc;
+}
+
+/* Whether lock view *v (owned) is stale, for a breaker from outside.  On
+ * a network filesystem the judge must have seen it unchanged for a while
+ * (CLOCKS in netfs.c): when the clocks say it is stale, it looks again
+ * every 100 ms until it has, or the lock changed (*v is then the last
+ * look). */
+static bool stale_for_break(dirlock *h, dl_lock_view *v)
+{
+        const dl_fs *fs = dl_dir_of(h)->fs;
+        if (dl_entry_stale(&v->rec, v->age, h->opts.stale_age, fs))
+                return true;
+        double limit = h->opts.stale_age > (double)v->rec.stale_ms / 1e3 ? h->opts.stale_age
+                                                                         : (double)v->rec.stale_ms / 1e3;
+        if (!fs->network || v->age <= limit)
+                return false;
+        dl_lock_view first = *v;
+        char token[DIRLOCK_TOKEN_LEN + 1];
+        snprintf(token, sizeof token, "%s", v->token);
+        long long changed = v->rec.changed_ns;
+        dl_time deadline = dl_deadline(limit / 3 + fs->cache_lag + 0.5);
+        while (!dl_deadline_passed(&deadline)) {
+                struct timespec nap = {0, 100000000L};
+                nanosleep(&nap, NULL);
+                if (dl_lock_look(dl_dir_of(h)->lock_path, fs, v) != 0 || v->state != DL_LOCK_OWNED ||
+                    strcmp(v->token, token) != 0 || v->rec.changed_ns != changed) {
+                        *v = first; /* released, taken again or refreshed: not stale */
+                        return false;
+                }
+                if (dl_entry_stale(&v->rec, v->age, h->opts.stale_age, fs))
+                        return true;
+        }
+        return false;
 }
 
 static int dir_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err)
@@ -182,10 +226,10 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
                 return rc;
         const char *lock_path = dl_dir_of(h)->lock_path;
         dl_lock_view v;
-        if (dl_lock_look(lock_path, &v) != 0) {
+        if (dl_lock_look(lock_path, dl_dir_of(h)->fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", lock_path);
         } else if (v.state == DL_LOCK_ABSENT || v.state == DL_LOCK_EMPTY) {
-                rmdir(lock_path); /* an empty directory is a free lock: tidy it */
+                dl_fs_rmdir(lock_path); /* an empty directory is a free lock: tidy it */
                 rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else if (v.state == DL_LOCK_FOREIGN) {
                 if (!force) {
@@ -197,7 +241,7 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
                         dl_lock_clear_foreign(lock_path); /* never touches an owner entry */
                         rc = DIRLOCK_OK;
                 }
-        } else if (!force && !dl_entry_stale(&v.rec, v.age, h->opts.stale_age)) {
+        } else if (!force && !stale_for_break(h, &v)) {
                 rc = dl_fail(err, DIRLOCK_ELIVE, 0,
                              "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); not "
                              "broken",
@@ -246,7 +290,7 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
         int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        DIR *dp = opendir(abs);
+        DIR *dp = dl_fs_opendir(abs);
         if (dp == NULL) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", abs);
                 free(abs);
@@ -255,7 +299,8 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
         char **names = NULL;
         size_t n = 0, cap = 0;
         struct dirent *de;
-        while (rc == DIRLOCK_OK && (de = readdir(dp)) != NULL) {
+        int more;
+        while (rc == DIRLOCK_OK && (more = dl_fs_next(dp, &de)) > 0) {
                 char name[DIRLOCK_NAME_MAX + 1];
                 if (!dl_layout_lock_name(de->d_name, name))
                         continue;
@@ -279,6 +324,8 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
                 else
                         n++;
         }
+        if (rc == DIRLOCK_OK && more < 0) /* a listing cut short is no list */
+                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", abs);
         closedir(dp);
         free(abs);
         if (rc != DIRLOCK_OK) {

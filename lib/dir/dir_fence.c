@@ -27,6 +27,7 @@
  * it, or one that names no number, is not what dirlock wrote, and step 1
  * refuses it (DIRLOCK_EDATA) rather than hand out a fence again. */
 #include "dir.h"
+#include "fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,13 +45,13 @@
  * DL_FENCE_DIGITS digits, from the moment it is made). */
 static int counter_read(const char *dir, unsigned long long *n)
 {
-        DIR *d = opendir(dir);
+        DIR *d = dl_fs_opendir(dir);
         if (d == NULL)
                 return errno == ENOENT ? 0 : -1;
-        int found = 0;
+        int found = 0, more;
         bool past = false, other = false;
         struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
+        while ((more = dl_fs_next(d, &de)) > 0) {
                 const char *p = de->d_name;
                 if (strcmp(p, ".") == 0 || strcmp(p, "..") == 0)
                         continue;
@@ -65,7 +66,11 @@ static int counter_read(const char *dir, unsigned long long *n)
                         found = 1;
                 }
         }
+        int e = errno;
         closedir(d);
+        errno = e;
+        if (more < 0)
+                return -1; /* a listing cut short is no answer */
         if (past || (other && !found))
                 return -2;
         return found;
@@ -89,17 +94,17 @@ static int counter_make(const dirlock *h, const char *dir, dirlock_error *err)
         int rc = DIRLOCK_OK;
         if (zero == NULL) {
                 rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        } else if (dl_mkdir_in(prep, d->lockdir_mode) != 0) {
+        } else if (dl_fs_mkdir_in(prep, d->lockdir_mode) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", prep);
         } else {
                 int fd = open(zero, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
                 if (fd < 0 || close(fd) != 0) {
                         rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", zero);
-                } else if (rename(prep, dir) != 0 && errno != ENOTEMPTY && errno != EEXIST) {
+                } else if (dl_fs_rename(prep, dir) != 0 && errno != ENOTEMPTY && errno != EEXIST) {
                         rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create fence counter '%s'", dir);
                 }
-                unlink(zero); /* still there when another maker won */
-                rmdir(prep);
+                dl_fs_unlink(zero); /* still there when another maker won */
+                dl_fs_rmdir(prep);
         }
         free(zero);
         free(prep);
@@ -115,6 +120,10 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
         for (int round = 0; round < 100; round++) {
                 unsigned long long n = 0;
                 int found = counter_read(dir, &n);
+                if (found == -1 && errno == ESTALE) {
+                        dl_fs_refresh(dir); /* replaced as we read it (fsops.c): again */
+                        continue;
+                }
                 if (found == -1) {
                         rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read fence counter '%s'", dir);
                         break;
@@ -148,7 +157,7 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
                 }
                 unsigned long long next = n + 1 > now ? n + 1 : now;
                 char *from = counter_entry(dir, n), *to = counter_entry(dir, next);
-                int moved = from && to ? rename(from, to) : -1;
+                int moved = from && to ? dl_fs_rename(from, to) : -1;
                 int e = from && to ? errno : ENOMEM;
                 free(from);
                 free(to);
@@ -159,7 +168,7 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
                                 *fence = next;
                         break;
                 }
-                if (e != ENOENT) {
+                if (e != ENOENT && e != ESTALE) { /* both: someone advanced it first */
                         rc = dl_fail(err, e == ENOMEM ? DIRLOCK_ENOMEM : DIRLOCK_EIO, e,
                                      "cannot advance fence counter '%s'", dir);
                         break;

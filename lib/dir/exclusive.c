@@ -74,9 +74,14 @@
  * dead only when both are, and while only the partner lives it is held
  * whatever its age (nobody is left to refresh it; as with flock(1), the
  * command keeps the lock).  Ages compare file times with this host's wall
- * clock: hosts sharing a lock directory over NFS need synchronised clocks
- * (NTP), and stale ages well above their attribute cache time; a
- * wall-clock step larger than the stale age ages every lock at once.
+ * clock; on a local filesystem a wall-clock step larger than the stale age
+ * ages every lock at once.  On a network filesystem the file times are
+ * another host's clock, read through a cache: there age alone never
+ * breaks a lock, the judge must also have seen it unchanged for a while
+ * by its own monotonic clock (CLOCKS in netfs.c), so no clock skew breaks
+ * a holder that refreshes.  Every look that reads a name or a time may
+ * meet ESTALE there, which means "changed under us": it looks again
+ * (dir/fsops.c), and only ENOENT ever says an entry of ours is gone.
  *
  * BREAK (dl_excl_break_entry): unlink(D/NAME.lock/owner.<T>) for the judged
  * token T, then rmdir as in release.  Race-free by invariant B: when many
@@ -114,6 +119,7 @@
  * right before it renames its new log into place), or use a fence.
  */
 #include "dir.h"
+#include "fsops.h"
 #include "test_hooks.h"
 
 #include <dirent.h>
@@ -143,14 +149,7 @@ int dl_entry_create(const char *path, const dirlock *h, int mode)
                 errno = ENAMETOOLONG;
                 return -1;
         }
-        return symlink(text, path);
-}
-
-/* When an inode last changed: the later of its mtime and ctime. */
-static long long changed_ns(const struct stat *st)
-{
-        long long m = dl_ts_ns(&st->st_mtim), c = dl_ts_ns(&st->st_ctim);
-        return m > c ? m : c;
+        return dl_fs_symlink(text, path);
 }
 
 static double age_s(long long now_ns, long long then_ns)
@@ -158,20 +157,36 @@ static double age_s(long long now_ns, long long then_ns)
         return (double)(now_ns - then_ns) / 1e9;
 }
 
+/* When `leaf` of dirfd (dirfd itself for "") last changed, the later of
+ * its mtime and ctime, asked of the server on a network filesystem
+ * (AT_STATX_FORCE_SYNC: a client's cache of attributes may be late,
+ * CLOCKS in netfs.c).  0, or -1 with errno. */
+static int changed_at(int dirfd, const char *leaf, long long *changed)
+{
+        struct statx sx;
+        int flags = AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC | (leaf[0] == '\0' ? AT_EMPTY_PATH : 0);
+        if (statx(dirfd, leaf, flags, STATX_MTIME | STATX_CTIME, &sx) != 0)
+                return -1;
+        long long m = (long long)sx.stx_mtime.tv_sec * 1000000000LL + sx.stx_mtime.tv_nsec;
+        long long c = (long long)sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec;
+        *changed = m > c ? m : c;
+        return 0;
+}
+
 /* Read entry `leaf` relative to dirfd: record (zeroed when unreadable) and
- * the time it last changed.  0, or -1 with errno. */
+ * the time it last changed (also in rec->changed_ns).  0, or -1 with
+ * errno. */
 static int entry_readat(int dirfd, const char *leaf, dl_record *rec, long long *changed)
 {
         char text[DL_RECORD_MAX];
         ssize_t n = readlinkat(dirfd, leaf, text, sizeof text);
         if (n < 0)
                 return -1;
-        struct stat st;
-        if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (changed_at(dirfd, leaf, changed) != 0)
                 return -1;
         if ((size_t)n >= sizeof text || dl_record_parse(text, (size_t)n, rec) != 0)
                 memset(rec, 0, sizeof *rec); /* unreadable record: judge by age alone */
-        *changed = changed_ns(&st);
+        rec->changed_ns = *changed;
         return 0;
 }
 
@@ -186,17 +201,23 @@ int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age)
 
 int dl_entry_read(const char *path, dl_record *rec, double *age)
 {
-        return dl_entry_readat(AT_FDCWD, path, rec, age);
+        for (int try = 0;; try++) {
+                int rc = dl_entry_readat(AT_FDCWD, path, rec, age);
+                if (rc == 0 || errno != ESTALE || try == DL_ESTALE_TRIES)
+                        return rc;
+                dl_fs_refresh(path); /* ESTALE in fsops.c */
+        }
 }
 
-bool dl_entry_stale(const dl_record *rec, double age, double stale_age)
+bool dl_entry_stale(const dl_record *rec, double age, double stale_age, const dl_fs *fs)
 {
         double limit = stale_age;
         if ((double)rec->stale_ms / 1e3 > limit)
                 limit = (double)rec->stale_ms / 1e3; /* the holder asked for longer */
+        bool aged_out = dl_fs_aged_out(fs, rec->token, rec->changed_ns, age, limit);
         if (rec->pid <= 0)
-                return age > limit; /* unreadable record */
-        if (age > limit)
+                return aged_out; /* unreadable record */
+        if (aged_out)
                 return !dl_record_partner_only(rec);
         return dl_record_owner_alive(rec) == 0;
 }
@@ -211,11 +232,13 @@ int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *r
 
 /* ---- looking into a lock directory ----------------------------------- */
 
-int dl_lock_look(const char *lock_path, dl_lock_view *v)
+/* One look (dl_lock_look); -1 with ESTALE when the directory was removed
+ * or replaced while we read it. */
+static int lock_look_once(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
 {
         memset(v, 0, sizeof *v);
-        long long now = dl_wall_ns(); /* before any time is read: see C */
-        int dfd = open(lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        long long now = dl_wall_ns();                          /* before any time is read: see C */
+        int dfd = dl_fs_open_dir_sure(lock_path, fs->network); /* a cached "absent" is no answer */
         if (dfd < 0) {
                 if (errno != ENOENT)
                         return -1;
@@ -229,8 +252,8 @@ int dl_lock_look(const char *lock_path, dl_lock_view *v)
                 errno = e;
                 return -1;
         }
-        struct stat dst;
-        if (fstat(dfd, &dst) != 0) {
+        long long changed; /* the rename that took it, at least */
+        if (changed_at(dfd, "", &changed) != 0) {
                 int e = errno;
                 closedir(dir);
                 errno = e;
@@ -238,7 +261,8 @@ int dl_lock_look(const char *lock_path, dl_lock_view *v)
         }
         bool foreign = false;
         struct dirent *de;
-        while ((de = readdir(dir)) != NULL) {
+        int more;
+        while ((more = dl_fs_next(dir, &de)) > 0) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 if (dl_layout_owner_token(de->d_name) != NULL)
@@ -246,8 +270,13 @@ int dl_lock_look(const char *lock_path, dl_lock_view *v)
                 else
                         foreign = true;
         }
+        if (more < 0) {
+                int e = errno;
+                closedir(dir);
+                errno = e;
+                return -1;
+        }
         v->state = v->leaf[0] ? DL_LOCK_OWNED : foreign ? DL_LOCK_FOREIGN : DL_LOCK_EMPTY;
-        long long changed = changed_ns(&dst); /* the rename that took it, at least */
         if (v->state == DL_LOCK_OWNED) {
                 /* Relative to the directory we listed: the entry is that
                  * lock's (tokens are unique, lock directories never move). */
@@ -266,24 +295,32 @@ int dl_lock_look(const char *lock_path, dl_lock_view *v)
                 if (entry_changed > changed)
                         changed = entry_changed; /* refreshed since */
                 v->token = dl_layout_owner_token(v->leaf);
+                if (v->rec.token[0] == '\0') /* unreadable record: the entry's name still says whose */
+                        snprintf(v->rec.token, sizeof v->rec.token, "%.*s", DIRLOCK_TOKEN_LEN, v->token);
         }
+        v->rec.changed_ns = changed;
         v->age = age_s(now, changed);
         closedir(dir);
         return 0;
 }
 
+int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
+{
+        for (int try = 0;; try++) {
+                int rc = lock_look_once(lock_path, fs, v);
+                if (rc == 0 || errno != ESTALE || try == DL_ESTALE_TRIES)
+                        return rc;
+                dl_fs_refresh(lock_path); /* replaced while we looked: look again */
+        }
+}
+
 void dl_lock_clear_foreign(const char *lock_path)
 {
-        int dfd = open(lock_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
+        DIR *dir = dl_fs_opendir(lock_path);
+        if (dir == NULL)
                 return;
-        DIR *dir = fdopendir(dfd);
-        if (dir == NULL) {
-                close(dfd);
-                return;
-        }
         struct dirent *de;
-        while ((de = readdir(dir)) != NULL) {
+        while (dl_fs_next(dir, &de) > 0) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
                     dl_layout_owner_token(de->d_name) != NULL)
                         continue;
@@ -291,7 +328,7 @@ void dl_lock_clear_foreign(const char *lock_path)
                         unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR);
         }
         closedir(dir);
-        rmdir(lock_path); /* only if it is empty now, i.e. free */
+        dl_fs_rmdir(lock_path); /* only if it is empty now, i.e. free */
 }
 
 int dl_excl_break_entry(const char *lock_path, const char *leaf)
@@ -303,14 +340,14 @@ int dl_excl_break_entry(const char *lock_path, const char *leaf)
                 errno = ENOMEM;
                 return -1;
         }
-        int rc = unlink(entry); /* ENOENT: someone else broke or released it */
+        int rc = dl_fs_unlink(entry); /* ENOENT: someone else broke or released it */
         int e = errno;
         free(entry);
         if (rc != 0) {
                 errno = e;
                 return -1;
         }
-        rmdir(lock_path);
+        dl_fs_rmdir(lock_path);
         return 0;
 }
 
@@ -319,15 +356,15 @@ int dl_excl_break_entry(const char *lock_path, const char *leaf)
 /* Remove a flat directory (entries, then itself). */
 static void remove_flat_dir(const char *path)
 {
-        DIR *d = opendir(path);
+        DIR *d = dl_fs_opendir(path);
         if (d != NULL) {
                 struct dirent *de;
-                while ((de = readdir(d)) != NULL)
+                while (dl_fs_next(d, &de) > 0)
                         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                                 unlinkat(dirfd(d), de->d_name, 0);
                 closedir(d);
         }
-        rmdir(path);
+        dl_fs_rmdir(path);
 }
 
 /* Whether prepared directory `path` (token `token`) is garbage. */
@@ -335,7 +372,7 @@ static bool prep_is_garbage(const char *path, const char *token, double remote_a
 {
         char leaf[DL_OWNER_LEAF_SIZE];
         snprintf(leaf, sizeof leaf, DL_OWNER_PREFIX "%.*s", DIRLOCK_TOKEN_LEN, token);
-        int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = dl_fs_open_dir(path);
         if (dfd < 0)
                 return false;
         long long now = dl_wall_ns(), changed;
@@ -350,8 +387,7 @@ static bool prep_is_garbage(const char *path, const char *token, double remote_a
                         garbage = age_s(now, changed) > limit;
                 }
         } else if (remote_age > 0) {
-                struct stat st;
-                garbage = fstat(dfd, &st) == 0 && age_s(now, changed_ns(&st)) > PREP_UNREADABLE_AGE;
+                garbage = changed_at(dfd, "", &changed) == 0 && age_s(now, changed) > PREP_UNREADABLE_AGE;
         }
         close(dfd);
         return garbage;
@@ -359,11 +395,11 @@ static bool prep_is_garbage(const char *path, const char *token, double remote_a
 
 void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
 {
-        DIR *d = opendir(lockdir);
+        DIR *d = dl_fs_opendir(lockdir);
         if (d == NULL)
                 return;
         struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
+        while (dl_fs_next(d, &de) > 0) {
                 const char *leaf = de->d_name;
                 if (leaf[0] != '.')
                         continue;
@@ -379,7 +415,7 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                         char *aside = NULL;
                         if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
                                 aside = dl_layout_aside(lockdir, aside_token);
-                        if (aside != NULL && rename(path, aside) == 0)
+                        if (aside != NULL && dl_fs_rename(path, aside) == 0)
                                 remove_flat_dir(aside);
                         free(aside);
                 } else if (name == NULL &&
@@ -407,12 +443,13 @@ static int prep_write_record(dirlock *h, bool *gone, dirlock_error *err)
         if (entry == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         if (dl_dir_of(h)->prep_made)
-                unlink(entry); /* rewriting: the acquire time starts now */
+                dl_fs_unlink(entry); /* rewriting: the acquire time starts now */
         int rc = dl_entry_create(entry, h, h->mode);
         int saved = errno;
         free(entry);
         if (rc != 0) {
-                if (saved == ENOENT) {
+                /* Gone, or replaced under us (ESTALE): made again. */
+                if (saved == ENOENT || saved == ESTALE) {
                         *gone = true;
                         return DIRLOCK_OK;
                 }
@@ -425,13 +462,15 @@ static int prep_write_record(dirlock *h, bool *gone, dirlock_error *err)
 
 static int prep_mkdir(dirlock *h, dirlock_error *err)
 {
-        int made = dl_mkdir_in(dl_dir_of(h)->prep_path, dl_dir_of(h)->lockdir_mode);
+        int made = dl_fs_mkdir_in(dl_dir_of(h)->prep_path, dl_dir_of(h)->lockdir_mode);
+        if (made != 0 && errno == EEXIST)
+                return DIRLOCK_OK; /* ours (the path carries our token), left by an earlier round */
         if (made != 0 && errno == ENOENT && !(h->opts.flags & DIRLOCK_NO_MKDIR)) {
                 /* The lock directory was removed since we last saw it. */
                 if (dl_make_dirs(dl_dir_of(h)->lockdir) != 0)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot create lock directory '%s'",
                                        dl_dir_of(h)->lockdir);
-                made = dl_mkdir_in(dl_dir_of(h)->prep_path, dl_dir_of(h)->lockdir_mode);
+                made = dl_fs_mkdir_in(dl_dir_of(h)->prep_path, dl_dir_of(h)->lockdir_mode);
         }
         if (made == 0)
                 return DIRLOCK_OK;
@@ -469,7 +508,7 @@ static int prep_make(dirlock *h, dirlock_error *err)
                         return rc;
                 rc = prep_write_record(h, &gone, err);
                 if (rc != DIRLOCK_OK) {
-                        rmdir(dl_dir_of(h)->prep_path);
+                        dl_fs_rmdir(dl_dir_of(h)->prep_path);
                         return rc;
                 }
                 if (!gone) {
@@ -487,10 +526,10 @@ void dl_excl_discard_prep(dirlock *h)
                 return;
         char *entry = prep_entry_path(h);
         if (entry != NULL) {
-                unlink(entry);
+                dl_fs_unlink(entry);
                 free(entry);
         }
-        rmdir(dl_dir_of(h)->prep_path);
+        dl_fs_rmdir(dl_dir_of(h)->prep_path);
         dl_dir_of(h)->prep_made = false;
 }
 
@@ -511,7 +550,9 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         if (holder_token != NULL)
                 holder_token[0] = '\0';
         dl_lock_view v;
-        if (dl_lock_look(dl_dir_of(h)->lock_path, &v) != 0) {
+        if (dl_lock_look(dl_dir_of(h)->lock_path, dl_dir_of(h)->fs, &v) != 0) {
+                if (errno == ESTALE)
+                        return DL_HELD; /* changing hands as we looked (fsops.c): held, look later */
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", dl_dir_of(h)->lock_path);
                 return DL_ERROR;
         }
@@ -530,12 +571,12 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
         *holder = v.rec;
         if (holder_token != NULL)
                 memcpy(holder_token, v.token, DIRLOCK_TOKEN_LEN + 1);
-        if (!dl_entry_stale(&v.rec, v.age, h->opts.stale_age))
+        if (!dl_entry_stale(&v.rec, v.age, h->opts.stale_age, dl_dir_of(h)->fs))
                 return DL_HELD;
         if (dl_excl_break_entry(dl_dir_of(h)->lock_path, v.leaf) != 0) {
                 int e = errno;
-                if (e == ENOENT)
-                        return DL_FREE; /* someone else broke or released it */
+                if (e == ENOENT || e == ESTALE)
+                        return DL_FREE; /* someone else broke or released it: look again */
                 char what[DIRLOCK_NAME_MAX + 16];
                 snprintf(what, sizeof what, "lock '%s'", h->name);
                 if (e == EPERM || e == EACCES)
@@ -552,6 +593,16 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
 
 /* ---- the public steps ------------------------------------------------ */
 
+/* Whether the lock holds our own entry after a rename that failed: a
+ * network filesystem may have made the rename and lost its answer (the
+ * connection broke meanwhile).  Then the lock is ours, by invariant B. */
+static bool ours_after_all(const dirlock *h)
+{
+        dl_lock_view v;
+        return dl_lock_look(dl_dir_of(h)->lock_path, dl_dir_of(h)->fs, &v) == 0 && v.state == DL_LOCK_OWNED &&
+               strcmp(v.token, h->token) == 0;
+}
+
 /* One rename attempt.  DIRLOCK_OK, DIRLOCK_EBUSY or an error.  With
  * `peek`, a lock directory that a lookup finds in place counts as busy
  * without the rename (see ACQUIRE 2). */
@@ -566,19 +617,22 @@ static int take_once(dirlock *h, bool peek, dirlock_error *err)
                  * holds our owner entry, never nothing (INVARIANT A). */
                 DL_ASSERT(dl_dir_of(h)->prep_made);
                 struct stat st;
-                if (peek && lstat(dl_dir_of(h)->lock_path, &st) == 0)
+                if (peek && dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0)
                         return DIRLOCK_EBUSY;
-                if (rename(dl_dir_of(h)->prep_path, dl_dir_of(h)->lock_path) == 0)
+                if (dl_fs_rename(dl_dir_of(h)->prep_path, dl_dir_of(h)->lock_path) == 0)
                         break;
                 int e = errno;
                 if (e == ENOTEMPTY || e == EEXIST)
                         return DIRLOCK_EBUSY;
-                if (e == ENOENT && lstat(dl_dir_of(h)->prep_path, &st) == 0)
-                        return dl_fail(err, DIRLOCK_EIO, e, "the directory of lock '%s' is missing",
-                                       dl_dir_of(h)->lock_path); /* the target's, not ours */
+                if (e == ESTALE)
+                        return DIRLOCK_EBUSY; /* changing hands as we renamed (fsops.c): look again */
+                if (ours_after_all(h))
+                        break;
                 if (e == ENOENT && again < 8) {
                         /* Our prepared directory was moved away as a crash's
-                         * leftover (dl_sweep_preps): make it again. */
+                         * leftover (dl_sweep_preps), or the lock directory
+                         * itself was removed: make them again (prep_mkdir
+                         * says when it cannot). */
                         dl_dir_of(h)->prep_made = false;
                         continue;
                 }
@@ -625,9 +679,12 @@ int dl_excl_release(dirlock *h, dirlock_error *err)
 {
         if (!dl_dir_of(h)->excl_held)
                 return DIRLOCK_OK;
-        if (unlink(dl_dir_of(h)->entry_path) != 0) {
+        if (dl_fs_unlink(dl_dir_of(h)->entry_path) != 0) {
                 int e = errno;
-                if (e != ENOENT) /* still ours: the handle keeps it, a retry may work */
+                /* Only ENOENT says the entry is gone; ESTALE that outlived
+                 * its tries (fsops.c) is not a loss: the handle keeps it,
+                 * as for any other failure, and a retry may work. */
+                if (e != ENOENT)
                         return dl_fail(err, DIRLOCK_EIO, e, "cannot release lock '%s'",
                                        dl_dir_of(h)->lock_path);
                 dl_dir_of(h)->excl_held = false;
@@ -637,13 +694,13 @@ int dl_excl_release(dirlock *h, dirlock_error *err)
                                h->name);
         }
         dl_dir_of(h)->excl_held = false;
-        rmdir(dl_dir_of(h)->lock_path); /* ENOTEMPTY: a new holder already took it */
+        dl_fs_rmdir(dl_dir_of(h)->lock_path); /* ENOTEMPTY: a new holder already took it */
         return DIRLOCK_OK;
 }
 
 int dl_excl_refresh(dirlock *h, dirlock_error *err)
 {
-        if (utimensat(AT_FDCWD, dl_dir_of(h)->entry_path, NULL, AT_SYMLINK_NOFOLLOW) == 0)
+        if (dl_fs_touch(dl_dir_of(h)->entry_path) == 0)
                 return DIRLOCK_OK;
         if (errno == ENOENT)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);
@@ -652,10 +709,10 @@ int dl_excl_refresh(dirlock *h, dirlock_error *err)
 
 int dl_excl_check(const dirlock *h, dirlock_error *err)
 {
-        struct stat st;
-        if (lstat(dl_dir_of(h)->entry_path, &st) == 0)
+        int present = dl_fs_present(dl_dir_of(h)->entry_path, dl_dir_of(h)->fs->network);
+        if (present == 1)
                 return DIRLOCK_OK;
-        if (errno == ENOENT)
+        if (present == 0)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);
         return dl_fail(err, DIRLOCK_EIO, errno, "cannot check lock '%s'", dl_dir_of(h)->lock_path);
 }

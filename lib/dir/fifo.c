@@ -43,6 +43,7 @@
  * that stopped running holds the others up for two re-check intervals,
  * not for the stale age its ticket takes to go stale, as it does in a
  * DIRLOCK_FIFO queue). */
+#include "fsops.h"
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -58,16 +59,19 @@
 static int max_seq(const char *dir, unsigned long long *max)
 {
         *max = 0;
-        DIR *d = opendir(dir);
+        DIR *d = dl_fs_opendir(dir);
         if (d == NULL)
                 return errno == ENOENT ? 0 : -1;
         struct dirent *de;
         unsigned long long seq;
-        while ((de = readdir(d)) != NULL)
+        int more;
+        while ((more = dl_fs_next(d, &de)) > 0)
                 if (dl_layout_ticket_seq(de->d_name, &seq) && seq > *max)
                         *max = seq;
+        int e = errno;
         closedir(d);
-        return 0;
+        errno = e;
+        return more < 0 ? -1 : 0;
 }
 
 int dl_fifo_join(dirlock *h, dirlock_error *err)
@@ -122,7 +126,8 @@ static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, siz
         size_t len = 0, cap = 0;
         unsigned long long seq;
         struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
+        int more;
+        while ((more = dl_fs_next(d, &de)) > 0) {
                 if (!dl_layout_ticket_seq(de->d_name, &seq) || seq >= mine)
                         continue;
                 if (len == cap) {
@@ -139,6 +144,12 @@ static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, siz
                 memcpy(v[len].leaf, de->d_name, sizeof v[len].leaf); /* checked: exactly this long */
                 len++;
         }
+        if (more < 0) {
+                int e = errno;
+                free(v);
+                errno = e;
+                return -1;
+        }
         if (len > 1)
                 qsort(v, len, sizeof *v, cmp_seq_desc);
         *out = v;
@@ -146,22 +157,27 @@ static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, siz
         return 0;
 }
 
-int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err)
+/* One look (dl_fifo_ahead); -2 with errno ESTALE when the queue's
+ * directory was replaced as we read it. */
+static int fifo_ahead_once(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        if (ahead_path != NULL)
-                *ahead_path = NULL;
-        DIR *d = opendir(rw->fifo_dir);
+        DIR *d = dl_fs_opendir(rw->fifo_dir);
         if (d == NULL) {
+                if (errno == ESTALE)
+                        return -2;
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read queue '%s'", rw->fifo_dir);
                 return -1;
         }
         struct seen *seen;
         size_t n;
         if (tickets_ahead(d, rw->ticket_seq, &seen, &n) != 0) {
-                dl_fail(err, errno == ENOMEM ? DIRLOCK_ENOMEM : DIRLOCK_EIO, errno, "cannot read queue '%s'",
-                        rw->fifo_dir);
+                int e = errno;
                 closedir(d);
+                if (e == ESTALE)
+                        return -2;
+                dl_fail(err, e == ENOMEM ? DIRLOCK_ENOMEM : DIRLOCK_EIO, e, "cannot read queue '%s'",
+                        rw->fifo_dir);
                 return -1;
         }
         /* Nearest first: the first live one is the waiter we follow; the
@@ -171,9 +187,18 @@ int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error
                 const char *leaf = seen[i].leaf;
                 dl_record rec;
                 double age;
-                if (dl_entry_readat(dirfd(d), leaf, &rec, &age) != 0)
-                        continue; /* gone meanwhile */
-                if (dl_entry_stale(&rec, age, h->opts.stale_age)) {
+                if (dl_entry_readat(dirfd(d), leaf, &rec, &age) != 0) {
+                        if (errno == ENOENT || errno == EINVAL)
+                                continue; /* gone meanwhile, or not a ticket (not a symlink) */
+                        if (errno == ESTALE) {
+                                first = -2; /* the queue was replaced: look again */
+                                break;
+                        }
+                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read ticket %s of lock '%s'", leaf, h->name);
+                        first = -1;
+                        break;
+                }
+                if (dl_entry_stale(&rec, age, h->opts.stale_age, dl_dir_of(h)->fs)) {
                         /* A dead waiter's ticket is skipped -- once it is
                          * gone: one we may not remove still holds its place. */
                         if (unlinkat(dirfd(d), leaf, 0) != 0 && (errno == EPERM || errno == EACCES)) {
@@ -197,7 +222,28 @@ int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error
         }
         free(seen);
         closedir(d);
+        if (first != 0 && ahead_path != NULL) {
+                free(*ahead_path);
+                *ahead_path = NULL;
+        }
         return first;
+}
+
+int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err)
+{
+        if (ahead_path != NULL)
+                *ahead_path = NULL;
+        for (int try = 0;; try++) {
+                int first = fifo_ahead_once(h, ahead, ahead_path, err);
+                if (first != -2)
+                        return first;
+                if (try == DL_ESTALE_TRIES) {
+                        dl_fail(err, DIRLOCK_EIO, ESTALE, "queue '%s' keeps changing as it is read",
+                                dl_dir_of(h)->rw->fifo_dir);
+                        return -1;
+                }
+                dl_fs_refresh(dl_dir_of(h)->rw->fifo_dir); /* fsops.c */
+        }
 }
 
 int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err)
@@ -215,7 +261,7 @@ void dl_fifo_leave(dirlock *h)
         dl_record rec;
         double age;
         if (dl_entry_read(rw->ticket, &rec, &age) == 0 && strcmp(rec.token, h->token) == 0)
-                dl_rw_entry_drop(rw->fifo_dir, rw->ticket);
+                dl_rw_entry_drop(h, rw->fifo_dir, rw->ticket);
         free(rw->ticket);
         rw->ticket = NULL;
 }
@@ -230,6 +276,6 @@ void dl_fifo_touch(dirlock *h, double every_ms)
                           (double)(now.tv_nsec - rw->ticket_renewed.tv_nsec) / 1e6;
         if (since_ms < every_ms)
                 return;
-        utimensat(AT_FDCWD, rw->ticket, NULL, AT_SYMLINK_NOFOLLOW);
+        dl_fs_touch(rw->ticket);
         rw->ticket_renewed = now;
 }

@@ -76,6 +76,7 @@
  * no longer overlap are woken by the rename.
  * CRASHES: a dead holder's entry is broken by the next scan (at once on
  * this host, else after the stale age), waking its waiters. */
+#include "fsops.h"
 #include "range_internal.h"
 #include "rw_internal.h"
 
@@ -206,16 +207,18 @@ static int set_entry(dirlock *h, char state, char mode, dirlock_error *err)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         int rc;
         if (r->entry != NULL) {
-                rc = strcmp(r->entry, path) == 0 ? 0 : rename(r->entry, path);
+                rc = strcmp(r->entry, path) == 0 ? 0 : dl_fs_rename(r->entry, path);
         } else {
                 rc = -1;
                 for (int round = 0; round < 100 && rc != 0; round++) {
                         rc = dl_entry_create(path, h, dl_range_mode_of_letter(mode));
-                        if (rc != 0 && errno == ENOENT &&
-                            dl_mkdir_in(r->meta.ranges_dir, dl_dir_of(h)->lockdir_mode) != 0 &&
-                            errno != EEXIST)
+                        /* ESTALE after its tries (fsops.c): the directory
+                         * was replaced under us, as good as missing. */
+                        bool missing = rc != 0 && (errno == ENOENT || errno == ESTALE);
+                        if (missing && dl_fs_mkdir_in(r->meta.ranges_dir, dl_dir_of(h)->lockdir_mode) != 0 &&
+                            errno != EEXIST && errno != ESTALE)
                                 break;
-                        if (rc != 0 && errno != ENOENT)
+                        if (rc != 0 && !missing)
                                 break;
                 }
         }
@@ -242,8 +245,9 @@ static void drop_entry(dirlock *h)
         struct dl_range *r = range_of(h);
         if (r->entry == NULL)
                 return;
-        unlink(r->entry);
-        rmdir(r->meta.ranges_dir); /* if that was the last one */
+        dl_fs_unlink(r->entry);
+        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in netfs.c */
+                dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
 }
@@ -263,7 +267,7 @@ static int whole_busy(dirlock *h, dl_record *who, dirlock_error *err)
                 break;
         }
         dl_scan sc = {.active = "ra"};
-        if (dl_rw_scan(range_of(h)->readers_dir, h->opts.stale_age, &sc, err) != 0) {
+        if (dl_rw_scan(range_of(h)->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
                 dl_rw_scan_done(&sc);
                 return -1;
         }
@@ -283,7 +287,7 @@ static int range_try(dirlock *h, bool queue, dl_record *who, dirlock_error *err)
         struct dl_range *r = range_of(h);
         char ours = dl_range_mode_letter(h->opts.mode);
         struct dl_range_scan s = {0};
-        if (dl_range_scan_dir(r->meta.ranges_dir, &s, err) != 0) {
+        if (dl_range_scan_dir(&r->meta, &s, err) != 0) {
                 dl_range_scan_free(&s);
                 return err->code;
         }
@@ -408,7 +412,7 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                 if (w.notify) /* the directories may have been made again */
                         unwatched = range_waiter_rewatch(&w, h);
                 if (range_of(h)->entry != NULL && range_of(h)->state == DL_RANGE_WAITING)
-                        utimensat(AT_FDCWD, range_of(h)->entry, NULL, AT_SYMLINK_NOFOLLOW); /* renew */
+                        dl_fs_touch(range_of(h)->entry); /* renew */
                 if (waited == DIRLOCK_ECANCELED) {
                         /* One last try, then give up. */
                         if (dl_range_meta_take(&range_of(h)->meta, deadline, err) == DIRLOCK_OK) {
@@ -445,9 +449,10 @@ int dl_range_release(dirlock *h, dirlock_error *err)
         struct dl_range *r = range_of(h);
         if (r->entry == NULL)
                 return DIRLOCK_OK;
-        int rc = unlink(r->entry);
+        int rc = dl_fs_unlink(r->entry);
         int e = errno;
-        rmdir(r->meta.ranges_dir); /* if that was the last one */
+        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in netfs.c */
+                dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
         if (rc == 0)
@@ -461,7 +466,7 @@ int dl_range_release(dirlock *h, dirlock_error *err)
 int dl_range_refresh(dirlock *h, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
-        if (r->entry != NULL && utimensat(AT_FDCWD, r->entry, NULL, AT_SYMLINK_NOFOLLOW) == 0)
+        if (r->entry != NULL && dl_fs_touch(r->entry) == 0)
                 return DIRLOCK_OK;
         if (r->entry == NULL || errno == ENOENT)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "range lock of '%s' was broken as stale", h->name);
@@ -471,10 +476,10 @@ int dl_range_refresh(dirlock *h, dirlock_error *err)
 int dl_range_check(const dirlock *h, dirlock_error *err)
 {
         const struct dl_range *r = range_of(h);
-        struct stat st;
-        if (r->entry != NULL && lstat(r->entry, &st) == 0)
+        int present = r->entry != NULL ? dl_fs_present(r->entry, dl_dir_of(h)->fs->network) : 0;
+        if (present == 1)
                 return DIRLOCK_OK;
-        if (r->entry == NULL || errno == ENOENT)
+        if (present == 0)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "range lock of '%s' was broken as stale", h->name);
         return dl_fail(err, DIRLOCK_EIO, errno, "cannot check range lock of '%s'", h->name);
 }
@@ -486,7 +491,7 @@ static int upgrade_try(dirlock *h, bool queue, dl_record *who, dirlock_error *er
         (void)queue;
         struct dl_range *r = range_of(h);
         struct dl_range_scan s = {0};
-        if (dl_range_scan_dir(r->meta.ranges_dir, &s, err) != 0) {
+        if (dl_range_scan_dir(&r->meta, &s, err) != 0) {
                 dl_range_scan_free(&s);
                 return err->code;
         }

@@ -3,6 +3,7 @@
  * scan of the directory and the judging (and breaking) of the entries in
  * it; and the views from outside the holders: the list of a name's range
  * holders and waiters, and the number of held ranges. */
+#include "fsops.h"
 #include "range_internal.h"
 
 #include <dirent.h>
@@ -113,6 +114,7 @@ int dl_range_meta_init(struct dl_range_meta *m, const char *lockdir, unsigned lo
         m->lockdir_mode = lockdir_mode;
         dl_backoff_init(&m->backoff, META_RETRY_FIRST_MS, META_RETRY_MAX_MS, seed);
         m->name = name;
+        m->fs = dl_fs_of(lockdir, NULL);
         m->ranges_dir = dl_layout_path(lockdir, name, DL_SUFFIX_RANGES);
         char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_RMETA];
         snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_RMETA, name);
@@ -177,21 +179,29 @@ void dl_range_scan_free(struct dl_range_scan *s)
 /* An entry's record is read, and the entry broken if it is stale, only
  * when it matters (dl_range_judge), so that ranges that never meet never
  * look at each other. */
-int dl_range_scan_dir(const char *dir, struct dl_range_scan *s, dirlock_error *err)
+/* One scan (dl_range_scan_dir); -2 with errno ESTALE when the directory
+ * was replaced as we read it. */
+static int scan_dir_once(const char *dir, const dl_fs *fs, struct dl_range_scan *s, dirlock_error *err)
 {
         s->n = 0;
         s->max_seq = 0;
         s->dir = dir;
-        DIR *d = opendir(dir);
+        s->fs = fs;
+        int fd = dl_fs_open_dir_sure(dir, fs->network);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         if (d == NULL) {
+                if (fd >= 0)
+                        close(fd);
                 if (errno == ENOENT)
                         return 0;
+                if (errno == ESTALE)
+                        return -2;
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
                 return -1;
         }
         struct dirent *de;
-        int rc = 0;
-        while ((de = readdir(d)) != NULL) {
+        int rc = 0, more;
+        while ((more = dl_fs_next(d, &de)) > 0) {
                 struct dl_range_entry e;
                 if (!dl_range_parse_leaf(de->d_name, &e))
                         continue;
@@ -212,8 +222,29 @@ int dl_range_scan_dir(const char *dir, struct dl_range_scan *s, dirlock_error *e
                 }
                 s->e[s->n++] = e;
         }
+        if (rc == 0 && more < 0) {
+                /* A listing cut short never passes for a whole one. */
+                rc = errno == ESTALE ? -2 : -1;
+                if (rc == -1)
+                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
+        }
         closedir(d);
         return rc;
+}
+
+int dl_range_scan_dir(const struct dl_range_meta *m, struct dl_range_scan *s, dirlock_error *err)
+{
+        const char *dir = m->ranges_dir;
+        for (int try = 0;; try++) {
+                int rc = scan_dir_once(dir, m->fs, s, err);
+                if (rc != -2)
+                        return rc;
+                if (try == DL_ESTALE_TRIES) {
+                        dl_fail(err, DIRLOCK_EIO, ESTALE, "'%s' keeps changing as it is read", dir);
+                        return -1;
+                }
+                dl_fs_refresh(dir); /* fsops.c */
+        }
 }
 
 int dl_range_judge(const struct dl_range_scan *s, struct dl_range_entry *e, double stale_age,
@@ -231,11 +262,15 @@ int dl_range_judge(const struct dl_range_scan *s, struct dl_range_entry *e, doub
         double age;
         int rc = 0;
         if (dl_entry_read(path, &e->rec, &age) != 0) {
-                rc = 0; /* left meanwhile */
-        } else if (!dl_entry_stale(&e->rec, age, stale_age)) {
+                if (errno != ENOENT && errno != EINVAL) { /* one we cannot read is never counted as gone */
+                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read range entry '%s'", path);
+                        rc = -1;
+                }
+                /* else left meanwhile */
+        } else if (!dl_entry_stale(&e->rec, age, stale_age, s->fs)) {
                 e->live = true;
                 rc = 1;
-        } else if (unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
+        } else if (dl_fs_unlink(path) != 0 && (errno == EPERM || errno == EACCES)) {
                 char what[64];
                 snprintf(what, sizeof what, "a range entry of %.16s...", e->leaf);
                 dl_fail_unbreakable(err, what, &e->rec, errno);
@@ -252,7 +287,7 @@ int dl_range_held(struct dl_range_meta *m, double stale_age, dl_record *one, con
                 return -1;
         int n = -1;
         struct dl_range_scan s = {0};
-        if (dl_range_scan_dir(m->ranges_dir, &s, err) == 0) {
+        if (dl_range_scan_dir(m, &s, err) == 0) {
                 n = 0;
                 for (size_t i = 0; i < s.n && n >= 0; i++) {
                         if (s.e[i].state != DL_RANGE_HELD)
@@ -292,7 +327,7 @@ int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlo
         if (rc != DIRLOCK_OK)
                 return rc;
         struct stat st;
-        if (stat(m.ranges_dir, &st) != 0) { /* no ranges */
+        if (dl_fs_stat(m.ranges_dir, &st) != 0 && errno == ENOENT) { /* no ranges */
                 dl_range_meta_free(&m);
                 *out = calloc(1, sizeof **out);
                 return *out ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
@@ -305,7 +340,7 @@ int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlo
         }
         struct dl_range_scan s = {0};
         long long now = dl_wall_ns();
-        if (dl_range_scan_dir(m.ranges_dir, &s, err) != 0) {
+        if (dl_range_scan_dir(&m, &s, err) != 0) {
                 rc = err->code;
         } else if ((*out = calloc(s.n ? s.n : 1, sizeof **out)) == NULL) {
                 rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");

@@ -34,6 +34,7 @@ struct dl_range_entry {
 /* The entries of one D/NAME.ranges, read at one moment (by name only). */
 struct dl_range_scan {
         const char *dir;
+        const dl_fs *fs; /* the filesystem it is on (netfs.c) */
         struct dl_range_entry *e;
         size_t n, cap;
         unsigned long long max_seq;
@@ -47,6 +48,7 @@ struct dl_range_meta {
         unsigned lockdir_mode; /* D's st_mode: shared D, shared file   */
         dl_backoff backoff;    /* while the meta-lock is busy           */
         const char *name;      /* the lock's name, for messages        */
+        const dl_fs *fs;       /* D's filesystem (netfs.c)             */
 };
 
 /* ---- names ------------------------------------------------------------------ */
@@ -75,8 +77,9 @@ void dl_range_meta_give(struct dl_range_meta *m);
 
 /* ---- scanning and judging (the meta-lock held) ---------------------------------- */
 
-/* Read the entries of `dir` into s, by name only.  0, or -1 with err. */
-int dl_range_scan_dir(const char *dir, struct dl_range_scan *s, dirlock_error *err);
+/* Read the entries of m's D/NAME.ranges into s, by name only.  0, or -1
+ * with err. */
+int dl_range_scan_dir(const struct dl_range_meta *m, struct dl_range_scan *s, dirlock_error *err);
 void dl_range_scan_free(struct dl_range_scan *s);
 /* Judge entry e of scan s: 1 live (its record in e->rec), 0 stale or gone
  * (broken now), -1 error (one this user may not break: DIRLOCK_EPERM). */

@@ -3,6 +3,7 @@
  * readers of a name, its waiting writers) to count the live ones, break the
  * stale ones and admit waiting readers.  The protocol that gives these
  * steps their meaning is described at the top of rwlock.c. */
+#include "fsops.h"
 #include "rw_internal.h"
 
 #include <dirent.h>
@@ -23,20 +24,25 @@ int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mo
         for (int round = 0; round < 100; round++) {
                 if (dl_entry_create(path, h, mode) == 0)
                         return 0;
-                if (errno != ENOENT)
+                /* ESTALE after its tries (fsops.c): the directory was
+                 * replaced as we made the entry; as for ENOENT, make it
+                 * (EEXIST when it is there) and try again. */
+                if (errno != ENOENT && errno != ESTALE)
                         return -1;
-                if (dl_mkdir_in(dir, dl_dir_of(h)->lockdir_mode) != 0 && errno != EEXIST)
+                if (dl_fs_mkdir_in(dir, dl_dir_of(h)->lockdir_mode) != 0 && errno != EEXIST &&
+                    errno != ESTALE)
                         return -1;
         }
         errno = EAGAIN;
         return -1;
 }
 
-int dl_rw_entry_drop(const char *dir, const char *path)
+int dl_rw_entry_drop(const dirlock *h, const char *dir, const char *path)
 {
-        int rc = unlink(path);
+        int rc = dl_fs_unlink(path);
         int e = errno;
-        rmdir(dir); /* ENOTEMPTY: others are still there */
+        if (!dl_dir_of(h)->fs->network)
+                dl_fs_rmdir(dir); /* ENOTEMPTY: others are still there */
         errno = e;
         return rc;
 }
@@ -85,17 +91,28 @@ static void count_live(dl_scan *s, const dl_record *rec)
 }
 
 /* One entry `leaf` of the directory open as dfd (`dir` for messages). */
-static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_age, dl_scan *s,
-                      dirlock_error *err)
+static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_age, const dl_fs *fs,
+                      dl_scan *s, dirlock_error *err)
 {
         int kind = dl_layout_entry_kind(leaf);
         if (kind == 0)
                 return 0;
         dl_record rec;
         double age;
-        if (dl_entry_readat(dfd, leaf, &rec, &age) != 0)
-                return 0; /* gone meanwhile */
-        if (dl_entry_stale(&rec, age, stale_age)) {
+        if (dl_entry_readat(dfd, leaf, &rec, &age) != 0) {
+                if (errno == ENOENT || errno == EINVAL)
+                        return 0; /* gone meanwhile, or not an entry (not a symlink) */
+                /* ESTALE: the directory was replaced as we read it; the
+                 * caller scans again (dl_rw_scan).  Anything else (the
+                 * storage out of reach): an entry we cannot read is never
+                 * counted as gone. */
+                int e = errno;
+                if (e != ESTALE)
+                        dl_fail(err, DIRLOCK_EIO, e, "cannot read entry '%s' in '%s'", leaf, dir);
+                errno = e;
+                return -1;
+        }
+        if (dl_entry_stale(&rec, age, stale_age, fs)) {
                 /* Exactly the judged entry.  One we may not remove (another
                  * user's, in a sticky directory) is still there: never count
                  * it as gone. */
@@ -128,28 +145,54 @@ static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_a
         return 0;
 }
 
-int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err)
+/* One scan (dl_rw_scan): 0, -1 with err, or -1 with errno ESTALE and err
+ * untouched when the directory was replaced as we read it. */
+static int scan_once(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err)
 {
         s->live = 0;
         s->admitted = 0;
         s->have_one = false;
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = dl_fs_open_dir_sure(dir, fs->network);
         if (dfd < 0) {
                 if (errno == ENOENT)
                         return 0;
-                dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
+                if (errno != ESTALE)
+                        dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
                 return -1;
         }
         DIR *d = fdopendir(dfd);
         if (d == NULL) {
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
                 close(dfd);
+                errno = 0;
                 return -1;
         }
-        int rc = 0;
+        int rc = 0, more;
         struct dirent *de;
-        while (rc == 0 && (de = readdir(d)) != NULL)
-                rc = scan_entry(dfd, dir, de->d_name, stale_age, s, err);
+        while (rc == 0 && (more = dl_fs_next(d, &de)) > 0)
+                rc = scan_entry(dfd, dir, de->d_name, stale_age, fs, s, err);
+        int e = errno;
+        if (rc == 0 && more < 0) {
+                /* A listing cut short never passes for a whole one. */
+                if (e != ESTALE)
+                        dl_fail(err, DIRLOCK_EIO, e, "cannot read '%s'", dir);
+                rc = -1;
+        }
         closedir(d);
+        errno = rc == 0 ? 0 : e;
         return rc;
+}
+
+int dl_rw_scan(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err)
+{
+        for (int try = 0;; try++) {
+                int rc = scan_once(dir, stale_age, fs, s, err);
+                if (rc == 0 || errno != ESTALE)
+                        return rc;
+                if (try == DL_ESTALE_TRIES) {
+                        dl_fail(err, DIRLOCK_EIO, ESTALE, "'%s' keeps changing as it is read", dir);
+                        return -1;
+                }
+                dl_fs_refresh(dir); /* replaced while we read it: read it again (fsops.c) */
+        }
 }

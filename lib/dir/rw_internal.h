@@ -46,13 +46,13 @@ typedef struct dl_scan {
         dl_record one;
 } dl_scan;
 
-/* Scan `dir` (absent = empty): break every stale entry (unlink exactly the
- * judged path), count live entries whose kind letter is in s->active and,
+/* Scan `dir` (absent = empty; on filesystem `fs`): break every stale entry
+ * (unlink exactly the judged path), count live entries whose kind letter is in s->active and,
  * when s->admit, rename live waiting entries w.<T> to a.<T> (only those
  * whose token was remembered by an earlier scan when s->admit_known).
  * s->remember: remember the tokens of the live r. and w. entries seen.
  * 0 or -1 with a dirlock_code in err; dl_rw_scan_done frees the memory. */
-int dl_rw_scan(const char *dir, double stale_age, dl_scan *s, dirlock_error *err);
+int dl_rw_scan(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err);
 void dl_rw_scan_done(dl_scan *s);
 
 /* Create entry `path` (our record, `mode`) in directory `dir`, making the
@@ -61,9 +61,10 @@ void dl_rw_scan_done(dl_scan *s);
  * errno. */
 int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode);
 
-/* Remove our entry `path`, then `dir` if that left it empty.  0, or -1 with
- * errno (ENOENT: the entry had been broken). */
-int dl_rw_entry_drop(const char *dir, const char *path);
+/* Remove our entry `path`, then `dir` if that left it empty (not on a
+ * network filesystem: KEPT DIRECTORIES in netfs.c).  0, or -1 with errno
+ * (ENOENT: the entry had been broken). */
+int dl_rw_entry_drop(const dirlock *h, const char *dir, const char *path);
 
 /* ---- FIFO ticket queue (fifo.c) ---------------------------------------- */
 

@@ -15,7 +15,8 @@
  * Every entry's age counts from its last change (INVARIANT C in
  * exclusive.c).  NAME.wq is removed by whoever empties it.  NAME.readers
  * is removed by a writer whose drain found no reader left (and by
- * cleanup), not by the last reader out: readers come and go far more
+ * cleanup; on a network filesystem neither is ever removed: KEPT
+ * DIRECTORIES in netfs.c), not by the last reader out: readers come and go far more
  * often than writers, and a kept directory saves each of them a mkdir and
  * an rmdir (and the race of one reader's rmdir with the next one's
  * announce); after a write, "no readers" still costs the next writer a
@@ -43,12 +44,15 @@
  * it is harmless) or a re-announce followed by a look at W, which the
  * writer already holds (the reader then withdraws again).
  *
- * NFS: the handshake needs every look to see the other side's latest
- * entry.  An NFS client may answer a lookup or readdir from its attribute
- * cache, so shared and intent locks are for lock directories on local
- * filesystems, or shared by processes of one NFS client.  The exclusive
- * lock alone needs only rename's atomicity at the server and is safe
- * between NFS clients (as long as none of them takes shared locks).
+ * NETWORK FILESYSTEMS: the handshake needs every look to see the other
+ * side's latest entry.  Lookups of names another client has just made, and
+ * listings, are answered by the server on GlusterFS, so the handshake
+ * holds there across clients; an NFS or SMB client may answer a lookup
+ * from its cache that a name does not exist, so there shared and intent
+ * locks are refused (DIRLOCK_ENETFS) unless every user of the lock
+ * directory is on one client (DIRLOCK_ONE_CLIENT).  The table and the
+ * reasons are in netfs.c.  The exclusive lock alone needs only rename's
+ * atomicity at the server and is safe between the clients of all of them.
  *
  * INVARIANT M (mutual exclusion): while a writer is past its look (or an
  * upgrader past its look), no r.<T> or a.<T> entry of a reader that is in
@@ -150,6 +154,7 @@
  * user may not remove (another user's, in a sticky directory) is reported
  * (DIRLOCK_EPERM, docs/sharing.md), never counted as gone.
  */
+#include "fsops.h"
 #include "range_internal.h"
 #include "rw_internal.h"
 
@@ -281,10 +286,12 @@ static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
                 dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
                 return W_ERROR;
         }
-        struct stat st;
-        int rc = lstat(up_path, &st);
+        /* On a network filesystem a listing says whether U is there: a
+         * client may have cached that it is not (NEGATIVE LOOKUPS in
+         * fsops.c). */
+        int present = dl_fs_present(up_path, dl_dir_of(h)->fs->network);
         free(up_path);
-        return rc == 0 ? W_BLOCK : W_OPEN;
+        return present != 0 ? W_BLOCK : W_OPEN; /* only ENOENT says U is not there */
 }
 
 /* Reader's look: W, and for policy `writer` the waiting writers too. */
@@ -293,11 +300,10 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
         enum wstate s = judge_w(h, holder, err);
         if (s != W_OPEN || h->opts.policy != DIRLOCK_POLICY_WRITER)
                 return s;
-        struct stat st;
-        if (stat(dl_dir_of(h)->rw->wq_dir, &st) != 0)
+        if (dl_fs_present(dl_dir_of(h)->rw->wq_dir, dl_dir_of(h)->fs->network) == 0)
                 return W_OPEN;
         dl_scan sc = {.active = "x"};
-        if (dl_rw_scan(dl_dir_of(h)->rw->wq_dir, h->opts.stale_age, &sc, err) != 0)
+        if (dl_rw_scan(dl_dir_of(h)->rw->wq_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0)
                 return W_ERROR;
         if (sc.live == 0)
                 return W_OPEN;
@@ -318,9 +324,9 @@ static int announce(dirlock *h, dirlock_error *err)
 static void reader_give_up(dirlock *h)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        unlink(rw->r_path);
-        unlink(rw->w_path);
-        unlink(rw->a_path); /* admitted at the last moment */
+        dl_fs_unlink(rw->r_path);
+        dl_fs_unlink(rw->w_path);
+        dl_fs_unlink(rw->a_path); /* admitted at the last moment */
 }
 
 /* Readers of policies fair and reader stay visible while they wait (w.<T>):
@@ -334,7 +340,7 @@ static bool waits_visibly(const dirlock *h)
 static int withdraw(dirlock *h, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        int rc = waits_visibly(h) ? rename(rw->r_path, rw->w_path) : unlink(rw->r_path);
+        int rc = waits_visibly(h) ? dl_fs_rename(rw->r_path, rw->w_path) : dl_fs_unlink(rw->r_path);
         if (rc != 0 && errno != ENOENT)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot withdraw reader entry '%s'", rw->r_path);
         return DIRLOCK_OK;
@@ -344,8 +350,7 @@ static int withdraw(dirlock *h, dirlock_error *err)
 static bool reader_admitted(dirlock *h)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        struct stat st;
-        if (lstat(rw->a_path, &st) != 0)
+        if (dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) != 1)
                 return false;
         rw->reader_entry = rw->a_path;
         return true;
@@ -358,7 +363,7 @@ static int reader_reenter(dirlock *h, bool fair, dl_record *holder, enum wstate 
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         int rc = DIRLOCK_OK;
-        if (fair && rename(rw->w_path, rw->r_path) != 0) {
+        if (fair && dl_fs_rename(rw->w_path, rw->r_path) != 0) {
                 if (errno == ENOENT && reader_admitted(h))
                         return DIRLOCK_OK;
                 rc = announce(h, err); /* w.<T> was broken as stale */
@@ -398,7 +403,7 @@ static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *
                                 rc = DIRLOCK_OK;
                                 break;
                         }
-                        utimensat(AT_FDCWD, rw->w_path, NULL, AT_SYMLINK_NOFOLLOW);
+                        dl_fs_touch(rw->w_path);
                 }
                 enum wstate s = reader_look(h, holder, err); /* peek, no events of ours */
                 rc = s == W_ERROR  ? err->code
@@ -452,7 +457,7 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                 return rc;
         }
         if (fair)
-                unlink(rw->w_path); /* normally gone already */
+                dl_fs_unlink(rw->w_path); /* normally gone already */
         return DIRLOCK_OK;
 }
 
@@ -462,7 +467,7 @@ static void wq_leave(dirlock *h)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw->wq_held) {
-                dl_rw_entry_drop(rw->wq_dir, rw->wq_entry);
+                dl_rw_entry_drop(h, rw->wq_dir, rw->wq_entry);
                 rw->wq_held = false;
         }
 }
@@ -530,8 +535,9 @@ static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *er
         }
         waiter_start(&ww->w, h, NULL, NULL);
         /* Without DIRLOCK_FIFO we queue too, once our one try at W has
-         * failed, where releases can be watched (not on NFS: there a
-         * queue's directory listing may lag, and every waiter polls W). */
+         * failed, where releases can be watched (not on a network
+         * filesystem: no release wakes anyone there, and every waiter
+         * polls W). */
         if (!fifo && ww->w.notify && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK) {
                 dl_waiter_close(&ww->w);
                 wq_leave(h);
@@ -556,7 +562,7 @@ static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
          * (ACQUIRE 2 in exclusive.c).  Only where releases wake us: a free
          * but empty W (its releaser died before the rmdir) sends no event,
          * and the judging attempt at the next re-check takes it. */
-        if (!ww->judge && ww->w.notify && lstat(dl_dir_of(h)->lock_path, &st) == 0)
+        if (!ww->judge && ww->w.notify && dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0)
                 rc = DIRLOCK_EBUSY;
         else
                 rc = dl_excl_try(h, &ww->holder, ww->judge, err);
@@ -581,7 +587,7 @@ static int w_step_behind(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error
         struct stat st;
         if (!fifo && ww->judge) {
                 ww->last_judged = dl_now();
-                bool free_now = lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
+                bool free_now = dl_fs_lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
                 if (free_now && ww->free_before) {
                         dl_record w_holder;
                         int rc = dl_excl_try(h, &w_holder, true, err);
@@ -619,8 +625,8 @@ static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *e
  * free lock ahead of the queue on arrival -- like ReentrantLock's
  * non-fair mode -- and, while queued, one it finds free at two re-checks
  * in a row (so a stopped first waiter cannot hold it up for long).
- * Without inotify (NFS, ...) a non-FIFO waiter does not queue; it polls W
- * with backoff.
+ * Without inotify (a network filesystem) a non-FIFO waiter does not
+ * queue; it polls W with backoff.
  *
  * Waiting in the queue wakes one process per step instead of all of
  * them: only the first waiter lets releases of W wake it (and watches W's
@@ -645,7 +651,7 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         int rc = DIRLOCK_EBUSY;
         /* One try (timeout 0) cannot queue, so it tries even past a FIFO
          * queue, as tryLock() does on a fair lock. */
-        if (!fifo || h->opts.timeout == 0 || stat(rw->fifo_dir, &st) != 0)
+        if (!fifo || h->opts.timeout == 0 || dl_fs_stat(rw->fifo_dir, &st) != 0)
                 rc = dl_excl_try(h, &ww.holder, true, err);
         if (rc != DIRLOCK_EBUSY)
                 return rc;
@@ -683,7 +689,7 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 }
                 dl_fifo_touch(h, ww.renew_ms);
                 if (rw->wq_held)
-                        utimensat(AT_FDCWD, rw->wq_entry, NULL, AT_SYMLINK_NOFOLLOW);
+                        dl_fs_touch(rw->wq_entry);
         }
         free(ww.ahead);
         dl_waiter_close(&ww.w);
@@ -703,17 +709,19 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
                 return DIRLOCK_OK;
         *renewed_ns = now;
         if (dl_dir_of(h)->rw->up_held)
-                utimensat(AT_FDCWD, dl_dir_of(h)->rw->up_path, NULL, AT_SYMLINK_NOFOLLOW);
+                dl_fs_touch(dl_dir_of(h)->rw->up_path);
         return dl_excl_refresh(h, err);
 }
 
 /* A drain found no reader left: remove NAME.readers, so that the next
  * writer's "no readers" is one failing stat().  ENOTEMPTY (waiting
  * readers, dead entries, a reader announcing right now) leaves it: such a
- * reader then finds W held and withdraws, as with the directory kept. */
-static void tidy_readers_dir(const struct dl_rw *rw)
+ * reader then finds W held and withdraws, as with the directory kept.
+ * Never on a network filesystem (KEPT DIRECTORIES in netfs.c). */
+static void tidy_readers_dir(const dirlock *h)
 {
-        rmdir(rw->readers_dir);
+        if (!dl_dir_of(h)->fs->network)
+                dl_fs_rmdir(dl_dir_of(h)->rw->readers_dir);
 }
 
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
@@ -723,20 +731,19 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                  dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        struct stat st;
-        if (stat(rw->readers_dir, &st) != 0 && errno == ENOENT)
+        if (dl_fs_present(rw->readers_dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no readers at all */
         /* fair: the first scan admits the waiting readers and remembers
          * every reader it saw; one that withdraws later (its re-announce
          * crossed our take of W) is admitted by a later scan. */
         dl_scan sc = {.active = "ra", .admit_from = "w", .admit = admit, .remember = admit};
-        if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
+        if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
                 dl_rw_scan_done(&sc);
                 return err->code;
         }
         if (sc.live == 0) {
                 dl_rw_scan_done(&sc);
-                tidy_readers_dir(rw);
+                tidy_readers_dir(h);
                 return DIRLOCK_OK;
         }
         if (dl_deadline_passed(deadline)) {
@@ -766,12 +773,12 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK)
                         break;
                 unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
-                if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0) {
+                if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
                         rc = err->code;
                         break;
                 }
                 if (sc.live == 0) {
-                        tidy_readers_dir(rw);
+                        tidy_readers_dir(h);
                         break;
                 }
                 if (waited != 0) {
@@ -834,7 +841,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
         int rc;
         bool canceled = false;
         for (;;) {
-                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err);
+                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err);
                 if (rc != 0) {
                         rc = err->code;
                         break;
@@ -843,7 +850,8 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (sc.live == 0) {
                         rc = dl_excl_try(h, &holder, true, err);
                         if (rc == DIRLOCK_OK) {
-                                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, &sc, err) != 0
+                                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc,
+                                                err) != 0
                                          ? (err->code)
                                          : DIRLOCK_OK;
                                 if (rc == DIRLOCK_OK && sc.live == 0)
@@ -914,7 +922,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                 if (rc == DIRLOCK_OK)
                         return rc;
                 if (dl_dir_of(h)->rw->up_held)
-                        unlink(dl_dir_of(h)->rw->up_path);
+                        dl_fs_unlink(dl_dir_of(h)->rw->up_path);
                 dl_dir_of(h)->rw->up_held = false;
                 dl_excl_release(h, NULL);
                 /* else: broken while we drained, take it again */
@@ -931,8 +939,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         const char *dir = dl_dir_of(h)->rw->ranges_dir;
-        struct stat st;
-        if (stat(dir, &st) != 0 && errno == ENOENT)
+        if (dl_fs_present(dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no ranges at all */
         struct dl_range_meta m;
         int rc =
@@ -1025,7 +1032,7 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
         struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
                 const char *entry = rw->reader_entry;
-                if (unlink(entry) != 0) {
+                if (dl_fs_unlink(entry) != 0) {
                         if (errno != ENOENT) /* still ours: the handle keeps it, a retry may work */
                                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot release read lock '%s'",
                                                entry);
@@ -1037,7 +1044,7 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
                 return DIRLOCK_OK;
         }
         if (rw != NULL && rw->up_held) {
-                unlink(rw->up_path);
+                dl_fs_unlink(rw->up_path);
                 rw->up_held = false;
         }
         return dl_excl_release(h, err);
@@ -1065,14 +1072,14 @@ int dl_rw_refresh(dirlock *h, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
-                if (utimensat(AT_FDCWD, rw->reader_entry, NULL, AT_SYMLINK_NOFOLLOW) == 0)
+                if (dl_fs_touch(rw->reader_entry) == 0)
                         return DIRLOCK_OK;
                 if (errno == ENOENT)
                         return dl_fail(err, DIRLOCK_ELOST, 0, "read lock '%s' was broken as stale", h->name);
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh read lock '%s'", rw->reader_entry);
         }
         if (rw != NULL && rw->up_held)
-                utimensat(AT_FDCWD, rw->up_path, NULL, AT_SYMLINK_NOFOLLOW);
+                dl_fs_touch(rw->up_path);
         return dl_excl_refresh(h, err);
 }
 
@@ -1080,10 +1087,10 @@ int dl_rw_check(const dirlock *h, dirlock_error *err)
 {
         const struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw != NULL && rw->reader_entry != NULL) {
-                struct stat st;
-                if (lstat(rw->reader_entry, &st) == 0)
+                int present = dl_fs_present(rw->reader_entry, dl_dir_of(h)->fs->network);
+                if (present == 1)
                         return DIRLOCK_OK;
-                if (errno == ENOENT)
+                if (present == 0)
                         return dl_fail(err, DIRLOCK_ELOST, 0, "read lock '%s' was broken as stale", h->name);
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot check read lock '%s'", rw->reader_entry);
         }
@@ -1120,7 +1127,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
         }
         rc = drain(lock, &o, &deadline, false, err);
         if (rc != DIRLOCK_OK) {
-                unlink(rw->up_path); /* keep the intent lock */
+                dl_fs_unlink(rw->up_path); /* keep the intent lock */
                 rw->up_held = false;
                 return rc;
         }
@@ -1151,11 +1158,11 @@ int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
                 return rc;
         rc = dl_excl_release(lock, err);
         if (rc != DIRLOCK_OK) {
-                unlink(rw->r_path);
+                dl_fs_unlink(rw->r_path);
                 return rc;
         }
         if (rw->up_held) {
-                unlink(rw->up_path);
+                dl_fs_unlink(rw->up_path);
                 rw->up_held = false;
         }
         rw->reader_entry = rw->r_path;
@@ -1177,7 +1184,7 @@ int dl_rw_downgrade_intent(dirlock *lock, dirlock_error *err)
                 return rc;
         struct dl_rw *rw = dl_dir_of(lock)->rw;
         if (rw->up_held && lock->opts.policy != DIRLOCK_POLICY_SIMPLE) {
-                if (unlink(rw->up_path) != 0 && errno != ENOENT)
+                if (dl_fs_unlink(rw->up_path) != 0 && errno != ENOENT)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot remove '%s'", rw->up_path);
                 rw->up_held = false;
         }
@@ -1190,7 +1197,7 @@ int dl_rw_downgrade_intent(dirlock *lock, dirlock_error *err)
 
 /* U of an intent holder T is inert unless T holds W: removed when T does
  * not and U's owner is gone or U is old. */
-static void clean_up_entry(const char *lockdir, const char *path, const char *leaf)
+static void clean_up_entry(const char *lockdir, const dl_fs *fs, const char *path, const char *leaf)
 {
         size_t name_len;
         const char *token = dl_layout_up_token(leaf, &name_len);
@@ -1206,20 +1213,21 @@ static void clean_up_entry(const char *lockdir, const char *path, const char *le
         char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
         char *owner = lock ? dl_layout_owner_entry(lock, token) : NULL;
         struct stat st;
-        if (owner != NULL && lstat(owner, &st) != 0 &&
-            (dl_entry_stale(&rec, age, DIRLOCK_DEFAULT_STALE_AGE) || dl_record_owner_alive(&rec) == 0))
-                unlink(path);
+        if (owner != NULL && dl_fs_lstat(owner, &st) != 0 && errno == ENOENT &&
+            (dl_entry_stale(&rec, age, DIRLOCK_DEFAULT_STALE_AGE, fs) || dl_record_owner_alive(&rec) == 0))
+                dl_fs_unlink(path);
         free(owner);
         free(lock);
 }
 
 int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
 {
-        DIR *d = opendir(lockdir);
+        DIR *d = dl_fs_opendir(lockdir);
         if (d == NULL)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", lockdir);
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
         struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
+        while (dl_fs_next(d, &de) > 0) {
                 const char *n = de->d_name;
                 if (n[0] == '.')
                         continue;
@@ -1229,11 +1237,11 @@ int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
                 if (dl_layout_has_suffix(n, DL_SUFFIX_READERS) || dl_layout_has_suffix(n, DL_SUFFIX_WQ) ||
                     dl_layout_has_suffix(n, DL_SUFFIX_FIFO)) {
                         dl_scan sc = {.active = "rawxt"};
-                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, &sc, NULL) == 0)
-                                rmdir(path); /* only if empty */
+                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
+                                dl_fs_rmdir(path); /* only if empty; never on a network filesystem */
                         dl_rw_scan_done(&sc);
                 } else {
-                        clean_up_entry(lockdir, path, n);
+                        clean_up_entry(lockdir, fs, path, n);
                 }
                 free(path);
         }
@@ -1248,14 +1256,15 @@ unsigned dl_rw_count_readers(const char *lockdir, const char *name)
         if (dir == NULL)
                 return 0;
         dl_scan sc = {.active = "ra"};
-        unsigned n = dl_rw_scan(dir, DIRLOCK_DEFAULT_STALE_AGE, &sc, NULL) == 0 ? sc.live : 0;
+        unsigned n =
+            dl_rw_scan(dir, DIRLOCK_DEFAULT_STALE_AGE, dl_fs_of(lockdir, NULL), &sc, NULL) == 0 ? sc.live : 0;
         dl_rw_scan_done(&sc);
         free(dir);
         /* An intent holder is a reader too. */
         char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
         dl_lock_view v;
-        if (lock != NULL && dl_lock_look(lock, &v) == 0 && v.state == DL_LOCK_OWNED &&
-            v.rec.mode == DIRLOCK_INTENT)
+        if (lock != NULL && dl_lock_look(lock, dl_fs_of(lockdir, NULL), &v) == 0 &&
+            v.state == DL_LOCK_OWNED && v.rec.mode == DIRLOCK_INTENT)
                 n++;
         free(lock);
         return n;

@@ -2,7 +2,7 @@
  * shared-memory checker: the stress test of range locks
  * (tests/rw-range.t).
  *
- *   rangestress SPACE PROCS SECONDS [--nolock] [--whole] [--kill]
+ *   rangestress SPACE PROCS SECONDS [--nolock] [--whole] [--kill] [--also DIR]
  *
  * The line [0, 64) is 64 cells.  Each worker loops: pick a random range
  * (a random start, a length of 1-16 cells, or a whole nested sub-interval)
@@ -15,7 +15,9 @@
  * take the whole lock instead, which conflicts with every range whatever
  * the modes, and with other whole holders by the reader-writer rules.  --nolock: no lock at all (the checker
  * must then see violations).  --kill: the parent SIGKILLs a random worker every 200 ms and starts another
- * (stopped first, so that the checker can drop its marks while it still holds its locks).
+ * (stopped first, so that the checker can drop its marks while it still holds its locks).  --also DIR:
+ * odd workers use DIR instead of SPACE (the same lock directory reached
+ * another way: a second mount of one network filesystem).
  *
  * Prints: acquisitions=N violations=N shrinks=N upgrades=N errors=N kills=N
  * and exits 0 when violations and errors are 0. */
@@ -229,10 +231,12 @@ static pid_t start(int slot, const char *space, int nolock, int whole)
 int main(int argc, char **argv)
 {
         if (argc < 4) {
-                fprintf(stderr, "usage: rangestress SPACE PROCS SECONDS [--nolock] [--whole] [--kill]\n");
+                fprintf(
+                    stderr,
+                    "usage: rangestress SPACE PROCS SECONDS [--nolock] [--whole] [--kill] [--also DIR]\n");
                 return 2;
         }
-        const char *space = argv[1];
+        const char *space = argv[1], *also = NULL;
         int procs = atoi(argv[2]), nolock = 0, whole = 0, kill_some = 0;
         double seconds = atof(argv[3]);
         for (int i = 4; i < argc; i++) {
@@ -242,6 +246,8 @@ int main(int argc, char **argv)
                         whole = 1;
                 else if (strcmp(argv[i], "--kill") == 0)
                         kill_some = 1;
+                else if (strcmp(argv[i], "--also") == 0 && i + 1 < argc)
+                        also = argv[++i];
                 else
                         return 2;
         }
@@ -254,7 +260,7 @@ int main(int argc, char **argv)
         rng = (unsigned long long)time(NULL) | 1;
         pid_t pids[MAX_PROCS];
         for (int i = 0; i < procs; i++)
-                pids[i] = start(i, space, nolock, whole);
+                pids[i] = start(i, also != NULL && i % 2 == 1 ? also : space, nolock, whole);
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
@@ -276,7 +282,8 @@ int main(int argc, char **argv)
                         kill(pids[victim], SIGKILL);
                         waitpid(pids[victim], NULL, 0);
                         atomic_fetch_add(&s->kills, 1);
-                        pids[victim] = start(victim, space, nolock, whole);
+                        pids[victim] =
+                            start(victim, also != NULL && victim % 2 == 1 ? also : space, nolock, whole);
                 }
         }
         atomic_store(&s->stop, 1);

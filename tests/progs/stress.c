@@ -9,6 +9,11 @@
  *     --cleanup    one more process runs dirlock_cleanup() in a loop
  *     --hold MS    longest critical section (default: 2 x STALE)
  *     --no-refresh holders do not refresh (they must lose long sections)
+ *     --nolock     take no lock at all: the checker must see overlaps (the
+ *                  twin that shows it can fail, wherever it runs)
+ *     --also DIR   odd workers (and the cleaner) use DIR instead of SPACE:
+ *                  the same lock directory reached another way, e.g. a
+ *                  second mount of one network filesystem
  *     --lib-stale S  give the library stale age S instead of STALE (the
  *                  checker still expects STALE): with S well below STALE / 4
  *                  holders refresh too late for their locks, which are then
@@ -156,9 +161,24 @@ static void count_loss(const char *when, double longest_gap, const dirlock_optio
         }
         atomic_fetch_add(&s->lost, 1);
         fprintf(stderr,
-                "stress[%d]: VIOLATION: lost %s although renewed every %.1f ms or sooner (mode %d policy %d "
+                "stress[%d pid %d]: VIOLATION: lost %s although renewed every %.1f ms or sooner (mode %d "
+                "policy %d "
                 "flags %u, stale age %.0f ms)\n",
-                me, when, longest_gap * 1e3, o->mode, o->policy, o->flags, stale * 1e3);
+                me, (int)getpid(), when, longest_gap * 1e3, o->mode, o->policy, o->flags, stale * 1e3);
+}
+
+/* --nolock: enter, hold a moment, leave; overlaps are all the checker can
+ * count. */
+static void unlocked_worker(double hold)
+{
+        while (!atomic_load(&s->stop)) {
+                atomic_fetch_add(&s->acquisitions, 1);
+                renewed();
+                enter(DIRLOCK_EXCLUSIVE);
+                sleep_s(unit() * hold / 10);
+                leave();
+                sleep_s(unit() * stale / 20);
+        }
 }
 
 static void worker(const char *dir, double hold, int mix, int refresh)
@@ -245,24 +265,29 @@ int main(int argc, char **argv)
 {
         if (argc < 5) {
                 fprintf(stderr, "usage: stress LOCKDIR STALE PROCS SECONDS [--mix] [--cleanup] [--hold MS] "
-                                "[--no-refresh] [--lib-stale S]\n");
+                                "[--no-refresh] [--nolock] [--also DIR] [--lib-stale S]\n");
                 return 2;
         }
         const char *dir = argv[1];
         stale = atof(argv[2]);
         procs = atoi(argv[3]);
         double seconds = atof(argv[4]);
-        int mix = 0, clean = 0, refresh = 1;
+        int mix = 0, clean = 0, refresh = 1, nolock = 0;
+        const char *also = NULL;
         double hold = 2 * stale;
         for (int i = 5; i < argc; i++) {
                 if (strcmp(argv[i], "--mix") == 0)
                         mix = 1;
                 else if (strcmp(argv[i], "--cleanup") == 0)
                         clean = 1;
+                else if (strcmp(argv[i], "--nolock") == 0)
+                        nolock = 1;
                 else if (strcmp(argv[i], "--no-refresh") == 0)
                         refresh = 0;
                 else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
                         hold = atof(argv[++i]) / 1e3;
+                else if (strcmp(argv[i], "--also") == 0 && i + 1 < argc)
+                        also = argv[++i];
                 else if (strcmp(argv[i], "--lib-stale") == 0 && i + 1 < argc)
                         lib_stale = atof(argv[++i]);
                 else {
@@ -301,10 +326,11 @@ int main(int argc, char **argv)
                               (unsigned long long)time(NULL);
                         if (rng == 0)
                                 rng = 1;
+                        const char *mine = also != NULL && i % 2 == 1 ? also : dir;
                         if (i < procs)
-                                worker(dir, hold, mix, refresh);
+                                nolock ? unlocked_worker(hold) : worker(mine, hold, mix, refresh);
                         else
-                                cleaner(dir);
+                                cleaner(mine);
                         _exit(0);
                 }
         }

@@ -36,10 +36,10 @@ static void test_record_round_trip(void **state)
         back.start_time += 12345; /* the recorder "died": only the partner lives */
         assert_int_equal(dl_record_owner_alive(&back), 1);
         assert_int_equal(dl_record_partner_only(&back), 1);
-        assert_false(dl_entry_stale(&back, 1e6, 1)); /* held whatever its age */
+        assert_false(dl_entry_stale(&back, 1e6, 1, dl_fs_named("local"))); /* held whatever its age */
         back.partner_start += 12345;
         assert_int_equal(dl_record_owner_alive(&back), 0);
-        assert_true(dl_entry_stale(&back, 0, 1));
+        assert_true(dl_entry_stale(&back, 0, 1, dl_fs_named("local")));
         dl_record_self(&r, "0123456789abcdef0123456789abcdef", DIRLOCK_INTENT, 42.5, 0, 0);
         n = dl_record_format(&r, text, sizeof text);
         /* Malformed records are refused. */

@@ -1,0 +1,233 @@
+/* fsops.c - the directory backend's system calls on paths, made to say
+ * what happened when the lock directory is on a network filesystem.
+ *
+ * ESTALE.  A network filesystem's client answers ESTALE ("stale file
+ * handle") when a path leads through a name it still maps to a directory
+ * that another client removed or replaced on the server: NAME.lock
+ * released and taken again, NAME.readers removed by a writer and made
+ * again by a reader.  The kernel walks such a path once more itself, but
+ * GlusterFS's client keeps answering from its own cache: measured, a
+ * symlink(2) into a directory that another client had removed failed with
+ * ESTALE thousands of times over 1.0 s.  Asking for the attributes of
+ * the directory and of the path with AT_STATX_FORCE_SYNC ends it at once
+ * (the next call sees ENOENT, or the directory made again): the client
+ * takes the server's answer.  So each call here, on ESTALE, refreshes the
+ * path's directory and the path that way and tries again, at most
+ * DL_ESTALE_TRIES times.  An ESTALE is never a partial success: the
+ * client could not name what the call was about, so nothing was done (the
+ * kernel's own retry relies on the same).
+ *
+ * What is left after that is ESTALE, and every caller treats it as "it
+ * changed under me": it looks again, as for an entry that vanished or was
+ * replaced, within its bounds, and never reports a lock lost because of
+ * it -- only ENOENT on the entry itself says that.
+ *
+ * LISTINGS.  readdir(3) returns NULL both at the end of a directory and
+ * when reading it failed; on a local filesystem it never fails, on a
+ * network one it does (ESTALE when the directory was removed meanwhile).
+ * A listing that stopped early must not pass for a complete one (a writer
+ * that missed a reader's entry would write while it reads): dl_fs_next
+ * tells the two apart.  And since a client may answer a lookup of a name
+ * another client has removed from its cache (GlusterFS: for up to a
+ * second), an entry whose presence decides something -- a holder's check
+ * that it still holds its lock -- is looked for in a listing of its
+ * directory there (dl_fs_present): NFS revalidates a directory when it is
+ * opened, GlusterFS's FUSE client reads every listing from the server.
+ *
+ * NEGATIVE LOOKUPS.  A client set to cache that a name does not exist
+ * (a FUSE mount's negative-timeout, GlusterFS's performance.nl-cache)
+ * answers ENOENT for a directory another client has just made: measured,
+ * with either the reader-writer stress checker across two clients saw a
+ * writer and a reader inside at once in 15 s (a writer that missed the
+ * new NAME.readers).  A listing of the parent is served by the server and
+ * makes the client drop such an entry (FUSE links every name a listing
+ * returns).  So where "no such directory" decides something on a network
+ * filesystem, it is asked of a listing of the parent (dl_fs_present,
+ * dl_fs_open_dir_sure). */
+#include "fsops.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void refresh_one(const char *path)
+{
+        struct statx sx;
+        (void)statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_INO, &sx);
+}
+
+void dl_fs_refresh(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        if (slash != NULL && slash > path && (size_t)(slash - path) < PATH_MAX) {
+                char dir[PATH_MAX];
+                memcpy(dir, path, (size_t)(slash - path));
+                dir[slash - path] = '\0';
+                refresh_one(dir);
+        }
+        refresh_one(path);
+}
+
+/* Run CALL (an expression that is -1 on failure) until it succeeds or
+ * fails otherwise than with ESTALE, refreshing PATH and PATH2 (may be
+ * NULL) between tries. */
+#define LOOK_AGAIN(rc, CALL, PATH, PATH2)                                                                    \
+        do {                                                                                                 \
+                for (int try_ = 0;; try_++) {                                                                \
+                        rc = (CALL);                                                                         \
+                        if (rc != -1 || errno != ESTALE || try_ == DL_ESTALE_TRIES)                          \
+                                break;                                                                       \
+                        dl_fs_refresh(PATH);                                                                 \
+                        if ((PATH2) != NULL)                                                                 \
+                                dl_fs_refresh(PATH2);                                                        \
+                        errno = ESTALE;                                                                      \
+                }                                                                                            \
+        } while (0)
+
+int dl_fs_unlink(const char *path)
+{
+        int rc;
+        LOOK_AGAIN(rc, unlink(path), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_rmdir(const char *path)
+{
+        int rc;
+        LOOK_AGAIN(rc, rmdir(path), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_rename(const char *from, const char *to)
+{
+        int rc;
+        LOOK_AGAIN(rc, rename(from, to), from, to);
+        return rc;
+}
+
+int dl_fs_mkdir_in(const char *path, unsigned lockdir_mode)
+{
+        int rc;
+        LOOK_AGAIN(rc, dl_mkdir_in(path, lockdir_mode), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_symlink(const char *target, const char *path)
+{
+        int rc;
+        LOOK_AGAIN(rc, symlink(target, path), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_lstat(const char *path, struct stat *st)
+{
+        int rc;
+        LOOK_AGAIN(rc, lstat(path, st), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_stat(const char *path, struct stat *st)
+{
+        int rc;
+        LOOK_AGAIN(rc, stat(path, st), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_touch(const char *path)
+{
+        int rc;
+        LOOK_AGAIN(rc, utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW), path, (const char *)NULL);
+        return rc;
+}
+
+int dl_fs_open_dir(const char *path)
+{
+        int fd;
+        LOOK_AGAIN(fd, open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), path, (const char *)NULL);
+        return fd;
+}
+
+DIR *dl_fs_opendir(const char *path)
+{
+        int fd = dl_fs_open_dir(path);
+        if (fd < 0)
+                return NULL;
+        DIR *d = fdopendir(fd);
+        if (d == NULL) {
+                int e = errno;
+                close(fd);
+                errno = e;
+        }
+        return d;
+}
+
+int dl_fs_next(DIR *d, struct dirent **de)
+{
+        errno = 0;
+        *de = readdir(d);
+        if (*de != NULL)
+                return 1;
+        return errno == 0 ? 0 : -1;
+}
+
+/* One listing of path's directory looking for its last name (for
+ * dl_fs_present); -1 with errno ESTALE when the directory was replaced
+ * as we read it. */
+static int listed(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        if (slash == NULL || slash == path || (size_t)(slash - path) >= PATH_MAX) {
+                errno = EINVAL;
+                return -1;
+        }
+        char dir[PATH_MAX];
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        DIR *d = dl_fs_opendir(dir);
+        if (d == NULL)
+                return errno == ENOENT ? 0 : -1;
+        struct dirent *de;
+        int more, found = 0;
+        while (!found && (more = dl_fs_next(d, &de)) > 0)
+                found = strcmp(de->d_name, slash + 1) == 0;
+        int e = errno;
+        closedir(d);
+        errno = e;
+        return found ? 1 : more < 0 ? -1 : 0;
+}
+
+int dl_fs_open_dir_sure(const char *path, bool network)
+{
+        int fd = dl_fs_open_dir(path);
+        for (int try = 0; fd < 0 && errno == ENOENT && network; try++) {
+                int present = dl_fs_present(path, true); /* the listing also drops a cached "absent" */
+                if (present <= 0) {
+                        if (present == 0)
+                                errno = ENOENT;
+                        return -1;
+                }
+                if (try == DL_ESTALE_TRIES) {
+                        errno = ESTALE; /* listed, yet not to be opened: changing */
+                        return -1;
+                }
+                fd = dl_fs_open_dir(path);
+        }
+        return fd;
+}
+
+int dl_fs_present(const char *path, bool ask_server)
+{
+        if (!ask_server) {
+                struct stat st;
+                if (dl_fs_lstat(path, &st) == 0)
+                        return 1;
+                return errno == ENOENT ? 0 : -1;
+        }
+        int rc;
+        LOOK_AGAIN(rc, listed(path), path, (const char *)NULL);
+        return rc;
+}

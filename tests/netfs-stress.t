@@ -1,0 +1,124 @@
+#!/bin/bash
+# tests/netfs-stress.t - the lock across two clients of one GlusterFS
+# volume (tests/glusterfs-lib.sh): the stress checkers of the exclusive,
+# reader-writer and range locks with half of their processes on each
+# mount, for every mode claimed safe there (lib/netfs.c): no overlap, no
+# error (no ESTALE: lib/dir/fsops.c), no lock reported lost that was not
+# (no false DIRLOCK_ELOST).  Stale age 1 s, and 0.3 s, where a judge
+# reading a late cached time broke live holders before the library
+# watched entries before breaking them (CLOCKS in lib/netfs.c).  The twins:
+# the same checkers across the mounts without the lock count overlaps.
+# (With a library stale age far below what the holders refresh for -- the
+# twin on a local filesystem -- the library breaks nothing here: a judge
+# must first see an entry unchanged for a while, and these holders keep
+# changing theirs.)  And the
+# refusal: on a FUSE filesystem the library does not know (bindfs of a
+# local directory), shared locks are refused with a message unless
+# --one-client, exclusive locks are not; on GlusterFS both work.  And the
+# command: 4 shells, two on each client, each bumping a counter file 25
+# times under `dirlock`: every bump counted, no command failed.
+# STRESS_SECONDS sets each run's length [8].
+set -u
+. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/glusterfs-lib.sh"
+
+[ -x "$PROGS/stress" ] && [ -x "$PROGS/rangestress" ] || {
+	echo "1..0 # SKIP tests/progs not built (make test-build)"
+	exit 0
+}
+trap 'gfs_down; tap_cleanup' EXIT
+gfs_up
+SECS=${STRESS_SECONDS:-8}
+
+# run NAME CMD...: runs a checker, keeps its last line (the counts) in
+# $T/NAME.out and what it said on stderr in $T/NAME.err; its status.
+run() {
+	local name=$1
+	shift
+	"$@" >"$T/$name.out" 2>"$T/$name.err"
+}
+count() { sed -n "s/.*\\b$2=\\([0-9]*\\).*/\\1/p" "$T/$1.out"; }
+show() {
+	diag "$1: $(cat "$T/$1.out")"
+	sed 's/^/#   /' "$T/$1.err" | head -n 5
+}
+
+plan 15
+
+d=$(gfs_dir excl)
+run excl "$PROGS/stress" "$GFS_M1/$d" 1 6 "$SECS" --also "$GFS_M2/$d"
+ok $? "exclusive, stale age 1 s, 6 processes on two clients: no overlap, loss or error"
+show excl
+
+d=$(gfs_dir mix)
+run mix "$PROGS/stress" "$GFS_M1/$d" 1 6 "$SECS" --mix --also "$GFS_M2/$d"
+ok $? "shared, intent and exclusive, every policy, FIFO, stale age 1 s: no overlap, loss or error"
+show mix
+
+d=$(gfs_dir short)
+run short "$PROGS/stress" "$GFS_M1/$d" 0.3 6 "$SECS" --mix --also "$GFS_M2/$d"
+ok $? "the same at stale age 0.3 s (late cached times): no overlap, loss or error"
+show short
+cmp_num "$(count short acquisitions)" -gt 50 "stale age 0.3 s: the locks went round ($(count short acquisitions) acquisitions)"
+
+d=$(gfs_dir ranges)
+run ranges "$PROGS/rangestress" "$GFS_M1/$d" 6 "$SECS" --whole --also "$GFS_M2/$d"
+ok $? "range locks and whole locks across the clients: no overlap or error"
+show ranges
+
+d=$(gfs_dir twin)
+run twin "$PROGS/stress" "$GFS_M1/$d" 1 6 3 --nolock --also "$GFS_M2/$d"
+twin=$?
+show twin
+ok "$([ "$twin" -ne 0 ] && [ "$(count twin overlaps)" -gt 0 ] && echo 0 || echo 1)" \
+	"twin: without the lock the checker sees overlaps"
+run rtwin "$PROGS/rangestress" "$GFS_M1/$d" 6 3 --nolock --also "$GFS_M2/$d"
+rtwin=$?
+show rtwin
+ok "$([ "$rtwin" -ne 0 ] && [ "$(count rtwin violations)" -gt 0 ] && echo 0 || echo 1)" \
+	"twin: without the lock the range checker sees overlaps"
+
+# ---- the command across the clients ---------------------------------------
+d=$(gfs_dir cli)
+echo 0 >"$GFS_M1/$d/counter"
+for i in 1 2 3 4; do
+	m=$([ $((i % 2)) = 1 ] && echo "$GFS_M1" || echo "$GFS_M2")
+	(
+		fails=0
+		for ((k = 0; k < 25; k++)); do
+			# shellcheck disable=SC2016 # the inner shell's
+			"$DIRLOCK" -d "$m/$d/locks" -w 60 c -- sh -c 'v=$(cat "$1"); echo $((v + 1)) >"$1"' sh "$m/$d/counter" ||
+				fails=$((fails + 1))
+		done
+		echo "$fails" >"$T/cli$i.fails"
+	) 2>"$T/cli$i.err" &
+done
+wait
+is "$(cat "$T"/cli?.fails | awk '{ n += $1 } END { print n }')" 0 "dirlock(1), 4 shells on two clients x 25: no command failed"
+is "$(cat "$GFS_M1/$d/counter")" 100 "... and no bump was lost"
+sed 's/^/#   /' "$T"/cli?.err | head -n 5
+
+# ---- which modes the library allows where --------------------------------
+d=$(gfs_dir modes)
+"$DIRLOCK" -d "$GFS_M1/$d" -s -w 5 name -- true 2>"$T/gl.err"
+ok $? "GlusterFS: a shared lock is taken"
+
+if command -v bindfs >/dev/null && mkdir -p "$T/under" "$T/fuse" && bindfs "$T/under" "$T/fuse" 2>"$T/bindfs.err"; then
+	trap 'fusermount -u "$T/fuse" 2>/dev/null || umount -l "$T/fuse" 2>/dev/null; gfs_down; tap_cleanup' EXIT
+	rc=0
+	"$DIRLOCK" -d "$T/fuse/locks" -s -w 5 name -- true 2>"$T/refused.err" || rc=$?
+	is "$rc" 2 "another FUSE filesystem (bindfs): a shared lock is refused"
+	grep -q 'network filesystem (fuse) where shared and intent locks are not safe' "$T/refused.err"
+	ok $? "... and the message says why and what to do"
+	diag "$(cat "$T/refused.err")"
+	"$DIRLOCK" -d "$T/fuse/locks" -s -w 5 --one-client name -- true
+	ok $? "... and taken with --one-client"
+	"$DIRLOCK" -d "$T/fuse/locks" -x -w 5 name -- true
+	ok $? "... while an exclusive lock is taken without it"
+	rc=0
+	"$DIRLOCK" -d "$T/fuse/locks" --range 0:1 -w 5 name -- true 2>/dev/null || rc=$?
+	is "$rc" 2 "... and a range lock is refused"
+else
+	for i in 1 2 3 4 5; do skip "bindfs cannot mount here: $(head -c 200 "$T/bindfs.err" 2>/dev/null)"; done
+fi
+exit $((tap_failed > 0))
