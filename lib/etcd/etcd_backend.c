@@ -1078,8 +1078,12 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                    : dl_etcd_about(err, rc, h->name);
 }
 
+static const char *const etcd_forms[] = {DL_ETCD_SPACE_FORMS, NULL};
+
 const dl_backend dl_etcd_backend = {
     .name = "etcd",
+    .forms = etcd_forms,
+    .spec_has_scheme = true,
     .open = etcd_open,
     .close = etcd_close,
     .retoken = etcd_retoken,

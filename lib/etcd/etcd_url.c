@@ -1,7 +1,7 @@
 /* etcd_url.c - the address of a lock space on an etcd cluster, parsed
- * from its space string (the grammar is in etcd.h).  A pure parser: no
+ * from its space string (the grammar is in etcd_url.h).  A pure parser: no
  * libcurl, no network. */
-#include "etcd.h"
+#include "etcd_url.h"
 
 #include <stdio.h>
 #include <string.h>
