@@ -146,18 +146,21 @@ long long dl_etcd_new_lease_id(void);
  * Every holder or waiter of lock NAME is one key, PREFIX/q/NAME/TOKEN,
  * bound to its acquisition's lease, whose value is
  *
- *   dl1 <state><mode> <policy> <names> <lo> <hi> <fence> <owner record>
+ *   dl1 <state><mode> <policy> <names> <seq> <lo> <hi> <fence> <owner record>
  *
  * state: w (waiting) or h (held); mode: x (exclusive), s (shared), i
  * (intent), u (intent, upgrading or upgraded: holds newcomers off as an
  * exclusive lock does); policy 0-3 (dirlock_policy); names: how many names
- * the acquisition takes at once (a set is only ever taken whole); lo, hi:
+ * the acquisition takes at once (a set is only ever taken whole); seq: the
+ * arrival of a set that joined this queue after its first (the revision
+ * of its first key), 0 for "my own create_revision"; lo, hi:
  * a range lock's ends (C99 hex floats), "-" for a whole lock; fence: the
- * holder's, 0 while it waits; the owner record is owner.c's text.  The
- * key's create_revision is its place in the queue. */
+ * holder's, 0 while it waits; the owner record is owner.c's text.  An
+ * entry's place in the queue is its seq, or its key's create_revision. */
 typedef struct dl_etcd_entry {
         char token[33];
-        long long rev;   /* create_revision: arrival order */
+        long long rev;   /* its key's create_revision, 0: not in the queue */
+        long long seq;   /* its arrival, when not rev (a set that joined late) */
         long long lease; /* its acquisition's lease */
         char state;      /* 'w' or 'h' */
         char mode;       /* 'x', 's', 'i', 'u' */

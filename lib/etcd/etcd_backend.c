@@ -129,6 +129,7 @@ struct dl_etcd {
         long long lease;                 /* this acquisition's, 0: none */
         long long ttl;                   /* seconds */
         long long rev;                   /* our entry's create_revision, 0: none */
+        long long seq;                   /* a set's arrival (its first entry's revision), 0: not yet */
         unsigned long long fence;
         int names;           /* of the set it was taken with */
         bool revoke_pending; /* a revoke that got no answer */
@@ -203,7 +204,8 @@ static int entry_text(const dirlock *h, char state, char mode, unsigned long lon
                            .ranged = h->ranged,
                            .lo = h->lo,
                            .hi = h->hi,
-                           .fence = fence};
+                           .fence = fence,
+                           .seq = E(h)->seq};
         int rmode = mode == 's' ? DIRLOCK_SHARED : mode == 'x' ? DIRLOCK_EXCLUSIVE : DIRLOCK_INTENT;
         dl_record rec;
         dl_record_self(&rec, h->token, rmode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
@@ -222,6 +224,7 @@ static void self_entry(const dirlock *h, dl_etcd_entry *e)
         e->mode = mode_letter(h->opts.mode);
         e->policy = h->opts.policy;
         e->names = E(h)->names;
+        e->seq = E(h)->seq;
         e->ranged = h->ranged;
         e->lo = h->lo;
         e->hi = h->hi;
@@ -421,6 +424,7 @@ struct attempt {
         const dl_time *deadline;
         bool may_queue;
         dl_etcd_queue *qs;
+        bool *blocked; /* per name, by the last decision */
         dl_time keepalive_due;
 };
 
@@ -441,7 +445,8 @@ static int first_try(struct attempt *a, bool *taken, dirlock_error *err)
                 rc = entry_text(hs[i], 'h', mode_letter(hs[i]->opts.mode), fence, text, sizeof text, err);
                 dl_etcd_op_put(&t, true, e->fence_key, now, 0);
                 dl_etcd_op_put(&t, true, e->key, text, e->lease);
-                if (rc == DIRLOCK_OK && a->may_queue) {
+                /* A set waits only where it is kept out (decide, join). */
+                if (rc == DIRLOCK_OK && a->may_queue && a->n == 1) {
                         rc = entry_text(hs[i], 'w', mode_letter(hs[i]->opts.mode), 0, text, sizeof text, err);
                         dl_etcd_op_put(&t, false, e->key, text, e->lease);
                 }
@@ -563,6 +568,7 @@ static int renew(struct attempt *a, dirlock_error *err)
         for (size_t i = 0; i < a->n; i++) {
                 (void)revoke_quietly(a->hs[i], NULL);
                 E(a->hs[i])->revoke_pending = false;
+                E(a->hs[i])->seq = 0;
         }
         for (size_t i = 0; i < a->n; i++) {
                 int rc = grant_lease(a->hs[i], a->deadline, err);
@@ -642,9 +648,12 @@ static int decide(struct attempt *a, bool *taken, bool *gone, size_t *which, dl_
                         if (me.rev > 0 && k < 0)
                                 *gone = true;
                         granted = granted && k >= 0 && a->qs[i].e[k].state == 'h';
-                        if (may && !dl_etcd_may_hold(&a->qs[i], &me, &bi)) {
+                        size_t b;
+                        a->blocked[i] = !dl_etcd_may_hold(&a->qs[i], &me, &b);
+                        if (may && a->blocked[i]) {
                                 may = false;
                                 *which = i;
+                                bi = b;
                         }
                 }
                 if (*gone)
@@ -666,6 +675,46 @@ static int decide(struct attempt *a, bool *taken, bool *gone, size_t *which, dl_
         }
 }
 
+/* A set kept out: join the queues of the names that keep it out and that
+ * it is not in yet, keeping its arrival (the revision of its first
+ * entries) in every one.  *joined: it did. */
+static int join(struct attempt *a, bool *joined, dirlock_error *err)
+{
+        *joined = false;
+        dl_etcd_txn t;
+        dl_etcd_txn_init(&t);
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < a->n && rc == DIRLOCK_OK; i++) {
+                struct dl_etcd *e = E(a->hs[i]);
+                if (!a->blocked[i] || e->rev > 0)
+                        continue;
+                char text[DL_RECORD_MAX + 160];
+                rc = entry_text(a->hs[i], 'w', mode_letter(a->hs[i]->opts.mode), 0, text, sizeof text, err);
+                dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", 0);
+                dl_etcd_op_put(&t, true, e->key, text, e->lease);
+                *joined = true;
+        }
+        dl_etcd_reply r = {0};
+        bool ok = false;
+        long long rev = 0;
+        dl_time io = dl_etcd_io_deadline(a->deadline);
+        if (rc == DIRLOCK_OK && *joined)
+                rc = dl_etcd_txn_run(&E(a->hs[0])->url, &t, &io, &ok, &rev, &r, err);
+        dl_etcd_txn_free(&t);
+        dl_etcd_reply_free(&r);
+        if (rc == DIRLOCK_OK && ok) {
+                for (size_t i = 0; i < a->n; i++) {
+                        struct dl_etcd *e = E(a->hs[i]);
+                        if (a->blocked[i] && e->rev == 0)
+                                e->rev = rev;
+                }
+                for (size_t i = 0; i < a->n; i++)
+                        if (E(a->hs[i])->seq == 0)
+                                E(a->hs[i])->seq = rev;
+        }
+        return rc;
+}
+
 /* Take every lock of hs[0..n-1] (one space, distinct names) by the
  * deadline, all or none. */
 static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
@@ -673,11 +722,22 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         dirlock *h = hs[0];
         const dirlock_options *o = &h->opts;
         dl_etcd_queue *qs = calloc(n, sizeof *qs);
-        if (qs == NULL)
+        bool *blocked = calloc(n, sizeof *blocked);
+        if (qs == NULL || blocked == NULL) {
+                free(qs);
+                free(blocked);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        for (size_t i = 0; i < n; i++)
+        }
+        for (size_t i = 0; i < n; i++) {
                 E(hs[i])->names = (int)n;
-        struct attempt a = {.hs = hs, .n = n, .deadline = deadline, .may_queue = o->timeout != 0, .qs = qs};
+                E(hs[i])->seq = 0;
+        }
+        struct attempt a = {.hs = hs,
+                            .n = n,
+                            .deadline = deadline,
+                            .may_queue = o->timeout != 0,
+                            .qs = qs,
+                            .blocked = blocked};
         bool canceled = false, taken = false, fresh = true;
         double backoff = BACKOFF_START_MS;
         unsigned long long jitter =
@@ -711,7 +771,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 }
                 /* Step 3, 4 or 5. */
                 if (rc == DIRLOCK_OK && !taken && !fresh) {
-                        bool gone;
+                        bool gone, joined = false;
                         size_t which = 0;
                         dl_etcd_entry blocker;
                         rc = decide(&a, &taken, &gone, &which, &blocker, err);
@@ -726,6 +786,9 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                                              : canceled   ? DIRLOCK_ECANCELED
                                                           : DIRLOCK_ETIMEDOUT,
                                              o->timeout, hs[which]->name, &blocker);
+                        } else if (rc == DIRLOCK_OK && !taken && n > 1 &&
+                                   (rc = join(&a, &joined, err)) == DIRLOCK_OK && joined) {
+                                continue; /* read again, with our new entries */
                         } else if (rc == DIRLOCK_OK && !taken) {
                                 bool again;
                                 rc = wait_for(&a, which, &blocker, &pid_fd, &pid_watched, &canceled, &again,
@@ -752,6 +815,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         for (size_t i = 0; i < n; i++)
                 dl_etcd_queue_free(&qs[i]);
         free(qs);
+        free(blocked);
         if (taken && rc == DIRLOCK_OK)
                 return DIRLOCK_OK;
         /* Out: our leases go, and with them every key we made. */

@@ -5,10 +5,12 @@
  * transaction that fails if a holder came or grew since that read.
  *
  * CLASSES.  An entry's class is X (exclusive, or any mode under the
- * `simple` policy), S (shared) or I (intent).  Two entries conflict only
- * when their ranges overlap (a whole lock overlaps every range).
+ * `simple` policy), S (shared) or I (intent).  Two ranges conflict only
+ * when they overlap; a whole lock and a range of the same name always
+ * conflict, whatever their modes (dirlock.h).
  *
- * HOLDERS.  A holder lets a request in when their classes are
+ * HOLDERS.  A holder lets a request in when they do not conflict: of the
+ * same kind (both whole, or overlapping ranges), when their classes are
  * compatible: S with S, S with I; never X, and never I with I.  An intent
  * holder that upgrades (mode u) lets nobody new in.
  *
@@ -19,10 +21,17 @@
  * `writer` writer passes readers.  Besides, a `writer` reader waits for
  * every queued writer that does not give way, and a `reader` writer for
  * every queued reader that is not a `writer` reader, ahead of it or not.
+ * Between a whole lock and ranges, whole locks go first, as in the other
+ * spaces: a waiting whole lock holds every range request back, ahead of
+ * it or not, and a waiting range holds no whole request back (only held
+ * ranges keep a whole lock out).  So "waits for" runs from range waiters
+ * to whole waiters, never back.
  * "Waits for" between waiters only ever points ahead, or out of a waiter
- * that nobody waits for: no cycle, so no deadlock (multi-locks included:
- * a set's keys are made in one transaction, one revision, so every queue
- * sees the sets in the same order).
+ * that nobody waits for: no cycle, so no deadlock.  Multi-locks included:
+ * a set waits only in the queues of the names that keep it out (it holds
+ * none, and reserves none, while it waits), and it keeps the arrival of
+ * its first entry (seq) in every queue it joins later, so every queue
+ * sees the sets in one order.
  *
  * WATCHING.  A request that may not hold watches one entry that keeps it
  * out -- the nearest ahead of it, else the first behind -- and looks again
@@ -44,8 +53,8 @@ int dl_etcd_entry_format(const dl_etcd_entry *e, char *buf, size_t size)
                 snprintf(lo, sizeof lo, "%a", e->lo);
                 snprintf(hi, sizeof hi, "%a", e->hi);
         }
-        int n = snprintf(buf, size, "dl1 %c%c %d %d %s %s %llu %s", e->state, e->mode, e->policy, e->names,
-                         lo, hi, e->fence, e->record);
+        int n = snprintf(buf, size, "dl1 %c%c %d %d %lld %s %s %llu %s", e->state, e->mode, e->policy,
+                         e->names, e->seq, lo, hi, e->fence, e->record);
         return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -54,9 +63,9 @@ int dl_etcd_entry_parse(const char *value, dl_etcd_entry *e)
         char lo[40], hi[40];
         int at = 0;
         memset(e, 0, sizeof *e);
-        if (sscanf(value, "dl1 %c%c %d %d %39s %39s %llu %n", &e->state, &e->mode, &e->policy, &e->names, lo,
-                   hi, &e->fence, &at) != 7 ||
-            at == 0)
+        if (sscanf(value, "dl1 %c%c %d %d %lld %39s %39s %llu %n", &e->state, &e->mode, &e->policy, &e->names,
+                   &e->seq, lo, hi, &e->fence, &at) != 8 ||
+            at == 0 || e->seq < 0)
                 return -1;
         if ((e->state != 'w' && e->state != 'h') || strchr("xsiu", e->mode) == NULL || e->mode == '\0' ||
             e->policy < DIRLOCK_POLICY_FAIR || e->policy > DIRLOCK_POLICY_SIMPLE || e->names < 1)
@@ -73,10 +82,19 @@ int dl_etcd_entry_parse(const char *value, dl_etcd_entry *e)
         return 0;
 }
 
-static int by_rev(const void *a, const void *b)
+/* An entry's place in the queue: its arrival, a newcomer after everyone. */
+static long long place(const dl_etcd_entry *e)
 {
-        long long x = ((const dl_etcd_entry *)a)->rev, y = ((const dl_etcd_entry *)b)->rev;
-        return x < y ? -1 : x > y;
+        return e->seq > 0 ? e->seq : e->rev > 0 ? e->rev : LLONG_MAX;
+}
+
+static int by_place(const void *a, const void *b)
+{
+        const dl_etcd_entry *x = a, *y = b;
+        long long px = place(x), py = place(y);
+        if (px != py)
+                return px < py ? -1 : 1;
+        return x->rev < y->rev ? -1 : x->rev > y->rev;
 }
 
 int dl_etcd_queue_load(dl_etcd_queue *q, const dl_etcd_kv *kvs, size_t n, const dl_etcd_kv *f, size_t nf,
@@ -103,7 +121,7 @@ int dl_etcd_queue_load(dl_etcd_queue *q, const dl_etcd_kv *kvs, size_t n, const 
                 e->lease = kvs[i].lease;
                 q->n++;
         }
-        qsort(q->e, q->n, sizeof *q->e, by_rev);
+        qsort(q->e, q->n, sizeof *q->e, by_place);
         return DIRLOCK_OK;
 }
 
@@ -144,7 +162,7 @@ static bool compatible(char a, char b)
 /* Holder h lets request r in. */
 static bool admits(const dl_etcd_entry *h, const dl_etcd_entry *r)
 {
-        if (h->mode == 'u')
+        if (h->mode == 'u' || h->ranged != r->ranged)
                 return false;
         return compatible(cls(h), cls(r));
 }
@@ -164,6 +182,8 @@ static bool passes(const dl_etcd_entry *b, const dl_etcd_entry *a)
 /* Waiter a holds request b back (a ahead of b or not). */
 static bool blocks(const dl_etcd_entry *a, const dl_etcd_entry *b, bool ahead)
 {
+        if (a->ranged != b->ranged)
+                return !a->ranged; /* whole locks go first */
         if (ahead && !compatible(cls(a), cls(b)) && !gives_way(a, b) && !passes(b, a))
                 return true;
         if (cls(b) == 'S' && b->policy == DIRLOCK_POLICY_WRITER && cls(a) == 'X' &&
@@ -186,16 +206,16 @@ bool dl_etcd_may_hold(const dl_etcd_queue *q, const dl_etcd_entry *me, size_t *b
         if (dl_etcd_test_no_lock())
                 return true;
 #endif
-        long long my_rev = me->rev > 0 ? me->rev : LLONG_MAX; /* a newcomer is behind everyone */
+        long long mine = place(me);
         long ahead = -1, behind = -1;
         for (size_t i = 0; i < q->n; i++) {
                 const dl_etcd_entry *o = &q->e[i];
                 if (strcmp(o->token, me->token) == 0 || !overlap(o, me))
                         continue;
-                bool in_way = o->state == 'h' ? !admits(o, me) : blocks(o, me, o->rev < my_rev);
+                bool in_way = o->state == 'h' ? !admits(o, me) : blocks(o, me, place(o) < mine);
                 if (!in_way)
                         continue;
-                if (o->rev < my_rev)
+                if (place(o) < mine)
                         ahead = (long)i; /* entries are in arrival order: the last one is the nearest */
                 else if (behind < 0)
                         behind = (long)i;
