@@ -207,10 +207,6 @@ long dl_etcd_reader_in_way(const dl_etcd_queue *q, const dl_etcd_entry *me);
  * to idx[0..*count-1] (me not included).  q's entries are changed. */
 void dl_etcd_grant_pass(dl_etcd_queue *q, long me, size_t *idx, size_t *count);
 
-#ifdef DIRLOCK_TEST_HOOKS
-/* Test builds: every request may hold (DIRLOCK_TEST_ETCD_NO_LOCK). */
-bool dl_etcd_test_no_lock(void);
-#endif
 
 /* ---- the keys of a space ------------------------------------------------------ */
 

@@ -109,7 +109,6 @@
 #include "backend.h"
 #include "etcd.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,17 +227,6 @@ static void self_entry(const dirlock *h, dl_etcd_entry *e)
         e->ranged = h->ranged;
         e->lo = h->lo;
         e->hi = h->hi;
-}
-
-/* Sleep up to ms, not past the deadline; true when cancel_fd fired. */
-static bool nap(double ms, const dl_time *deadline, int cancel_fd)
-{
-        double left = dl_remaining(deadline);
-        if (ms > left)
-                ms = left;
-        struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-        struct pollfd p = {.fd = cancel_fd, .events = POLLIN};
-        return ppoll(&p, cancel_fd >= 0 ? 1 : 0, &ts, NULL) > 0;
 }
 
 /* A pidfd on the live owner of record rec (or its partner), or -1. */
@@ -802,7 +790,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
                         double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
                         backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
-                        if (nap(step, deadline, o->cancel_fd))
+                        if (dl_nap_ms(step, deadline, o->cancel_fd) == 1)
                                 canceled = true;
                         continue;
                 }
@@ -1089,7 +1077,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                 bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
                 rc = read_set(hs, 1, &deadline, &q, err);
                 if (rc == DIRLOCK_ESERVER && !last) {
-                        if (nap(BACKOFF_CAP_MS / 5, &deadline, cancel_fd))
+                        if (dl_nap_ms(BACKOFF_CAP_MS / 5, &deadline, cancel_fd) == 1)
                                 canceled = true;
                         continue;
                 }

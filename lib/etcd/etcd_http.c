@@ -3,16 +3,20 @@
  * libcurl does the HTTP, json-c the JSON, OpenSSL's codec the base64 of
  * the byte fields.
  *
- * PER THREAD.  Each thread keeps one libcurl multi handle (its pool of
- * connections to every member it talks to, reused from call to call),
- * one easy handle for requests and one for watches, and, for each of up
- * to NOTES clusters, which member answered last: calls go there first.
- * A forked child sees its parent's state under another pid, frees it
- * (its copies of the descriptors) and makes its own; a thread-key
- * destructor frees it when the thread exits.  Every descriptor is
- * close-on-exec: connections are opened so (CURLOPT_OPENSOCKETFUNCTION),
- * and the socket pair libcurl makes inside curl_multi_init (to wake
- * curl_multi_poll) is marked so right after.
+ * CONNECTIONS.  Each thread keeps a small pool of connections, each a
+ * libcurl multi handle with one easy handle (the multi handle keeps the
+ * TCP connections to the members it has talked to, reused from request to
+ * request).  A request or a watch checks one out for its length and
+ * returns it after: several pending acquires (dirlock_acquire_start) may
+ * wait at once in one thread, and none may read another's answer.  Each
+ * thread also notes, for each of up to NOTES clusters, which member
+ * answered last: calls go there first.  A forked child sees its parent's
+ * pool under another pid, frees it (its copies of the descriptors) and
+ * makes its own; a thread-key destructor frees it when the thread exits.
+ * Every descriptor is close-on-exec: connections are opened so
+ * (CURLOPT_OPENSOCKETFUNCTION), and the socket pair libcurl makes inside
+ * curl_multi_init (to wake curl_multi_poll, never used here) is marked
+ * so right after.
  *
  * MEMBERS IN TURN.  A call goes to the member that answered last; a
  * member that cannot be reached, does not answer in its share of the
@@ -24,15 +28,20 @@
  * least DL_ETCD_GRACE_MS), so one silent member cannot use the whole
  * call.
  *
- * WAITING.  drive() is the only place a thread blocks on the network:
- * curl_multi_poll over the transfer's sockets and the caller's cancel
- * descriptor and pidfd, bounded by a deadline. */
+ * WAITING.  drive() is the only place the backend waits on the network:
+ * libcurl tells which sockets it wants watched and when it wants to be
+ * called back (its socket and timer callbacks), and drive() waits for
+ * those, the caller's cancel descriptor and pidfd, and the deadline, with
+ * dl_poll -- so that a pending acquire suspends there instead of
+ * blocking its loop. */
 #include "etcd.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,13 +50,27 @@
 #include <unistd.h>
 
 #define NOTES 4
+#define POOL  8 /* connections kept per thread; more in use at once are made and freed */
+#define SOCKS 4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
+
+/* A connection: a multi handle with its one easy handle, and what libcurl
+ * asked drive() to watch for it (its socket and timer callbacks). */
+struct conn {
+        CURLM *multi;
+        CURL *easy;
+        bool busy; /* checked out */
+        struct {
+                curl_socket_t fd;
+                int what; /* CURL_POLL_IN, _OUT, _INOUT */
+        } socks[SOCKS];
+        int nsocks;
+        long timer_ms; /* when libcurl wants to be called back, -1: not */
+};
 
 struct http_thread {
         pid_t pid;
-        CURLM *multi;
-        CURL *easy;  /* requests */
-        CURL *watch; /* the watch stream */
         struct curl_slist *json_headers, *watch_headers;
+        struct conn *pool[POOL];
         unsigned long long clock;
         struct {
                 char eps[DL_ETCD_ENDPOINTS_MAX * (DL_ETCD_HOST_MAX + 10)];
@@ -60,17 +83,26 @@ static _Thread_local struct http_thread *thread_state;
 static pthread_key_t thread_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+static void conn_free(struct conn *c)
+{
+        if (c == NULL)
+                return;
+        if (c->multi != NULL && c->easy != NULL)
+                curl_multi_remove_handle(c->multi, c->easy);
+        if (c->easy != NULL)
+                curl_easy_cleanup(c->easy);
+        if (c->multi != NULL)
+                curl_multi_cleanup(c->multi);
+        free(c);
+}
+
 static void thread_free(void *p)
 {
         struct http_thread *t = p;
         if (t == NULL)
                 return;
-        if (t->multi != NULL)
-                curl_multi_cleanup(t->multi);
-        if (t->easy != NULL)
-                curl_easy_cleanup(t->easy);
-        if (t->watch != NULL)
-                curl_easy_cleanup(t->watch);
+        for (size_t i = 0; i < POOL; i++)
+                conn_free(t->pool[i]);
         curl_slist_free_all(t->json_headers);
         curl_slist_free_all(t->watch_headers);
         free(t);
@@ -89,7 +121,7 @@ static curl_socket_t open_cloexec(void *arg, curlsocktype purpose, struct curl_s
         return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-/* The descriptors open now, as a sorted list (-1 terminated), or NULL. */
+/* The descriptors open now, as a list ended by -1, or NULL. */
 static int *open_fds(void)
 {
         DIR *d = opendir("/proc/self/fd");
@@ -138,6 +170,60 @@ static void cloexec_since(const int *before)
         free(now);
 }
 
+/* libcurl's socket callback: which sockets drive() watches, for what. */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+        (void)e;
+        (void)socketp;
+        struct conn *c = userp;
+        int k = 0;
+        while (k < c->nsocks && c->socks[k].fd != fd)
+                k++;
+        if (what == CURL_POLL_REMOVE) {
+                if (k < c->nsocks)
+                        c->socks[k] = c->socks[--c->nsocks];
+                return 0;
+        }
+        if (k == c->nsocks) {
+                if (c->nsocks == SOCKS)
+                        return -1;
+                c->nsocks++;
+        }
+        c->socks[k].fd = fd;
+        c->socks[k].what = what;
+        return 0;
+}
+
+/* libcurl's timer callback: when it wants to be called back. */
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+        (void)m;
+        ((struct conn *)userp)->timer_ms = timeout_ms;
+        return 0;
+}
+
+static struct conn *conn_new(void)
+{
+        struct conn *c = calloc(1, sizeof *c);
+        if (c == NULL)
+                return NULL;
+        int *before = open_fds();
+        c->multi = curl_multi_init();
+        cloexec_since(before);
+        free(before);
+        c->easy = curl_easy_init();
+        c->timer_ms = -1;
+        if (c->multi == NULL || c->easy == NULL) {
+                conn_free(c);
+                return NULL;
+        }
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+        return c;
+}
+
 static struct http_thread *thread_get(dirlock_error *err)
 {
         pthread_once(&once, init_once);
@@ -154,20 +240,13 @@ static struct http_thread *thread_get(dirlock_error *err)
                 return NULL;
         }
         t->pid = self;
-        int *before = open_fds();
-        t->multi = curl_multi_init();
-        cloexec_since(before);
-        free(before);
-        t->easy = curl_easy_init();
-        t->watch = curl_easy_init();
         t->json_headers = curl_slist_append(NULL, "Content-Type: application/json");
         /* A watch on a member that has lost its leader is ended by the
          * member ("etcdserver: no leader") instead of staying silent. */
         t->watch_headers = curl_slist_append(NULL, "Content-Type: application/json");
         if (t->watch_headers != NULL)
                 t->watch_headers = curl_slist_append(t->watch_headers, "Grpc-Metadata-hasleader: true");
-        if (t->multi == NULL || t->easy == NULL || t->watch == NULL || t->json_headers == NULL ||
-            t->watch_headers == NULL) {
+        if (t->json_headers == NULL || t->watch_headers == NULL) {
                 thread_free(t);
                 dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
                 return NULL;
@@ -175,6 +254,34 @@ static struct http_thread *thread_get(dirlock_error *err)
         thread_state = t;
         pthread_setspecific(thread_key, t);
         return t;
+}
+
+/* Check a connection out of the thread's pool (the first idle one: the
+ * one most likely connected already), or make one.  NULL: out of memory. */
+static struct conn *conn_get(struct http_thread *t)
+{
+        for (size_t i = 0; i < POOL; i++) {
+                if (t->pool[i] == NULL)
+                        t->pool[i] = conn_new();
+                if (t->pool[i] != NULL && !t->pool[i]->busy) {
+                        t->pool[i]->busy = true;
+                        return t->pool[i];
+                }
+        }
+        struct conn *c = conn_new(); /* more in use at once than kept */
+        if (c != NULL)
+                c->busy = true;
+        return c;
+}
+
+static void conn_put(struct http_thread *t, struct conn *c)
+{
+        for (size_t i = 0; i < POOL; i++)
+                if (t->pool[i] == c) {
+                        c->busy = false;
+                        return;
+                }
+        conn_free(c);
 }
 
 /* The note of cluster u: which member to ask first. */
@@ -286,23 +393,21 @@ static size_t sink_write(char *data, size_t size, size_t count, void *arg)
 /* How a drive ended. */
 enum driven { DONE, STOPPED, TIMED_OUT, FD_FIRED };
 
-/* Run the transfer of `easy` (already on the thread's multi handle, with
- * whatever else is on it) until it completes (DONE, *result its
- * outcome), its watch sink has what it waits for (STOPPED), `until`
- * (TIMED_OUT) or one of fds[0..nfds-1] polls readable (FD_FIRED, *which
- * its index).  The only place the backend blocks. */
-static enum driven drive(struct http_thread *t, CURL *easy, struct sink *s, const dl_time *until,
-                         const int *fds, int nfds, int *which, CURLcode *result)
+/* Run the transfer of c (its easy handle, on its multi handle) until it
+ * completes (DONE, *result its outcome), its watch sink has what it waits
+ * for (STOPPED), `until` (TIMED_OUT) or one of fds[0..nfds-1] polls
+ * readable (FD_FIRED, *which its index).  The only place the backend
+ * waits on the network, through dl_poll. */
+static enum driven drive(struct conn *c, struct sink *s, const dl_time *until, const int *fds, int nfds,
+                         int *which, CURLcode *result)
 {
         *which = -1;
         *result = CURLE_OK;
         for (;;) {
-                int running = 0;
-                curl_multi_perform(t->multi, &running);
                 CURLMsg *m;
-                int left;
-                while ((m = curl_multi_info_read(t->multi, &left)) != NULL)
-                        if (m->msg == CURLMSG_DONE && m->easy_handle == easy) {
+                int left, running;
+                while ((m = curl_multi_info_read(c->multi, &left)) != NULL)
+                        if (m->msg == CURLMSG_DONE && m->easy_handle == c->easy) {
                                 *result = m->data.result;
                                 return DONE;
                         }
@@ -311,34 +416,61 @@ static enum driven drive(struct http_thread *t, CURL *easy, struct sink *s, cons
                 double ms = dl_remaining(until);
                 if (ms <= 0)
                         return TIMED_OUT;
-                struct curl_waitfd extra[2];
-                int n = 0;
-                for (int i = 0; i < nfds && n < 2; i++)
-                        if (fds[i] >= 0)
-                                extra[n++] = (struct curl_waitfd){.fd = fds[i], .events = CURL_WAIT_POLLIN};
-                curl_multi_poll(t->multi, extra, (unsigned)n, (int)(ms < 1 ? 1 : ms + 0.999), NULL);
-                for (int i = 0, k = 0; i < nfds; i++) {
-                        if (fds[i] < 0)
-                                continue;
-                        if (extra[k++].revents != 0) {
-                                *which = i;
+                if (c->timer_ms >= 0 && (double)c->timer_ms < ms)
+                        ms = (double)c->timer_ms;
+                struct pollfd p[SOCKS + 2];
+                int n = 0, extra = 0;
+                for (int k = 0; k < c->nsocks; k++)
+                        p[n++] = (struct pollfd){
+                            .fd = c->socks[k].fd,
+                            .events = (short)((c->socks[k].what & CURL_POLL_IN ? POLLIN : 0) |
+                                              (c->socks[k].what & CURL_POLL_OUT ? POLLOUT : 0))};
+                int socks = n;
+                for (int k = 0; k < nfds && extra < 2; k++)
+                        if (fds[k] >= 0) {
+                                p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
+                                extra++;
+                        }
+                struct timespec ts = {(time_t)(ms / 1e3),
+                                      (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+                int r = dl_poll(p, (unsigned long)n, &ts);
+                if (r < 0 && errno != EINTR)
+                        return TIMED_OUT;
+                for (int k = socks, f = 0; r > 0 && k < n; k++, f++) {
+                        while (fds[f] < 0)
+                                f++;
+                        if (p[k].revents != 0) {
+                                *which = f;
                                 return FD_FIRED;
                         }
                 }
+                bool acted = false;
+                for (int k = 0; r > 0 && k < socks; k++) {
+                        if (p[k].revents == 0)
+                                continue;
+                        int ev = (p[k].revents & POLLIN ? CURL_CSELECT_IN : 0) |
+                                 (p[k].revents & POLLOUT ? CURL_CSELECT_OUT : 0) |
+                                 (p[k].revents & (POLLERR | POLLHUP | POLLNVAL) ? CURL_CSELECT_ERR : 0);
+                        curl_multi_socket_action(c->multi, p[k].fd, ev, &running);
+                        acted = true;
+                }
+                if (!acted)
+                        curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
 }
 
-/* A transfer from start to end: on the multi handle, driven, taken off
+/* A transfer from start to end: on c's multi handle, driven, taken off
  * (one left unfinished closes its connection). */
-static enum driven transfer(struct http_thread *t, CURL *easy, struct sink *s, const dl_time *until,
-                            const int *fds, int nfds, int *which, CURLcode *result)
+static enum driven transfer(struct conn *c, struct sink *s, const dl_time *until, const int *fds, int nfds,
+                            int *which, CURLcode *result)
 {
-        if (curl_multi_add_handle(t->multi, easy) != CURLM_OK) {
+        c->timer_ms = -1;
+        if (curl_multi_add_handle(c->multi, c->easy) != CURLM_OK) {
                 *result = CURLE_FAILED_INIT;
                 return DONE;
         }
-        enum driven how = drive(t, easy, s, until, fds, nfds, which, result);
-        curl_multi_remove_handle(t->multi, easy);
+        enum driven how = drive(c, s, until, fds, nfds, which, result);
+        curl_multi_remove_handle(c->multi, c->easy);
         return how;
 }
 
@@ -381,7 +513,7 @@ static int classify(int code, bool *next)
 /* One POST to member i; DIRLOCK_OK with r filled (maybe a handled error),
  * or an error with *next (try another member); *sent whether the request
  * went out. */
-static int post_once(struct http_thread *t, const dl_etcd_url *u, size_t i, const char *path,
+static int post_once(struct http_thread *t, struct conn *c, const dl_etcd_url *u, size_t i, const char *path,
                      const char *body, double limit_ms, bool *next, bool *sent, dl_etcd_reply *r,
                      dirlock_error *err)
 {
@@ -389,7 +521,7 @@ static int post_once(struct http_thread *t, const dl_etcd_url *u, size_t i, cons
         dl_etcd_url_base(u, i, url, sizeof url);
         size_t bl = strlen(url);
         snprintf(url + bl, sizeof url - bl, "%s", path);
-        CURL *e = t->easy;
+        CURL *e = c->easy;
         struct sink s = {0};
         curl_easy_reset(e);
         curl_easy_setopt(e, CURLOPT_URL, url);
@@ -406,7 +538,7 @@ static int post_once(struct http_thread *t, const dl_etcd_url *u, size_t i, cons
         dl_time until = dl_deadline(limit_ms / 1e3 + 0.05);
         int which;
         CURLcode result;
-        enum driven how = transfer(t, e, &s, &until, NULL, 0, &which, &result);
+        enum driven how = transfer(c, &s, &until, NULL, 0, &which, &result);
         *next = true;
         long status = 0;
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -487,6 +619,9 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
         const char *body = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
         if (body == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        struct conn *c = conn_get(t);
+        if (c == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
         size_t *current = current_member(t, u);
         int rc = DIRLOCK_ESERVER;
         for (size_t tried = 0; tried < u->n; tried++) {
@@ -498,15 +633,16 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                 if (share < DL_ETCD_GRACE_MS)
                         share = left < DL_ETCD_GRACE_MS ? DL_ETCD_GRACE_MS : left;
                 bool next, reached;
-                rc = post_once(t, u, i, path, body, share, &next, &reached, r, err);
+                rc = post_once(t, c, u, i, path, body, share, &next, &reached, r, err);
                 if (rc == DIRLOCK_OK)
                         *current = i;
                 else if (reached)
                         *sent = true;
                 if (!next)
-                        return rc;
+                        break;
                 *current = (i + 1) % u->n;
         }
+        conn_put(t, c);
         return rc;
 }
 
@@ -544,6 +680,11 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
         json_object_object_add(cr, "key", dl_etcd_b64(key, strlen(key)));
         json_object_object_add(req, "create_request", cr);
         const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+        struct conn *c = conn_get(t);
+        if (c == NULL) {
+                json_object_put(req);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+        }
         size_t *current = current_member(t, u);
         int rc = DIRLOCK_ESERVER;
         for (size_t tried = 0; tried < u->n; tried++) {
@@ -552,7 +693,7 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                 dl_etcd_url_base(u, i, url, sizeof url);
                 size_t bl = strlen(url);
                 snprintf(url + bl, sizeof url - bl, "/v3/watch");
-                CURL *e = t->watch;
+                CURL *e = c->easy;
                 struct sink s = {.watch = true, .stop_on_created = true};
                 curl_easy_reset(e);
                 curl_easy_setopt(e, CURLOPT_URL, url);
@@ -567,16 +708,17 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                 int fds[2] = {cancel_fd, pid_fd}, which;
                 CURLcode result;
                 enum driven how = DONE;
-                if (curl_multi_add_handle(t->multi, e) == CURLM_OK) {
-                        how = drive(t, e, &s, until, fds, 2, &which, &result);
+                c->timer_ms = -1;
+                if (curl_multi_add_handle(c->multi, e) == CURLM_OK) {
+                        how = drive(c, &s, until, fds, 2, &which, &result);
                         if (how == STOPPED && !s.changed && s.created) {
                                 s.stop_on_created = false;
                                 if (s.created_rev >= from && changed_since(u, key, from, until))
                                         s.changed = true;
                                 else
-                                        how = drive(t, e, &s, until, fds, 2, &which, &result);
+                                        how = drive(c, &s, until, fds, 2, &which, &result);
                         }
-                        curl_multi_remove_handle(t->multi, e);
+                        curl_multi_remove_handle(c->multi, e);
                 } else {
                         result = CURLE_FAILED_INIT;
                 }
@@ -609,6 +751,7 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                 if (dl_deadline_passed(until))
                         break;
         }
+        conn_put(t, c);
         json_object_put(req);
         return rc;
 }

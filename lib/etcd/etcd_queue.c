@@ -40,6 +40,7 @@
  * queue of exclusive waiters is so a chain: each watches the one just
  * ahead of it, and a release wakes one waiter. */
 #include "etcd.h"
+#include "test_hooks.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -193,19 +194,10 @@ static bool blocks(const dl_etcd_entry *a, const dl_etcd_entry *b, bool ahead)
                a->policy != DIRLOCK_POLICY_WRITER;
 }
 
-#ifdef DIRLOCK_TEST_HOOKS
-bool dl_etcd_test_no_lock(void)
-{
-        return getenv("DIRLOCK_TEST_ETCD_NO_LOCK") != NULL;
-}
-#endif
-
 bool dl_etcd_may_hold(const dl_etcd_queue *q, const dl_etcd_entry *me, size_t *blocker)
 {
-#ifdef DIRLOCK_TEST_HOOKS
-        if (dl_etcd_test_no_lock())
+        if (dl_test_hook(ETCD_NO_LOCK) != NULL)
                 return true;
-#endif
         long long mine = place(me);
         long ahead = -1, behind = -1;
         for (size_t i = 0; i < q->n; i++) {
@@ -241,10 +233,8 @@ void dl_etcd_grant_pass(dl_etcd_queue *q, long me, size_t *idx, size_t *count)
 {
         *count = 0;
         q->e[me].state = 'h';
-#ifdef DIRLOCK_TEST_HOOKS
-        if (dl_etcd_test_no_lock())
+        if (dl_test_hook(ETCD_NO_LOCK) != NULL)
                 return;
-#endif
         for (size_t i = 0; i < q->n; i++) {
                 dl_etcd_entry *e = &q->e[i];
                 if ((long)i == me || e->state != 'w' || e->names != 1 || !dl_etcd_may_hold(q, e, NULL))
