@@ -23,6 +23,7 @@
 #include "../../lib/etcd/etcd.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,6 +568,69 @@ static void test_members_passed_over(void **state)
         assert_non_null(strstr(e.message, "127.0.0.1"));
 }
 
+/* Pending acquires (dirlock_acquire_start) on an etcd space, eight in one
+ * thread and one loop, each its own requests and watches: while a holder
+ * keeps the lock none completes; released, each gets the lock in turn
+ * and is released from the loop, and never two at once. */
+static void test_pending_in_one_loop(void **state)
+{
+        (void)state;
+        NEED_CLUSTER();
+        dirlock_error e;
+        dirlock *holder = take("pend", DIRLOCK_EXCLUSIVE, 0, 1, &e);
+        assert_non_null(holder);
+        enum { N = 8 };
+        dirlock_pending *p[N];
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 20;
+        o.stale_age = 5;
+        for (int i = 0; i < N; i++) {
+                int rc = dirlock_acquire_start(space, "pend", &o, &p[i], &e);
+                if (rc != DIRLOCK_OK)
+                        fail_msg("start %d: %d %s", i, rc, e.message);
+        }
+        int done = 0, held = 0, most = 0;
+        bool released = false;
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (done < N) {
+                struct pollfd fds[N];
+                int map[N], n = 0;
+                for (int i = 0; i < N; i++)
+                        if (p[i] != NULL) {
+                                fds[n] = (struct pollfd){.fd = dirlock_pending_fd(p[i]), .events = POLLIN};
+                                map[n++] = i;
+                        }
+                assert_true(poll(fds, (nfds_t)n, 100) >= 0);
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (!released && now.tv_sec - t0.tv_sec >= 1) {
+                        assert_int_equal(done, 0); /* nobody got in past the holder */
+                        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+                        released = true;
+                }
+                assert_true(now.tv_sec - t0.tv_sec < 30);
+                for (int k = 0; k < n; k++) {
+                        if (!(fds[k].revents & POLLIN))
+                                continue;
+                        int i = map[k];
+                        int rc = dirlock_pending_step(p[i], &e);
+                        if (rc == DIRLOCK_EAGAIN)
+                                continue;
+                        assert_int_equal(rc, DIRLOCK_OK);
+                        dirlock *l = dirlock_pending_lock(p[i]);
+                        dirlock_pending_free(p[i]);
+                        p[i] = NULL;
+                        held++;
+                        most = held > most ? held : most;
+                        assert_int_equal(dirlock_check(l, &e), DIRLOCK_OK);
+                        assert_int_equal(dirlock_release(l, &e), DIRLOCK_OK);
+                        held--;
+                        done++;
+                }
+        }
+        assert_int_equal(most, 1);
+}
+
 int main(void)
 {
         signal(SIGPIPE, SIG_DFL); /* the library must not need it ignored */
@@ -583,6 +647,7 @@ int main(void)
             cmocka_unit_test(test_sets_and_ranges),
             cmocka_unit_test(test_dead_owner),
             cmocka_unit_test(test_members_passed_over),
+            cmocka_unit_test(test_pending_in_one_loop),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
