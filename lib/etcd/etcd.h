@@ -16,11 +16,12 @@
 
 /* ---- time budgets ---------------------------------------------------------- */
 
-/* The longest one request to one member may take when the caller allows
- * more: a member that does not answer within it (cut off from the
- * others, stopped, electing) counts as unreachable, and the next
- * endpoint is tried. */
-#define DL_ETCD_IO_MS 1500.0
+/* The longest one call (a request, asked of the members in turn until
+ * one answers) may take when the caller allows more: long enough for an
+ * election (a lost leader is replaced within two election timeouts, 2 s
+ * with etcd's defaults); a cluster that answers nothing by then counts as
+ * unreachable. */
+#define DL_ETCD_IO_MS 3000.0
 /* Connecting to one member. */
 #define DL_ETCD_CONNECT_MS 500.0
 /* The least one request is given, even at timeout 0 or at a deadline. */

@@ -23,10 +23,11 @@
  * time, or says it cannot serve now (no leader, leader changed, request
  * timed out, too many requests: gRPC codes Unavailable, DeadlineExceeded,
  * ResourceExhausted, ...) is passed over for the next one, and the next
- * call starts there.  A leader change or a dead member is so only latency
- * to the caller.  Each member gets an even share of the time left (at
- * least DL_ETCD_GRACE_MS), so one silent member cannot use the whole
- * call.
+ * call starts there; a round in which every member said no (an election
+ * under way) is followed by a short pause and another round, until the
+ * call's deadline.  A leader change or a dead member is so only latency
+ * to the caller.  No member is given more than ATTEMPT_MS of a request,
+ * so one silent member cannot use the whole call.
  *
  * WAITING.  drive() is the only place the backend waits on the network:
  * libcurl tells which sockets it wants watched and when it wants to be
@@ -50,6 +51,12 @@
 #include <unistd.h>
 
 #define NOTES 4
+/* The longest one member is given for one request when the call allows
+ * more: a member that says nothing for that long (stopped, cut off) is
+ * passed over. */
+#define ATTEMPT_MS 1000.0
+/* After a round in which every member said it cannot serve now. */
+#define ROUND_PAUSE_MS 25.0
 #define POOL  8 /* connections kept per thread; more in use at once are made and freed */
 #define SOCKS 4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
 
@@ -624,14 +631,24 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
         size_t *current = current_member(t, u);
         int rc = DIRLOCK_ESERVER;
-        for (size_t tried = 0; tried < u->n; tried++) {
+        double pause = ROUND_PAUSE_MS;
+        for (size_t tried = 0;; tried++) {
                 size_t i = (*current + tried) % u->n;
                 double left = dl_remaining(deadline);
                 if (tried > 0 && left <= 0)
                         break;
-                double share = left / (double)(u->n - tried);
+                if (tried > 0 && tried % u->n == 0) {
+                        /* Every member said no (an election under way): a
+                         * short pause, then round again until the deadline. */
+                        (void)dl_nap_ms(pause, deadline, -1);
+                        pause = pause * 2 > ATTEMPT_MS / 4 ? ATTEMPT_MS / 4 : pause * 2;
+                        if (dl_deadline_passed(deadline))
+                                break;
+                        left = dl_remaining(deadline);
+                }
+                double share = left < ATTEMPT_MS ? left : ATTEMPT_MS;
                 if (share < DL_ETCD_GRACE_MS)
-                        share = left < DL_ETCD_GRACE_MS ? DL_ETCD_GRACE_MS : left;
+                        share = DL_ETCD_GRACE_MS;
                 bool next, reached;
                 rc = post_once(t, c, u, i, path, body, share, &next, &reached, r, err);
                 if (rc == DIRLOCK_OK)
