@@ -12,13 +12,15 @@
 #   make demo-rw                   bin/dirlock-demo: torn reads, read and
 #                                  write attacks per policy (5 s a run), and
 #                                  the trace htdocs/rw-timeline.html draws
-#   make start-cluster [CLUSTER_PORT=8090] [DELAY_MS=0]
+#   make start-cluster [CLUSTER_PORT=8090] [DELAY_MS=0] [LOCKS=etcd]
 #                                  the boards on two hosts (network
 #                                  namespaces, root only) sharing one data
 #                                  directory, locks on a Redis server in a
-#                                  namespace of its own (tools/cluster,
-#                                  docs/cluster.md); make stop-cluster
-#   make demo-cluster              start-cluster with DELAY_MS=20 from empty
+#                                  namespace of its own, or with LOCKS=etcd
+#                                  on a three-member etcd cluster
+#                                  (tools/cluster, docs/cluster.md); make
+#                                  stop-cluster
+#   make demo-cluster [LOCKS=etcd] start-cluster with DELAY_MS=20 from empty
 #                                  boards + the lost-update demonstration
 #                                  posting to both hosts at once
 #   make demo-range [DEMO_SPACE=redis://...]
@@ -99,19 +101,23 @@ demo: deps
 	exit $$rc
 
 CLUSTER_PORT ?= 8090
+LOCKS ?= redis
+# The boards of each cluster's list, by the lock servers it runs.
+CLUSTER_MODES_redis := none mkdir redis redis-sqlite
+CLUSTER_MODES_etcd := none mkdir etcd etcd-sqlite
 
 # tools/cluster exits 77, after one line saying why, where network
 # namespaces cannot be made: the target stops there.
 start-cluster: all
-	@PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
+	@PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) LOCKS=$(LOCKS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
 
 stop-cluster:
 	tools/cluster stop
 
 demo-cluster: deps
 	$(MAKE) all
-	@PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
-	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "none mkdir redis redis-sqlite" \
+	@PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 LOCKS=$(LOCKS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
+	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "$(CLUSTER_MODES_$(LOCKS))" \
 		$$(tools/cluster urls | sed 's/^/--host /') || rc=$$?; \
 	echo; \
 	echo "The cluster is up: http://127.0.0.1:$(CLUSTER_PORT)/board/ (both hosts; make stop-cluster to stop it)"; \
