@@ -180,6 +180,7 @@ typedef struct dl_etcd_queue {
         size_t n, cap;
         long long f_mod;         /* mod_revision of PREFIX/f/NAME, 0: none yet */
         unsigned long long last; /* the last fence drawn (its value) */
+        bool f_bad;              /* the fence key holds no fence (not what dirlock wrote) */
         long long revision;      /* of the read */
 } dl_etcd_queue;
 

@@ -479,6 +479,14 @@ static int take(struct attempt *a, bool *taken, dirlock_error *err)
                 unsigned long long next = q->last + 1, clock = (unsigned long long)wall_us();
                 if (clock > next)
                         next = clock;
+                if (q->f_bad || next > DIRLOCK_FENCE_MAX) {
+                        rc =
+                            dl_fail(err, DIRLOCK_EDATA, 0,
+                                    "lock '%s': its fence key %s holds no fence below %llu (not what dirlock "
+                                    "writes); nothing was taken",
+                                    hs[i]->name, e->fence_key, DIRLOCK_FENCE_MAX);
+                        break;
+                }
                 dl_etcd_cmp_rev(&t, e->fence_key, NULL, "MOD", "EQUAL", q->f_mod);
                 dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", e->rev);
                 fences[i] = next;

@@ -57,8 +57,8 @@
 #define ATTEMPT_MS 1000.0
 /* After a round in which every member said it cannot serve now. */
 #define ROUND_PAUSE_MS 25.0
-#define POOL  8 /* connections kept per thread; more in use at once are made and freed */
-#define SOCKS 4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
+#define POOL           8 /* connections kept per thread; more in use at once are made and freed */
+#define SOCKS          4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
 
 /* A connection: a multi handle with its one easy handle, and what libcurl
  * asked drive() to watch for it (its socket and timer callbacks). */

@@ -104,7 +104,8 @@ int dl_etcd_queue_load(dl_etcd_queue *q, const dl_etcd_kv *kvs, size_t n, const 
         q->n = 0;
         q->revision = revision;
         q->f_mod = nf > 0 ? f[0].mod_revision : 0;
-        q->last = nf > 0 ? strtoull(f[0].value, NULL, 10) : 0;
+        q->last = 0;
+        q->f_bad = nf > 0 && dl_fence_parse(f[0].value, strlen(f[0].value), &q->last) != 1;
         if (n > q->cap) {
                 dl_etcd_entry *e = realloc(q->e, n * sizeof *e);
                 if (e == NULL)

@@ -516,6 +516,40 @@ static void test_sets_and_ranges(void **state)
         dirlock_release(r3, NULL);
 }
 
+/* A fence key that holds no fence dirlock could have drawn (past
+ * DIRLOCK_FENCE_MAX, or not a number): the take is refused with
+ * DIRLOCK_EDATA, never answered with a fence that could repeat one. */
+static void test_bad_fence_key(void **state)
+{
+        (void)state;
+        NEED_CLUSTER();
+        dl_etcd_url u;
+        char why[200], key[DL_ETCD_KEY_MAX];
+        assert_int_equal(dl_etcd_url_parse(space, strlen(space), &u, why, sizeof why), 0);
+        const char *bad[] = {"99999999999999999999", "09007199254740991", "twelve"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char name[16];
+                snprintf(name, sizeof name, "badf%zu", i);
+                dl_etcd_fence_key(&u, name, key, sizeof key);
+                dl_etcd_txn t;
+                dl_etcd_txn_init(&t);
+                dl_etcd_op_put(&t, true, key, bad[i], 0);
+                dl_time never = dl_deadline(-1), io = dl_etcd_io_deadline(&never);
+                dl_etcd_reply r;
+                bool ok;
+                long long rev;
+                assert_int_equal(dl_etcd_txn_run(&u, &t, &io, &ok, &rev, &r, NULL), DIRLOCK_OK);
+                dl_etcd_txn_free(&t);
+                dl_etcd_reply_free(&r);
+                dirlock_error e;
+                assert_null(take(name, DIRLOCK_EXCLUSIVE, 0, 1, &e));
+                assert_int_equal(e.code, DIRLOCK_EDATA);
+                assert_non_null(strstr(e.message, "holds no fence"));
+                assert_null(take(name, DIRLOCK_SHARED, 0, 0, &e)); /* nothing was left taken */
+                assert_int_equal(e.code, DIRLOCK_EDATA);
+        }
+}
+
 static void test_dead_owner(void **state)
 {
         (void)state;
@@ -645,6 +679,7 @@ int main(void)
             cmocka_unit_test(test_reentrant_cancel),
             cmocka_unit_test(test_upgrade_downgrade),
             cmocka_unit_test(test_sets_and_ranges),
+            cmocka_unit_test(test_bad_fence_key),
             cmocka_unit_test(test_dead_owner),
             cmocka_unit_test(test_members_passed_over),
             cmocka_unit_test(test_pending_in_one_loop),
