@@ -209,7 +209,6 @@ long dl_etcd_reader_in_way(const dl_etcd_queue *q, const dl_etcd_entry *me);
  * to idx[0..*count-1] (me not included).  q's entries are changed. */
 void dl_etcd_grant_pass(dl_etcd_queue *q, long me, size_t *idx, size_t *count);
 
-
 /* ---- the keys of a space ------------------------------------------------------ */
 
 #define DL_ETCD_KEY_MAX (DL_ETCD_PREFIX_MAX + DIRLOCK_NAME_MAX + 48)

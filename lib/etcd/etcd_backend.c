@@ -489,6 +489,7 @@ static int take(struct attempt *a, bool *taken, dirlock_error *err)
                 }
                 dl_etcd_cmp_rev(&t, e->fence_key, NULL, "MOD", "EQUAL", q->f_mod);
                 dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", e->rev);
+                DL_ASSERT(next > q->last); /* F: each take draws above the last fence */
                 fences[i] = next;
                 rc = entry_text(hs[i], 'h', mode_letter(hs[i]->opts.mode), next, text, sizeof text, err);
                 dl_etcd_op_put(&t, true, e->key, text, e->lease);
@@ -812,8 +813,11 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 dl_etcd_queue_free(&qs[i]);
         free(qs);
         free(blocked);
-        if (taken && rc == DIRLOCK_OK)
+        if (taken && rc == DIRLOCK_OK) {
+                for (size_t i = 0; i < n; i++)
+                        DL_ASSERT(E(hs[i])->fence > 0 && E(hs[i])->lease != 0); /* held: a fence, a lease */
                 return DIRLOCK_OK;
+        }
         /* Out: our leases go, and with them every key we made. */
         for (size_t i = 0; i < n; i++)
                 (void)revoke_quietly(hs[i], NULL);

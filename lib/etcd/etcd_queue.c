@@ -241,6 +241,7 @@ void dl_etcd_grant_pass(dl_etcd_queue *q, long me, size_t *idx, size_t *count)
                 if ((long)i == me || e->state != 'w' || e->names != 1 || !dl_etcd_may_hold(q, e, NULL))
                         continue;
                 e->state = 'h';
+                DL_ASSERT(dl_etcd_may_hold(q, &q->e[me], NULL)); /* M: nobody let in conflicts with us */
                 idx[(*count)++] = i;
         }
 }
