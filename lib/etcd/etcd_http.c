@@ -583,10 +583,10 @@ static int post_once(struct http_thread *t, struct conn *c, const dl_etcd_url *u
                 int c = json_object_get_int(code);
                 int rc = classify(c, next);
                 if (rc == 0) {
-                        json_object_put(o);
                         r->body = NULL;
                         r->grpc_code = c;
                         snprintf(r->message, sizeof r->message, "%s", text ? text : "");
+                        json_object_put(o); /* text was its */
                         *next = false;
                         return DIRLOCK_OK;
                 }
