@@ -123,7 +123,8 @@ int dl_etcd_queue_load(dl_etcd_queue *q, const dl_etcd_kv *kvs, size_t n, const 
                 e->lease = kvs[i].lease;
                 q->n++;
         }
-        qsort(q->e, q->n, sizeof *q->e, by_place);
+        if (q->n > 1)
+                qsort(q->e, q->n, sizeof *q->e, by_place);
         return DIRLOCK_OK;
 }
 

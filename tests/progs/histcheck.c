@@ -134,7 +134,8 @@ int main(int argc, char **argv)
         }
         for (; i < argc; i++)
                 read_history(argv[i]);
-        qsort(holds, nholds, sizeof *holds, by_from);
+        if (nholds > 1)
+                qsort(holds, nholds, sizeof *holds, by_from);
         /* Every pair that overlaps: sorted by start, an interval meets the
          * later ones that start before it ends. */
         long overlaps = 0;
