@@ -27,6 +27,9 @@
 #                      blocking call; many pending in one loop (bench/async-run)
 #   make bench-bindings  a lock from Perl and Python against C, and against
 #                      the dirlock command wrapping a no-op (bench/bindings-run)
+#   make bench-etcd    lock spaces on a private three-member etcd cluster,
+#                      against a bare put + delete and beside etcdctl lock
+#                      (bench/etcd-run)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk),
 #         bindings, PYTHON (bindings/bindings.mk)
 
@@ -37,6 +40,7 @@ RANGE_BENCH := $(BUILD)/bench/range_bench
 REDIS_BENCH := $(BUILD)/bench/redis_bench
 ASYNC_BENCH := $(BUILD)/bench/async_bench
 BINDINGS_BENCH := $(BUILD)/bench/bindings_bench
+ETCD_BENCH := $(BUILD)/bench/etcd_bench
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -62,6 +66,9 @@ $(ASYNC_BENCH): $(BUILD)/bench/async_bench.o $(LIB_A)
 $(BINDINGS_BENCH): $(BUILD)/bench/bindings_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
+$(ETCD_BENCH): $(BUILD)/bench/etcd_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
 $(HELLO_BIN): $(BUILD)/bench/hello.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
 
@@ -78,6 +85,8 @@ bench-range: $(RANGE_BENCH)
 	BUILD_DIR=$(BUILD) bench/range-run
 bench-redis: all $(REDIS_BENCH)
 	BUILD_DIR=$(BUILD) bench/redis-run
+bench-etcd: all $(ETCD_BENCH)
+	BUILD_DIR=$(BUILD) bench/etcd-run
 
 bench-netfs: all $(PEER_WORKER)
 	BUILD_DIR=$(BUILD) bench/netfs-run
@@ -107,8 +116,9 @@ bench:
 	$(MAKE) bench-redis
 	$(MAKE) bench-bindings
 	$(MAKE) bench-netfs
+	$(MAKE) bench-etcd
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
 .PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis bench-bindings bench-netfs
+	bench-redis bench-bindings bench-netfs bench-etcd

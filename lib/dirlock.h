@@ -17,7 +17,8 @@
  * directory path (locks are directories in it: lib/dir/exclusive.c),
  * "flock:DIR" (the kernel's flock(2) on files in DIR), or a lock server
  * shared by several hosts, named by a URL (redis://..., in a build with
- * hiredis).  dirlock_space_form() lists the forms this build knows,
+ * hiredis; etcd://..., a cluster's members, in a build with libcurl and
+ * json-c).  dirlock_space_form() lists the forms this build knows,
  * dirlock_space_query() says what a given string names; each backend's
  * folder in lib/ has its grammar and protocol (docs/backends.md).
 
@@ -63,8 +64,15 @@
  *     pid, which a pthread_atfork handler clears) and opens its own.  The
  *     SHA1 of each server-side script is learnt once per process, behind
  *     a mutex.
+ *   - per-thread connections to etcd members (lib/etcd/etcd_http.c): a pool
+ *     of up to eight libcurl handles, each checked out for one request or
+ *     watch and kept for the next (with its TCP connections), and for up
+ *     to four clusters the member that answered last; freed when the
+ *     thread exits, and by a forked child (seen by the pid) before it
+ *     makes its own.  libcurl is initialised once per process.
  * Every descriptor the library opens is close-on-exec (a Redis socket is
- * made so right after hiredis opens it).
+ * made so right after hiredis opens it; libcurl's sockets are opened so,
+ * and the socket pair it makes for itself is marked so at once).
  */
 #ifndef DIRLOCK_H
 #define DIRLOCK_H

@@ -6,6 +6,8 @@
  *   flock:/var/lib/board/locks               flock(2) on files there (lib/flock/)
  *   redis://host:6379/0?prefix=board         a Redis server (lib/redis/;
  *   redis+unix:///run/redis.sock?db=1        redis_url.h has the grammar)
+ *   etcd://10.0.0.1:2379,10.0.0.2:2379/board an etcd cluster (lib/etcd/;
+ *                                            etcd_url.h has the grammar)
  *   scheme://...                             another backend's space
  *
  * A string is a scheme's only when it starts with one of the prefixes of
@@ -23,7 +25,7 @@
 
 /* One row per prefix; a backend that is not built links a placeholder
  * table of the same name (backend.h, THE CONTRACT). */
-extern const dl_backend dl_flock_backend, dl_redis_backend;
+extern const dl_backend dl_flock_backend, dl_redis_backend, dl_etcd_backend;
 static const struct scheme {
         const char *prefix;
         const dl_backend *be;
@@ -31,6 +33,7 @@ static const struct scheme {
     {"flock:", &dl_flock_backend},
     {"redis://", &dl_redis_backend},
     {"redis+unix://", &dl_redis_backend},
+    {"etcd://", &dl_etcd_backend},
 };
 #define SCHEME_COUNT (sizeof schemes / sizeof schemes[0])
 

@@ -28,6 +28,9 @@
         X(REDIS_LAZY_FENCE, "lib/redis/redis_backend.c",                                                     \
           "a fence is drawn late without checking the lock: the twin of the paused-holder test "             \
           "(tests/core-paused.t)")                                                                           \
+        X(ETCD_NO_LOCK, "lib/etcd/etcd_queue.c",                                                             \
+          "every request may hold, the queue unread: the counter's twin that must lose updates on an etcd "  \
+          "space (tests/core-counter.t)")                                                                    \
         X(REDIS_CLOCK_SKEW_MS, "lib/redis/redis_conn.c",                                                     \
           "skews a connection's idea of the server's clock, as a suspended host would "                      \
           "(tests/core-redis.t)")                                                                            \

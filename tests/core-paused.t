@@ -16,15 +16,18 @@ extra=0
 space_of redis >/dev/null && extra=2
 plan $((4 * $(spaces_count) + extra))
 
-# paused SPACE NAME MODE -> runs a holder (stale 0.5 s, sleeping 1.5 s)
-# stopped for 1.2 s from right after it holds; a second taker meanwhile.
+# paused SPACE NAME MODE -> runs a holder (stale 0.5 s, or the space's
+# shortest, space_min_stale; sleeping three times that) stopped from right
+# after it holds until a second taker got the lock, and 0.2 s more.
 # Sets held_fence, late_fence, late_code, check_code, release_code, next_fence.
 paused() {
-	coproc HOLDER { exec "$PROGS/lockworker" paused "$1" "$2" 0.5 1.5 "$3"; }
+	local stale
+	stale=$(awk -v m="$(space_min_stale "$1")" 'BEGIN { print (m > 0.5 ? m : 0.5) }')
+	coproc HOLDER { exec "$PROGS/lockworker" paused "$1" "$2" "$stale" "$(awk -v s="$stale" 'BEGIN { print 3 * s }')" "$3"; }
 	local word
 	read -r word held_fence <&"${HOLDER[0]}"
 	kill -STOP "$HOLDER_PID"
-	next_fence=$("$PROGS/lockworker" fenced "$1" "$2" 5 0.5 | awk '{print $2}')
+	next_fence=$("$PROGS/lockworker" fenced "$1" "$2" 5 "$stale" | awk '{print $2}')
 	sleep 0.2
 	kill -CONT "$HOLDER_PID"
 	local out

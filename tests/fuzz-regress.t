@@ -6,8 +6,8 @@
 # With SANITIZE=1 they run under ASan+UBSan.  Fuzzing itself: make fuzz.
 . "$(dirname "$0")/tap.sh"
 
-names="form cookie logrecord owner redisurl range"
-plan 6
+names="form cookie logrecord owner redisurl range etcdurl"
+plan 7
 for n in $names; do
 	bin=$BUILD_DIR/tests/fuzz/replay_$n
 	if [ ! -x "$bin" ]; then

@@ -16,7 +16,7 @@ spaces_start || exit 1
 echo "1..$((2 * $(spaces_count)))"
 for S in $(test_spaces); do
 kind=$(space_kind "$S") ROUNDS=$DIR_ROUNDS
-space_is_server "$S" && ROUNDS=$SERVER_ROUNDS
+space_is_server "$S" && ROUNDS=$(space_rounds "$S" "$SERVER_ROUNDS")
 roles="r w i u wq"
 bad=0
 slow=0

@@ -27,6 +27,16 @@
 #                           line, nothing when it holds nothing; what a lock
 #                           keeps by design (fence counters, ...) is not shown
 #   space_waiters SPACE LOCK  how many waiters are queued for lock LOCK
+#   space_rounds SPACE N    how many rounds to make on SPACE of a loop that
+#                           makes N on a Redis server (N in a directory):
+#                           fewer where a hand-off costs far more, so that
+#                           the suite's time stays bounded
+#   space_min_stale SPACE   the shortest stale age SPACE takes, in seconds
+#                           (DIRLOCK_MIN_STALE_AGE, 0.1, unless the plug-in
+#                           says more)
+#   space_no_lock SPACE     the VAR=VALUE of the test seam under which the
+#                           space's locks take without looking (the
+#                           counter's twin), or nothing (status 1)
 #   space_of PLUGIN         the space of plug-in PLUGIN's server when it was
 #                           started (status 0), else nothing (status 1):
 #                           for the checks of one backend's own (its test
@@ -59,6 +69,10 @@
 #                           knows whose a space is)
 #   NAME_space_leftovers SPACE      as space_leftovers
 #   NAME_space_waiters SPACE LOCK   as space_waiters
+# and may define (else the defaults of the functions above):
+#   NAME_space_rounds N     as space_rounds
+#   NAME_space_min_stale    as space_min_stale
+#   NAME_space_no_lock      as space_no_lock
 # shellcheck shell=bash
 
 SPACE_DIR="$T/locks"
@@ -165,4 +179,27 @@ space_waiters() {
 	else
 		find "$1/$2.fifo" -mindepth 1 -maxdepth 1 -name 't.*' 2>/dev/null | wc -l
 	fi
+}
+
+space_rounds() {
+	local p
+	if p=$(spaces_plugin "$1") && declare -F "${p}_space_rounds" >/dev/null; then
+		"${p}_space_rounds" "$2"
+	else
+		echo "$2"
+	fi
+}
+
+space_min_stale() {
+	local p
+	if p=$(spaces_plugin "$1") && declare -F "${p}_space_min_stale" >/dev/null; then
+		"${p}_space_min_stale"
+	else
+		echo 0.1
+	fi
+}
+
+space_no_lock() {
+	local p
+	p=$(spaces_plugin "$1") && declare -F "${p}_space_no_lock" >/dev/null && "${p}_space_no_lock"
 }

@@ -18,11 +18,11 @@
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
-UNIT_TESTS := conn_cache core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale range rw space redis_url redis \
+UNIT_TESTS := conn_cache core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale range rw space redis_url redis etcd \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
 	board_view_lock board_delete_limit
-TEST_PROGS := lockworker rangestress rw_hold stress
+TEST_PROGS := histcheck histworker lockworker rangestress rw_hold stress
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
 TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
@@ -40,8 +40,8 @@ $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 
 # Test seams (the list, and which test uses each: lib/test_hooks.h) exist
 # only in a second build of the library, compiled with DIRLOCK_TEST_HOOKS,
-# that the shipped library and programs never link: lockworker and
-# rw_hold link it.
+# that the shipped library and programs never link: lockworker, histworker
+# and rw_hold link it.
 HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
 $(BUILD)/hooks/%.o: %.c
@@ -50,6 +50,8 @@ $(BUILD)/hooks/%.o: %.c
 $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+$(BUILD)/tests/progs/histworker: $(BUILD)/tests/progs/histworker.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 $(BUILD)/tests/progs/rw_hold: $(BUILD)/tests/progs/rw_hold.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread

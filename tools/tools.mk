@@ -12,13 +12,15 @@
 #   make demo-rw                   bin/dirlock-demo: torn reads, read and
 #                                  write attacks per policy (5 s a run), and
 #                                  the trace htdocs/rw-timeline.html draws
-#   make start-cluster [CLUSTER_PORT=8090] [DELAY_MS=0]
+#   make start-cluster [CLUSTER_PORT=8090] [DELAY_MS=0] [LOCKS=etcd]
 #                                  the boards on two hosts (network
 #                                  namespaces, root only) sharing one data
 #                                  directory, locks on a Redis server in a
-#                                  namespace of its own (tools/cluster,
-#                                  docs/cluster.md); make stop-cluster
-#   make demo-cluster              start-cluster with DELAY_MS=20 from empty
+#                                  namespace of its own, or with LOCKS=etcd
+#                                  on a three-member etcd cluster
+#                                  (tools/cluster, docs/cluster.md); make
+#                                  stop-cluster
+#   make demo-cluster [LOCKS=etcd] start-cluster with DELAY_MS=20 from empty
 #                                  boards + the lost-update demonstration
 #                                  posting to both hosts at once
 #   make start-cluster FS=glusterfs / make demo-cluster FS=glusterfs
@@ -105,22 +107,25 @@ demo: deps
 
 CLUSTER_PORT ?= 8090
 FS ?= local
-# The boards the demonstration posts to, per kind of data directory.
-CLUSTER_MODES_local := none mkdir redis redis-sqlite
-CLUSTER_MODES_glusterfs := none mkdir rw flock redis
+LOCKS ?= redis
+# The boards the demonstration posts to, by where the data lives and
+# which lock servers run (tools/cluster picks the board list the same way).
+CLUSTER_MODES_local_redis := none mkdir redis redis-sqlite
+CLUSTER_MODES_glusterfs_redis := none mkdir rw flock redis
+CLUSTER_MODES_local_etcd := none mkdir etcd etcd-sqlite
 
 # tools/cluster exits 77, after one line saying why, where network
 # namespaces cannot be made: the target stops there.
 start-cluster: all
-	@FS=$(FS) PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
+	@FS=$(FS) LOCKS=$(LOCKS) PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
 
 stop-cluster:
 	tools/cluster stop
 
 demo-cluster: deps
 	$(MAKE) all
-	@FS=$(FS) PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
-	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "$(CLUSTER_MODES_$(FS))" \
+	@FS=$(FS) LOCKS=$(LOCKS) PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
+	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "$(CLUSTER_MODES_$(FS)_$(LOCKS))" \
 		$$(tools/cluster urls | sed 's/^/--host /') || rc=$$?; \
 	echo; \
 	echo "The cluster is up: http://127.0.0.1:$(CLUSTER_PORT)/board/ (both hosts; make stop-cluster to stop it)"; \

@@ -14,7 +14,8 @@ REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)
 ifeq ($(REDIS),1)
 LIB_SRCS += $(REDIS_SRCS)
 LIB_LIBS += $(shell pkg-config --libs hiredis)
-PC_REQUIRES += Requires.private: hiredis
+# One Requires.private line for every backend that adds one.
+PC_REQUIRES += $(if $(findstring Requires.private:,$(PC_REQUIRES)),,Requires.private:) hiredis
 ALL_CFLAGS += -DDIRLOCK_WITH_REDIS
 else
 LIB_SRCS += lib/redis/redis_absent.c

@@ -44,3 +44,6 @@ redis_space_leftovers() {
 
 # The waiting queue of lock LOCK, {P}:LOCK:q, one entry a waiter.
 redis_space_waiters() { redis_cli zcard "{$(redis_space_prefix "$1")}:$2:q"; }
+
+# The counter's twin: the acquire script takes without looking.
+redis_space_no_lock() { echo DIRLOCK_TEST_REDIS_NO_LOCK=1; }

@@ -3,7 +3,7 @@
 #   provides: FUZZ_REPLAY_BINS (added to test-build)
 #   uses:     BUILD, CSTD, WARN, ALL_CFLAGS, ALL_LDFLAGS (Makefile)
 #
-#   make fuzz [FUZZ_SECONDS=60] [FUZZERS="form cookie logrecord owner redisurl range"]
+#   make fuzz [FUZZ_SECONDS=60] [FUZZERS="form cookie logrecord owner redisurl range etcdurl"]
 #       builds the libFuzzer targets with clang into build-fuzz/ and runs
 #       each for FUZZ_SECONDS, starting from the seed corpus
 #       tests/fuzz/corpus/NAME/ and the regression inputs
@@ -20,7 +20,7 @@
 # tests/fuzz-regress.t feeds them the seeds and regression inputs: the
 # properties are checked on every test run, without clang.
 
-FUZZ_NAMES := form cookie logrecord owner redisurl range
+FUZZ_NAMES := form cookie logrecord owner redisurl range etcdurl
 FUZZERS ?= $(FUZZ_NAMES)
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
@@ -48,6 +48,8 @@ $(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_DIR)/lib/redis/redis_url.o
 # The range text parser, with the error helpers it fills errors with.
 FUZZ_RANGE_SRCS := lib/range_text.c lib/error.c
 $(FUZZ_DIR)/fuzz_range: $(FUZZ_RANGE_SRCS:%.c=$(FUZZ_DIR)/%.o)
+# So is the etcd one (nor libcurl, nor json-c).
+$(FUZZ_DIR)/fuzz_etcdurl: $(FUZZ_DIR)/lib/etcd/etcd_url.o
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lpthread
 
@@ -101,6 +103,7 @@ $(BUILD)/tests/fuzz/replay_logrecord: $(BUILD)/cgi-bin/logrecord.o
 $(BUILD)/tests/fuzz/replay_owner: $(FUZZ_OWNER_SRCS:%.c=$(BUILD)/%.o)
 $(BUILD)/tests/fuzz/replay_redisurl: $(BUILD)/lib/redis/redis_url.o
 $(BUILD)/tests/fuzz/replay_range: $(FUZZ_RANGE_SRCS:%.c=$(BUILD)/%.o)
+$(BUILD)/tests/fuzz/replay_etcdurl: $(BUILD)/lib/etcd/etcd_url.o
 $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/fuzz_%.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 

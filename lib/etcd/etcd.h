@@ -1,0 +1,244 @@
+/* etcd.h - what the files of the etcd backend share: the space's address
+ * (etcd_url.h), the calls to the cluster's v3 JSON gateway (etcd_http.c:
+ * libcurl and json-c, endpoints tried in turn), the typed requests
+ * (etcd_kv.c: leases, ranges, transactions, watches), a lock's queue and
+ * the rules that say who may hold (etcd_queue.c), and what the protocol
+ * (etcd_backend.c) lends the administration (etcd_admin.c).  The protocol
+ * and its invariants are at the top of etcd_backend.c.  Only built when
+ * libcurl and json-c are (etcd.mk: DIRLOCK_WITH_ETCD). */
+#ifndef DIRLOCK_ETCD_H
+#define DIRLOCK_ETCD_H
+
+#include "etcd_url.h"
+#include "internal.h"
+
+#include <json-c/json.h>
+
+/* ---- time budgets ---------------------------------------------------------- */
+
+/* The longest one call (a request, asked of the members in turn until
+ * one answers) may take when the caller allows more: long enough for an
+ * election (a lost leader is replaced within two election timeouts, 2 s
+ * with etcd's defaults); a cluster that answers nothing by then counts as
+ * unreachable. */
+#define DL_ETCD_IO_MS 3000.0
+/* Connecting to one member. */
+#define DL_ETCD_CONNECT_MS 500.0
+/* The least one request is given, even at timeout 0 or at a deadline. */
+#define DL_ETCD_GRACE_MS 250.0
+
+/* ---- calls to the gateway (etcd_http.c) ------------------------------------- */
+
+/* A reply: the parsed JSON body, or the gateway's error. */
+typedef struct dl_etcd_reply {
+        json_object *body; /* owned; NULL on error */
+        int grpc_code;     /* 0, or the error's gRPC code (5: not found, 9: failed precondition, ...) */
+        char message[200]; /* the error's message */
+} dl_etcd_reply;
+
+/* POST `request` (JSON, not consumed) to `path` ("/v3/kv/range") on the
+ * space's members by `deadline`: the thread's current member first, then
+ * the next ones, until one answers.  DIRLOCK_OK with *r filled (body, or
+ * grpc_code for the errors a caller handles: not found, failed
+ * precondition, out of range); DIRLOCK_ESERVER when no member answered
+ * (or each said it cannot serve now: no leader, timed out, too many
+ * requests), DIRLOCK_EAUTH (permission denied, unauthenticated),
+ * DIRLOCK_EDATA (anything else the gateway refused).  *sent (may be NULL)
+ * tells whether a request that got no answer may have reached a member
+ * before the one that answered: a caller for whom asking twice is not the
+ * same as asking once (a revoke) must know. */
+int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, const dl_time *deadline,
+                 bool *sent, dl_etcd_reply *r, dirlock_error *err);
+void dl_etcd_reply_free(dl_etcd_reply *r);
+
+/* What ended a wait on a watch (dl_etcd_watch_wait). */
+typedef enum dl_etcd_woken {
+        DL_ETCD_CHANGED,  /* the key changed or went (or the server ended the watch) */
+        DL_ETCD_QUIET,    /* nothing happened by the time given */
+        DL_ETCD_CANCELED, /* the cancel descriptor polled readable */
+        DL_ETCD_PID,      /* the watched owner process died */
+} dl_etcd_woken;
+
+/* Watch `key` for any change from revision `from` on (so nothing after
+ * the caller's read is missed) until `until`, the cancel descriptor or
+ * the pidfd (either may be -1).  The one blocking wait of the backend
+ * that is not a request: a stream on the current member, closed when the
+ * wait ends.  DIRLOCK_ESERVER when no member would watch. */
+int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, const dl_time *until,
+                       int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err);
+
+/* The deadline of one request within a call whose own deadline is `call`:
+ * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)). */
+dl_time dl_etcd_io_deadline(const dl_time *call);
+
+/* Base64 of the gateway's byte fields (OpenSSL's codec).  Encode into a
+ * new json string; decode into buf (NUL-terminated), -1 when it is not
+ * base64 or does not fit. */
+json_object *dl_etcd_b64(const char *bytes, size_t len);
+int dl_etcd_unb64(const char *text, char *buf, size_t size);
+
+/* ---- typed requests (etcd_kv.c) --------------------------------------------- */
+
+/* A key of a range reply. */
+typedef struct dl_etcd_kv {
+        char key[DL_ETCD_PREFIX_MAX + DIRLOCK_NAME_MAX + 48];
+        char value[DL_RECORD_MAX + 160];
+        long long create_revision, mod_revision, version, lease;
+} dl_etcd_kv;
+
+/* A transaction being built: compares, then the operations of each
+ * branch.  Keys are plain strings (encoded here). */
+typedef struct dl_etcd_txn {
+        json_object *compare, *success, *failure;
+} dl_etcd_txn;
+
+void dl_etcd_txn_init(dl_etcd_txn *t);
+void dl_etcd_txn_free(dl_etcd_txn *t);
+/* Compare `target` ("CREATE", "MOD", "VALUE") of key (or of every key of
+ * [key, range_end) when range_end is not NULL) with `result` ("EQUAL",
+ * "LESS", ...) against a revision or a value. */
+void dl_etcd_cmp_rev(dl_etcd_txn *t, const char *key, const char *range_end, const char *target,
+                     const char *result, long long rev);
+void dl_etcd_cmp_value(dl_etcd_txn *t, const char *key, const char *result, const char *value);
+/* Operations of the success (`then` true) or failure branch. */
+void dl_etcd_op_put(dl_etcd_txn *t, bool then, const char *key, const char *value, long long lease);
+void dl_etcd_op_range(dl_etcd_txn *t, bool then, const char *key, const char *range_end);
+/* The end of the range of keys starting with `prefix` (its last byte + 1). */
+void dl_etcd_prefix_end(const char *prefix, char *buf, size_t size);
+
+/* Run t; *succeeded tells the branch taken, *revision the store's revision
+ * after it; the range results, in order, are kept in *reply for
+ * dl_etcd_txn_range(). */
+int dl_etcd_txn_run(const dl_etcd_url *u, dl_etcd_txn *t, const dl_time *deadline, bool *succeeded,
+                    long long *revision, dl_etcd_reply *reply, dirlock_error *err);
+/* The i-th range result of a transaction's reply (the operations of the
+ * branch taken, counted among ranges only): its keys, malloc'd, into
+ * *kvs[0..*n-1] (free() it).  DIRLOCK_EDATA when the reply has no such
+ * range or is malformed, DIRLOCK_ENOMEM. */
+int dl_etcd_txn_range(const dl_etcd_reply *reply, size_t i, dl_etcd_kv **kvs, size_t *n, dirlock_error *err);
+/* The keys of [key, range_end), keys only or with values, malloc'd into
+ * *kvs[0..*n-1]; *revision (may be NULL) the revision read at. */
+int dl_etcd_range(const dl_etcd_url *u, const char *key, const char *range_end, bool keys_only,
+                  dl_etcd_kv **kvs, size_t *n, long long *revision, const dl_time *deadline,
+                  dirlock_error *err);
+/* Header revision of a reply (0 when missing). */
+long long dl_etcd_revision(const json_object *body);
+
+/* Leases.  Grant lease `id` (chosen by the caller: a lost answer is asked
+ * again under the same id) for ttl seconds: *granted the TTL the cluster
+ * gave (at least its smallest).  keepalive: *ttl_left, 0 when it is gone.
+ * revoke: *found false when there was no such lease (expired or revoked
+ * by someone else); a lost answer is asked again once (*resent), and the
+ * second asking cannot tell "revoked by us" from "gone". */
+int dl_etcd_lease_grant(const dl_etcd_url *u, long long id, long long ttl, const dl_time *deadline,
+                        long long *granted, dirlock_error *err);
+int dl_etcd_lease_keepalive(const dl_etcd_url *u, long long id, const dl_time *deadline, long long *ttl_left,
+                            dirlock_error *err);
+int dl_etcd_lease_revoke(const dl_etcd_url *u, long long id, const dl_time *deadline, bool *found,
+                         bool *resent, dirlock_error *err);
+/* TTL granted and left of lease id (-1, -1 when it is gone). */
+int dl_etcd_lease_ttl(const dl_etcd_url *u, long long id, const dl_time *deadline, long long *granted,
+                      long long *left, dirlock_error *err);
+/* A random lease id: 62 bits, never 0. */
+long long dl_etcd_new_lease_id(void);
+
+/* ---- a lock's queue (etcd_queue.c) -------------------------------------------
+ *
+ * Every holder or waiter of lock NAME is one key, PREFIX/q/NAME/TOKEN,
+ * bound to its acquisition's lease, whose value is
+ *
+ *   dl1 <state><mode> <policy> <names> <seq> <lo> <hi> <fence> <owner record>
+ *
+ * state: w (waiting) or h (held); mode: x (exclusive), s (shared), i
+ * (intent), u (intent, upgrading or upgraded: holds newcomers off as an
+ * exclusive lock does); policy 0-3 (dirlock_policy); names: how many names
+ * the acquisition takes at once (a set is only ever taken whole); seq: the
+ * arrival of a set that joined this queue after its first (the revision
+ * of its first key), 0 for "my own create_revision"; lo, hi:
+ * a range lock's ends (C99 hex floats), "-" for a whole lock; fence: the
+ * holder's, 0 while it waits; the owner record is owner.c's text.  An
+ * entry's place in the queue is its seq, or its key's create_revision. */
+typedef struct dl_etcd_entry {
+        char token[33];
+        long long rev;   /* its key's create_revision, 0: not in the queue */
+        long long seq;   /* its arrival, when not rev (a set that joined late) */
+        long long lease; /* its acquisition's lease */
+        char state;      /* 'w' or 'h' */
+        char mode;       /* 'x', 's', 'i', 'u' */
+        int policy;
+        int names;
+        bool ranged;
+        double lo, hi;
+        unsigned long long fence;
+        char record[DL_RECORD_MAX];
+} dl_etcd_entry;
+
+/* A name's state read at one revision: its entries in arrival order and
+ * its fence key. */
+typedef struct dl_etcd_queue {
+        dl_etcd_entry *e;
+        size_t n, cap;
+        long long f_mod;         /* mod_revision of PREFIX/f/NAME, 0: none yet */
+        unsigned long long last; /* the last fence drawn (its value) */
+        bool f_bad;              /* the fence key holds no fence (not what dirlock wrote) */
+        long long revision;      /* of the read */
+} dl_etcd_queue;
+
+int dl_etcd_entry_format(const dl_etcd_entry *e, char *buf, size_t size);
+/* Parse a value; 0 or -1 (not one of ours). */
+int dl_etcd_entry_parse(const char *value, dl_etcd_entry *e);
+/* Fill q from a range of the name's keys and its fence key's (either may
+ * be n == 0).  Keys that are not entries are skipped.  DIRLOCK_ENOMEM. */
+int dl_etcd_queue_load(dl_etcd_queue *q, const dl_etcd_kv *kvs, size_t n, const dl_etcd_kv *f, size_t nf,
+                       long long revision, dirlock_error *err);
+void dl_etcd_queue_free(dl_etcd_queue *q);
+/* The index of token t in q, or -1. */
+long dl_etcd_queue_find(const dl_etcd_queue *q, const char *t);
+
+/* May `me` (an entry of q, or a newcomer not in it yet) hold now?  Yes
+ * when every other entry that overlaps it lets it: a holder by the
+ * compatibility of modes, a waiter by the policies (the rules at the top
+ * of etcd_queue.c).  No: *blocker the index of the entry to watch -- the
+ * nearest one ahead of me that keeps me out, else the first behind. */
+bool dl_etcd_may_hold(const dl_etcd_queue *q, const dl_etcd_entry *me, size_t *blocker);
+/* An intent holder upgrading: the index of a reader still in its way
+ * (a held shared entry that overlaps it), or -1. */
+long dl_etcd_reader_in_way(const dl_etcd_queue *q, const dl_etcd_entry *me);
+/* Mark `me` held, then every other single-name waiter, in arrival order,
+ * that may hold beside it and everyone marked so far; their indices go
+ * to idx[0..*count-1] (me not included).  q's entries are changed. */
+void dl_etcd_grant_pass(dl_etcd_queue *q, long me, size_t *idx, size_t *count);
+
+/* ---- the keys of a space ------------------------------------------------------ */
+
+#define DL_ETCD_KEY_MAX (DL_ETCD_PREFIX_MAX + DIRLOCK_NAME_MAX + 48)
+
+/* PREFIX/q/NAME/ (the queue), PREFIX/q/NAME/TOKEN (an entry),
+ * PREFIX/f/NAME (the fence), PREFIX/q/ (every queue). */
+void dl_etcd_queue_key(const dl_etcd_url *u, const char *name, char *buf, size_t size);
+void dl_etcd_entry_key(const dl_etcd_url *u, const char *name, const char *token, char *buf, size_t size);
+void dl_etcd_fence_key(const dl_etcd_url *u, const char *name, char *buf, size_t size);
+
+/* ---- what etcd_backend.c lends etcd_admin.c ------------------------------------ */
+
+/* Space string -> address, or DIRLOCK_EINVAL naming what is wrong. */
+int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err);
+/* Read the queue and fence of `name` at one revision. */
+int dl_etcd_read_queue(const dl_etcd_url *u, const char *name, const dl_time *deadline, dl_etcd_queue *q,
+                       dirlock_error *err);
+/* Prefix err's message with "lock 'NAME': "; returns rc. */
+int dl_etcd_about(dirlock_error *err, int rc, const char *name);
+/* "pid 812 on www1" (or a reader, a waiter ahead, a range) of an entry. */
+void dl_etcd_describe(const dl_etcd_entry *e, char *out, size_t size);
+
+/* ---- the space from outside its holders (etcd_admin.c) ------------------------- */
+
+int dl_etcd_inspect(const char *spec, const char *name, double stale_age, dirlock_owner *owner,
+                    dirlock_error *err);
+int dl_etcd_break(const char *spec, const char *name, double stale_age, int force, dirlock_error *err);
+int dl_etcd_cleanup(const char *spec, dirlock_error *err);
+int dl_etcd_list(const char *spec, char ***names, size_t *count, dirlock_error *err);
+int dl_etcd_ranges(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
+                   dirlock_error *err);
+
+#endif

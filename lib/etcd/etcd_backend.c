@@ -1,0 +1,1171 @@
+/* etcd_backend.c - the etcd backend (backend.h): a lock space on an etcd
+ * cluster (etcd://HOST:PORT[,HOST:PORT...][/PREFIX], etcd.h), reached
+ * through its v3 JSON gateway, shared by the processes of every host that
+ * can reach a majority of its members.  Here: the protocol, the handle's
+ * state, the wait loop and the table of entry points; the rules of who
+ * may hold are in etcd_queue.c, the requests in etcd_kv.c and
+ * etcd_http.c, the administration (inspect, break, list, cleanup,
+ * ranges) in etcd_admin.c.  docs/library.md says how it differs from a
+ * directory space.
+ *
+ * ======================================================================
+ * DATA.  Lock NAME of a space with prefix P is
+ *   P/q/NAME/<token>  one key per holder or waiter of this acquisition
+ *                     (the text in etcd.h: state, mode, policy, the set's
+ *                     size, the range, the fence, the owner record),
+ *                     bound to the acquisition's own lease; its
+ *                     create_revision is its place in the queue
+ *   P/f/NAME          the last fence drawn for NAME, 20 decimal digits
+ *                     (so that comparing the text compares the numbers);
+ *                     no lease, never removed
+ * Ranges and whole locks of a name share one queue (a whole lock overlaps
+ * every range).
+ *
+ * LEASES.  Each acquisition grants its own lease, with an id it draws
+ * itself (a grant whose answer was lost is asked again under the same id)
+ * and TTL = the stale age rounded up to whole seconds; a stale age below
+ * 1 s, or below the cluster's smallest lease (its answer grants more than
+ * asked), is refused with DIRLOCK_EINVAL.  The lease is kept alive by the
+ * waiter while it waits (every third of the TTL) and by the holder's
+ * dirlock_refresh() (one keep-alive request), and revoked on release, on
+ * timeout, on cancel and on any other failure: the cluster deletes every
+ * key of an acquisition with its lease, at once, so nothing of a holder
+ * or waiter that died or gave up stays longer than its TTL, and a
+ * request of a gone acquisition can never take the lock later (a put
+ * under a revoked lease fails, and every take compares the entry's
+ * create_revision).  etcd's own server-side Lock is not used: a Lock
+ * request that timed out could still take the lock afterwards.
+ *
+ * ======================================================================
+ * INVARIANTS.
+ *   M  (mutual exclusion) Only a transaction that compares the fence key's
+ *      mod_revision with the one the taker read takes anything, and every
+ *      change that can put a new holder in the way of a held one -- a
+ *      waiter marked held, an intent holder marked upgrading -- writes
+ *      the fence key in that transaction.  So between the read a take was
+ *      decided on and its commit, no holder came and none grew; holders
+ *      may only have gone or shrunk (release, expiry, downgrade, shrink),
+ *      which lets in no less.  The taker decided from that read that it
+ *      conflicts with no holder (etcd_queue.c): it conflicts with none at
+ *      its commit.  Sets compare every name's fence key: all or nothing.
+ *   U  (upgrade) An intent holder marks itself upgrading (mode u) in such
+ *      a transaction; from that commit on no read shows a new reader in
+ *      (u lets nobody in, and a take decided on an older read fails its
+ *      compare), so the readers only drain, and the upgrader is exclusive
+ *      once a read shows none.
+ *   E  (expiry) every entry lives only as long as its lease; the lease
+ *      lives its TTL after its last keep-alive, by the cluster's clock
+ *      (the leader's; a new leader gives every lease its whole TTL
+ *      again).  Keys go only with their lease: release, expiry, and a
+ *      break, which revokes the holder's lease.
+ *   F  (fences) every take draws max(last + 1, the taker's wall clock in
+ *      microseconds) for each name it takes, writes it to P/f/NAME and
+ *      into the holder's entry, in the taking transaction.  The compare
+ *      of M serialises the takes of a name, so its fences grow strictly
+ *      in commit order, whoever takes, across leader changes and member
+ *      restarts.  A cluster restored from an old snapshot goes back with
+ *      its revisions and its fence keys alike (nothing inside it
+ *      remembers the lost history); the clock term keeps the next fence
+ *      above every one drawn before, as long as the clocks of the hosts
+ *      that take locks are not behind the latest fence by more than the
+ *      restore took (docs/fencing.md).
+ *   Q  (queue) waiters are served by the rules of etcd_queue.c in order of
+ *      their entries' create_revision; "waits for" has no cycle.
+ *
+ * ACQUIRE.
+ *   1. Grant the lease (one per name of a set).
+ *   2. One transaction: if the name's queue is empty and its fence key
+ *      holds a number below the clock, write our entry held and the fence
+ *      (the uncontended lock: two requests in all with the grant).
+ *      Otherwise, in the same transaction, enqueue our entry waiting
+ *      (unless timeout 0: then nothing is written) and read the queue and
+ *      the fence key.
+ *   3. Decide from the read: may we hold (etcd_queue.c)?  Yes: take --
+ *      a transaction comparing the fence key's mod_revision and our
+ *      entry's create_revision that writes us held with our fence, and
+ *      also every other single-name waiter that may hold beside us
+ *      (readers behind a writer go in together, one transaction); it
+ *      fails when anything was taken meanwhile, and then reads the queue
+ *      again in the same round trip: back to 3.
+ *   4. No: watch the one entry in our way (etcd_queue.c, WATCHING), from
+ *      the revision after our read, so a change between the read and the
+ *      watch is not missed; meanwhile keep our lease alive, and watch the
+ *      entry's owner with a pidfd when it is on this host.  Its owner
+ *      provably dead on this host: revoke its lease at once.  Woken: read
+ *      our own entry and the queue again (our lease may have expired: then
+ *      enqueue anew) and go to 3.
+ *   5. At the deadline or when canceled: one last read and decision; out,
+ *      revoke our lease.  A cluster that cannot be reached: a timed
+ *      acquire retries with backoff until its deadline and then fails
+ *      with DIRLOCK_ESERVER (the lock's state is unknown, not busy); an
+ *      infinite wait keeps trying; the cancel descriptor still ends it.
+ * RELEASE revokes the lease: DIRLOCK_ELOST when there was none any more
+ * (expired or broken).  A revoke whose answer was lost and whose retry
+ * finds no lease cannot tell released from lost: DIRLOCK_ESERVER says so.
+ * REFRESH is one keep-alive; CHECK reads our entry (held: ours still).
+ * DOWNGRADE, SHRINK and back-to-intent rewrite our entry, comparing its
+ * create_revision.  UPGRADE marks us upgrading (U), then waits as in 4
+ * for the readers in our way; at its deadline it marks us intent again. */
+#include "backend.h"
+#include "etcd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BACKOFF_START_MS 10.0
+#define BACKOFF_CAP_MS   500.0
+#define LEASE_TTL_MAX    9000000000LL /* etcd's longest lease */
+
+struct dl_etcd {
+        dl_etcd_url url;
+        char key[DL_ETCD_KEY_MAX];   /* our entry: P/q/NAME/TOKEN */
+        char queue[DL_ETCD_KEY_MAX]; /* P/q/NAME/ and the end of its range */
+        char queue_end[DL_ETCD_KEY_MAX];
+        char fence_key[DL_ETCD_KEY_MAX]; /* P/f/NAME */
+        long long lease;                 /* this acquisition's, 0: none */
+        long long ttl;                   /* seconds */
+        long long rev;                   /* our entry's create_revision, 0: none */
+        long long seq;                   /* a set's arrival (its first entry's revision), 0: not yet */
+        unsigned long long fence;
+        int names;           /* of the set it was taken with */
+        bool revoke_pending; /* a revoke that got no answer */
+};
+
+static struct dl_etcd *E(const dirlock *h)
+{
+        return (struct dl_etcd *)h->impl;
+}
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err)
+{
+        char why[200];
+        if (dl_etcd_url_parse(spec, strlen(spec), u, why, sizeof why) == 0)
+                return DIRLOCK_OK;
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': %s", spec, why);
+}
+
+int dl_etcd_about(dirlock_error *err, int rc, const char *name)
+{
+        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
+                return rc;
+        char prefix[DIRLOCK_NAME_MAX + 16];
+        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
+        size_t size = sizeof err->message;
+        if (n <= 0 || (size_t)n >= size || strncmp(err->message, prefix, (size_t)n) == 0)
+                return rc;
+        memmove(err->message + n, err->message, size - (size_t)n - 1);
+        memcpy(err->message, prefix, (size_t)n);
+        err->message[size - 1] = '\0';
+        return rc;
+}
+
+void dl_etcd_describe(const dl_etcd_entry *e, char *out, size_t size)
+{
+        dl_record rec;
+        const char *role = e->ranged         ? "a range, "
+                           : e->state == 'w' ? "a waiter ahead, "
+                           : e->mode == 's'  ? "a reader, "
+                                             : "";
+        if (dl_record_parse(e->record, strlen(e->record), &rec) == 0)
+                snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
+        else
+                snprintf(out, size, "%san owner without a readable record", role);
+}
+
+static char mode_letter(int mode)
+{
+        return mode == DIRLOCK_SHARED ? 's' : mode == DIRLOCK_INTENT ? 'i' : 'x';
+}
+
+static long long wall_us(void)
+{
+        return dl_wall_ns() / 1000;
+}
+
+static void padded(unsigned long long v, char out[24])
+{
+        snprintf(out, 24, "%020llu", v);
+}
+
+/* Our entry as it is stored, in `state` and `mode` (a letter). */
+static int entry_text(const dirlock *h, char state, char mode, unsigned long long fence, char *buf,
+                      size_t size, dirlock_error *err)
+{
+        dl_etcd_entry e = {.state = state,
+                           .mode = mode,
+                           .policy = h->opts.policy,
+                           .names = E(h)->names,
+                           .ranged = h->ranged,
+                           .lo = h->lo,
+                           .hi = h->hi,
+                           .fence = fence,
+                           .seq = E(h)->seq};
+        int rmode = mode == 's' ? DIRLOCK_SHARED : mode == 'x' ? DIRLOCK_EXCLUSIVE : DIRLOCK_INTENT;
+        dl_record rec;
+        dl_record_self(&rec, h->token, rmode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
+        if (dl_record_format(&rec, e.record, sizeof e.record) < 0 || dl_etcd_entry_format(&e, buf, size) < 0)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "owner record of lock '%s' too long", h->name);
+        return DIRLOCK_OK;
+}
+
+/* Our entry as a request, for the rules. */
+static void self_entry(const dirlock *h, dl_etcd_entry *e)
+{
+        memset(e, 0, sizeof *e);
+        memcpy(e->token, h->token, sizeof e->token);
+        e->rev = E(h)->rev;
+        e->state = 'w';
+        e->mode = mode_letter(h->opts.mode);
+        e->policy = h->opts.policy;
+        e->names = E(h)->names;
+        e->seq = E(h)->seq;
+        e->ranged = h->ranged;
+        e->lo = h->lo;
+        e->hi = h->hi;
+}
+
+/* A pidfd on the live owner of record rec (or its partner), or -1. */
+static int owner_pidfd(const dl_record *rec)
+{
+#ifdef SYS_pidfd_open
+        pid_t pids[2] = {rec->pid, rec->partner};
+        unsigned long long starts[2] = {rec->start_time, rec->partner_start};
+        for (int i = 0; i < 2; i++) {
+                if (pids[i] <= 0)
+                        continue;
+                int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+                if (fd < 0)
+                        continue;
+                if (dl_process_start_time(pids[i]) == starts[i])
+                        return fd;
+                close(fd);
+        }
+#else
+        (void)rec;
+#endif
+        return -1;
+}
+
+/* The read of every name of a set at one revision: its queue, then its
+ * fence key, per name, in one transaction's success branch. */
+static void add_reads(dl_etcd_txn *t, bool then, dirlock **hs, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                dl_etcd_op_range(t, then, E(hs[i])->queue, E(hs[i])->queue_end);
+                dl_etcd_op_range(t, then, E(hs[i])->fence_key, NULL);
+        }
+}
+
+static int load_reads(const dl_etcd_reply *r, dirlock **hs, size_t n, long long revision, dl_etcd_queue *qs,
+                      dirlock_error *err)
+{
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
+                dl_etcd_kv *kq = NULL, *kf = NULL;
+                size_t nq = 0, nf = 0;
+                rc = dl_etcd_txn_range(r, 2 * i, &kq, &nq, err);
+                if (rc == DIRLOCK_OK)
+                        rc = dl_etcd_txn_range(r, 2 * i + 1, &kf, &nf, err);
+                if (rc == DIRLOCK_OK)
+                        rc = dl_etcd_queue_load(&qs[i], kq, nq, kf, nf, revision, err);
+                free(kq);
+                free(kf);
+        }
+        (void)hs;
+        return rc;
+}
+
+static int read_set(dirlock **hs, size_t n, const dl_time *deadline, dl_etcd_queue *qs, dirlock_error *err)
+{
+        dl_etcd_txn t;
+        dl_etcd_txn_init(&t);
+        add_reads(&t, true, hs, n);
+        dl_etcd_reply r;
+        bool ok;
+        long long rev;
+        dl_time io = dl_etcd_io_deadline(deadline);
+        int rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, &ok, &rev, &r, err);
+        dl_etcd_txn_free(&t);
+        if (rc == DIRLOCK_OK)
+                rc = load_reads(&r, hs, n, rev, qs, err);
+        dl_etcd_reply_free(&r);
+        return rc;
+}
+
+int dl_etcd_read_queue(const dl_etcd_url *u, const char *name, const dl_time *deadline, dl_etcd_queue *q,
+                       dirlock_error *err)
+{
+        struct dl_etcd e = {.url = *u};
+        dirlock h = {.impl = &e};
+        dirlock *hs[1] = {&h};
+        dl_etcd_queue_key(u, name, e.queue, sizeof e.queue);
+        dl_etcd_prefix_end(e.queue, e.queue_end, sizeof e.queue_end);
+        dl_etcd_fence_key(u, name, e.fence_key, sizeof e.fence_key);
+        return read_set(hs, 1, deadline, q, err);
+}
+
+/* Revoke the lease of h (if any): DIRLOCK_OK whether it was there or not;
+ * no answer leaves it pending. */
+static int revoke_quietly(dirlock *h, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        if (e->lease == 0)
+                return DIRLOCK_OK;
+        dl_time never = dl_deadline(-1), io = dl_etcd_io_deadline(&never);
+        bool found, resent;
+        int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
+        e->revoke_pending = rc == DIRLOCK_ESERVER;
+        if (!e->revoke_pending) {
+                e->lease = 0;
+                e->rev = 0;
+        }
+        return rc;
+}
+
+/* ---- a handle ---------------------------------------------------------------- */
+
+static int etcd_open(dirlock *h, const char *spec, dirlock_error *err)
+{
+        if (h->opts.stale_age < 1.0)
+                return dl_fail(
+                    err, DIRLOCK_EINVAL, 0,
+                    "stale age %.3g s is too short for an etcd space: leases are whole seconds, at "
+                    "least 1 s",
+                    h->opts.stale_age);
+        struct dl_etcd *e = calloc(1, sizeof *e);
+        if (e == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        int rc = dl_etcd_parse_space(spec, &e->url, err);
+        if (rc != DIRLOCK_OK) {
+                free(e);
+                return rc;
+        }
+        dl_etcd_entry_key(&e->url, h->name, h->token, e->key, sizeof e->key);
+        dl_etcd_queue_key(&e->url, h->name, e->queue, sizeof e->queue);
+        dl_etcd_prefix_end(e->queue, e->queue_end, sizeof e->queue_end);
+        dl_etcd_fence_key(&e->url, h->name, e->fence_key, sizeof e->fence_key);
+        double s = h->opts.stale_age;
+        e->ttl = s >= (double)LEASE_TTL_MAX ? LEASE_TTL_MAX : (long long)s + ((double)(long long)s < s);
+        e->names = 1;
+        h->impl = e;
+        return DIRLOCK_OK;
+}
+
+static void etcd_close(dirlock *h)
+{
+        free(h->impl);
+        h->impl = NULL;
+}
+
+static int etcd_retoken(dirlock *h, dirlock_error *err)
+{
+        (void)err;
+        struct dl_etcd *e = E(h);
+        dl_etcd_entry_key(&e->url, h->name, h->token, e->key, sizeof e->key);
+        e->lease = 0;
+        e->rev = 0;
+        e->fence = 0;
+        return DIRLOCK_OK;
+}
+
+static int etcd_range(dirlock *h, dirlock_error *err)
+{
+        (void)h;
+        (void)err;
+        return DIRLOCK_OK; /* the range is in every entry written */
+}
+
+/* ---- acquiring ----------------------------------------------------------------- */
+
+/* Grant h's lease, checking that the cluster gave the TTL asked. */
+static int grant_lease(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        e->lease = dl_etcd_new_lease_id();
+        e->rev = 0;
+        long long granted;
+        dl_time io = dl_etcd_io_deadline(deadline);
+        int rc = dl_etcd_lease_grant(&e->url, e->lease, e->ttl, &io, &granted, err);
+        if (rc != DIRLOCK_OK) {
+                e->lease = 0;
+                return rc;
+        }
+        if (granted > e->ttl) {
+                (void)revoke_quietly(h, NULL);
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "stale age %.3g s is below the smallest lease of this etcd cluster, %lld s "
+                               "(its election timeout decides it)",
+                               h->opts.stale_age, granted);
+        }
+        return DIRLOCK_OK;
+}
+
+/* The state of one acquire of a set. */
+struct attempt {
+        dirlock **hs;
+        size_t n;
+        const dl_time *deadline;
+        bool may_queue;
+        dl_etcd_queue *qs;
+        bool *blocked; /* per name, by the last decision */
+        dl_time keepalive_due;
+};
+
+/* Step 2: take at once if every name is free, else (maybe) enqueue and read. */
+static int first_try(struct attempt *a, bool *taken, dirlock_error *err)
+{
+        dirlock **hs = a->hs;
+        char now[24], text[DL_RECORD_MAX + 160];
+        unsigned long long fence = (unsigned long long)wall_us();
+        padded(fence, now);
+        dl_etcd_txn t;
+        dl_etcd_txn_init(&t);
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < a->n && rc == DIRLOCK_OK; i++) {
+                struct dl_etcd *e = E(hs[i]);
+                dl_etcd_cmp_rev(&t, e->queue, e->queue_end, "CREATE", "EQUAL", 0);
+                dl_etcd_cmp_value(&t, e->fence_key, "LESS", now);
+                rc = entry_text(hs[i], 'h', mode_letter(hs[i]->opts.mode), fence, text, sizeof text, err);
+                dl_etcd_op_put(&t, true, e->fence_key, now, 0);
+                dl_etcd_op_put(&t, true, e->key, text, e->lease);
+                /* A set waits only where it is kept out (decide, join). */
+                if (rc == DIRLOCK_OK && a->may_queue && a->n == 1) {
+                        rc = entry_text(hs[i], 'w', mode_letter(hs[i]->opts.mode), 0, text, sizeof text, err);
+                        dl_etcd_op_put(&t, false, e->key, text, e->lease);
+                }
+        }
+        add_reads(&t, false, hs, a->n);
+        dl_etcd_reply r = {0};
+        long long rev = 0;
+        dl_time io = dl_etcd_io_deadline(a->deadline);
+        if (rc == DIRLOCK_OK)
+                rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, taken, &rev, &r, err);
+        dl_etcd_txn_free(&t);
+        if (rc == DIRLOCK_OK && *taken) {
+                for (size_t i = 0; i < a->n; i++) {
+                        E(hs[i])->fence = fence;
+                        E(hs[i])->rev = rev;
+                }
+        } else if (rc == DIRLOCK_OK) {
+                rc = load_reads(&r, hs, a->n, rev, a->qs, err);
+                for (size_t i = 0; rc == DIRLOCK_OK && i < a->n; i++) {
+                        long k = dl_etcd_queue_find(&a->qs[i], hs[i]->token);
+                        E(hs[i])->rev = k >= 0 ? a->qs[i].e[k].rev : 0;
+                }
+        }
+        dl_etcd_reply_free(&r);
+        return rc;
+}
+
+/* Step 3: every name may be held: take them (and let in beside us who
+ * may).  *taken false: something changed, qs holds the new read. */
+static int take(struct attempt *a, bool *taken, dirlock_error *err)
+{
+        dirlock **hs = a->hs;
+        dl_etcd_txn t;
+        dl_etcd_txn_init(&t);
+        int rc = DIRLOCK_OK;
+        unsigned long long fences[a->n > 0 ? a->n : 1];
+        size_t *idx = NULL;
+        for (size_t i = 0; i < a->n && rc == DIRLOCK_OK; i++) {
+                struct dl_etcd *e = E(hs[i]);
+                dl_etcd_queue *q = &a->qs[i];
+                char text[DL_RECORD_MAX + 160], f[24];
+                unsigned long long next = q->last + 1, clock = (unsigned long long)wall_us();
+                if (clock > next)
+                        next = clock;
+                if (q->f_bad || next > DIRLOCK_FENCE_MAX) {
+                        rc =
+                            dl_fail(err, DIRLOCK_EDATA, 0,
+                                    "lock '%s': its fence key %s holds no fence below %llu (not what dirlock "
+                                    "writes); nothing was taken",
+                                    hs[i]->name, e->fence_key, DIRLOCK_FENCE_MAX);
+                        break;
+                }
+                dl_etcd_cmp_rev(&t, e->fence_key, NULL, "MOD", "EQUAL", q->f_mod);
+                dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", e->rev);
+                DL_ASSERT(next > q->last); /* F: each take draws above the last fence */
+                fences[i] = next;
+                rc = entry_text(hs[i], 'h', mode_letter(hs[i]->opts.mode), next, text, sizeof text, err);
+                dl_etcd_op_put(&t, true, e->key, text, e->lease);
+                /* Who else may hold beside us: only when we are queued
+                 * (a newcomer lets nobody in) and take one name. */
+                long me = dl_etcd_queue_find(q, hs[i]->token);
+                size_t count = 0;
+                if (me >= 0 && a->n == 1 && q->n > 1) {
+                        idx = malloc(q->n * sizeof *idx);
+                        if (idx == NULL) {
+                                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                                break;
+                        }
+                        dl_etcd_grant_pass(q, me, idx, &count);
+                }
+                for (size_t k = 0; k < count; k++) {
+                        dl_etcd_entry *o = &q->e[idx[k]];
+                        char key[DL_ETCD_KEY_MAX], otext[DL_RECORD_MAX + 160];
+                        dl_etcd_entry_key(&e->url, hs[i]->name, o->token, key, sizeof key);
+                        o->fence = ++next;
+                        if (dl_etcd_entry_format(o, otext, sizeof otext) < 0)
+                                continue;
+                        dl_etcd_cmp_rev(&t, key, NULL, "CREATE", "EQUAL", o->rev);
+                        dl_etcd_op_put(&t, true, key, otext, o->lease);
+                }
+                free(idx);
+                idx = NULL;
+                padded(next, f);
+                dl_etcd_op_put(&t, true, e->fence_key, f, 0);
+        }
+        add_reads(&t, false, hs, a->n);
+        dl_etcd_reply r = {0};
+        long long rev = 0;
+        dl_time io = dl_etcd_io_deadline(a->deadline);
+        if (rc == DIRLOCK_OK)
+                rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, taken, &rev, &r, err);
+        dl_etcd_txn_free(&t);
+        if (rc == DIRLOCK_OK && *taken) {
+                for (size_t i = 0; i < a->n; i++) {
+                        E(hs[i])->fence = fences[i];
+                        if (E(hs[i])->rev == 0)
+                                E(hs[i])->rev = rev;
+                }
+        } else if (rc == DIRLOCK_OK) {
+                rc = load_reads(&r, hs, a->n, rev, a->qs, err);
+        }
+        dl_etcd_reply_free(&r);
+        return rc;
+}
+
+/* Keep every lease of the set alive; *lost when one is gone. */
+static int keep_alive(struct attempt *a, bool *lost, dirlock_error *err)
+{
+        *lost = false;
+        for (size_t i = 0; i < a->n; i++) {
+                long long left;
+                dl_time io = dl_etcd_io_deadline(a->deadline);
+                int rc = dl_etcd_lease_keepalive(&E(a->hs[i])->url, E(a->hs[i])->lease, &io, &left, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                if (left <= 0)
+                        *lost = true;
+        }
+        double third = (double)E(a->hs[0])->ttl / 3;
+        a->keepalive_due = dl_deadline(third);
+        return DIRLOCK_OK;
+}
+
+/* Our entries are gone (our leases expired while we could not keep them
+ * alive: paused, or cut off): revoke what is left and start again. */
+static int renew(struct attempt *a, dirlock_error *err)
+{
+        for (size_t i = 0; i < a->n; i++) {
+                (void)revoke_quietly(a->hs[i], NULL);
+                E(a->hs[i])->revoke_pending = false;
+                E(a->hs[i])->seq = 0;
+        }
+        for (size_t i = 0; i < a->n; i++) {
+                int rc = grant_lease(a->hs[i], a->deadline, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+        }
+        a->keepalive_due = dl_deadline((double)E(a->hs[0])->ttl / 3);
+        return DIRLOCK_OK;
+}
+
+static int gave_up(dirlock_error *err, int code, double timeout, const char *name, const dl_etcd_entry *b)
+{
+        char who[300];
+        dl_etcd_describe(b, who, sizeof who);
+        if (code == DIRLOCK_EBUSY)
+                return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
+        if (code == DIRLOCK_ECANCELED)
+                return dl_fail(err, code, 0, "canceled waiting for lock '%s' (held by %s)", name, who);
+        return dl_fail(err, code, 0, "timed out after %.3g s: lock '%s' is held by %s", timeout, name, who);
+}
+
+/* Step 4: wait for entry b of name i (in our way).  *again: look at once
+ * (its owner was dead and is revoked). */
+static int wait_for(struct attempt *a, size_t i, const dl_etcd_entry *b, int *pid_fd, pid_t *pid_watched,
+                    bool *canceled, bool *again, dirlock_error *err)
+{
+        dirlock *h = a->hs[i];
+        struct dl_etcd *e = E(h);
+        *again = false;
+        dl_record rec;
+        bool readable = dl_record_parse(b->record, strlen(b->record), &rec) == 0;
+        if (readable && !(rec.pid == *pid_watched && *pid_fd >= 0) && dl_record_owner_alive(&rec) == 0) {
+                dl_time io = dl_etcd_io_deadline(a->deadline);
+                bool found, resent;
+                int rc = dl_etcd_lease_revoke(&e->url, b->lease, &io, &found, &resent, err);
+                *again = true;
+                return rc == DIRLOCK_ESERVER ? DIRLOCK_OK : rc;
+        }
+        if (readable && rec.pid != *pid_watched) {
+                if (*pid_fd >= 0)
+                        close(*pid_fd);
+                *pid_fd = dl_record_same_host(&rec) ? owner_pidfd(&rec) : -1;
+                *pid_watched = rec.pid;
+        }
+        dl_time until = a->keepalive_due;
+        if (!dl_deadline_never(a->deadline) && dl_remaining(a->deadline) < dl_remaining(&until))
+                until = *a->deadline;
+        char key[DL_ETCD_KEY_MAX];
+        dl_etcd_entry_key(&e->url, h->name, b->token, key, sizeof key);
+        dl_etcd_woken woken;
+        int rc = dl_etcd_watch_wait(&e->url, key, a->qs[i].revision + 1, &until, h->opts.cancel_fd, *pid_fd,
+                                    &woken, err);
+        if (rc == DIRLOCK_OK && woken == DL_ETCD_CANCELED)
+                *canceled = true;
+        if (rc == DIRLOCK_OK && woken == DL_ETCD_PID) {
+                close(*pid_fd); /* judge again: its partner may hold on */
+                *pid_fd = -1;
+                *pid_watched = 0;
+        }
+        return rc;
+}
+
+/* Step 3 on the read in a.qs: taken (by us, or for us by a taker who let
+ * us in beside it), taken now, or the entry in our way (*which: of which
+ * name).  *gone: our entry went with our lease meanwhile. */
+static int decide(struct attempt *a, bool *taken, bool *gone, size_t *which, dl_etcd_entry *blocker,
+                  dirlock_error *err)
+{
+        *taken = *gone = false;
+        for (;;) {
+                bool may = true, granted = true;
+                size_t bi = 0;
+                for (size_t i = 0; i < a->n; i++) {
+                        dl_etcd_entry me;
+                        self_entry(a->hs[i], &me);
+                        long k = dl_etcd_queue_find(&a->qs[i], a->hs[i]->token);
+                        if (me.rev > 0 && k < 0)
+                                *gone = true;
+                        granted = granted && k >= 0 && a->qs[i].e[k].state == 'h';
+                        size_t b;
+                        a->blocked[i] = !dl_etcd_may_hold(&a->qs[i], &me, &b);
+                        if (may && a->blocked[i]) {
+                                may = false;
+                                *which = i;
+                                bi = b;
+                        }
+                }
+                if (*gone)
+                        return DIRLOCK_OK;
+                if (granted && a->n == 1) {
+                        long k = dl_etcd_queue_find(&a->qs[0], a->hs[0]->token);
+                        E(a->hs[0])->fence = a->qs[0].e[k].fence;
+                        *taken = true;
+                        return DIRLOCK_OK;
+                }
+                if (!may) {
+                        *blocker = a->qs[*which].e[bi];
+                        return DIRLOCK_OK;
+                }
+                int rc = take(a, taken, err);
+                if (rc != DIRLOCK_OK || *taken)
+                        return rc;
+                /* Something was taken meanwhile: decide on the new read. */
+        }
+}
+
+/* A set kept out: join the queues of the names that keep it out and that
+ * it is not in yet, keeping its arrival (the revision of its first
+ * entries) in every one.  *joined: it did. */
+static int join(struct attempt *a, bool *joined, dirlock_error *err)
+{
+        *joined = false;
+        dl_etcd_txn t;
+        dl_etcd_txn_init(&t);
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < a->n && rc == DIRLOCK_OK; i++) {
+                struct dl_etcd *e = E(a->hs[i]);
+                if (!a->blocked[i] || e->rev > 0)
+                        continue;
+                char text[DL_RECORD_MAX + 160];
+                rc = entry_text(a->hs[i], 'w', mode_letter(a->hs[i]->opts.mode), 0, text, sizeof text, err);
+                dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", 0);
+                dl_etcd_op_put(&t, true, e->key, text, e->lease);
+                *joined = true;
+        }
+        dl_etcd_reply r = {0};
+        bool ok = false;
+        long long rev = 0;
+        dl_time io = dl_etcd_io_deadline(a->deadline);
+        if (rc == DIRLOCK_OK && *joined)
+                rc = dl_etcd_txn_run(&E(a->hs[0])->url, &t, &io, &ok, &rev, &r, err);
+        dl_etcd_txn_free(&t);
+        dl_etcd_reply_free(&r);
+        if (rc == DIRLOCK_OK && ok) {
+                for (size_t i = 0; i < a->n; i++) {
+                        struct dl_etcd *e = E(a->hs[i]);
+                        if (a->blocked[i] && e->rev == 0)
+                                e->rev = rev;
+                }
+                for (size_t i = 0; i < a->n; i++)
+                        if (E(a->hs[i])->seq == 0)
+                                E(a->hs[i])->seq = rev;
+        }
+        return rc;
+}
+
+/* Take every lock of hs[0..n-1] (one space, distinct names) by the
+ * deadline, all or none. */
+static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+{
+        dirlock *h = hs[0];
+        const dirlock_options *o = &h->opts;
+        dl_etcd_queue *qs = calloc(n, sizeof *qs);
+        bool *blocked = calloc(n, sizeof *blocked);
+        if (qs == NULL || blocked == NULL) {
+                free(qs);
+                free(blocked);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+                E(hs[i])->names = (int)n;
+                E(hs[i])->seq = 0;
+        }
+        struct attempt a = {.hs = hs,
+                            .n = n,
+                            .deadline = deadline,
+                            .may_queue = o->timeout != 0,
+                            .qs = qs,
+                            .blocked = blocked};
+        bool canceled = false, taken = false, fresh = true;
+        double backoff = BACKOFF_START_MS;
+        unsigned long long jitter =
+            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
+        int pid_fd = -1;
+        pid_t pid_watched = 0;
+        int rc;
+        for (;;) {
+                bool last = canceled || dl_deadline_passed(deadline) || !a.may_queue;
+                /* Steps 1 and 2 (fresh), or a new read. */
+                if (fresh) {
+                        rc = DIRLOCK_OK;
+                        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++)
+                                if (E(hs[i])->lease == 0)
+                                        rc = grant_lease(hs[i], deadline, err);
+                        a.keepalive_due = dl_deadline((double)E(h)->ttl / 3);
+                        if (rc == DIRLOCK_OK)
+                                rc = first_try(&a, &taken, err);
+                        fresh = rc != DIRLOCK_OK;
+                } else {
+                        bool gone = false;
+                        rc = dl_deadline_passed(&a.keepalive_due) ? keep_alive(&a, &gone, err) : DIRLOCK_OK;
+                        if (rc == DIRLOCK_OK && gone) {
+                                rc = renew(&a, err);
+                                fresh = true;
+                                if (rc == DIRLOCK_OK)
+                                        continue;
+                        }
+                        if (rc == DIRLOCK_OK)
+                                rc = read_set(hs, n, deadline, qs, err);
+                }
+                /* Step 3, 4 or 5. */
+                if (rc == DIRLOCK_OK && !taken && !fresh) {
+                        bool gone, joined = false;
+                        size_t which = 0;
+                        dl_etcd_entry blocker;
+                        rc = decide(&a, &taken, &gone, &which, &blocker, err);
+                        if (rc == DIRLOCK_OK && gone) {
+                                rc = renew(&a, err);
+                                fresh = true;
+                                if (rc == DIRLOCK_OK)
+                                        continue;
+                        } else if (rc == DIRLOCK_OK && !taken && last) {
+                                rc = gave_up(err,
+                                             !a.may_queue ? DIRLOCK_EBUSY
+                                             : canceled   ? DIRLOCK_ECANCELED
+                                                          : DIRLOCK_ETIMEDOUT,
+                                             o->timeout, hs[which]->name, &blocker);
+                        } else if (rc == DIRLOCK_OK && !taken && n > 1 &&
+                                   (rc = join(&a, &joined, err)) == DIRLOCK_OK && joined) {
+                                continue; /* read again, with our new entries */
+                        } else if (rc == DIRLOCK_OK && !taken) {
+                                bool again;
+                                rc = wait_for(&a, which, &blocker, &pid_fd, &pid_watched, &canceled, &again,
+                                              err);
+                        }
+                }
+                if (taken && rc == DIRLOCK_OK)
+                        break;
+                if (rc == DIRLOCK_ESERVER && !last) {
+                        /* Unreachable: try again, with backoff, until the deadline. */
+                        jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
+                        double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
+                        backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
+                        if (dl_nap_ms(step, deadline, o->cancel_fd) == 1)
+                                canceled = true;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                backoff = BACKOFF_START_MS;
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        for (size_t i = 0; i < n; i++)
+                dl_etcd_queue_free(&qs[i]);
+        free(qs);
+        free(blocked);
+        if (taken && rc == DIRLOCK_OK) {
+                for (size_t i = 0; i < n; i++)
+                        DL_ASSERT(E(hs[i])->fence > 0 && E(hs[i])->lease != 0); /* held: a fence, a lease */
+                return DIRLOCK_OK;
+        }
+        /* Out: our leases go, and with them every key we made. */
+        for (size_t i = 0; i < n; i++)
+                (void)revoke_quietly(hs[i], NULL);
+        if (rc == DIRLOCK_ESERVER && canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0,
+                               "canceled waiting for lock '%s' while the etcd cluster could not be reached",
+                               h->name);
+        if (rc == DIRLOCK_ESERVER && a.may_queue && err != NULL) {
+                size_t len = strlen(err->message);
+                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
+                         o->timeout);
+        }
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
+                dl_etcd_about(err, rc, h->name);
+        return rc;
+}
+
+static int etcd_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        return acquire_set(&h, 1, deadline, err);
+}
+
+static int etcd_acquire_many(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+{
+        /* One token for the set: one identity in every queue. */
+        for (size_t i = 1; i < n; i++) {
+                memcpy(hs[i]->token, hs[0]->token, sizeof hs[0]->token);
+                etcd_retoken(hs[i], NULL);
+        }
+        return acquire_set(hs, n, deadline, err);
+}
+
+/* ---- holding ----------------------------------------------------------------- */
+
+static int lost(dirlock_error *err, const dirlock *h)
+{
+        return dl_fail(err, DIRLOCK_ELOST, 0,
+                       "lock '%s' is not held any more: its lease on the etcd cluster expired or was revoked "
+                       "(broken)",
+                       h->name);
+}
+
+/* The budget of one request of a holder: its acquire timeout. */
+static dl_time holder_io(const dirlock *h)
+{
+        dl_time call = dl_deadline(h->opts.timeout);
+        return dl_etcd_io_deadline(&call);
+}
+
+static int etcd_release(dirlock *h, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        dl_time io = holder_io(h);
+        bool found, resent;
+        int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
+        e->revoke_pending = rc == DIRLOCK_ESERVER;
+        if (rc != DIRLOCK_OK)
+                return dl_etcd_about(err, rc, h->name);
+        e->lease = 0;
+        e->rev = 0;
+        if (found)
+                return DIRLOCK_OK;
+        if (resent)
+                return dl_fail(err, DIRLOCK_ESERVER, 0,
+                               "lock '%s': a member did not answer the release, and the lease is gone now; "
+                               "whether it was released or had been lost cannot be told",
+                               h->name);
+        return dl_fail(
+            err, DIRLOCK_ELOST, 0,
+            "lock '%s' was lost: its lease on the etcd cluster had expired or been revoked (broken)",
+            h->name);
+}
+
+/* A release that got no answer: revoke again.  Gone is no error. */
+static int etcd_release_kept(dirlock *h, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        if (!e->revoke_pending)
+                return DIRLOCK_OK;
+        dl_time io = holder_io(h);
+        bool found, resent;
+        int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
+        if (rc != DIRLOCK_OK)
+                return dl_etcd_about(err, rc, h->name);
+        e->revoke_pending = false;
+        e->lease = 0;
+        return DIRLOCK_OK;
+}
+
+static int etcd_refresh(dirlock *h, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        dl_time io = holder_io(h);
+        long long left;
+        int rc = dl_etcd_lease_keepalive(&e->url, e->lease, &io, &left, err);
+        if (rc != DIRLOCK_OK)
+                return dl_etcd_about(err, rc, h->name);
+        return left > 0 ? DIRLOCK_OK : lost(err, h);
+}
+
+/* Our entry as the cluster has it now, *held when it is there and held. */
+static int read_own(const dirlock *h, dl_etcd_entry *own, bool *held, long long *revision, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        dl_time io = holder_io(h);
+        dl_etcd_kv *kv = NULL;
+        size_t n = 0;
+        int rc = dl_etcd_range(&e->url, e->key, NULL, false, &kv, &n, revision, &io, err);
+        if (rc != DIRLOCK_OK)
+                return dl_etcd_about(err, rc, h->name);
+        *held = n == 1 && kv[0].create_revision == e->rev && dl_etcd_entry_parse(kv[0].value, own) == 0 &&
+                own->state == 'h';
+        free(kv);
+        return DIRLOCK_OK;
+}
+
+static int etcd_check(const dirlock *h, dirlock_error *err)
+{
+        dl_etcd_entry own;
+        bool held = false;
+        long long rev;
+        int rc = read_own(h, &own, &held, &rev, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        return held ? DIRLOCK_OK : lost(err, h);
+}
+
+static int etcd_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+{
+        int rc = etcd_check(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (E(h)->fence == 0)
+                return dl_fail(err, DIRLOCK_EDATA, 0, "lock '%s': no fence was drawn", h->name);
+        *fence = E(h)->fence;
+        return DIRLOCK_OK;
+}
+
+/* Rewrite our held entry in `mode` (and h's range), if it is still ours. */
+static int rewrite(dirlock *h, char mode, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        char text[DL_RECORD_MAX + 160];
+        int rc = entry_text(h, 'h', mode, e->fence, text, sizeof text, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        dl_etcd_txn t;
+        dl_etcd_txn_init(&t);
+        dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", e->rev);
+        dl_etcd_op_put(&t, true, e->key, text, e->lease);
+        dl_etcd_reply r;
+        bool ok;
+        long long rev;
+        dl_time io = holder_io(h);
+        rc = dl_etcd_txn_run(&e->url, &t, &io, &ok, &rev, &r, err);
+        dl_etcd_txn_free(&t);
+        dl_etcd_reply_free(&r);
+        if (rc == DIRLOCK_ELOST || (rc == DIRLOCK_OK && !ok))
+                return lost(err, h);
+        return dl_etcd_about(err, rc, h->name);
+}
+
+static int etcd_downgrade(dirlock *h, dirlock_error *err)
+{
+        if (h->mode == DIRLOCK_SHARED)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", h->name);
+        int rc = rewrite(h, 's', err);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_SHARED;
+        return rc;
+}
+
+static int etcd_downgrade_intent(dirlock *h, dirlock_error *err)
+{
+        int rc = h->opts.policy == DIRLOCK_POLICY_SIMPLE ? DIRLOCK_OK : rewrite(h, 'i', err);
+        if (rc == DIRLOCK_OK)
+                h->mode = DIRLOCK_INTENT;
+        return rc;
+}
+
+static int etcd_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
+{
+        double old_lo = h->lo, old_hi = h->hi;
+        h->lo = lo;
+        h->hi = hi;
+        char mode =
+            h->mode == DIRLOCK_EXCLUSIVE && h->opts.mode == DIRLOCK_INTENT ? 'u' : mode_letter(h->mode);
+        int rc = rewrite(h, mode, err);
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST) {
+                h->lo = old_lo;
+                h->hi = old_hi;
+        }
+        return rc;
+}
+
+/* Mark our intent entry upgrading (U): a take-like transaction that
+ * writes the fence key, so no take decided before it commits after it. */
+static int mark_upgrading(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        struct dl_etcd *e = E(h);
+        dirlock *hs[1] = {h};
+        dl_etcd_queue q = {0};
+        int rc = read_set(hs, 1, deadline, &q, err);
+        for (int tries = 0; rc == DIRLOCK_OK; tries++) {
+                long me = dl_etcd_queue_find(&q, h->token);
+                if (me < 0 || q.e[me].state != 'h') {
+                        rc = lost(err, h);
+                        break;
+                }
+                char text[DL_RECORD_MAX + 160], f[24];
+                rc = entry_text(h, 'h', 'u', e->fence, text, sizeof text, err);
+                if (rc != DIRLOCK_OK)
+                        break;
+                padded(q.last, f);
+                dl_etcd_txn t;
+                dl_etcd_txn_init(&t);
+                dl_etcd_cmp_rev(&t, e->fence_key, NULL, "MOD", "EQUAL", q.f_mod);
+                dl_etcd_cmp_rev(&t, e->key, NULL, "CREATE", "EQUAL", e->rev);
+                dl_etcd_op_put(&t, true, e->key, text, e->lease);
+                dl_etcd_op_put(&t, true, e->fence_key, f, 0);
+                add_reads(&t, false, hs, 1);
+                dl_etcd_reply r = {0};
+                bool ok;
+                long long rev;
+                dl_time io = dl_etcd_io_deadline(deadline);
+                rc = dl_etcd_txn_run(&e->url, &t, &io, &ok, &rev, &r, err);
+                dl_etcd_txn_free(&t);
+                if (rc == DIRLOCK_OK && ok) {
+                        dl_etcd_reply_free(&r);
+                        break;
+                }
+                if (rc == DIRLOCK_OK)
+                        rc = load_reads(&r, hs, 1, rev, &q, err);
+                dl_etcd_reply_free(&r);
+        }
+        dl_etcd_queue_free(&q);
+        return rc == DIRLOCK_ELOST ? lost(err, h) : rc;
+}
+
+static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
+{
+        if (h->mode == DIRLOCK_EXCLUSIVE)
+                return DIRLOCK_OK;
+        if (h->mode == DIRLOCK_SHARED)
+                return dl_fail(
+                    err, DIRLOCK_EUPGRADE, 0,
+                    "read lock '%s' cannot be upgraded: two readers upgrading at once would wait for "
+                    "each other forever; take it in intent mode (DIRLOCK_INTENT) to upgrade",
+                    h->name);
+        if (h->opts.policy == DIRLOCK_POLICY_SIMPLE) {
+                h->mode = DIRLOCK_EXCLUSIVE; /* intent under `simple` excludes everyone already */
+                return DIRLOCK_OK;
+        }
+        dirlock_options o = opts != NULL ? *opts : h->opts;
+        int cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
+        dl_time deadline = dl_deadline(o.timeout);
+        struct dl_etcd *e = E(h);
+        int rc = mark_upgrading(h, &deadline, err);
+        if (rc != DIRLOCK_OK)
+                return dl_etcd_about(err, rc, h->name);
+        dirlock *hs[1] = {h};
+        dl_etcd_queue q = {0};
+        bool canceled = false;
+        int pid_fd = -1;
+        pid_t pid_watched = 0;
+        struct attempt a = {.hs = hs, .n = 1, .deadline = &deadline, .may_queue = true, .qs = &q};
+        a.keepalive_due = dl_deadline((double)e->ttl / 3);
+        for (;;) {
+                bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
+                rc = read_set(hs, 1, &deadline, &q, err);
+                if (rc == DIRLOCK_ESERVER && !last) {
+                        if (dl_nap_ms(BACKOFF_CAP_MS / 5, &deadline, cancel_fd) == 1)
+                                canceled = true;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                long me = dl_etcd_queue_find(&q, h->token);
+                if (me < 0 || q.e[me].state != 'h') {
+                        rc = lost(err, h);
+                        break;
+                }
+                long r = dl_etcd_reader_in_way(&q, &q.e[me]);
+                if (r < 0) {
+                        h->mode = DIRLOCK_EXCLUSIVE;
+                        break;
+                }
+                dl_etcd_entry reader = q.e[r];
+                if (last) {
+                        (void)rewrite(h, 'i', NULL); /* readers in again */
+                        rc = gave_up(err,
+                                     o.timeout == 0 ? DIRLOCK_EBUSY
+                                     : canceled     ? DIRLOCK_ECANCELED
+                                                    : DIRLOCK_ETIMEDOUT,
+                                     o.timeout, h->name, &reader);
+                        break;
+                }
+                if (dl_deadline_passed(&a.keepalive_due)) {
+                        bool gone;
+                        rc = keep_alive(&a, &gone, err);
+                        if (rc == DIRLOCK_OK && gone)
+                                rc = lost(err, h);
+                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                                break;
+                }
+                /* The reader's wait is ours: watch it as an acquire does. */
+                dirlock view = *h;
+                view.opts.cancel_fd = cancel_fd;
+                dirlock *vs[1] = {&view};
+                a.hs = vs;
+                bool again;
+                rc = wait_for(&a, 0, &reader, &pid_fd, &pid_watched, &canceled, &again, err);
+                a.hs = hs;
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                        break;
+        }
+        if (pid_fd >= 0)
+                close(pid_fd);
+        dl_etcd_queue_free(&q);
+        return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
+                   ? rc
+                   : dl_etcd_about(err, rc, h->name);
+}
+
+static const char *const etcd_forms[] = {DL_ETCD_SPACE_FORMS, NULL};
+
+const dl_backend dl_etcd_backend = {
+    .name = "etcd",
+    .forms = etcd_forms,
+    .spec_has_scheme = true,
+    .open = etcd_open,
+    .close = etcd_close,
+    .retoken = etcd_retoken,
+    .acquire = etcd_acquire,
+    .acquire_many = etcd_acquire_many,
+    .release = etcd_release,
+    .release_kept = etcd_release_kept,
+    .refresh = etcd_refresh,
+    .check = etcd_check,
+    .fence = etcd_fence,
+    .range = etcd_range,
+    .shrink = etcd_shrink,
+    .upgrade = etcd_upgrade,
+    .downgrade = etcd_downgrade,
+    .downgrade_intent = etcd_downgrade_intent,
+    .inspect = dl_etcd_inspect,
+    .break_lock = dl_etcd_break,
+    .cleanup = dl_etcd_cleanup,
+    .ranges = dl_etcd_ranges,
+    .list = dl_etcd_list,
+};

@@ -1,0 +1,806 @@
+/* etcd_http.c - the etcd backend's calls to the cluster's v3 JSON gateway
+ * (the gRPC API as HTTP POSTs of JSON, on each member's client port):
+ * libcurl does the HTTP, json-c the JSON, OpenSSL's codec the base64 of
+ * the byte fields.
+ *
+ * CONNECTIONS.  Each thread keeps a small pool of connections, each a
+ * libcurl multi handle with one easy handle (the multi handle keeps the
+ * TCP connections to the members it has talked to, reused from request to
+ * request).  A request or a watch checks one out for its length and
+ * returns it after: several pending acquires (dirlock_acquire_start) may
+ * wait at once in one thread, and none may read another's answer.  Each
+ * thread also notes, for each of up to NOTES clusters, which member
+ * answered last: calls go there first.  A forked child sees its parent's
+ * pool under another pid, frees it (its copies of the descriptors) and
+ * makes its own; a thread-key destructor frees it when the thread exits.
+ * Every descriptor is close-on-exec: connections are opened so
+ * (CURLOPT_OPENSOCKETFUNCTION), and the socket pair libcurl makes inside
+ * curl_multi_init (to wake curl_multi_poll, never used here) is marked
+ * so right after.
+ *
+ * MEMBERS IN TURN.  A call goes to the member that answered last; a
+ * member that cannot be reached, does not answer in its share of the
+ * time, or says it cannot serve now (no leader, leader changed, request
+ * timed out, too many requests: gRPC codes Unavailable, DeadlineExceeded,
+ * ResourceExhausted, ...) is passed over for the next one, and the next
+ * call starts there; a round in which every member said no (an election
+ * under way) is followed by a short pause and another round, until the
+ * call's deadline.  A leader change or a dead member is so only latency
+ * to the caller.  No member is given more than ATTEMPT_MS of a request,
+ * so one silent member cannot use the whole call.
+ *
+ * WAITING.  drive() is the only place the backend waits on the network:
+ * libcurl tells which sockets it wants watched and when it wants to be
+ * called back (its socket and timer callbacks), and drive() waits for
+ * those, the caller's cancel descriptor and pidfd, and the deadline, with
+ * dl_poll -- so that a pending acquire suspends there instead of
+ * blocking its loop. */
+#include "etcd.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NOTES 4
+/* The longest one member is given for one request when the call allows
+ * more: a member that says nothing for that long (stopped, cut off) is
+ * passed over. */
+#define ATTEMPT_MS 1000.0
+/* After a round in which every member said it cannot serve now. */
+#define ROUND_PAUSE_MS 25.0
+#define POOL           8 /* connections kept per thread; more in use at once are made and freed */
+#define SOCKS          4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
+
+/* A connection: a multi handle with its one easy handle, and what libcurl
+ * asked drive() to watch for it (its socket and timer callbacks). */
+struct conn {
+        CURLM *multi;
+        CURL *easy;
+        bool busy; /* checked out */
+        struct {
+                curl_socket_t fd;
+                int what; /* CURL_POLL_IN, _OUT, _INOUT */
+        } socks[SOCKS];
+        int nsocks;
+        long timer_ms; /* when libcurl wants to be called back, -1: not */
+};
+
+struct http_thread {
+        pid_t pid;
+        struct curl_slist *json_headers, *watch_headers;
+        struct conn *pool[POOL];
+        unsigned long long clock;
+        struct {
+                char eps[DL_ETCD_ENDPOINTS_MAX * (DL_ETCD_HOST_MAX + 10)];
+                size_t current;
+                unsigned long long used;
+        } notes[NOTES];
+};
+
+static _Thread_local struct http_thread *thread_state;
+static pthread_key_t thread_key;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void conn_free(struct conn *c)
+{
+        if (c == NULL)
+                return;
+        if (c->multi != NULL && c->easy != NULL)
+                curl_multi_remove_handle(c->multi, c->easy);
+        if (c->easy != NULL)
+                curl_easy_cleanup(c->easy);
+        if (c->multi != NULL)
+                curl_multi_cleanup(c->multi);
+        free(c);
+}
+
+static void thread_free(void *p)
+{
+        struct http_thread *t = p;
+        if (t == NULL)
+                return;
+        for (size_t i = 0; i < POOL; i++)
+                conn_free(t->pool[i]);
+        curl_slist_free_all(t->json_headers);
+        curl_slist_free_all(t->watch_headers);
+        free(t);
+}
+
+static void init_once(void)
+{
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        pthread_key_create(&thread_key, thread_free);
+}
+
+static curl_socket_t open_cloexec(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+        (void)arg;
+        (void)purpose;
+        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* The descriptors open now, as a list ended by -1, or NULL. */
+static int *open_fds(void)
+{
+        DIR *d = opendir("/proc/self/fd");
+        if (d == NULL)
+                return NULL;
+        size_t n = 0, cap = 64;
+        int *fds = malloc(cap * sizeof *fds);
+        struct dirent *de;
+        while (fds != NULL && (de = readdir(d)) != NULL) {
+                if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                        continue;
+                if (n + 1 == cap) {
+                        int *more = realloc(fds, (cap *= 2) * sizeof *fds);
+                        if (more == NULL) {
+                                free(fds);
+                                fds = NULL;
+                                break;
+                        }
+                        fds = more;
+                }
+                fds[n++] = atoi(de->d_name);
+        }
+        closedir(d);
+        if (fds != NULL)
+                fds[n] = -1;
+        return fds;
+}
+
+/* Mark close-on-exec the descriptors that are open now and were not in
+ * `before` (what curl_multi_init opened). */
+static void cloexec_since(const int *before)
+{
+        int *now = open_fds();
+        if (now == NULL || before == NULL) {
+                free(now);
+                return;
+        }
+        for (size_t i = 0; now[i] >= 0; i++) {
+                bool old = false;
+                for (size_t j = 0; before[j] >= 0 && !old; j++)
+                        old = before[j] == now[i];
+                int flags;
+                if (!old && (flags = fcntl(now[i], F_GETFD)) >= 0 && !(flags & FD_CLOEXEC))
+                        fcntl(now[i], F_SETFD, flags | FD_CLOEXEC);
+        }
+        free(now);
+}
+
+/* libcurl's socket callback: which sockets drive() watches, for what. */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+        (void)e;
+        (void)socketp;
+        struct conn *c = userp;
+        int k = 0;
+        while (k < c->nsocks && c->socks[k].fd != fd)
+                k++;
+        if (what == CURL_POLL_REMOVE) {
+                if (k < c->nsocks)
+                        c->socks[k] = c->socks[--c->nsocks];
+                return 0;
+        }
+        if (k == c->nsocks) {
+                if (c->nsocks == SOCKS)
+                        return -1;
+                c->nsocks++;
+        }
+        c->socks[k].fd = fd;
+        c->socks[k].what = what;
+        return 0;
+}
+
+/* libcurl's timer callback: when it wants to be called back. */
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+        (void)m;
+        ((struct conn *)userp)->timer_ms = timeout_ms;
+        return 0;
+}
+
+static struct conn *conn_new(void)
+{
+        struct conn *c = calloc(1, sizeof *c);
+        if (c == NULL)
+                return NULL;
+        int *before = open_fds();
+        c->multi = curl_multi_init();
+        cloexec_since(before);
+        free(before);
+        c->easy = curl_easy_init();
+        c->timer_ms = -1;
+        if (c->multi == NULL || c->easy == NULL) {
+                conn_free(c);
+                return NULL;
+        }
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+        return c;
+}
+
+static struct http_thread *thread_get(dirlock_error *err)
+{
+        pthread_once(&once, init_once);
+        pid_t self = dl_self_pid();
+        if (thread_state != NULL && thread_state->pid != self) {
+                thread_free(thread_state); /* the parent's, copied by fork() */
+                thread_state = NULL;
+        }
+        if (thread_state != NULL)
+                return thread_state;
+        struct http_thread *t = calloc(1, sizeof *t);
+        if (t == NULL) {
+                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                return NULL;
+        }
+        t->pid = self;
+        t->json_headers = curl_slist_append(NULL, "Content-Type: application/json");
+        /* A watch on a member that has lost its leader is ended by the
+         * member ("etcdserver: no leader") instead of staying silent. */
+        t->watch_headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (t->watch_headers != NULL)
+                t->watch_headers = curl_slist_append(t->watch_headers, "Grpc-Metadata-hasleader: true");
+        if (t->json_headers == NULL || t->watch_headers == NULL) {
+                thread_free(t);
+                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+                return NULL;
+        }
+        thread_state = t;
+        pthread_setspecific(thread_key, t);
+        return t;
+}
+
+/* Check a connection out of the thread's pool (the first idle one: the
+ * one most likely connected already), or make one.  NULL: out of memory. */
+static struct conn *conn_get(struct http_thread *t)
+{
+        for (size_t i = 0; i < POOL; i++) {
+                if (t->pool[i] == NULL)
+                        t->pool[i] = conn_new();
+                if (t->pool[i] != NULL && !t->pool[i]->busy) {
+                        t->pool[i]->busy = true;
+                        return t->pool[i];
+                }
+        }
+        struct conn *c = conn_new(); /* more in use at once than kept */
+        if (c != NULL)
+                c->busy = true;
+        return c;
+}
+
+static void conn_put(struct http_thread *t, struct conn *c)
+{
+        for (size_t i = 0; i < POOL; i++)
+                if (t->pool[i] == c) {
+                        c->busy = false;
+                        return;
+                }
+        conn_free(c);
+}
+
+/* The note of cluster u: which member to ask first. */
+static size_t *current_member(struct http_thread *t, const dl_etcd_url *u)
+{
+        char eps[sizeof t->notes[0].eps];
+        size_t at = 0;
+        eps[0] = '\0';
+        for (size_t i = 0; i < u->n && at < sizeof eps; i++) {
+                int k = snprintf(eps + at, sizeof eps - at, "%s:%d,", u->ep[i].host, u->ep[i].port);
+                if (k < 0)
+                        break;
+                at += (size_t)k;
+        }
+        size_t lru = 0;
+        for (size_t i = 0; i < NOTES; i++) {
+                if (strcmp(t->notes[i].eps, eps) == 0) {
+                        t->notes[i].used = ++t->clock;
+                        return &t->notes[i].current;
+                }
+                if (t->notes[i].used < t->notes[lru].used)
+                        lru = i;
+        }
+        snprintf(t->notes[lru].eps, sizeof t->notes[lru].eps, "%s", eps);
+        t->notes[lru].current = 0;
+        t->notes[lru].used = ++t->clock;
+        return &t->notes[lru].current;
+}
+
+dl_time dl_etcd_io_deadline(const dl_time *call)
+{
+        double left = dl_remaining(call);
+        double ms = left < DL_ETCD_GRACE_MS ? DL_ETCD_GRACE_MS : left;
+        if (ms > DL_ETCD_IO_MS)
+                ms = DL_ETCD_IO_MS;
+        return dl_deadline(ms / 1e3);
+}
+
+/* ---- the transfer ------------------------------------------------------------ */
+
+/* Where a transfer's answer goes.  A watch's stream is looked at line by
+ * line as it comes: the first line with events, or one that ends the
+ * watch, is what the waiter waits for. */
+struct sink {
+        char *buf;
+        size_t len, cap;
+        bool watch;
+        size_t scanned;        /* watch: bytes of complete lines looked at */
+        bool created;          /* watch: the member has made it */
+        long long created_rev; /* ... at this revision */
+        bool stop_on_created;  /* watch: drive() returns once it is made */
+        bool changed;          /* watch: an event, or the server ended the watch */
+        bool failed;           /* watch: an error line */
+        bool oom;
+};
+
+static void watch_line(struct sink *s, const char *line, size_t len)
+{
+        json_tokener *tok = json_tokener_new();
+        json_object *o = tok ? json_tokener_parse_ex(tok, line, (int)len) : NULL;
+        json_tokener_free(tok);
+        if (o == NULL)
+                return;
+        json_object *res, *ev, *c;
+        if (json_object_object_get_ex(o, "error", NULL)) {
+                s->failed = true;
+        } else if (json_object_object_get_ex(o, "result", &res)) {
+                if (json_object_object_get_ex(res, "created", &c) && json_object_get_boolean(c)) {
+                        s->created = true;
+                        s->created_rev = dl_etcd_revision(res);
+                }
+                if (json_object_object_get_ex(res, "events", &ev) && json_object_array_length(ev) > 0)
+                        s->changed = true;
+                if (json_object_object_get_ex(res, "canceled", &c) && json_object_get_boolean(c))
+                        s->changed = true; /* compacted, or the member lost its leader: look again */
+        }
+        json_object_put(o);
+}
+
+static size_t sink_write(char *data, size_t size, size_t count, void *arg)
+{
+        struct sink *s = arg;
+        size_t n = size * count;
+        if (s->len + n + 1 > s->cap) {
+                size_t cap = s->cap ? s->cap : 1024;
+                while (cap < s->len + n + 1)
+                        cap *= 2;
+                char *b = realloc(s->buf, cap);
+                if (b == NULL) {
+                        s->oom = true;
+                        return 0;
+                }
+                s->buf = b;
+                s->cap = cap;
+        }
+        memcpy(s->buf + s->len, data, n);
+        s->len += n;
+        s->buf[s->len] = '\0';
+        while (s->watch && !s->changed && !s->failed) {
+                char *nl = memchr(s->buf + s->scanned, '\n', s->len - s->scanned);
+                if (nl == NULL)
+                        break;
+                watch_line(s, s->buf + s->scanned, (size_t)(nl - (s->buf + s->scanned)));
+                s->scanned = (size_t)(nl - s->buf) + 1;
+        }
+        return n;
+}
+
+/* How a drive ended. */
+enum driven { DONE, STOPPED, TIMED_OUT, FD_FIRED };
+
+/* Run the transfer of c (its easy handle, on its multi handle) until it
+ * completes (DONE, *result its outcome), its watch sink has what it waits
+ * for (STOPPED), `until` (TIMED_OUT) or one of fds[0..nfds-1] polls
+ * readable (FD_FIRED, *which its index).  The only place the backend
+ * waits on the network, through dl_poll. */
+static enum driven drive(struct conn *c, struct sink *s, const dl_time *until, const int *fds, int nfds,
+                         int *which, CURLcode *result)
+{
+        *which = -1;
+        *result = CURLE_OK;
+        for (;;) {
+                CURLMsg *m;
+                int left, running;
+                while ((m = curl_multi_info_read(c->multi, &left)) != NULL)
+                        if (m->msg == CURLMSG_DONE && m->easy_handle == c->easy) {
+                                *result = m->data.result;
+                                return DONE;
+                        }
+                if (s->changed || s->failed || s->oom || (s->stop_on_created && s->created))
+                        return STOPPED;
+                double ms = dl_remaining(until);
+                if (ms <= 0)
+                        return TIMED_OUT;
+                if (c->timer_ms >= 0 && (double)c->timer_ms < ms)
+                        ms = (double)c->timer_ms;
+                struct pollfd p[SOCKS + 2];
+                int n = 0, extra = 0;
+                for (int k = 0; k < c->nsocks; k++)
+                        p[n++] = (struct pollfd){
+                            .fd = c->socks[k].fd,
+                            .events = (short)((c->socks[k].what & CURL_POLL_IN ? POLLIN : 0) |
+                                              (c->socks[k].what & CURL_POLL_OUT ? POLLOUT : 0))};
+                int socks = n;
+                for (int k = 0; k < nfds && extra < 2; k++)
+                        if (fds[k] >= 0) {
+                                p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
+                                extra++;
+                        }
+                struct timespec ts = {(time_t)(ms / 1e3),
+                                      (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+                int r = dl_poll(p, (unsigned long)n, &ts);
+                if (r < 0 && errno != EINTR)
+                        return TIMED_OUT;
+                for (int k = socks, f = 0; r > 0 && k < n; k++, f++) {
+                        while (fds[f] < 0)
+                                f++;
+                        if (p[k].revents != 0) {
+                                *which = f;
+                                return FD_FIRED;
+                        }
+                }
+                bool acted = false;
+                for (int k = 0; r > 0 && k < socks; k++) {
+                        if (p[k].revents == 0)
+                                continue;
+                        int ev = (p[k].revents & POLLIN ? CURL_CSELECT_IN : 0) |
+                                 (p[k].revents & POLLOUT ? CURL_CSELECT_OUT : 0) |
+                                 (p[k].revents & (POLLERR | POLLHUP | POLLNVAL) ? CURL_CSELECT_ERR : 0);
+                        curl_multi_socket_action(c->multi, p[k].fd, ev, &running);
+                        acted = true;
+                }
+                if (!acted)
+                        curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+}
+
+/* A transfer from start to end: on c's multi handle, driven, taken off
+ * (one left unfinished closes its connection). */
+static enum driven transfer(struct conn *c, struct sink *s, const dl_time *until, const int *fds, int nfds,
+                            int *which, CURLcode *result)
+{
+        c->timer_ms = -1;
+        if (curl_multi_add_handle(c->multi, c->easy) != CURLM_OK) {
+                *result = CURLE_FAILED_INIT;
+                return DONE;
+        }
+        enum driven how = drive(c, s, until, fds, nfds, which, result);
+        curl_multi_remove_handle(c->multi, c->easy);
+        return how;
+}
+
+/* ---- requests ----------------------------------------------------------------- */
+
+void dl_etcd_reply_free(dl_etcd_reply *r)
+{
+        if (r->body != NULL)
+                json_object_put(r->body);
+        r->body = NULL;
+}
+
+/* What the gateway's error code means to a caller: 0 the caller handles
+ * it (the reply stands), else the dirlock code, with `next` when another
+ * member may do better. */
+static int classify(int code, bool *next)
+{
+        *next = false;
+        switch (code) {
+        case 5:  /* NotFound: a lease */
+        case 9:  /* FailedPrecondition: a lease that exists */
+        case 11: /* OutOfRange: a compacted revision */
+                return 0;
+        case 1:  /* Canceled */
+        case 4:  /* DeadlineExceeded */
+        case 8:  /* ResourceExhausted: too many requests, no space */
+        case 10: /* Aborted */
+        case 13: /* Internal */
+        case 14: /* Unavailable: no leader, leader changed, timed out, stopping */
+                *next = true;
+                return DIRLOCK_ESERVER;
+        case 7:  /* PermissionDenied */
+        case 16: /* Unauthenticated */
+                return DIRLOCK_EAUTH;
+        default:
+                return DIRLOCK_EDATA;
+        }
+}
+
+/* One POST to member i; DIRLOCK_OK with r filled (maybe a handled error),
+ * or an error with *next (try another member); *sent whether the request
+ * went out. */
+static int post_once(struct http_thread *t, struct conn *c, const dl_etcd_url *u, size_t i, const char *path,
+                     const char *body, double limit_ms, bool *next, bool *sent, dl_etcd_reply *r,
+                     dirlock_error *err)
+{
+        char url[DL_ETCD_HOST_MAX + 64];
+        dl_etcd_url_base(u, i, url, sizeof url);
+        size_t bl = strlen(url);
+        snprintf(url + bl, sizeof url - bl, "%s", path);
+        CURL *e = c->easy;
+        struct sink s = {0};
+        curl_easy_reset(e);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->json_headers);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        long connect_ms = (long)(limit_ms < DL_ETCD_CONNECT_MS ? limit_ms : DL_ETCD_CONNECT_MS);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms > 0 ? connect_ms : 1L);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms > 0 ? (long)limit_ms : 1L);
+        dl_time until = dl_deadline(limit_ms / 1e3 + 0.05);
+        int which;
+        CURLcode result;
+        enum driven how = transfer(c, &s, &until, NULL, 0, &which, &result);
+        *next = true;
+        long status = 0;
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        long request_bytes = 0;
+        curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_bytes);
+        *sent = request_bytes > 0;
+        if (s.oom) {
+                free(s.buf);
+                *next = false;
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        if (how != DONE || result != CURLE_OK) {
+                free(s.buf);
+                return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: %s", url + 7,
+                               how != DONE ? "no answer in time" : curl_easy_strerror(result));
+        }
+        json_object *o = s.buf ? json_tokener_parse(s.buf) : NULL;
+        free(s.buf);
+        if (o == NULL || !json_object_is_type(o, json_type_object)) {
+                if (o != NULL)
+                        json_object_put(o);
+                if (status >= 500)
+                        return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: HTTP status %ld", url + 7,
+                                       status);
+                *next = false;
+                return dl_fail(err, DIRLOCK_EDATA, 0, "etcd member %s: an answer that is not JSON (HTTP %ld)",
+                               url + 7, status);
+        }
+        json_object *code;
+        if (json_object_object_get_ex(o, "code", &code) && !json_object_object_get_ex(o, "header", NULL)) {
+                json_object *msg;
+                const char *text = json_object_object_get_ex(o, "message", &msg) ? json_object_get_string(msg)
+                                   : json_object_object_get_ex(o, "error", &msg) ? json_object_get_string(msg)
+                                                                                 : "";
+                int c = json_object_get_int(code);
+                int rc = classify(c, next);
+                if (rc == 0) {
+                        r->body = NULL;
+                        r->grpc_code = c;
+                        snprintf(r->message, sizeof r->message, "%s", text ? text : "");
+                        json_object_put(o); /* text was its */
+                        *next = false;
+                        return DIRLOCK_OK;
+                }
+                int out =
+                    dl_fail(err, rc, 0, "etcd member %s: %s (gRPC code %d)", url + 7, text ? text : "", c);
+                json_object_put(o);
+                return out;
+        }
+        if (status != 200) {
+                json_object_put(o);
+                if (status >= 500)
+                        return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: HTTP status %ld", url + 7,
+                                       status);
+                *next = false;
+                return dl_fail(err, DIRLOCK_EDATA, 0, "etcd member %s: HTTP status %ld", url + 7, status);
+        }
+        *next = false;
+        r->body = o;
+        r->grpc_code = 0;
+        r->message[0] = '\0';
+        return DIRLOCK_OK;
+}
+
+int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, const dl_time *deadline,
+                 bool *sent, dl_etcd_reply *r, dirlock_error *err)
+{
+        r->body = NULL;
+        r->grpc_code = 0;
+        r->message[0] = '\0';
+        bool sent_local = false;
+        if (sent == NULL)
+                sent = &sent_local;
+        *sent = false;
+        struct http_thread *t = thread_get(err);
+        if (t == NULL)
+                return DIRLOCK_ENOMEM;
+        const char *body = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
+        if (body == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        struct conn *c = conn_get(t);
+        if (c == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+        size_t *current = current_member(t, u);
+        int rc = DIRLOCK_ESERVER;
+        double pause = ROUND_PAUSE_MS;
+        for (size_t tried = 0;; tried++) {
+                size_t i = (*current + tried) % u->n;
+                double left = dl_remaining(deadline);
+                if (tried > 0 && left <= 0)
+                        break;
+                if (tried > 0 && tried % u->n == 0) {
+                        /* Every member said no (an election under way): a
+                         * short pause, then round again until the deadline. */
+                        (void)dl_nap_ms(pause, deadline, -1);
+                        pause = pause * 2 > ATTEMPT_MS / 4 ? ATTEMPT_MS / 4 : pause * 2;
+                        if (dl_deadline_passed(deadline))
+                                break;
+                        left = dl_remaining(deadline);
+                }
+                double share = left < ATTEMPT_MS ? left : ATTEMPT_MS;
+                if (share < DL_ETCD_GRACE_MS)
+                        share = DL_ETCD_GRACE_MS;
+                bool next, reached;
+                rc = post_once(t, c, u, i, path, body, share, &next, &reached, r, err);
+                if (rc == DIRLOCK_OK)
+                        *current = i;
+                else if (reached)
+                        *sent = true;
+                if (!next)
+                        break;
+                *current = (i + 1) % u->n;
+        }
+        conn_put(t, c);
+        return rc;
+}
+
+/* ---- watching ------------------------------------------------------------------ */
+
+/* Whether `key` changed since revision from - 1, asked while its watch is
+ * open (a request on the same multi handle: the watch's stream goes on
+ * arriving meanwhile).  Errors count as a change (the caller looks). */
+static bool changed_since(const dl_etcd_url *u, const char *key, long long from, const dl_time *until)
+{
+        dl_time io = dl_etcd_io_deadline(until);
+        dl_etcd_kv *kv = NULL;
+        size_t n = 0;
+        if (dl_etcd_range(u, key, NULL, true, &kv, &n, NULL, &io, NULL) != DIRLOCK_OK)
+                return true;
+        bool changed = n == 0 || kv[0].mod_revision >= from;
+        free(kv);
+        return changed;
+}
+
+/* A watch made at the current revision is served at once as the store
+ * changes; one made from an older revision is replayed by the member's
+ * catching-up loop, which runs every 100 ms -- a hand-off would wait for
+ * it.  So the watch is made at the current revision, and when that is
+ * past from - 1 (the store changed since the caller's read), the key
+ * itself is read once: changed or gone since then is a wake-up. */
+int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, const dl_time *until,
+                       int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err)
+{
+        *woken = DL_ETCD_QUIET;
+        struct http_thread *t = thread_get(err);
+        if (t == NULL)
+                return DIRLOCK_ENOMEM;
+        json_object *req = json_object_new_object(), *cr = json_object_new_object();
+        json_object_object_add(cr, "key", dl_etcd_b64(key, strlen(key)));
+        json_object_object_add(req, "create_request", cr);
+        const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+        struct conn *c = conn_get(t);
+        if (c == NULL) {
+                json_object_put(req);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+        }
+        size_t *current = current_member(t, u);
+        int rc = DIRLOCK_ESERVER;
+        for (size_t tried = 0; tried < u->n; tried++) {
+                size_t i = (*current + tried) % u->n;
+                char url[DL_ETCD_HOST_MAX + 64];
+                dl_etcd_url_base(u, i, url, sizeof url);
+                size_t bl = strlen(url);
+                snprintf(url + bl, sizeof url - bl, "/v3/watch");
+                CURL *e = c->easy;
+                struct sink s = {.watch = true, .stop_on_created = true};
+                curl_easy_reset(e);
+                curl_easy_setopt(e, CURLOPT_URL, url);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->watch_headers);
+                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
+                curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
+                curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+                curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
+                curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+                curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)DL_ETCD_CONNECT_MS);
+                int fds[2] = {cancel_fd, pid_fd}, which;
+                CURLcode result;
+                enum driven how = DONE;
+                c->timer_ms = -1;
+                if (curl_multi_add_handle(c->multi, e) == CURLM_OK) {
+                        how = drive(c, &s, until, fds, 2, &which, &result);
+                        if (how == STOPPED && !s.changed && s.created) {
+                                s.stop_on_created = false;
+                                if (s.created_rev >= from && changed_since(u, key, from, until))
+                                        s.changed = true;
+                                else
+                                        how = drive(c, &s, until, fds, 2, &which, &result);
+                        }
+                        curl_multi_remove_handle(c->multi, e);
+                } else {
+                        result = CURLE_FAILED_INIT;
+                }
+                free(s.buf);
+                if (s.oom) {
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                        break;
+                }
+                if (s.changed) {
+                        *woken = DL_ETCD_CHANGED;
+                        rc = DIRLOCK_OK;
+                        *current = i;
+                        break;
+                }
+                if (how == TIMED_OUT) {
+                        rc = DIRLOCK_OK;
+                        break;
+                }
+                if (how == FD_FIRED) {
+                        *woken = which == 0 ? DL_ETCD_CANCELED : DL_ETCD_PID;
+                        rc = DIRLOCK_OK;
+                        break;
+                }
+                /* The stream ended or failed: this member will not watch now. */
+                rc = dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: the watch %s", url + 7,
+                             s.failed             ? "was refused"
+                             : result != CURLE_OK ? curl_easy_strerror(result)
+                                                  : "ended");
+                *current = (i + 1) % u->n;
+                if (dl_deadline_passed(until))
+                        break;
+        }
+        conn_put(t, c);
+        json_object_put(req);
+        return rc;
+}
+
+/* ---- base64 ---------------------------------------------------------------------- */
+
+json_object *dl_etcd_b64(const char *bytes, size_t len)
+{
+        size_t out = 4 * ((len + 2) / 3) + 1;
+        char small[512], *buf = out <= sizeof small ? small : malloc(out);
+        if (buf == NULL)
+                return NULL;
+        EVP_EncodeBlock((unsigned char *)buf, (const unsigned char *)bytes, (int)len);
+        json_object *o = json_object_new_string(buf);
+        if (buf != small)
+                free(buf);
+        return o;
+}
+
+int dl_etcd_unb64(const char *text, char *buf, size_t size)
+{
+        size_t tl = strlen(text);
+        if (tl % 4 != 0 || tl / 4 * 3 + 1 > size)
+                return -1;
+        int n = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)text, (int)tl);
+        if (n < 0)
+                return -1;
+        /* EVP_DecodeBlock counts the padding as zero bytes. */
+        if (tl >= 1 && text[tl - 1] == '=')
+                n--;
+        if (tl >= 2 && text[tl - 2] == '=')
+                n--;
+        buf[n] = '\0';
+        return n;
+}
