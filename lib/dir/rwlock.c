@@ -1125,7 +1125,13 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", rw->up_path);
                 rw->up_held = true;
         }
+        /* The drain's waiter watches the handle's cancel descriptor
+         * (waiter_start), which the handle forgot after its acquire: for
+         * the length of the upgrade it is this call's. */
+        int saved_cancel = lock->opts.cancel_fd;
+        lock->opts.cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
         rc = drain(lock, &o, &deadline, false, err);
+        lock->opts.cancel_fd = saved_cancel;
         if (rc != DIRLOCK_OK) {
                 dl_fs_unlink(rw->up_path); /* keep the intent lock */
                 rw->up_held = false;

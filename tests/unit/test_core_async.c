@@ -4,7 +4,7 @@
  * deadline with no timer of the caller's, cancel and free at any point
  * leaving nothing behind, every mode, ranges, many names, an upgrade, many
  * pending acquires in one epoll loop served one at a time, with and
- * without inotify, and the fork guard. */
+ * without inotify, an upgrade canceled, and the fork guard. */
 #include "core_fixture.h"
 
 #include <poll.h>
@@ -274,6 +274,46 @@ static void test_other_calls(void **state)
         assert_int_equal(dirlock_release(i, &e), DIRLOCK_OK);
 }
 
+/* An upgrade gives up when canceled, pending (dirlock_pending_cancel) or
+ * blocking (the call's own DIRLOCK_CANCEL_FD), and keeps its intent lock;
+ * whole locks and ranges alike. */
+static void test_cancel_upgrade(void **state)
+{
+        (void)state;
+        for (int ranged = 0; ranged < 2; ranged++) {
+                dirlock_error e;
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                dirlock *i = NULL, *reader = NULL;
+                o.mode = DIRLOCK_INTENT;
+                assert_int_equal(ranged ? dirlock_acquire_range(lockdir, "cu", 0, 10, &o, &i, &e)
+                                        : dirlock_acquire(lockdir, "cu", &o, &i, &e),
+                                 DIRLOCK_OK);
+                o.mode = DIRLOCK_SHARED;
+                assert_int_equal(ranged ? dirlock_acquire_range(lockdir, "cu", 5, 6, &o, &reader, &e)
+                                        : dirlock_acquire(lockdir, "cu", &o, &reader, &e),
+                                 DIRLOCK_OK);
+                dirlock_pending *p = NULL;
+                assert_int_equal(dirlock_upgrade_start(i, NULL, &p, &e), DIRLOCK_OK);
+                still_waiting(p, 100);
+                dirlock_pending_cancel(p);
+                assert_int_equal(finish(p, 2000, &e), DIRLOCK_ECANCELED);
+                dirlock_pending_free(p);
+                assert_int_equal(dirlock_mode_of(i), DIRLOCK_INTENT);
+
+                int efd = eventfd(1, EFD_CLOEXEC); /* readable from the start */
+                dirlock_options u = DIRLOCK_OPTIONS_INIT;
+                u.timeout = 1;
+                u.flags = DIRLOCK_CANCEL_FD;
+                u.cancel_fd = efd;
+                assert_int_equal(dirlock_upgrade(i, &u, &e), DIRLOCK_ECANCELED);
+                close(efd);
+                assert_int_equal(dirlock_mode_of(i), DIRLOCK_INTENT);
+                assert_int_equal(dirlock_release(reader, &e), DIRLOCK_OK);
+                assert_int_equal(dirlock_upgrade(i, NULL, &e), DIRLOCK_OK);
+                assert_int_equal(dirlock_release(i, &e), DIRLOCK_OK);
+        }
+}
+
 /* N pending acquires in one epoll loop, one thread.  A lock taken is
  * held until the end of the loop's round (every ready descriptor stepped),
  * so that two holders at once would both be counted.  With one name:
@@ -462,6 +502,7 @@ int main(void)
             cmocka_unit_test(test_cancel_fd),
             cmocka_unit_test(test_free_any_time),
             cmocka_unit_test(test_other_calls),
+            cmocka_unit_test(test_cancel_upgrade),
             cmocka_unit_test(test_many_in_one_loop),
             cmocka_unit_test(test_thousand_pending),
             cmocka_unit_test(test_many_in_one_loop_fifo),
