@@ -175,6 +175,16 @@ static int open_pidfd(pid_t pid, unsigned long long start)
                 close(fd);
                 return -1;
         }
+        /* A process that has exited but is not reaped yet (a zombie) still
+         * has a pidfd, readable from the start: watching it would end
+         * every wait at once while its partner holds the lock (a busy
+         * loop).  It is gone, as for a judge (dirlock_process_alive). */
+        static const struct timespec now = {0, 0};
+        struct pollfd exited = {.fd = fd, .events = POLLIN};
+        if (dl_poll(&exited, 1, &now) > 0) {
+                close(fd);
+                return -1;
+        }
         return fd;
 #else
         (void)pid;

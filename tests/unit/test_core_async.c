@@ -4,7 +4,8 @@
  * deadline with no timer of the caller's, cancel and free at any point
  * leaving nothing behind, every mode, ranges, many names, an upgrade, many
  * pending acquires in one epoll loop served one at a time, with and
- * without inotify, an upgrade canceled, and the fork guard. */
+ * without inotify, an upgrade canceled, a dead but unreaped holder whose
+ * partner holds on, and the fork guard. */
 #include "core_fixture.h"
 
 #include <poll.h>
@@ -314,6 +315,62 @@ static void test_cancel_upgrade(void **state)
         }
 }
 
+/* The holder died but is not reaped yet (a zombie: its parent, this
+ * process, has not waited for it) and its partner still holds the lock
+ * (partner_pid, as the dirlock command's command does).  The acquire
+ * waits for the partner -- its first step returns, the lock still held --
+ * and gets the lock once the partner exits. */
+static void test_zombie_owner_live_partner(void **state)
+{
+        (void)state;
+        int ready[2], go[2];
+        assert_int_equal(pipe(ready), 0);
+        assert_int_equal(pipe(go), 0);
+        pid_t owner = fork();
+        if (owner == 0) {
+                /* Neither keeps the test's output open, should it fail. */
+                int null = open("/dev/null", O_WRONLY);
+                dup2(null, 1);
+                dup2(null, 2);
+                pid_t partner = fork();
+                if (partner == 0) { /* holds with the owner until told (10 s at most) */
+                        struct pollfd w = {.fd = go[0], .events = POLLIN};
+                        _exit(poll(&w, 1, 10000) == 1 ? 0 : 1);
+                }
+                dirlock_options o = DIRLOCK_OPTIONS_INIT;
+                o.partner_pid = partner;
+                dirlock *h = NULL;
+                int rc = dirlock_acquire(lockdir, "z", &o, &h, NULL);
+                ssize_t w = write(ready[1], rc == DIRLOCK_OK ? "y" : "n", 1);
+                (void)w;
+                _exit(0); /* holds it, unreaped, until the test waits for it */
+        }
+        char c = 0;
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        assert_int_equal(c, 'y');
+        while (dirlock_process_alive(owner, dirlock_process_start(owner)) == 1)
+                sleep_ms(5); /* the owner is a zombie from here */
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 5;
+        dirlock_pending *p = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "z", &o, &p, &e), DIRLOCK_OK);
+        double t0 = now_ms();
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
+        assert_true(now_ms() - t0 < 1000); /* it waits in the loop, not in the step */
+        still_waiting(p, 200);
+        assert_int_equal(write(go[1], "x", 1), 1); /* the partner exits */
+        assert_int_equal(finish(p, 4000, &e), DIRLOCK_OK);
+        dirlock *h = dirlock_pending_lock(p);
+        dirlock_pending_free(p);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        waitpid(owner, NULL, 0);
+        for (int i = 0; i < 2; i++) {
+                close(ready[i]);
+                close(go[i]);
+        }
+}
+
 /* N pending acquires in one epoll loop, one thread.  A lock taken is
  * held until the end of the loop's round (every ready descriptor stepped),
  * so that two holders at once would both be counted.  With one name:
@@ -503,6 +560,7 @@ int main(void)
             cmocka_unit_test(test_free_any_time),
             cmocka_unit_test(test_other_calls),
             cmocka_unit_test(test_cancel_upgrade),
+            cmocka_unit_test(test_zombie_owner_live_partner),
             cmocka_unit_test(test_many_in_one_loop),
             cmocka_unit_test(test_thousand_pending),
             cmocka_unit_test(test_many_in_one_loop_fifo),
