@@ -1,17 +1,22 @@
-# bindings/bindings.mk - the Perl module (bindings/perl, ExtUtils::MakeMaker)
-# and the Python package (bindings/python, setuptools) over the library,
-# each built with its language's own tools.
-#   make bindings           both, in place: bindings/perl/blib (so that
+# bindings/bindings.mk - the Perl module (bindings/perl, ExtUtils::MakeMaker),
+# the Python package (bindings/python, setuptools) and the Node.js addon
+# (bindings/node, node-gyp) over the library, each built with its
+# language's own tools.
+#   make bindings           all three, in place: bindings/perl/blib (so that
 #                           perl -Mblib=bindings/perl -MDirlock works from
-#                           here) and bindings/python/dirlock/_dirlock*.so
-#                           (PYTHONPATH=bindings/python)
-#   make install            installs them too (install-bindings)
+#                           here), bindings/python/dirlock/_dirlock*.so
+#                           (PYTHONPATH=bindings/python) and
+#                           bindings/node/build/Release/dirlock.node
+#                           (require('./bindings/node'))
+#   make install            installs the Perl and Python ones too
+#                           (install-bindings); a Node package is installed
+#                           per project, with npm (docs/bindings.md)
 # Bindings find the library with pkg-config.  In the tree that is
 # $(BUILD)/pkgconfig/dirlock.pc, made here from lib/dirlock.pc.in: the
 # uninstalled library, whose static archive (position-independent, like
 # every object of the build) is linked into each binding, so a binding
 # built here needs no libdirlock.so at run time, installed or not.
-#   provides: BINDINGS_PC, PERL, PYTHON
+#   provides: BINDINGS_PC, PERL, PYTHON, NODE, NODE_GYP
 #   uses:     BUILD, LIB_A, LIB_LIBS, PC_REQUIRES (lib/lib.mk), PREFIX, DESTDIR
 
 PERL ?= perl
@@ -22,7 +27,8 @@ BINDINGS_PC := $(BUILD)/pkgconfig/dirlock.pc
 bindings_pc_path := $(CURDIR)/$(BUILD)/pkgconfig
 # The bindings' own build systems read make variables of their own names
 # (CC, PREFIX, DESTDIR...): none of ours leak into them through MAKEFLAGS.
-bindings_make := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(bindings_pc_path) $(MAKE)
+bindings_env := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(bindings_pc_path)
+bindings_make := $(bindings_env) $(MAKE)
 dirlock_version = $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"/\1/p' lib/dirlock.h)
 
 $(BINDINGS_PC): lib/dirlock.pc.in lib/dirlock.h
@@ -33,11 +39,26 @@ $(BINDINGS_PC): lib/dirlock.pc.in lib/dirlock.h
 		-e 's|^Libs:.*|Libs: $${libdir}/libdirlock.a|' \
 		-e 's|^Description:.*|&, uninstalled (the source tree)|' $< >$@
 
-# perl and python cannot load code built with AddressSanitizer: a
+# Node: node-gyp, offline.  --nodedir names the Node.js whose headers
+# (NODE_DIR/include/node: node_api.h, uv.h, common.gypi) the addon is
+# built against -- by default the one that runs NODE, whose prefix has
+# them (Debian's libnode-dev, or a nodejs package that ships them) --
+# so that node-gyp never downloads a headers tarball.  node-gyp is
+# Debian's (the node-gyp package, which Debian's npm needs) when it is
+# installed, else the one npm ships inside a nodejs package that bundles
+# npm (NodeSource's), whose node-gyp Debian's cannot be installed beside.
+NODE ?= node
+NODE_DIR ?= $(shell $(NODE) -p 'require("path").resolve(process.execPath, "..", "..")' 2>/dev/null)
+node_gyp_js := $(firstword $(realpath $(shell command -v node-gyp 2>/dev/null) \
+	$(dir $(realpath $(shell command -v $(NODE) 2>/dev/null)))../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js))
+NODE_GYP ?= $(NODE) $(node_gyp_js)
+BINDINGS_NODE := bindings/node/build/Release/dirlock.node
+
+# perl, python and node cannot load code built with AddressSanitizer: a
 # sanitizer build (SANITIZE=1, BUILD=build-san) makes no bindings.
 ifeq ($(SANITIZE),1)
-bindings bindings-perl bindings-python install-bindings:
-	@echo "make $@: the bindings are built without SANITIZE=1 (perl and python cannot load ASan-built code)" >&2
+bindings bindings-perl bindings-python bindings-node install-bindings:
+	@echo "make $@: the bindings are built without SANITIZE=1 (perl, python and node cannot load ASan-built code)" >&2
 	@exit 2
 else
 bindings/perl/Makefile: bindings/perl/Makefile.PL $(BINDINGS_PC)
@@ -50,7 +71,18 @@ bindings-python: $(BINDINGS_PC) $(LIB_A)
 	cd bindings/python && PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) setup.py -q build_ext --inplace \
 		--build-temp $(CURDIR)/$(BUILD)/bindings/python
 
-bindings: bindings-perl bindings-python
+# rebuild, not build: node-gyp's makefile does not know the library's
+# archive, and a new one must be linked in.
+$(BINDINGS_NODE): bindings/node/binding.gyp bindings/node/src/dirlock_node.c bindings/node/tools/dirlock-config.js \
+		$(BINDINGS_PC) $(LIB_A)
+	@[ -n "$(node_gyp_js)" ] || { echo "make bindings-node: no node-gyp (apt-get install npm; docs/bindings.md)" >&2; exit 2; }
+	@[ -f "$(NODE_DIR)/include/node/node_api.h" ] || \
+		{ echo "make bindings-node: no Node.js headers in $(NODE_DIR)/include/node (apt-get install npm; NODE_DIR=...)" >&2; exit 2; }
+	cd bindings/node && $(bindings_env) $(NODE_GYP) rebuild --nodedir=$(NODE_DIR) --loglevel=warn
+
+bindings-node: $(BINDINGS_NODE)
+
+bindings: bindings-perl bindings-python bindings-node
 
 # Perl: into the site directories of PREFIX (MakeMaker's PREFIX, given to
 # Makefile.PL for the install and taken back after), under DESTDIR.
@@ -78,5 +110,6 @@ clean-bindings:
 	rm -rf bindings/python/build bindings/python/*.egg-info bindings/python/dirlock/_dirlock*.so \
 		bindings/python/.pytest_cache
 	find bindings/python -name __pycache__ -prune -exec rm -rf {} +
+	rm -rf bindings/node/build bindings/node/*.tgz
 
-.PHONY: bindings bindings-perl bindings-python install-bindings clean-bindings
+.PHONY: bindings bindings-perl bindings-python bindings-node install-bindings clean-bindings
