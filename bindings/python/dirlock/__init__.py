@@ -28,9 +28,95 @@ a lock does not stall the others; in the main thread a signal (Ctrl-C)
 ends a wait with its handler's exception.  A lock belongs to the process
 that took it: after fork the child's release raises ENOTOWNER and the
 parent keeps its lock.
+
+asyncio: `async with dirlock.Lock(...)`, `await lock.acquire_async()` and
+`await lock.upgrade_async()` wait without blocking the event loop: the
+library's pending acquire is stepped whenever its descriptor is readable
+(loop.add_reader), with no thread.  Cancelling the task gives the wait up
+and leaves nothing behind.
 """
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+from dirlock import _dirlock
 from dirlock._dirlock import *  # noqa: F401,F403 - the C module is the API
-from dirlock._dirlock import CODES, LIBRARY_VERSION, Error, Lock, Owner, RangeInfo, SpaceInfo  # noqa: F401
+from dirlock._dirlock import CODES, LIBRARY_VERSION, Error, Owner, RangeInfo, SpaceInfo  # noqa: F401
+
+
+def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.Future[None]:
+    """A future done when fd polls readable (watched once)."""
+    fut: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        loop.remove_reader(fd)
+        if not fut.done():
+            fut.set_result(None)
+
+    loop.add_reader(fd, ready)
+    fut.add_done_callback(lambda _: loop.remove_reader(fd))
+    return fut
+
+
+class Lock(_dirlock.Lock):
+    __doc__ = _dirlock.Lock.__doc__ + """
+
+In asyncio code, `async with lock:` and `await lock.acquire_async()` /
+`await lock.upgrade_async()` wait without blocking the event loop; a Lock
+object is used by one task at a time."""
+    __slots__ = ()
+
+    async def _drive(self, fd: int, undo: str) -> None:
+        """Step the acquire or upgrade under way each time fd is readable,
+        until it is done (a step raises the library's error when it ended
+        without the lock).  When the wait itself is ended -- the task
+        cancelled, or anything else raised into it -- the acquire is
+        canceled and finished, a lock it got meanwhile let go with `undo`,
+        and the exception goes on."""
+        loop = asyncio.get_running_loop()
+        while not self._pending_step():
+            try:
+                await _readable(loop, fd)
+            except BaseException:
+                self._pending_cancel()
+                got = False
+                try:
+                    # Its clean-up may wait too (a lock server's answer):
+                    # still in the loop.
+                    while not (got := self._pending_step()):
+                        await _readable(loop, fd)
+                except BaseException:  # dirlock.ECANCELED, or cancelled again
+                    pass
+                self._pending_free()  # anything still under way, finished here
+                if got:
+                    getattr(self, undo)()
+                raise
+
+    async def acquire_async(self) -> None:
+        """Take the lock (every name of a set, or none) as acquire() does,
+        with the same options, without blocking the event loop.  Raises
+        dirlock.EBUSY, dirlock.ETIMEDOUT, ...; cancelling the task (or
+        asyncio.timeout) gives the wait up, leaving nothing behind."""
+        fd = self._acquire_start()
+        if fd >= 0:
+            await self._drive(fd, "release")
+
+    async def upgrade_async(self, *, timeout: float | None = None, nonblocking: bool = False,
+                            cancel_fd: object = None) -> None:
+        """Intent -> exclusive as upgrade() does, without blocking the event
+        loop.  A cancelled or failed upgrade keeps the intent lock."""
+        fd = self._upgrade_start(timeout=timeout, nonblocking=nonblocking, cancel_fd=cancel_fd)
+        await self._drive(fd, "downgrade_intent")
+
+    async def __aenter__(self) -> Lock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool:
+        return self.__exit__(exc_type, exc, tb)
+
 
 __version__ = "1.0.0"
 __all__ = ["Lock", "Error", "Owner", "RangeInfo", "SpaceInfo", "inspect", "list_locks", "break_lock", "cleanup",

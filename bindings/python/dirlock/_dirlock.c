@@ -24,7 +24,18 @@
  *
  * Processes.  A handle belongs to the process that took it: after fork
  * the child's release, refresh and check raise ENOTOWNER, and a child's
- * object going away frees only the child's copy. */
+ * object going away frees only the child's copy.
+ *
+ * Event loops.  _acquire_start and _upgrade_start begin the library's
+ * pending acquire (dirlock_acquire_start, dirlock_upgrade_start) and
+ * return the descriptor to watch; _pending_step goes on when it is
+ * readable (False while it waits; True, or the library's exception, when
+ * it is over); _pending_cancel gives up; _pending_free drops one under way
+ * (finishing it, which may block for its clean-up's own I/O).  The
+ * package's Lock (dirlock/__init__.py) makes acquire_async, upgrade_async
+ * and `async with` of them with asyncio's add_reader.  While one is under
+ * way every other call of the object is refused, as while a thread is
+ * inside one. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -288,11 +299,14 @@ typedef struct {
         PyObject *cancel_obj; /* the cancel_fd object, kept alive */
         int ranged;
         double lo, hi;
-        dirlock *h;       /* the handle of a lock (NULL while none) */
-        dirlock_set *set; /* the handle of a set (NULL while none) */
-        unsigned holds;   /* holds of this object */
-        pid_t pid;        /* the process that took `set` */
-        int busy;         /* a call of this object is running (GIL released) */
+        dirlock *h;               /* the handle of a lock (NULL while none) */
+        dirlock_set *set;         /* the handle of a set (NULL while none) */
+        unsigned holds;           /* holds of this object */
+        pid_t pid;                /* the process that took `set` */
+        int busy;                 /* a call of this object is running (GIL released) */
+        dirlock_pending *pending; /* an acquire or upgrade an event loop drives */
+        int pending_upgrade;      /* it is an upgrade (else an acquire) */
+        PyObject *pending_cancel; /* the upgrade's cancel_fd object, kept alive */
 } LockObject;
 
 static PyTypeObject LockType;
@@ -447,6 +461,12 @@ static void Lock_dealloc(LockObject *self)
         int rc = DIRLOCK_OK;
         const char *what = NULL;
         char name[DIRLOCK_NAME_MAX + 1] = "";
+        if (self->pending != NULL) { /* canceled, finished, a lock it got let go */
+                dirlock_pending *p = self->pending;
+                self->pending = NULL;
+                Py_BEGIN_ALLOW_THREADS dirlock_pending_free(p);
+                Py_END_ALLOW_THREADS
+        }
         if (self->h != NULL) {
                 snprintf(name, sizeof name, "%s", dirlock_name(self->h));
                 Py_BEGIN_ALLOW_THREADS rc = dirlock_free(self->h, &err);
@@ -469,12 +489,25 @@ static void Lock_dealloc(LockObject *self)
         Py_XDECREF(self->space);
         Py_XDECREF(self->names);
         Py_XDECREF(self->cancel_obj);
+        Py_XDECREF(self->pending_cancel);
         Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* Enter/leave a call of the object (see "Threads" at the top). */
+static int pending_refused(LockObject *self)
+{
+        if (self->pending == NULL)
+                return 0;
+        PyErr_SetString(PyExc_RuntimeError,
+                        "an asynchronous acquire or upgrade of this dirlock.Lock is under way; "
+                        "give each task a Lock object of its own");
+        return -1;
+}
+
 static int enter(LockObject *self)
 {
+        if (pending_refused(self) < 0)
+                return -1;
         if (self->busy) {
                 PyErr_SetString(PyExc_RuntimeError,
                                 "this dirlock.Lock is in use by another thread; give each "
@@ -623,7 +656,7 @@ static PyObject *Lock_release(LockObject *self, PyObject *unused)
 /* The handle of a single lock that holds it, or NULL with an error. */
 static dirlock *single(LockObject *self, const char *what)
 {
-        if (self->busy) { /* the same answer as enter() gives */
+        if (self->busy || self->pending != NULL) { /* the same answer as enter() gives */
                 enter(self);
                 return NULL;
         }
@@ -773,6 +806,142 @@ static PyObject *Lock_shrink(LockObject *self, PyObject *args)
         if (h == NULL)
                 return NULL;
         SIMPLE_CALL(dirlock_shrink(h, lo, hi, &err));
+        Py_RETURN_NONE;
+}
+
+/* ---- driven by an event loop (see "Event loops" at the top) -------------- */
+
+static PyObject *pending_begun(LockObject *self, dirlock_pending *p, int upgrade)
+{
+        self->pending = p;
+        self->pending_upgrade = upgrade;
+        return PyLong_FromLong(dirlock_pending_fd(p));
+}
+
+static PyObject *Lock_acquire_start(LockObject *self, PyObject *unused)
+{
+        (void)unused;
+        if (self->names == NULL) {
+                PyErr_SetString(PyExc_RuntimeError, "Lock.__init__ was not called");
+                return NULL;
+        }
+        if (enter(self) < 0)
+                return NULL;
+        leave(self);
+        dirlock_error err;
+        int rc;
+        if (self->h != NULL && (self->opts.flags & DIRLOCK_REENTRANT) && self->holds > 0) {
+                rc = dirlock_reacquire(self->h, &err); /* one more hold: counted, no wait */
+                if (rc != DIRLOCK_OK)
+                        return raise_err(rc, &err);
+                self->holds++;
+                return PyLong_FromLong(-1);
+        }
+        if (self->h != NULL && (self->opts.flags & DIRLOCK_REENTRANT)) {
+                /* Released to no hold: taken anew, by a pending acquire. */
+                dirlock *h = self->h;
+                self->h = NULL;
+                Py_BEGIN_ALLOW_THREADS rc = dirlock_free(h, &err);
+                Py_END_ALLOW_THREADS if (rc != DIRLOCK_OK) return raise_err(rc, &err);
+        }
+        if (self->h != NULL || self->set != NULL)
+                return raise_invalid("this Lock holds its lock already (reentrant=True counts holds)");
+        const char *space = PyBytes_AS_STRING(self->space);
+        Py_ssize_t n = PyTuple_GET_SIZE(self->names);
+        const char **names = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *names);
+        if (names == NULL)
+                return PyErr_NoMemory();
+        for (Py_ssize_t i = 0; i < n; i++)
+                if ((names[i] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(self->names, i))) == NULL) {
+                        PyMem_Free(names);
+                        return NULL;
+                }
+        dirlock_pending *p = NULL;
+        if (self->is_set)
+                rc = dirlock_acquire_many_start(space, names, (size_t)n, &self->opts, &p, &err);
+        else if (self->ranged)
+                rc = dirlock_acquire_range_start(space, names[0], self->lo, self->hi, &self->opts, &p, &err);
+        else
+                rc = dirlock_acquire_start(space, names[0], &self->opts, &p, &err);
+        PyMem_Free(names);
+        if (rc != DIRLOCK_OK)
+                return raise_err(rc, &err);
+        return pending_begun(self, p, 0);
+}
+
+static PyObject *Lock_upgrade_start(LockObject *self, PyObject *args, PyObject *kwds)
+{
+        static const char *kw[] = {"timeout", "nonblocking", "cancel_fd", NULL};
+        PyObject *timeout = NULL, *cancel = NULL;
+        int nonblocking = 0;
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OpO:upgrade_async", (char **)kw, &timeout,
+                                         &nonblocking, &cancel))
+                return NULL;
+        dirlock *h = single(self, "upgrade");
+        if (h == NULL)
+                return NULL;
+        dirlock_options o = self->opts;
+        o.flags &= ~DIRLOCK_CANCEL_FD;
+        o.cancel_fd = -1;
+        if ((timeout != NULL || nonblocking) && timeout_options(timeout, nonblocking, &o) < 0)
+                return NULL;
+        if (cancel_option(cancel, &o) < 0)
+                return NULL;
+        dirlock_pending *p = NULL;
+        dirlock_error err;
+        int rc = dirlock_upgrade_start(h, &o, &p, &err);
+        if (rc != DIRLOCK_OK)
+                return raise_err(rc, &err);
+        Py_XINCREF(cancel);
+        Py_XSETREF(self->pending_cancel, cancel);
+        return pending_begun(self, p, 1);
+}
+
+static void pending_drop(LockObject *self)
+{
+        dirlock_pending *p = self->pending;
+        self->pending = NULL;
+        Py_BEGIN_ALLOW_THREADS dirlock_pending_free(p);
+        Py_END_ALLOW_THREADS Py_CLEAR(self->pending_cancel);
+}
+
+static PyObject *Lock_pending_step(LockObject *self, PyObject *unused)
+{
+        (void)unused;
+        if (self->pending == NULL) {
+                PyErr_SetString(PyExc_RuntimeError,
+                                "no asynchronous acquire or upgrade of this Lock is under way");
+                return NULL;
+        }
+        dirlock_pending *p = self->pending;
+        dirlock_error err;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS rc = dirlock_pending_step(p, &err);
+        Py_END_ALLOW_THREADS if (rc == DIRLOCK_EAGAIN) Py_RETURN_FALSE;
+        if (rc == DIRLOCK_OK && !self->pending_upgrade) {
+                self->h = dirlock_pending_lock(p);
+                self->set = dirlock_pending_set(p);
+                self->pid = getpid();
+                self->holds = 1;
+        }
+        pending_drop(self); /* done: no waiting here */
+        if (rc != DIRLOCK_OK)
+                return raise_err(rc, &err);
+        Py_RETURN_TRUE;
+}
+
+static PyObject *Lock_pending_cancel(LockObject *self, PyObject *unused)
+{
+        (void)unused;
+        dirlock_pending_cancel(self->pending); /* NULL: nothing */
+        Py_RETURN_NONE;
+}
+
+static PyObject *Lock_pending_free(LockObject *self, PyObject *unused)
+{
+        (void)unused;
+        if (self->pending != NULL)
+                pending_drop(self);
         Py_RETURN_NONE;
 }
 
@@ -936,6 +1105,22 @@ static PyMethodDef Lock_methods[] = {
      "downgrade_intent()\n--\n\nAn upgraded intent lock back to intent: readers may enter again."},
     {"shrink", (PyCFunction)Lock_shrink, METH_VARARGS,
      "shrink(lo, hi)\n--\n\nNarrow a held range to [lo, hi), a part of it, at once."},
+    {"_acquire_start", (PyCFunction)Lock_acquire_start, METH_NOARGS,
+     "_acquire_start()\n--\n\nBegin an acquire an event loop drives (acquire_async): the descriptor\n"
+     "to watch for reading, or -1 when a reentrant Lock only counted one more hold."},
+    {"_upgrade_start", (PyCFunction)(void (*)(void))Lock_upgrade_start, METH_VARARGS | METH_KEYWORDS,
+     "_upgrade_start(*, timeout=None, nonblocking=False, cancel_fd=None)\n--\n\n"
+     "Begin an upgrade an event loop drives (upgrade_async): the descriptor to watch."},
+    {"_pending_step", (PyCFunction)Lock_pending_step, METH_NOARGS,
+     "_pending_step()\n--\n\nGo on with the acquire or upgrade under way, without blocking: False\n"
+     "while it waits (watch the descriptor again), True when it is done; the\n"
+     "library's exception when it ended without the lock."},
+    {"_pending_cancel", (PyCFunction)Lock_pending_cancel, METH_NOARGS,
+     "_pending_cancel()\n--\n\nGive up: the next step ends with dirlock.ECANCELED (or True, when it\n"
+     "had the lock first)."},
+    {"_pending_free", (PyCFunction)Lock_pending_free, METH_NOARGS,
+     "_pending_free()\n--\n\nDrop the acquire or upgrade under way, finishing it here (which may\n"
+     "block for its clean-up's own I/O); a lock it got meanwhile is let go."},
     {"__enter__", (PyCFunction)Lock_enter, METH_NOARGS, "Acquire; returns the Lock."},
     {"__exit__", (PyCFunction)Lock_exit, METH_VARARGS,
      "Release.  When the block raised, its exception goes on (a failed release\n"

@@ -1,0 +1,288 @@
+"""test_asyncio.py - waiting for a lock in asyncio code: `async with` and
+acquire_async/upgrade_async wait without blocking the event loop (64
+waiting tasks and a ticking one; the twin waits with the blocking
+acquire() and the ticks stop), end with the library's errors, give up
+when the task is cancelled leaving nothing behind, and keep processes
+from losing each other's updates (the twin without a lock loses some)."""
+import asyncio
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import dirlock
+from conftest import read_counter
+
+WAITERS = 64
+
+
+def hold_in_child(space, name):
+    """A process holding `name` until its stdin is closed."""
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, dirlock\n"
+         "lock = dirlock.Lock(sys.argv[1], sys.argv[2])\n"
+         "lock.acquire()\n"
+         "print('held', flush=True)\n"
+         "sys.stdin.read()\n"
+         "lock.release()\n", space, name],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert child.stdout.readline() == "held\n"
+    return child
+
+
+def let_go(child):
+    child.stdin.close()
+    assert child.wait(10) == 0
+
+
+async def ticks_during(coro):
+    """How often a 5 ms sleeper woke while `coro` ran."""
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    t = asyncio.create_task(ticker())
+    try:
+        await coro
+    finally:
+        t.cancel()
+    return ticks
+
+
+def test_async_with(lockdir):
+    async def main():
+        lock = dirlock.Lock(lockdir, "a")
+        async with lock as same:
+            assert same is lock and lock.held
+            assert dirlock.inspect(lockdir, "a").pid == os.getpid()
+        assert not lock.held and dirlock.inspect(lockdir, "a") is None
+        with pytest.raises(ZeroDivisionError):
+            async with lock:
+                1 / 0
+        assert dirlock.inspect(lockdir, "a") is None
+        await lock.acquire_async()
+        assert lock.held
+        lock.release()
+
+    asyncio.run(main())
+
+
+def test_waiting_tasks_leave_the_loop_free(lockdir):
+    holder = hold_in_child(lockdir, "busy")
+
+    async def main():
+        locks = [dirlock.Lock(lockdir, "busy") for _ in range(WAITERS)]
+        tasks = [asyncio.create_task(lock.acquire_async()) for lock in locks]
+        ticks = await ticks_during(asyncio.sleep(0.3))
+        assert ticks >= 20, f"the ticker woke {ticks} times in 300 ms"
+        assert not any(t.done() for t in tasks) and not any(lock.held for lock in locks)
+        let_go(holder)
+        served = 0
+        for done in asyncio.as_completed(tasks):
+            await done
+            held = [lock for lock in locks if lock.held]
+            assert len(held) == 1, "one holder at a time"
+            held[0].release()
+            served += 1
+        assert served == WAITERS
+
+    try:
+        asyncio.run(main())
+    finally:
+        holder.kill()
+    assert dirlock.inspect(lockdir, "busy") is None
+
+
+def test_twin_a_blocking_acquire_stops_the_loop(lockdir):
+    holder = hold_in_child(lockdir, "busy")
+
+    async def blocking():
+        await asyncio.sleep(0)
+        with pytest.raises(dirlock.ETIMEDOUT):
+            dirlock.Lock(lockdir, "busy", timeout=0.3).acquire()
+
+    try:
+        ticks = asyncio.run(ticks_during(blocking()))
+    finally:
+        let_go(holder)
+    assert ticks <= 1, f"the ticker woke {ticks} times"
+
+
+def test_errors_busy_timeout(lockdir):
+    holder = hold_in_child(lockdir, "busy")
+
+    async def main():
+        with pytest.raises(dirlock.EBUSY) as e:
+            await dirlock.Lock(lockdir, "busy", nonblocking=True).acquire_async()
+        assert f"pid {holder.pid}" in e.value.message
+        t0 = time.monotonic()
+        with pytest.raises(dirlock.ETIMEDOUT):
+            async with dirlock.Lock(lockdir, "busy", timeout=0.2):
+                pass
+        assert time.monotonic() - t0 >= 0.19
+        with pytest.raises(dirlock.ENAME):
+            await dirlock.Lock(lockdir, "bad/name").acquire_async()
+
+    try:
+        asyncio.run(main())
+    finally:
+        let_go(holder)
+
+
+def test_cancelled_wait_leaves_nothing_behind(lockdir):
+    async def main():
+        holder = dirlock.Lock(lockdir, "c", fifo=True)
+        holder.acquire()
+        waiter = dirlock.Lock(lockdir, "c", fifo=True)
+        task = asyncio.create_task(waiter.acquire_async())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not waiter.held
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):
+                await dirlock.Lock(lockdir, "c", fifo=True).acquire_async()
+        # Their places in the FIFO queue went with them: the next comer is
+        # served as soon as the holder lets go.
+        nxt = dirlock.Lock(lockdir, "c", fifo=True, timeout=2)
+        task = asyncio.create_task(nxt.acquire_async())
+        await asyncio.sleep(0.05)
+        holder.release()
+        await task
+        nxt.release()
+        # The Lock that was cancelled can be used again.
+        async with waiter:
+            pass
+
+    asyncio.run(main())
+    assert sorted(os.listdir(lockdir)) in ([], ["c.fifo"])
+
+
+def test_upgrade_async(lockdir):
+    async def main():
+        reader = dirlock.Lock(lockdir, "u", mode="shared")
+        reader.acquire()
+        intent = dirlock.Lock(lockdir, "u", mode="intent")
+        await intent.acquire_async()
+        with pytest.raises(dirlock.ETIMEDOUT):
+            await intent.upgrade_async(timeout=0.1)
+        task = asyncio.create_task(intent.upgrade_async())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert intent.mode == "intent"
+        task = asyncio.create_task(intent.upgrade_async())
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        with pytest.raises(RuntimeError, match="under way"):
+            intent.fence()
+        reader.release()
+        await task
+        assert intent.mode == "exclusive"
+        intent.release()
+
+    asyncio.run(main())
+
+
+def test_sets_ranges_reentrant(lockdir):
+    async def main():
+        async with dirlock.Lock(lockdir, ["b", "a"]) as s:
+            assert s.names == ("a", "b")
+            assert dirlock.inspect(lockdir, "b").pid == os.getpid()
+        a = dirlock.Lock(lockdir, "tree", range=(0, 10))
+        b = dirlock.Lock(lockdir, "tree", range="5:15")
+        await a.acquire_async()
+        task = asyncio.create_task(b.acquire_async())
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        a.release()
+        await task
+        assert b.range == (5.0, 15.0)
+        b.release()
+        r = dirlock.Lock(lockdir, "r", reentrant=True)
+        await r.acquire_async()
+        await r.acquire_async()  # one more hold, counted
+        r.release()
+        assert r.held
+        r.release()
+        assert not r.held
+        await r.acquire_async()  # taken anew
+        assert dirlock.inspect(lockdir, "r").pid == os.getpid()
+        r.release()
+
+    asyncio.run(main())
+
+
+def test_one_task_at_a_time(lockdir):
+    async def main():
+        holder = dirlock.Lock(lockdir, "o")
+        holder.acquire()
+        shared = dirlock.Lock(lockdir, "o")
+        first = asyncio.create_task(shared.acquire_async())
+        await asyncio.sleep(0.02)
+        with pytest.raises(RuntimeError, match="task"):
+            await shared.acquire_async()
+        with pytest.raises(RuntimeError):
+            shared.acquire()
+        holder.release()
+        await first
+        shared.release()
+
+    asyncio.run(main())
+
+
+PROCS = 4
+EACH = 15
+
+
+async def bump(path, lock):
+    async def once():
+        n = read_counter(path)
+        await asyncio.sleep(0.001)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(f"{n + 1}\n")
+        os.rename(tmp, path)
+
+    for _ in range(EACH):
+        if lock is None:
+            await once()
+        else:
+            async with lock:
+                await once()
+
+
+def counter_worker(space, path):
+    lock = dirlock.Lock(space, "counter", timeout=60) if space else None
+    asyncio.run(bump(path, lock))
+
+
+def run_counter(space, path):
+    ctx = multiprocessing.get_context("fork")
+    ps = [ctx.Process(target=counter_worker, args=(space, path)) for _ in range(PROCS)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(120)
+    assert [p.exitcode for p in ps] == [0] * PROCS
+    return read_counter(path)
+
+
+def test_processes_count_under_async_with(lockdir, tmp_path):
+    assert run_counter(lockdir, str(tmp_path / "counter")) == PROCS * EACH
+
+
+def test_twin_without_the_lock_loses(tmp_path):
+    got = run_counter(None, str(tmp_path / "counter"))
+    assert got < PROCS * EACH, f"no lock, yet all {got} additions kept"
