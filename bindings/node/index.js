@@ -111,7 +111,7 @@ function canceled (signal, what) {
 }
 
 // Run one pending acquire of the addon: startFn(callback) starts it and
-// returns its id (the callback may be called before it returns).  An
+// returns its id; the callback comes from the loop, later.  An
 // abort cancels it; one that got its lock all the same lets it go with
 // undo(handle) and rejects, so that an aborted acquire never holds.
 function pending (startFn, signal, what, undo) {

@@ -5,10 +5,14 @@
  * pending acquire meets libuv.
  *
  * WAITING.  An acquire is the library's pending acquire (lib/pending.c):
- * start() runs it to its first wait at once, steps it once, and when it
- * still waits puts its descriptor (dirlock_pending_fd) in this thread's
- * libuv loop with uv_poll; each time the descriptor is readable the poll
+ * start() runs it to its first wait at once (a free lock is taken there)
+ * and puts its descriptor (dirlock_pending_fd) in this thread's libuv
+ * loop with uv_poll; each time the descriptor is readable the poll
  * callback steps it, until the step says something other than EAGAIN.
+ * The result always comes from the loop, on its next turn at the
+ * earliest: a program that acquires and releases in a loop of its own
+ * gives the event loop -- timers, I/O, this process's other waiters -- a
+ * turn between two acquires.
  * The loop never waits inside the library, and no thread pool is used:
  * any number of acquires may wait at once, each costing a few descriptors
  * and a poll handle.  The acquire's deadline makes the descriptor readable
@@ -16,13 +20,11 @@
  *
  * STATES of a struct pending:
  *
- *   start() --step: done--> (callback called at once; freed)
- *      |
- *      +--step: EAGAIN--> POLLING --poll callback, step: EAGAIN--> POLLING
- *                            |
- *                            +--step: done--> CLOSING: poll stopped, the
- *                                callback called; freed (dirlock_pending_free)
- *                                when libuv has closed the poll handle
+ *   start() --> POLLING --poll callback, step: EAGAIN--> POLLING
+ *                  |
+ *                  +--poll callback, step: done--> CLOSING: poll closed,
+ *                      the callback called; freed (dirlock_pending_free)
+ *                      when libuv has closed the poll handle
  *
  *   A pending is in the addon's list (and findable by its id) exactly
  *   while POLLING; its JS callback is called exactly once, through
@@ -405,11 +407,10 @@ static void pending_release_refs(napi_env env, struct pending *pe)
         pe->context = NULL;
 }
 
-/* Call the pending's JS callback once, with what the step ended with.
- * `from_loop`: called from the poll callback (not from JS), where an
- * exception the callback throws is the process's uncaught exception. */
-static void pending_call_back(napi_env env, struct pending *pe, int rc, const dirlock_error *err,
-                              bool from_loop)
+/* Call the pending's JS callback once, with what the step ended with,
+ * from the loop: an exception the callback throws is the process's
+ * uncaught exception. */
+static void pending_call_back(napi_env env, struct pending *pe, int rc, const dirlock_error *err)
 {
         napi_handle_scope scope;
         if (napi_open_handle_scope(env, &scope) != napi_ok)
@@ -420,7 +421,7 @@ static void pending_call_back(napi_env env, struct pending *pe, int rc, const di
         if (napi_get_reference_value(env, pe->callback, &cb) == napi_ok && cb != NULL &&
             napi_get_global(env, &recv) == napi_ok) {
                 napi_status st = napi_make_callback(env, pe->context, recv, cb, argc, argv, &result);
-                if (st == napi_pending_exception && from_loop) {
+                if (st == napi_pending_exception) {
                         napi_value e;
                         if (napi_get_and_clear_last_exception(env, &e) == napi_ok)
                                 napi_fatal_exception(env, e);
@@ -442,11 +443,14 @@ static void pending_ready(uv_poll_t *poll, int status, int events)
                 return;
         pending_unlink(pe);
         uv_close((uv_handle_t *)&pe->poll, pending_closed);
-        pending_call_back(pe->a->env, pe, rc, &err, true);
+        pending_call_back(pe->a->env, pe, rc, &err);
 }
 
-/* A started pending acquire: step it once, and either call back at once
- * or poll it.  Returns its id (0 when it is done already). */
+/* A started pending acquire, polled from here on: even one that is done
+ * already (a free lock, or EBUSY) is called back from the loop, whose
+ * next turn finds its descriptor readable -- never from inside start(),
+ * where a promise settled at once would let a loop of acquires and
+ * releases run as microtasks and starve the event loop.  Returns its id. */
 static napi_value pending_begin(napi_env env, struct addon *a, dirlock_pending *p, enum kind kind,
                                 struct hold *hold, napi_value callback)
 {
@@ -468,15 +472,6 @@ static napi_value pending_begin(napi_env env, struct addon *a, dirlock_pending *
         pe->hold = hold;
         if (hold != NULL)
                 hold->upgrading = true;
-        dirlock_error err;
-        int rc = dirlock_pending_step(p, &err);
-        if (rc != DIRLOCK_EAGAIN) {
-                pending_call_back(env, pe, rc, &err, false);
-                dirlock_pending_free(p);
-                free(pe);
-                CHECK(env, napi_create_double(env, 0, &id));
-                return id;
-        }
         int uv = uv_poll_init(a->loop, &pe->poll, dirlock_pending_fd(p));
         if (uv == 0)
                 uv = uv_poll_start(&pe->poll, UV_READABLE, pending_ready);
@@ -506,7 +501,7 @@ static napi_value pending_begin(napi_env env, struct addon *a, dirlock_pending *
 /* start(kind, space, name | names, lo, hi, options, callback) -> id
  * Starts an acquire of kind 0 (one name), 1 (a range of it) or 2 (a list
  * of names, all or none); callback(error) or callback(null, hold) is
- * called exactly once, at once when the acquire ends without waiting. */
+ * called exactly once, from the loop. */
 static napi_value js_start(napi_env env, napi_callback_info info)
 {
         napi_value argv[7];

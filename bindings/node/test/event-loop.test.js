@@ -2,7 +2,9 @@
 // acquires of one process wait for a lock another process holds, timers
 // fire and the thread pool's work (file reads) gets done; then each gets
 // the lock in turn.  Its twin: a wait made in the loop itself (the
-// dirlock command run synchronously) holds every timer up.
+// dirlock command run synchronously) holds every timer up.  And a program
+// that acquires and releases in a loop of its own, never waiting, still
+// gives the event loop a turn between two acquires.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert')
@@ -66,4 +68,22 @@ test('twin: a wait inside the loop holds every timer up', async t => {
   })
   assert.ok(ticks <= 1, `the timer fired ${ticks} times`)
   stop(holder, 'SIGTERM')
+})
+
+test('acquire and release in a tight loop: the event loop still turns', async t => {
+  const [{ space }] = spaces(t)
+  const lock = new Lock(space, 'tight')
+  let turns = 0
+  let running = true
+  const turn = () => {
+    turns++
+    if (running) setImmediate(turn)
+  }
+  setImmediate(turn)
+  for (let i = 0; i < 100; i++) {
+    const release = await lock.acquire()
+    release()
+  }
+  running = false
+  assert.ok(turns >= 50, `the loop turned ${turns} times in 100 acquires`)
 })
