@@ -24,14 +24,15 @@
 #                      holder's host dying, hand-off (bench/netfs-run;
 #                      NETFS_SECONDS, NETFS_N, ...; root and /dev/fuse)
 #   make bench-async   pending acquires (an event loop's way) against the
-#                      blocking call; many pending in one loop (bench/async-run)
+#                      blocking call; many pending in one loop; Node's event
+#                      loop while acquires wait (bench/async-run, async-lag.js)
 #   make bench-bindings  a lock from Perl and Python against C, and against
 #                      the dirlock command wrapping a no-op (bench/bindings-run)
 #   make bench-etcd    lock spaces on a private three-member etcd cluster,
 #                      against a bare put + delete and beside etcdctl lock
 #                      (bench/etcd-run)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk),
-#         bindings, PYTHON (bindings/bindings.mk)
+#         bindings, bindings-node, PYTHON, NODE (bindings/bindings.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
@@ -91,8 +92,8 @@ bench-etcd: all $(ETCD_BENCH)
 bench-netfs: all $(PEER_WORKER)
 	BUILD_DIR=$(BUILD) bench/netfs-run
 
-bench-async: all $(ASYNC_BENCH)
-	BUILD_DIR=$(BUILD) bench/async-run
+bench-async: all $(ASYNC_BENCH) $(if $(filter 1,$(SANITIZE)),,bindings-node)
+	BUILD_DIR=$(BUILD) NODE=$(NODE) bench/async-run
 
 bench-bindings: all bindings $(BINDINGS_BENCH)
 	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
@@ -117,6 +118,7 @@ bench:
 	$(MAKE) bench-bindings
 	$(MAKE) bench-netfs
 	$(MAKE) bench-etcd
+	$(MAKE) bench-async
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
