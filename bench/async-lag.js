@@ -6,7 +6,8 @@
 //            dirlock command) holds it;
 //   handoff  the same acquires take the lock in turn (FIFO), each letting
 //            go as soon as it has it and asking again, as fast as they can.
-// Prints one line per phase: NAME P50_MS P99_MS MAX_MS SAMPLES HANDOFFS.
+// Prints one line per phase: NAME P50_MS P99_MS MAX_MS SAMPLES HANDOFFS
+// CPU (the process's CPU time over the phase, % of one core).
 // Usage: node bench/async-lag.js SPACE [SECONDS [WAITERS]]
 //   (environment: DIRLOCK, the dirlock command; DIRLOCK_NODE, the package)
 'use strict'
@@ -25,18 +26,23 @@ if (!space || !(seconds > 0) || !(waiters > 0)) {
   process.exit(2)
 }
 
-// The drifts of a 1 ms timer chain over `ms`, in ms, sorted.
+// The drifts of a 1 ms timer chain over `ms`, in ms, sorted; out.cpu is
+// the process's CPU time meanwhile, in % of one core.
 function drifts (ms) {
   return new Promise(resolve => {
     const out = []
+    const cpu = process.cpuUsage()
     const end = performance.now() + ms
     let last = performance.now()
     const tick = () => {
       const now = performance.now()
       out.push(now - last - 1)
       last = now
-      if (now < end) setTimeout(tick, 1)
-      else resolve(out.sort((a, b) => a - b))
+      if (now < end) return setTimeout(tick, 1)
+      const used = process.cpuUsage(cpu)
+      out.sort((a, b) => a - b)
+      out.cpu = ((used.user + used.system) / 1e3 / ms) * 100
+      resolve(out)
     }
     setTimeout(tick, 1)
   })
@@ -46,7 +52,8 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted
 
 function report (name, sorted, handoffs) {
   const f = x => Math.max(0, x).toFixed(3)
-  console.log(`${name} ${f(pct(sorted, 50))} ${f(pct(sorted, 99))} ${f(sorted[sorted.length - 1])} ${sorted.length} ${handoffs}`)
+  console.log(`${name} ${f(pct(sorted, 50))} ${f(pct(sorted, 99))} ${f(sorted[sorted.length - 1])} ${sorted.length} ` +
+    `${handoffs} ${sorted.cpu.toFixed(0)}`)
 }
 
 function holdWithCommand (name) {
