@@ -249,6 +249,7 @@ class Lock {
       const kind = this.#isSet ? KIND_MANY : this.#range ? KIND_RANGE : KIND_ONE
       const [lo, hi] = this.#range ?? [0, 0]
       const names = this.#isSet ? this.#names : this.#names[0]
+      if (signal?.aborted) return Promise.reject(canceled(signal, 'acquire()'))
       this.#waiting++
       let counted = true
       const uncount = () => {

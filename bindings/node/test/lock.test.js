@@ -114,6 +114,7 @@ test('abort: a waiting acquire gives up with ECANCELED and leaves nothing behind
     ;(await next)()
     // An aborted signal before the start: nothing is started.
     await rejects(lock.acquire({ signal: AbortSignal.abort() }), 'ECANCELED')
+    assert.strictEqual(lock.waiting, 0)
     assert.deepStrictEqual(fs.readdirSync(space).filter(f => !f.endsWith('.fence')), [])
   }
 })
