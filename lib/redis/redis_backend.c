@@ -40,8 +40,8 @@
  * The server's clock (TIME in the scripts) decides every expiry, so the
  * clocks of the hosts do not matter. */
 #include "backend.h"
-#include "test_hooks.h"
 #include "redis.h"
+#include "test_hooks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
