@@ -64,7 +64,12 @@ for s in $SKEWS; do
 	}
 	mounts+=("${M[$s]}")
 done
-skewed() { env LD_PRELOAD="$LIBFAKETIME" FAKETIME="${1}s" "${@:2}"; }
+# A sanitizer build (make test SANITIZE=1) must have its runtime first in
+# the list of preloaded libraries, or ASan refuses to start.
+PRELOAD=$LIBFAKETIME
+asan=$(ldd "$PROGS/lockworker" | awk '/libasan/ { print $3; exit }')
+[ -n "$asan" ] && PRELOAD="$asan $LIBFAKETIME"
+skewed() { env LD_PRELOAD="$PRELOAD" FAKETIME="${1}s" "${@:2}"; }
 
 plan 14
 
