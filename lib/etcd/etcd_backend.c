@@ -112,7 +112,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define BACKOFF_START_MS 10.0
@@ -227,28 +226,6 @@ static void self_entry(const dirlock *h, dl_etcd_entry *e)
         e->ranged = h->ranged;
         e->lo = h->lo;
         e->hi = h->hi;
-}
-
-/* A pidfd on the live owner of record rec (or its partner), or -1. */
-static int owner_pidfd(const dl_record *rec)
-{
-#ifdef SYS_pidfd_open
-        pid_t pids[2] = {rec->pid, rec->partner};
-        unsigned long long starts[2] = {rec->start_time, rec->partner_start};
-        for (int i = 0; i < 2; i++) {
-                if (pids[i] <= 0)
-                        continue;
-                int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-                if (fd < 0)
-                        continue;
-                if (dl_process_start_time(pids[i]) == starts[i])
-                        return fd;
-                close(fd);
-        }
-#else
-        (void)rec;
-#endif
-        return -1;
 }
 
 /* The read of every name of a set at one revision: its queue, then its
@@ -607,7 +584,7 @@ static int wait_for(struct attempt *a, size_t i, const dl_etcd_entry *b, int *pi
         if (readable && rec.pid != *pid_watched) {
                 if (*pid_fd >= 0)
                         close(*pid_fd);
-                *pid_fd = dl_record_same_host(&rec) ? owner_pidfd(&rec) : -1;
+                *pid_fd = dl_owner_pidfd(&rec, NULL);
                 *pid_watched = rec.pid;
         }
         dl_time until = a->keepalive_due;
