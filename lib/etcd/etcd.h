@@ -228,8 +228,6 @@ int dl_etcd_read_queue(const dl_etcd_url *u, const char *name, const dl_time *de
                        dirlock_error *err);
 /* Prefix err's message with "lock 'NAME': "; returns rc. */
 int dl_etcd_about(dirlock_error *err, int rc, const char *name);
-/* "pid 812 on www1" (or a reader, a waiter ahead, a range) of an entry. */
-void dl_etcd_describe(const dl_etcd_entry *e, char *out, size_t size);
 
 /* ---- the space from outside its holders (etcd_admin.c) ------------------------- */
 

@@ -163,17 +163,17 @@ int dl_etcd_about(dirlock_error *err, int rc, const char *name)
         return rc;
 }
 
-void dl_etcd_describe(const dl_etcd_entry *e, char *out, size_t size)
+/* Who holds or waits as entry e, for messages: "pid 812 on www1" after
+ * its role (a range, a waiter ahead, a reader). */
+static void describe(const dl_etcd_entry *e, char *out, size_t size)
 {
-        dl_record rec;
         const char *role = e->ranged         ? "a range, "
                            : e->state == 'w' ? "a waiter ahead, "
                            : e->mode == 's'  ? "a reader, "
                                              : "";
-        if (dl_record_parse(e->record, strlen(e->record), &rec) == 0)
-                snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
-        else
-                snprintf(out, size, "%san owner without a readable record", role);
+        dl_record rec;
+        bool readable = dl_record_parse(e->record, strlen(e->record), &rec) == 0;
+        dl_record_describe(readable ? &rec : NULL, role, out, size);
 }
 
 static char mode_letter(int mode)
@@ -556,7 +556,7 @@ static int renew(struct attempt *a, dirlock_error *err)
 static int gave_up(dirlock_error *err, int code, double timeout, const char *name, const dl_etcd_entry *b)
 {
         char who[300];
-        dl_etcd_describe(b, who, sizeof who);
+        describe(b, who, sizeof who);
         if (code == DIRLOCK_EBUSY)
                 return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
         if (code == DIRLOCK_ECANCELED)
