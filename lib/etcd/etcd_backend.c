@@ -553,15 +553,14 @@ static int renew(struct attempt *a, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-static int gave_up(dirlock_error *err, int code, double timeout, const char *name, const dl_etcd_entry *b)
+/* dl_gave_up for lock `name`, kept out by entry b. */
+static int gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
+                   const dl_etcd_entry *b)
 {
-        char who[300];
+        char what[DIRLOCK_NAME_MAX + 16], who[300];
+        snprintf(what, sizeof what, "lock '%s'", name);
         describe(b, who, sizeof who);
-        if (code == DIRLOCK_EBUSY)
-                return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
-        if (code == DIRLOCK_ECANCELED)
-                return dl_fail(err, code, 0, "canceled waiting for lock '%s' (held by %s)", name, who);
-        return dl_fail(err, code, 0, "timed out after %.3g s: lock '%s' is held by %s", timeout, name, who);
+        return dl_gave_up(err, timeout, canceled, what, who);
 }
 
 /* Step 4: wait for entry b of name i (in our way).  *again: look at once
@@ -755,11 +754,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                                 if (rc == DIRLOCK_OK)
                                         continue;
                         } else if (rc == DIRLOCK_OK && !taken && last) {
-                                rc = gave_up(err,
-                                             !a.may_queue ? DIRLOCK_EBUSY
-                                             : canceled   ? DIRLOCK_ECANCELED
-                                                          : DIRLOCK_ETIMEDOUT,
-                                             o->timeout, hs[which]->name, &blocker);
+                                rc = gave_up(err, o->timeout, canceled, hs[which]->name, &blocker);
                         } else if (rc == DIRLOCK_OK && !taken && n > 1 &&
                                    (rc = join(&a, &joined, err)) == DIRLOCK_OK && joined) {
                                 continue; /* read again, with our new entries */
@@ -1085,11 +1080,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                 dl_etcd_entry reader = q.e[r];
                 if (last) {
                         (void)rewrite(h, 'i', NULL); /* readers in again */
-                        rc = gave_up(err,
-                                     o.timeout == 0 ? DIRLOCK_EBUSY
-                                     : canceled     ? DIRLOCK_ECANCELED
-                                                    : DIRLOCK_ETIMEDOUT,
-                                     o.timeout, h->name, &reader);
+                        rc = gave_up(err, o.timeout, canceled, h->name, &reader);
                         break;
                 }
                 if (dl_deadline_passed(&a.keepalive_due)) {
