@@ -105,7 +105,8 @@
  * REFRESH is one keep-alive; CHECK reads our entry (held: ours still).
  * DOWNGRADE, SHRINK and back-to-intent rewrite our entry, comparing its
  * create_revision.  UPGRADE marks us upgrading (U), then waits as in 4
- * for the readers in our way; at its deadline it marks us intent again. */
+ * for the readers in our way (and for a cluster it cannot reach as in
+ * 5); at its deadline it marks us intent again. */
 #include "backend.h"
 #include "etcd.h"
 
@@ -114,9 +115,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BACKOFF_START_MS 10.0
-#define BACKOFF_CAP_MS   500.0
-#define LEASE_TTL_MAX    9000000000LL /* etcd's longest lease */
+/* While the cluster cannot be reached: the first and the longest pause
+ * of the backoff (backoff.c) between attempts. */
+#define RETRY_FIRST_MS 10.0
+#define RETRY_MAX_MS   500.0
+#define LEASE_TTL_MAX  9000000000LL /* etcd's longest lease */
 
 struct dl_etcd {
         dl_etcd_url url;
@@ -712,9 +715,8 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                             .qs = qs,
                             .blocked = blocked};
         bool canceled = false, taken = false, fresh = true;
-        double backoff = BACKOFF_START_MS;
-        unsigned long long jitter =
-            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
+        dl_backoff retry;
+        dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
         int pid_fd = -1;
         pid_t pid_watched = 0;
         int rc;
@@ -768,16 +770,13 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         break;
                 if (rc == DIRLOCK_ESERVER && !last) {
                         /* Unreachable: try again, with backoff, until the deadline. */
-                        jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
-                        double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
-                        backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
-                        if (dl_nap_ms(step, deadline, o->cancel_fd) == 1)
+                        if (dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1)
                                 canceled = true;
                         continue;
                 }
                 if (rc != DIRLOCK_OK)
                         break;
-                backoff = BACKOFF_START_MS;
+                dl_backoff_reset(&retry);
         }
         if (pid_fd >= 0)
                 close(pid_fd);
@@ -1057,16 +1056,19 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         pid_t pid_watched = 0;
         struct attempt a = {.hs = hs, .n = 1, .deadline = &deadline, .may_queue = true, .qs = &q};
         a.keepalive_due = dl_deadline((double)e->ttl / 3);
+        dl_backoff retry;
+        dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
         for (;;) {
                 bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
                 rc = read_set(hs, 1, &deadline, &q, err);
                 if (rc == DIRLOCK_ESERVER && !last) {
-                        if (dl_nap_ms(BACKOFF_CAP_MS / 5, &deadline, cancel_fd) == 1)
+                        if (dl_nap_ms(dl_backoff_next(&retry), &deadline, cancel_fd) == 1)
                                 canceled = true;
                         continue;
                 }
                 if (rc != DIRLOCK_OK)
                         break;
+                dl_backoff_reset(&retry);
                 long me = dl_etcd_queue_find(&q, h->token);
                 if (me < 0 || q.e[me].state != 'h') {
                         rc = lost(err, h);
