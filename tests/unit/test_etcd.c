@@ -61,6 +61,9 @@ static void test_url(void **state)
         assert_string_equal(u.prefix, "board");
         assert_true(dl_etcd_url_format(&u, buf, sizeof buf) > 0);
         assert_string_equal(buf, "etcd://10.0.0.1:2379,10.0.0.2:2380,[::1]:22001/board");
+        assert_int_equal(dl_etcd_url_cluster(&u, buf, sizeof buf), 46);
+        assert_string_equal(buf, "etcd://10.0.0.1:2379,10.0.0.2:2380,[::1]:22001"); /* no prefix */
+        assert_int_equal(dl_etcd_url_cluster(&u, buf, 46), -1);
         dl_etcd_url_base(&u, 2, buf, sizeof buf);
         assert_string_equal(buf, "http://[::1]:22001");
         assert_int_equal(parse("etcd://db.example.org", &u, why), 0);
