@@ -71,6 +71,9 @@ void dl_ok(dirlock_error *err);
  * WHAT is held by WHO".  `what` names the lock ("lock 'x'"), `who` what
  * holds it (dl_record_describe, or "3 readers"). */
 int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who);
+/* Put "lock 'NAME': " before err's message (unless it starts so already),
+ * for an error met while acting on that lock; returns rc. */
+int dl_about(dirlock_error *err, int rc, const char *name);
 
 /* ---- fences (fence.c) --------------------------------------------------- */
 

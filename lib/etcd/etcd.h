@@ -226,8 +226,6 @@ int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err);
 /* Read the queue and fence of `name` at one revision. */
 int dl_etcd_read_queue(const dl_etcd_url *u, const char *name, const dl_time *deadline, dl_etcd_queue *q,
                        dirlock_error *err);
-/* Prefix err's message with "lock 'NAME': "; returns rc. */
-int dl_etcd_about(dirlock_error *err, int rc, const char *name);
 
 /* ---- the space from outside its holders (etcd_admin.c) ------------------------- */
 

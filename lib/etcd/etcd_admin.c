@@ -32,7 +32,7 @@ static int look(const dl_etcd_url *u, const char *name, struct view *v, dirlock_
         dl_time io = admin_io();
         int rc = dl_etcd_read_queue(u, name, &io, &v->q, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, name);
+                return dl_about(err, rc, name);
         for (size_t i = 0; i < v->q.n; i++) {
                 const dl_etcd_entry *e = &v->q.e[i];
                 if (e->state != 'h')
@@ -124,7 +124,7 @@ int dl_etcd_break(const char *spec, const char *name, double stale_age, int forc
         bool found, resent;
         rc = dl_etcd_lease_revoke(&u, e.lease, &io, &found, &resent, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, name);
+                return dl_about(err, rc, name);
         return found ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
 }
 
@@ -210,7 +210,7 @@ int dl_etcd_ranges(const char *spec, const char *name, dirlock_range_info **out,
         if (rc == DIRLOCK_OK)
                 rc = dl_etcd_read_queue(&u, name, &io, &q, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, name);
+                return dl_about(err, rc, name);
         if ((*out = calloc(q.n ? q.n : 1, sizeof **out)) == NULL) {
                 dl_etcd_queue_free(&q);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");

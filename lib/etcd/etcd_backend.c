@@ -151,21 +151,6 @@ int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err)
         return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': %s", spec, why);
 }
 
-int dl_etcd_about(dirlock_error *err, int rc, const char *name)
-{
-        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
-                return rc;
-        char prefix[DIRLOCK_NAME_MAX + 16];
-        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
-        size_t size = sizeof err->message;
-        if (n <= 0 || (size_t)n >= size || strncmp(err->message, prefix, (size_t)n) == 0)
-                return rc;
-        memmove(err->message + n, err->message, size - (size_t)n - 1);
-        memcpy(err->message, prefix, (size_t)n);
-        err->message[size - 1] = '\0';
-        return rc;
-}
-
 /* Who holds or waits as entry e, for messages: "pid 812 on www1" after
  * its role (a range, a waiter ahead, a reader). */
 static void describe(const dl_etcd_entry *e, char *out, size_t size)
@@ -802,7 +787,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                          o->timeout);
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_etcd_about(err, rc, h->name);
+                dl_about(err, rc, h->name);
         return rc;
 }
 
@@ -846,7 +831,7 @@ static int etcd_release(dirlock *h, dirlock_error *err)
         int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
         e->revoke_pending = rc == DIRLOCK_ESERVER;
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         e->lease = 0;
         e->rev = 0;
         if (found)
@@ -872,7 +857,7 @@ static int etcd_release_kept(dirlock *h, dirlock_error *err)
         bool found, resent;
         int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         e->revoke_pending = false;
         e->lease = 0;
         return DIRLOCK_OK;
@@ -885,7 +870,7 @@ static int etcd_refresh(dirlock *h, dirlock_error *err)
         long long left;
         int rc = dl_etcd_lease_keepalive(&e->url, e->lease, &io, &left, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         return left > 0 ? DIRLOCK_OK : lost(err, h);
 }
 
@@ -898,7 +883,7 @@ static int read_own(const dirlock *h, dl_etcd_entry *own, bool *held, long long 
         size_t n = 0;
         int rc = dl_etcd_range(&e->url, e->key, NULL, false, &kv, &n, revision, &io, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         *held = n == 1 && kv[0].create_revision == e->rev && dl_etcd_entry_parse(kv[0].value, own) == 0 &&
                 own->state == 'h';
         free(kv);
@@ -948,7 +933,7 @@ static int rewrite(dirlock *h, char mode, dirlock_error *err)
         dl_etcd_reply_free(&r);
         if (rc == DIRLOCK_ELOST || (rc == DIRLOCK_OK && !ok))
                 return lost(err, h);
-        return dl_etcd_about(err, rc, h->name);
+        return dl_about(err, rc, h->name);
 }
 
 static int etcd_downgrade(dirlock *h, dirlock_error *err)
@@ -1048,7 +1033,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         struct dl_etcd *e = E(h);
         int rc = mark_upgrading(h, &deadline, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         dirlock *hs[1] = {h};
         dl_etcd_queue q = {0};
         bool canceled = false;
@@ -1109,7 +1094,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         dl_etcd_queue_free(&q);
         return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
                    ? rc
-                   : dl_etcd_about(err, rc, h->name);
+                   : dl_about(err, rc, h->name);
 }
 
 static const char *const etcd_forms[] = {DL_ETCD_SPACE_FORMS, NULL};

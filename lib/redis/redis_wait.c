@@ -469,7 +469,7 @@ static int acquire_end(struct acquire *q, int rc, dirlock_error *err)
                          o->timeout);
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_redis_about(err, rc, q->h->name);
+                dl_about(err, rc, q->h->name);
         return rc;
 }
 
@@ -621,5 +621,5 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                 close(q.ow.pid_fd);
         return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
                    ? rc
-                   : dl_redis_about(err, rc, h->name);
+                   : dl_about(err, rc, h->name);
 }
