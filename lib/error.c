@@ -66,6 +66,20 @@ int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *wh
                        who);
 }
 
+int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
+                           const char *server)
+{
+        if (canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0,
+                               "canceled waiting for %s while %s could not be reached", what, server);
+        if (timeout != 0 && err != NULL) {
+                size_t len = strlen(err->message);
+                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
+                         timeout);
+        }
+        return DIRLOCK_ESERVER;
+}
+
 int dl_about(dirlock_error *err, int rc, const char *name)
 {
         if (err == NULL || rc == DIRLOCK_OK || name == NULL)

@@ -71,6 +71,14 @@ void dl_ok(dirlock_error *err);
  * WHAT is held by WHO".  `what` names the lock ("lock 'x'"), `who` what
  * holds it (dl_record_describe, or "3 readers"). */
 int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who);
+/* An acquire (or upgrade) of `what` that ended because `server` (a
+ * lock server, "the etcd cluster") could not be reached, err saying why
+ * (DIRLOCK_ESERVER): DIRLOCK_ECANCELED when its cancel descriptor fired
+ * meanwhile, "canceled waiting for WHAT while SERVER could not be
+ * reached"; else DIRLOCK_ESERVER, err's message followed by " (gave up at
+ * the timeout, T s)" when it waited (timeout not 0). */
+int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
+                           const char *server);
 /* Put "lock 'NAME': " before err's message (unless it starts so already),
  * for an error met while acting on that lock; returns rc. */
 int dl_about(dirlock_error *err, int rc, const char *name);

@@ -777,14 +777,10 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         /* Out: our leases go, and with them every key we made. */
         for (size_t i = 0; i < n; i++)
                 (void)revoke_quietly(hs[i], NULL);
-        if (rc == DIRLOCK_ESERVER && canceled)
-                return dl_fail(err, DIRLOCK_ECANCELED, 0,
-                               "canceled waiting for lock '%s' while the etcd cluster could not be reached",
-                               h->name);
-        if (rc == DIRLOCK_ESERVER && a.may_queue && err != NULL) {
-                size_t len = strlen(err->message);
-                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
-                         o->timeout);
+        if (rc == DIRLOCK_ESERVER) {
+                char what[DIRLOCK_NAME_MAX + 16];
+                snprintf(what, sizeof what, "lock '%s'", h->name);
+                rc = dl_gave_up_unreachable(err, o->timeout, canceled, what, "the etcd cluster");
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
                 dl_about(err, rc, h->name);
