@@ -146,6 +146,14 @@ int dl_record_parse(const char *buf, size_t len, dl_record *rec);
  * "a reader, ", or ""); "an owner without a readable record" for rec
  * NULL.  Truncated to `size`. */
 void dl_record_describe(const dl_record *rec, const char *role, char *out, size_t size);
+/* What a record says of its owner, for dirlock_inspect(): pid, start
+ * time, host, when acquired, same host, alive (dl_record_owner_alive; -1
+ * without a pid), partner.  The backend fills in the rest (token, mode,
+ * age, stale, readers, ranges). */
+void dl_record_to_owner(const dl_record *rec, dirlock_owner *owner);
+/* ... and for dirlock_ranges(): pid, host, and the age since it was
+ * acquired at wall-clock time now_ns (0 when the record has no time). */
+void dl_record_to_range(const dl_record *rec, long long now_ns, dirlock_range_info *range);
 /* 1 alive, 0 provably dead, -1 cannot tell (other host, boot or pid
  * namespace).  The owner is the recording process and its partner, if
  * any: alive while either is. */

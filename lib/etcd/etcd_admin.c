@@ -77,18 +77,12 @@ int dl_etcd_inspect(const char *spec, const char *name, double stale_age, dirloc
                 dl_etcd_queue_free(&v.q);
                 return DIRLOCK_OK;
         }
-        owner->pid = rec.pid;
-        owner->start_time = rec.start_time;
-        snprintf(owner->host, sizeof owner->host, "%s", rec.host);
-        owner->acquired = (double)rec.acquired_ns / 1e9;
+        dl_record_to_owner(&rec, owner);
         long long granted = -1, left = -1;
         dl_time io = admin_io();
         if (dl_etcd_lease_ttl(&u, e->lease, &io, &granted, &left, NULL) == DIRLOCK_OK && granted > 0)
                 owner->age = (double)(granted - left);
-        owner->same_host = dl_record_same_host(&rec);
-        owner->owner_alive = dl_record_owner_alive(&rec);
         owner->stale = owner->owner_alive == 0;
-        owner->partner = rec.partner;
         dl_etcd_queue_free(&v.q);
         return DIRLOCK_OK;
 }
@@ -230,11 +224,8 @@ int dl_etcd_ranges(const char *spec, const char *name, dirlock_range_info **out,
                                             : DIRLOCK_INTENT;
                 ri->upgrading = e->mode == 'u';
                 dl_record rec;
-                if (dl_record_parse(e->record, strlen(e->record), &rec) == 0) {
-                        ri->pid = rec.pid;
-                        snprintf(ri->host, sizeof ri->host, "%s", rec.host);
-                        ri->age = rec.acquired_ns > 0 ? (double)(now - rec.acquired_ns) / 1e9 : 0;
-                }
+                if (dl_record_parse(e->record, strlen(e->record), &rec) == 0)
+                        dl_record_to_range(&rec, now, ri);
         }
         dl_etcd_queue_free(&q);
         *count = got;

@@ -277,11 +277,8 @@ int dl_redis_ranges(const char *spec, const char *name, dirlock_range_info **out
                 ri->mode = mode_of_letter(sm[1]);
                 ri->upgrading = sm[1] == 'u';
                 dl_record rec;
-                if (dl_record_parse(text, strlen(text), &rec) == 0) {
-                        ri->pid = rec.pid;
-                        snprintf(ri->host, sizeof ri->host, "%s", rec.host);
-                        ri->age = rec.acquired_ns > 0 ? (double)(now - rec.acquired_ns) / 1e9 : 0;
-                }
+                if (dl_record_parse(text, strlen(text), &rec) == 0)
+                        dl_record_to_range(&rec, now, ri);
         }
         freeReplyObject(rep);
         *count = got;
