@@ -186,6 +186,11 @@ bool dl_deadline_never(const dl_time *deadline);
 bool dl_deadline_passed(const dl_time *deadline);
 /* Milliseconds-and-fraction left until deadline (0 if past), large if never. */
 double dl_remaining(const dl_time *deadline);
+/* The deadline of one request to a server within a call whose own
+ * deadline is `call`: what is left of the call, but at least least_ms (a
+ * try, or a last attempt at the deadline, still hears the answer) and at
+ * most most_ms (a server that says nothing is given up on). */
+dl_time dl_request_deadline(const dl_time *call, double least_ms, double most_ms);
 /* Wall clock in nanoseconds since the epoch. */
 long long dl_wall_ns(void);
 /* Nanoseconds since the epoch of a timestamp. */

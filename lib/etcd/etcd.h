@@ -68,7 +68,8 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                        int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err);
 
 /* The deadline of one request within a call whose own deadline is `call`:
- * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)). */
+ * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)), by
+ * dl_request_deadline. */
 dl_time dl_etcd_io_deadline(const dl_time *call);
 
 /* Base64 of the gateway's byte fields (OpenSSL's codec).  Encode into a

@@ -282,11 +282,7 @@ static size_t *current_member(const char *key)
 
 dl_time dl_etcd_io_deadline(const dl_time *call)
 {
-        double left = dl_remaining(call);
-        double ms = left < DL_ETCD_GRACE_MS ? DL_ETCD_GRACE_MS : left;
-        if (ms > DL_ETCD_IO_MS)
-                ms = DL_ETCD_IO_MS;
-        return dl_deadline(ms / 1e3);
+        return dl_request_deadline(call, DL_ETCD_GRACE_MS, DL_ETCD_IO_MS);
 }
 
 /* ---- the transfer ------------------------------------------------------------ */

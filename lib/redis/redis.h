@@ -32,7 +32,7 @@
 
 /* The deadline of one round trip within a call whose own deadline is
  * `call` (may be never): min(now + DL_REDIS_IO_MS, max(call, now +
- * DL_REDIS_GRACE_MS)). */
+ * DL_REDIS_GRACE_MS)), by dl_request_deadline. */
 dl_time dl_redis_io_deadline(const dl_time *call);
 
 /* ---- connections (redis_conn.c) -------------------------------------------- */
