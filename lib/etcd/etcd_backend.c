@@ -381,6 +381,25 @@ struct attempt {
         dl_time keepalive_due;
 };
 
+/* Run t, a take of the set (its compares and success branch written,
+ * unless rc says building it failed), with the read of every name in its
+ * failure branch: *taken whether it took, *rev the store's revision
+ * after it; not taken, a->qs holds that read. */
+static int run_take(struct attempt *a, dl_etcd_txn *t, int rc, bool *taken, long long *rev,
+                    dirlock_error *err)
+{
+        add_reads(t, false, a->hs, a->n);
+        dl_etcd_reply r = {0};
+        dl_time io = dl_etcd_io_deadline(a->deadline);
+        if (rc == DIRLOCK_OK)
+                rc = dl_etcd_txn_run(&E(a->hs[0])->url, t, &io, taken, rev, &r, err);
+        dl_etcd_txn_free(t);
+        if (rc == DIRLOCK_OK && !*taken)
+                rc = load_reads(&r, a->hs, a->n, *rev, a->qs, err);
+        dl_etcd_reply_free(&r);
+        return rc;
+}
+
 /* Step 2: take at once if every name is free, else (maybe) enqueue and read. */
 static int first_try(struct attempt *a, bool *taken, dirlock_error *err)
 {
@@ -404,26 +423,19 @@ static int first_try(struct attempt *a, bool *taken, dirlock_error *err)
                         dl_etcd_op_put(&t, false, e->key, text, e->lease);
                 }
         }
-        add_reads(&t, false, hs, a->n);
-        dl_etcd_reply r = {0};
         long long rev = 0;
-        dl_time io = dl_etcd_io_deadline(a->deadline);
-        if (rc == DIRLOCK_OK)
-                rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, taken, &rev, &r, err);
-        dl_etcd_txn_free(&t);
+        rc = run_take(a, &t, rc, taken, &rev, err);
         if (rc == DIRLOCK_OK && *taken) {
                 for (size_t i = 0; i < a->n; i++) {
                         E(hs[i])->fence = fence;
                         E(hs[i])->rev = rev;
                 }
         } else if (rc == DIRLOCK_OK) {
-                rc = load_reads(&r, hs, a->n, rev, a->qs, err);
-                for (size_t i = 0; rc == DIRLOCK_OK && i < a->n; i++) {
+                for (size_t i = 0; i < a->n; i++) {
                         long k = dl_etcd_queue_find(&a->qs[i], hs[i]->token);
                         E(hs[i])->rev = k >= 0 ? a->qs[i].e[k].rev : 0;
                 }
         }
-        dl_etcd_reply_free(&r);
         return rc;
 }
 
@@ -485,23 +497,15 @@ static int take(struct attempt *a, bool *taken, dirlock_error *err)
                 padded(next, f);
                 dl_etcd_op_put(&t, true, e->fence_key, f, 0);
         }
-        add_reads(&t, false, hs, a->n);
-        dl_etcd_reply r = {0};
         long long rev = 0;
-        dl_time io = dl_etcd_io_deadline(a->deadline);
-        if (rc == DIRLOCK_OK)
-                rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, taken, &rev, &r, err);
-        dl_etcd_txn_free(&t);
+        rc = run_take(a, &t, rc, taken, &rev, err);
         if (rc == DIRLOCK_OK && *taken) {
                 for (size_t i = 0; i < a->n; i++) {
                         E(hs[i])->fence = fences[i];
                         if (E(hs[i])->rev == 0)
                                 E(hs[i])->rev = rev;
                 }
-        } else if (rc == DIRLOCK_OK) {
-                rc = load_reads(&r, hs, a->n, rev, a->qs, err);
         }
-        dl_etcd_reply_free(&r);
         return rc;
 }
 
