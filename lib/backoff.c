@@ -1,7 +1,7 @@
 /* backoff.c - a jittered exponential backoff, for whoever must try again
  * with nothing to wake it: a waiter without notification (wait.c), a busy
  * range meta-lock (dir/range_entries.c), a lock server that cannot be
- * reached (redis/).  Each user names its own first and longest step.
+ * reached (redis/, etcd/).  Each user names its own first and longest step.
  *
  * Each step is the base scaled by a random factor in [0.5, 1.5), never
  * more than the cap; the base starts at the first step and doubles after

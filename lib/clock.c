@@ -48,6 +48,16 @@ double dl_remaining(const dl_time *deadline)
         return ms > 0 ? ms : 0;
 }
 
+dl_time dl_request_deadline(const dl_time *call, double least_ms, double most_ms)
+{
+        double ms = dl_remaining(call);
+        if (ms < least_ms)
+                ms = least_ms;
+        if (ms > most_ms)
+                ms = most_ms;
+        return dl_deadline(ms / 1e3);
+}
+
 long long dl_wall_ns(void)
 {
         struct timespec t;

@@ -2,7 +2,8 @@
  * thread, so that a lock does not pay a connect (and a handshake) each
  * time.  The backend owns what a connection is (a hiredis context, a
  * libcurl easy handle, ...); this file only keeps idle ones.  Used by the
- * Redis backend (redis/redis_conn.c).
+ * Redis backend (redis/redis_conn.c) and the etcd backend
+ * (etcd/etcd_http.c).
  *
  * CONTRACT.
  *   - A connection is either checked out -- the caller's alone -- or

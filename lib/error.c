@@ -65,3 +65,32 @@ int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *wh
         return dl_fail(err, DIRLOCK_ETIMEDOUT, 0, "timed out after %.3g s: %s is held by %s", timeout, what,
                        who);
 }
+
+int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
+                           const char *server)
+{
+        if (canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0,
+                               "canceled waiting for %s while %s could not be reached", what, server);
+        if (timeout != 0 && err != NULL) {
+                size_t len = strlen(err->message);
+                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
+                         timeout);
+        }
+        return DIRLOCK_ESERVER;
+}
+
+int dl_about(dirlock_error *err, int rc, const char *name)
+{
+        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
+                return rc;
+        char prefix[DIRLOCK_NAME_MAX + 16];
+        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
+        size_t size = sizeof err->message;
+        if (n <= 0 || (size_t)n >= size || strncmp(err->message, prefix, (size_t)n) == 0)
+                return rc;
+        memmove(err->message + n, err->message, size - (size_t)n - 1);
+        memcpy(err->message, prefix, (size_t)n);
+        err->message[size - 1] = '\0';
+        return rc;
+}

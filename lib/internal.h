@@ -71,6 +71,17 @@ void dl_ok(dirlock_error *err);
  * WHAT is held by WHO".  `what` names the lock ("lock 'x'"), `who` what
  * holds it (dl_record_describe, or "3 readers"). */
 int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who);
+/* An acquire (or upgrade) of `what` that ended because `server` (a
+ * lock server, "the etcd cluster") could not be reached, err saying why
+ * (DIRLOCK_ESERVER): DIRLOCK_ECANCELED when its cancel descriptor fired
+ * meanwhile, "canceled waiting for WHAT while SERVER could not be
+ * reached"; else DIRLOCK_ESERVER, err's message followed by " (gave up at
+ * the timeout, T s)" when it waited (timeout not 0). */
+int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
+                           const char *server);
+/* Put "lock 'NAME': " before err's message (unless it starts so already),
+ * for an error met while acting on that lock; returns rc. */
+int dl_about(dirlock_error *err, int rc, const char *name);
 
 /* ---- fences (fence.c) --------------------------------------------------- */
 
@@ -135,6 +146,14 @@ int dl_record_parse(const char *buf, size_t len, dl_record *rec);
  * "a reader, ", or ""); "an owner without a readable record" for rec
  * NULL.  Truncated to `size`. */
 void dl_record_describe(const dl_record *rec, const char *role, char *out, size_t size);
+/* What a record says of its owner, for dirlock_inspect(): pid, start
+ * time, host, when acquired, same host, alive (dl_record_owner_alive; -1
+ * without a pid), partner.  The backend fills in the rest (token, mode,
+ * age, stale, readers, ranges). */
+void dl_record_to_owner(const dl_record *rec, dirlock_owner *owner);
+/* ... and for dirlock_ranges(): pid, host, and the age since it was
+ * acquired at wall-clock time now_ns (0 when the record has no time). */
+void dl_record_to_range(const dl_record *rec, long long now_ns, dirlock_range_info *range);
 /* 1 alive, 0 provably dead, -1 cannot tell (other host, boot or pid
  * namespace).  The owner is the recording process and its partner, if
  * any: alive while either is. */
@@ -167,6 +186,11 @@ bool dl_deadline_never(const dl_time *deadline);
 bool dl_deadline_passed(const dl_time *deadline);
 /* Milliseconds-and-fraction left until deadline (0 if past), large if never. */
 double dl_remaining(const dl_time *deadline);
+/* The deadline of one request to a server within a call whose own
+ * deadline is `call`: what is left of the call, but at least least_ms (a
+ * try, or a last attempt at the deadline, still hears the answer) and at
+ * most most_ms (a server that says nothing is given up on). */
+dl_time dl_request_deadline(const dl_time *call, double least_ms, double most_ms);
 /* Wall clock in nanoseconds since the epoch. */
 long long dl_wall_ns(void);
 /* Nanoseconds since the epoch of a timestamp. */

@@ -416,6 +416,24 @@ void dl_record_describe(const dl_record *rec, const char *role, char *out, size_
                          rec->host[0] != '\0' ? rec->host : "an unknown host");
 }
 
+void dl_record_to_owner(const dl_record *rec, dirlock_owner *owner)
+{
+        owner->pid = rec->pid;
+        owner->start_time = rec->start_time;
+        snprintf(owner->host, sizeof owner->host, "%s", rec->host);
+        owner->acquired = (double)rec->acquired_ns / 1e9;
+        owner->same_host = dl_record_same_host(rec);
+        owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
+        owner->partner = rec->partner;
+}
+
+void dl_record_to_range(const dl_record *rec, long long now_ns, dirlock_range_info *range)
+{
+        range->pid = rec->pid;
+        snprintf(range->host, sizeof range->host, "%s", rec->host);
+        range->age = rec->acquired_ns > 0 ? (double)(now_ns - rec->acquired_ns) / 1e9 : 0;
+}
+
 int dl_record_partner_only(const dl_record *rec)
 {
         return rec->partner > 0 && dl_record_same_host(rec) &&

@@ -169,17 +169,11 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
                         rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else {
                 const dl_record *rec = &v.rec;
-                owner->pid = rec->pid;
-                owner->start_time = rec->start_time;
-                snprintf(owner->host, sizeof owner->host, "%s", rec->host);
+                dl_record_to_owner(rec, owner);
                 snprintf(owner->token, sizeof owner->token, "%s", v.token);
-                owner->acquired = (double)rec->acquired_ns / 1e9;
                 owner->age = v.age;
-                owner->same_host = dl_record_same_host(rec);
-                owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
                 owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age, d->fs);
                 owner->mode = rec->mode;
-                owner->partner = rec->partner;
         }
         dl_handle_free(h);
         return rc;

@@ -356,9 +356,7 @@ int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlo
                         r->mode = dl_range_mode_of_letter(e->mode);
                         r->waiting = e->state == DL_RANGE_WAITING;
                         r->upgrading = e->mode == DL_RANGE_UPGRADING;
-                        r->pid = e->rec.pid;
-                        snprintf(r->host, sizeof r->host, "%s", e->rec.host);
-                        r->age = e->rec.acquired_ns > 0 ? (double)(now - e->rec.acquired_ns) / 1e9 : 0;
+                        dl_record_to_range(&e->rec, now, r);
                 }
                 *count = got;
         }

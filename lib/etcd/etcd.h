@@ -68,7 +68,8 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                        int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err);
 
 /* The deadline of one request within a call whose own deadline is `call`:
- * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)). */
+ * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)), by
+ * dl_request_deadline. */
 dl_time dl_etcd_io_deadline(const dl_time *call);
 
 /* Base64 of the gateway's byte fields (OpenSSL's codec).  Encode into a
@@ -226,10 +227,6 @@ int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err);
 /* Read the queue and fence of `name` at one revision. */
 int dl_etcd_read_queue(const dl_etcd_url *u, const char *name, const dl_time *deadline, dl_etcd_queue *q,
                        dirlock_error *err);
-/* Prefix err's message with "lock 'NAME': "; returns rc. */
-int dl_etcd_about(dirlock_error *err, int rc, const char *name);
-/* "pid 812 on www1" (or a reader, a waiter ahead, a range) of an entry. */
-void dl_etcd_describe(const dl_etcd_entry *e, char *out, size_t size);
 
 /* ---- the space from outside its holders (etcd_admin.c) ------------------------- */
 

@@ -32,7 +32,7 @@ static int look(const dl_etcd_url *u, const char *name, struct view *v, dirlock_
         dl_time io = admin_io();
         int rc = dl_etcd_read_queue(u, name, &io, &v->q, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, name);
+                return dl_about(err, rc, name);
         for (size_t i = 0; i < v->q.n; i++) {
                 const dl_etcd_entry *e = &v->q.e[i];
                 if (e->state != 'h')
@@ -77,18 +77,12 @@ int dl_etcd_inspect(const char *spec, const char *name, double stale_age, dirloc
                 dl_etcd_queue_free(&v.q);
                 return DIRLOCK_OK;
         }
-        owner->pid = rec.pid;
-        owner->start_time = rec.start_time;
-        snprintf(owner->host, sizeof owner->host, "%s", rec.host);
-        owner->acquired = (double)rec.acquired_ns / 1e9;
+        dl_record_to_owner(&rec, owner);
         long long granted = -1, left = -1;
         dl_time io = admin_io();
         if (dl_etcd_lease_ttl(&u, e->lease, &io, &granted, &left, NULL) == DIRLOCK_OK && granted > 0)
                 owner->age = (double)(granted - left);
-        owner->same_host = dl_record_same_host(&rec);
-        owner->owner_alive = dl_record_owner_alive(&rec);
         owner->stale = owner->owner_alive == 0;
-        owner->partner = rec.partner;
         dl_etcd_queue_free(&v.q);
         return DIRLOCK_OK;
 }
@@ -124,7 +118,7 @@ int dl_etcd_break(const char *spec, const char *name, double stale_age, int forc
         bool found, resent;
         rc = dl_etcd_lease_revoke(&u, e.lease, &io, &found, &resent, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, name);
+                return dl_about(err, rc, name);
         return found ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
 }
 
@@ -210,7 +204,7 @@ int dl_etcd_ranges(const char *spec, const char *name, dirlock_range_info **out,
         if (rc == DIRLOCK_OK)
                 rc = dl_etcd_read_queue(&u, name, &io, &q, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, name);
+                return dl_about(err, rc, name);
         if ((*out = calloc(q.n ? q.n : 1, sizeof **out)) == NULL) {
                 dl_etcd_queue_free(&q);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
@@ -230,11 +224,8 @@ int dl_etcd_ranges(const char *spec, const char *name, dirlock_range_info **out,
                                             : DIRLOCK_INTENT;
                 ri->upgrading = e->mode == 'u';
                 dl_record rec;
-                if (dl_record_parse(e->record, strlen(e->record), &rec) == 0) {
-                        ri->pid = rec.pid;
-                        snprintf(ri->host, sizeof ri->host, "%s", rec.host);
-                        ri->age = rec.acquired_ns > 0 ? (double)(now - rec.acquired_ns) / 1e9 : 0;
-                }
+                if (dl_record_parse(e->record, strlen(e->record), &rec) == 0)
+                        dl_record_to_range(&rec, now, ri);
         }
         dl_etcd_queue_free(&q);
         *count = got;

@@ -105,19 +105,21 @@
  * REFRESH is one keep-alive; CHECK reads our entry (held: ours still).
  * DOWNGRADE, SHRINK and back-to-intent rewrite our entry, comparing its
  * create_revision.  UPGRADE marks us upgrading (U), then waits as in 4
- * for the readers in our way; at its deadline it marks us intent again. */
+ * for the readers in our way (and for a cluster it cannot reach as in
+ * 5); at its deadline it marks us intent again. */
 #include "backend.h"
 #include "etcd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#define BACKOFF_START_MS 10.0
-#define BACKOFF_CAP_MS   500.0
-#define LEASE_TTL_MAX    9000000000LL /* etcd's longest lease */
+/* While the cluster cannot be reached: the first and the longest pause
+ * of the backoff (backoff.c) between attempts. */
+#define RETRY_FIRST_MS 10.0
+#define RETRY_MAX_MS   500.0
+#define LEASE_TTL_MAX  9000000000LL /* etcd's longest lease */
 
 struct dl_etcd {
         dl_etcd_url url;
@@ -149,32 +151,17 @@ int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err)
         return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': %s", spec, why);
 }
 
-int dl_etcd_about(dirlock_error *err, int rc, const char *name)
+/* Who holds or waits as entry e, for messages: "pid 812 on www1" after
+ * its role (a range, a waiter ahead, a reader). */
+static void describe(const dl_etcd_entry *e, char *out, size_t size)
 {
-        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
-                return rc;
-        char prefix[DIRLOCK_NAME_MAX + 16];
-        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
-        size_t size = sizeof err->message;
-        if (n <= 0 || (size_t)n >= size || strncmp(err->message, prefix, (size_t)n) == 0)
-                return rc;
-        memmove(err->message + n, err->message, size - (size_t)n - 1);
-        memcpy(err->message, prefix, (size_t)n);
-        err->message[size - 1] = '\0';
-        return rc;
-}
-
-void dl_etcd_describe(const dl_etcd_entry *e, char *out, size_t size)
-{
-        dl_record rec;
         const char *role = e->ranged         ? "a range, "
                            : e->state == 'w' ? "a waiter ahead, "
                            : e->mode == 's'  ? "a reader, "
                                              : "";
-        if (dl_record_parse(e->record, strlen(e->record), &rec) == 0)
-                snprintf(out, size, "%spid %ld on %.200s", role, (long)rec.pid, rec.host);
-        else
-                snprintf(out, size, "%san owner without a readable record", role);
+        dl_record rec;
+        bool readable = dl_record_parse(e->record, strlen(e->record), &rec) == 0;
+        dl_record_describe(readable ? &rec : NULL, role, out, size);
 }
 
 static char mode_letter(int mode)
@@ -227,28 +214,6 @@ static void self_entry(const dirlock *h, dl_etcd_entry *e)
         e->ranged = h->ranged;
         e->lo = h->lo;
         e->hi = h->hi;
-}
-
-/* A pidfd on the live owner of record rec (or its partner), or -1. */
-static int owner_pidfd(const dl_record *rec)
-{
-#ifdef SYS_pidfd_open
-        pid_t pids[2] = {rec->pid, rec->partner};
-        unsigned long long starts[2] = {rec->start_time, rec->partner_start};
-        for (int i = 0; i < 2; i++) {
-                if (pids[i] <= 0)
-                        continue;
-                int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-                if (fd < 0)
-                        continue;
-                if (dl_process_start_time(pids[i]) == starts[i])
-                        return fd;
-                close(fd);
-        }
-#else
-        (void)rec;
-#endif
-        return -1;
 }
 
 /* The read of every name of a set at one revision: its queue, then its
@@ -416,6 +381,25 @@ struct attempt {
         dl_time keepalive_due;
 };
 
+/* Run t, a take of the set (its compares and success branch written,
+ * unless rc says building it failed), with the read of every name in its
+ * failure branch: *taken whether it took, *rev the store's revision
+ * after it; not taken, a->qs holds that read. */
+static int run_take(struct attempt *a, dl_etcd_txn *t, int rc, bool *taken, long long *rev,
+                    dirlock_error *err)
+{
+        add_reads(t, false, a->hs, a->n);
+        dl_etcd_reply r = {0};
+        dl_time io = dl_etcd_io_deadline(a->deadline);
+        if (rc == DIRLOCK_OK)
+                rc = dl_etcd_txn_run(&E(a->hs[0])->url, t, &io, taken, rev, &r, err);
+        dl_etcd_txn_free(t);
+        if (rc == DIRLOCK_OK && !*taken)
+                rc = load_reads(&r, a->hs, a->n, *rev, a->qs, err);
+        dl_etcd_reply_free(&r);
+        return rc;
+}
+
 /* Step 2: take at once if every name is free, else (maybe) enqueue and read. */
 static int first_try(struct attempt *a, bool *taken, dirlock_error *err)
 {
@@ -439,26 +423,19 @@ static int first_try(struct attempt *a, bool *taken, dirlock_error *err)
                         dl_etcd_op_put(&t, false, e->key, text, e->lease);
                 }
         }
-        add_reads(&t, false, hs, a->n);
-        dl_etcd_reply r = {0};
         long long rev = 0;
-        dl_time io = dl_etcd_io_deadline(a->deadline);
-        if (rc == DIRLOCK_OK)
-                rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, taken, &rev, &r, err);
-        dl_etcd_txn_free(&t);
+        rc = run_take(a, &t, rc, taken, &rev, err);
         if (rc == DIRLOCK_OK && *taken) {
                 for (size_t i = 0; i < a->n; i++) {
                         E(hs[i])->fence = fence;
                         E(hs[i])->rev = rev;
                 }
         } else if (rc == DIRLOCK_OK) {
-                rc = load_reads(&r, hs, a->n, rev, a->qs, err);
-                for (size_t i = 0; rc == DIRLOCK_OK && i < a->n; i++) {
+                for (size_t i = 0; i < a->n; i++) {
                         long k = dl_etcd_queue_find(&a->qs[i], hs[i]->token);
                         E(hs[i])->rev = k >= 0 ? a->qs[i].e[k].rev : 0;
                 }
         }
-        dl_etcd_reply_free(&r);
         return rc;
 }
 
@@ -520,23 +497,15 @@ static int take(struct attempt *a, bool *taken, dirlock_error *err)
                 padded(next, f);
                 dl_etcd_op_put(&t, true, e->fence_key, f, 0);
         }
-        add_reads(&t, false, hs, a->n);
-        dl_etcd_reply r = {0};
         long long rev = 0;
-        dl_time io = dl_etcd_io_deadline(a->deadline);
-        if (rc == DIRLOCK_OK)
-                rc = dl_etcd_txn_run(&E(hs[0])->url, &t, &io, taken, &rev, &r, err);
-        dl_etcd_txn_free(&t);
+        rc = run_take(a, &t, rc, taken, &rev, err);
         if (rc == DIRLOCK_OK && *taken) {
                 for (size_t i = 0; i < a->n; i++) {
                         E(hs[i])->fence = fences[i];
                         if (E(hs[i])->rev == 0)
                                 E(hs[i])->rev = rev;
                 }
-        } else if (rc == DIRLOCK_OK) {
-                rc = load_reads(&r, hs, a->n, rev, a->qs, err);
         }
-        dl_etcd_reply_free(&r);
         return rc;
 }
 
@@ -576,15 +545,14 @@ static int renew(struct attempt *a, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-static int gave_up(dirlock_error *err, int code, double timeout, const char *name, const dl_etcd_entry *b)
+/* dl_gave_up for lock `name`, kept out by entry b. */
+static int gave_up(dirlock_error *err, double timeout, bool canceled, const char *name,
+                   const dl_etcd_entry *b)
 {
-        char who[300];
-        dl_etcd_describe(b, who, sizeof who);
-        if (code == DIRLOCK_EBUSY)
-                return dl_fail(err, code, 0, "lock '%s' is held by %s", name, who);
-        if (code == DIRLOCK_ECANCELED)
-                return dl_fail(err, code, 0, "canceled waiting for lock '%s' (held by %s)", name, who);
-        return dl_fail(err, code, 0, "timed out after %.3g s: lock '%s' is held by %s", timeout, name, who);
+        char what[DIRLOCK_NAME_MAX + 16], who[300];
+        snprintf(what, sizeof what, "lock '%s'", name);
+        describe(b, who, sizeof who);
+        return dl_gave_up(err, timeout, canceled, what, who);
 }
 
 /* Step 4: wait for entry b of name i (in our way).  *again: look at once
@@ -607,7 +575,7 @@ static int wait_for(struct attempt *a, size_t i, const dl_etcd_entry *b, int *pi
         if (readable && rec.pid != *pid_watched) {
                 if (*pid_fd >= 0)
                         close(*pid_fd);
-                *pid_fd = dl_record_same_host(&rec) ? owner_pidfd(&rec) : -1;
+                *pid_fd = dl_owner_pidfd(&rec, NULL);
                 *pid_watched = rec.pid;
         }
         dl_time until = a->keepalive_due;
@@ -736,9 +704,8 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                             .qs = qs,
                             .blocked = blocked};
         bool canceled = false, taken = false, fresh = true;
-        double backoff = BACKOFF_START_MS;
-        unsigned long long jitter =
-            0x9E3779B97F4A7C15ULL ^ ((unsigned long long)h->token[0] * 31 + (unsigned)dl_self_pid());
+        dl_backoff retry;
+        dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
         int pid_fd = -1;
         pid_t pid_watched = 0;
         int rc;
@@ -778,11 +745,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                                 if (rc == DIRLOCK_OK)
                                         continue;
                         } else if (rc == DIRLOCK_OK && !taken && last) {
-                                rc = gave_up(err,
-                                             !a.may_queue ? DIRLOCK_EBUSY
-                                             : canceled   ? DIRLOCK_ECANCELED
-                                                          : DIRLOCK_ETIMEDOUT,
-                                             o->timeout, hs[which]->name, &blocker);
+                                rc = gave_up(err, o->timeout, canceled, hs[which]->name, &blocker);
                         } else if (rc == DIRLOCK_OK && !taken && n > 1 &&
                                    (rc = join(&a, &joined, err)) == DIRLOCK_OK && joined) {
                                 continue; /* read again, with our new entries */
@@ -796,16 +759,13 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         break;
                 if (rc == DIRLOCK_ESERVER && !last) {
                         /* Unreachable: try again, with backoff, until the deadline. */
-                        jitter = jitter * 6364136223846793005ULL + 1442695040888963407ULL;
-                        double step = backoff * (0.5 + (double)(jitter >> 11) / 9007199254740992.0);
-                        backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
-                        if (dl_nap_ms(step, deadline, o->cancel_fd) == 1)
+                        if (dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1)
                                 canceled = true;
                         continue;
                 }
                 if (rc != DIRLOCK_OK)
                         break;
-                backoff = BACKOFF_START_MS;
+                dl_backoff_reset(&retry);
         }
         if (pid_fd >= 0)
                 close(pid_fd);
@@ -821,17 +781,13 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
         /* Out: our leases go, and with them every key we made. */
         for (size_t i = 0; i < n; i++)
                 (void)revoke_quietly(hs[i], NULL);
-        if (rc == DIRLOCK_ESERVER && canceled)
-                return dl_fail(err, DIRLOCK_ECANCELED, 0,
-                               "canceled waiting for lock '%s' while the etcd cluster could not be reached",
-                               h->name);
-        if (rc == DIRLOCK_ESERVER && a.may_queue && err != NULL) {
-                size_t len = strlen(err->message);
-                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
-                         o->timeout);
+        if (rc == DIRLOCK_ESERVER) {
+                char what[DIRLOCK_NAME_MAX + 16];
+                snprintf(what, sizeof what, "lock '%s'", h->name);
+                rc = dl_gave_up_unreachable(err, o->timeout, canceled, what, "the etcd cluster");
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_etcd_about(err, rc, h->name);
+                dl_about(err, rc, h->name);
         return rc;
 }
 
@@ -875,7 +831,7 @@ static int etcd_release(dirlock *h, dirlock_error *err)
         int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
         e->revoke_pending = rc == DIRLOCK_ESERVER;
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         e->lease = 0;
         e->rev = 0;
         if (found)
@@ -901,7 +857,7 @@ static int etcd_release_kept(dirlock *h, dirlock_error *err)
         bool found, resent;
         int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         e->revoke_pending = false;
         e->lease = 0;
         return DIRLOCK_OK;
@@ -914,7 +870,7 @@ static int etcd_refresh(dirlock *h, dirlock_error *err)
         long long left;
         int rc = dl_etcd_lease_keepalive(&e->url, e->lease, &io, &left, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         return left > 0 ? DIRLOCK_OK : lost(err, h);
 }
 
@@ -927,7 +883,7 @@ static int read_own(const dirlock *h, dl_etcd_entry *own, bool *held, long long 
         size_t n = 0;
         int rc = dl_etcd_range(&e->url, e->key, NULL, false, &kv, &n, revision, &io, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         *held = n == 1 && kv[0].create_revision == e->rev && dl_etcd_entry_parse(kv[0].value, own) == 0 &&
                 own->state == 'h';
         free(kv);
@@ -977,7 +933,7 @@ static int rewrite(dirlock *h, char mode, dirlock_error *err)
         dl_etcd_reply_free(&r);
         if (rc == DIRLOCK_ELOST || (rc == DIRLOCK_OK && !ok))
                 return lost(err, h);
-        return dl_etcd_about(err, rc, h->name);
+        return dl_about(err, rc, h->name);
 }
 
 static int etcd_downgrade(dirlock *h, dirlock_error *err)
@@ -1077,7 +1033,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         struct dl_etcd *e = E(h);
         int rc = mark_upgrading(h, &deadline, err);
         if (rc != DIRLOCK_OK)
-                return dl_etcd_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         dirlock *hs[1] = {h};
         dl_etcd_queue q = {0};
         bool canceled = false;
@@ -1085,16 +1041,19 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         pid_t pid_watched = 0;
         struct attempt a = {.hs = hs, .n = 1, .deadline = &deadline, .may_queue = true, .qs = &q};
         a.keepalive_due = dl_deadline((double)e->ttl / 3);
+        dl_backoff retry;
+        dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
         for (;;) {
                 bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
                 rc = read_set(hs, 1, &deadline, &q, err);
                 if (rc == DIRLOCK_ESERVER && !last) {
-                        if (dl_nap_ms(BACKOFF_CAP_MS / 5, &deadline, cancel_fd) == 1)
+                        if (dl_nap_ms(dl_backoff_next(&retry), &deadline, cancel_fd) == 1)
                                 canceled = true;
                         continue;
                 }
                 if (rc != DIRLOCK_OK)
                         break;
+                dl_backoff_reset(&retry);
                 long me = dl_etcd_queue_find(&q, h->token);
                 if (me < 0 || q.e[me].state != 'h') {
                         rc = lost(err, h);
@@ -1108,11 +1067,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                 dl_etcd_entry reader = q.e[r];
                 if (last) {
                         (void)rewrite(h, 'i', NULL); /* readers in again */
-                        rc = gave_up(err,
-                                     o.timeout == 0 ? DIRLOCK_EBUSY
-                                     : canceled     ? DIRLOCK_ECANCELED
-                                                    : DIRLOCK_ETIMEDOUT,
-                                     o.timeout, h->name, &reader);
+                        rc = gave_up(err, o.timeout, canceled, h->name, &reader);
                         break;
                 }
                 if (dl_deadline_passed(&a.keepalive_due)) {
@@ -1139,7 +1094,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         dl_etcd_queue_free(&q);
         return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
                    ? rc
-                   : dl_etcd_about(err, rc, h->name);
+                   : dl_about(err, rc, h->name);
 }
 
 static const char *const etcd_forms[] = {DL_ETCD_SPACE_FORMS, NULL};

@@ -3,16 +3,31 @@
  * libcurl does the HTTP, json-c the JSON, OpenSSL's codec the base64 of
  * the byte fields.
  *
- * CONNECTIONS.  Each thread keeps a small pool of connections, each a
- * libcurl multi handle with one easy handle (the multi handle keeps the
- * TCP connections to the members it has talked to, reused from request to
- * request).  A request or a watch checks one out for its length and
- * returns it after: several pending acquires (dirlock_acquire_start) may
- * wait at once in one thread, and none may read another's answer.  Each
- * thread also notes, for each of up to NOTES clusters, which member
- * answered last: calls go there first.  A forked child sees its parent's
- * pool under another pid, frees it (its copies of the descriptors) and
- * makes its own; a thread-key destructor frees it when the thread exits.
+ * CONNECTIONS.  A connection is a libcurl multi handle with one easy
+ * handle (the multi handle keeps the TCP connections to the members it
+ * has talked to, reused from request to request), kept in the library's
+ * per-thread connection cache (conn_cache.c, whose contract holds here)
+ * under its cluster's address (dl_etcd_url_cluster: every prefix on one
+ * cluster shares them).  A request or a watch checks one out for its
+ * length and gives it back after: several pending acquires
+ * (dirlock_acquire_start) may wait at once in one thread, each on its
+ * own, and none may read another's answer.  A transfer that did not end
+ * (a watch, a request given up on) is taken off its multi handle, which
+ * closes its TCP connection: a connection given back never holds an
+ * answer nobody will read.  Up to CONNS_PER_THREAD idle ones are kept
+ * per thread and closed when it exits; a forked child closes its copies
+ * of its parent's, which sends nothing (plain HTTP/1.1: no TLS
+ * close_notify, no HTTP/2 GOAWAY), and makes its own.
+ *
+ * Each thread also notes, for each of up to NOTES clusters, which member
+ * answered last: calls go there first.  The note is not a connection's:
+ * what one request learnt (the leader moved, a member died) serves every
+ * connection of the thread to that cluster, idle or checked out by
+ * another acquire, so it is kept here rather than in the cache, which
+ * holds only idle connections.  Being a hint, a note is kept under a
+ * hash of the cluster's address (a collision costs one member asked in
+ * vain), and a forked child may keep its parent's.
+ *
  * Every descriptor is close-on-exec: connections are opened so
  * (CURLOPT_OPENSOCKETFUNCTION), and the socket pair libcurl makes inside
  * curl_multi_init (to wake curl_multi_poll, never used here) is marked
@@ -56,70 +71,52 @@
  * passed over. */
 #define ATTEMPT_MS 1000.0
 /* After a round in which every member said it cannot serve now. */
-#define ROUND_PAUSE_MS 25.0
-#define POOL           8 /* connections kept per thread; more in use at once are made and freed */
-#define SOCKS          4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
+#define ROUND_PAUSE_MS   25.0
+#define CONNS_PER_THREAD 8 /* idle ones kept; more in use at once are made and closed */
+#define SOCKS            4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
 
-/* A connection: a multi handle with its one easy handle, and what libcurl
- * asked drive() to watch for it (its socket and timer callbacks). */
+/* A connection: a multi handle with its one easy handle, what its
+ * requests send, and what libcurl asked drive() to watch for it (its
+ * socket and timer callbacks). */
 struct conn {
         CURLM *multi;
         CURL *easy;
-        bool busy; /* checked out */
+        struct curl_slist *json_headers, *watch_headers;
         struct {
                 curl_socket_t fd;
                 int what; /* CURL_POLL_IN, _OUT, _INOUT */
         } socks[SOCKS];
         int nsocks;
-        long timer_ms; /* when libcurl wants to be called back, -1: not */
+        long timer_ms;                 /* when libcurl wants to be called back, -1: not */
+        char key[DL_ETCD_CLUSTER_MAX]; /* its cluster's address, its key in the cache */
 };
 
-struct http_thread {
-        pid_t pid;
-        struct curl_slist *json_headers, *watch_headers;
-        struct conn *pool[POOL];
-        unsigned long long clock;
-        struct {
-                char eps[DL_ETCD_ENDPOINTS_MAX * (DL_ETCD_HOST_MAX + 10)];
-                size_t current;
-                unsigned long long used;
-        } notes[NOTES];
-};
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
-static _Thread_local struct http_thread *thread_state;
-static pthread_key_t thread_key;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void conn_free(struct conn *c)
+static void curl_init(void)
 {
-        if (c == NULL)
-                return;
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* The cache's close: libcurl's cleanup closes the sockets and sends
+ * nothing on them (CONNECTIONS), so a forked child's copy is freed the
+ * same way. */
+static void conn_close(void *p, bool forked)
+{
+        (void)forked;
+        struct conn *c = p;
         if (c->multi != NULL && c->easy != NULL)
                 curl_multi_remove_handle(c->multi, c->easy);
         if (c->easy != NULL)
                 curl_easy_cleanup(c->easy);
         if (c->multi != NULL)
                 curl_multi_cleanup(c->multi);
+        curl_slist_free_all(c->json_headers);
+        curl_slist_free_all(c->watch_headers);
         free(c);
 }
 
-static void thread_free(void *p)
-{
-        struct http_thread *t = p;
-        if (t == NULL)
-                return;
-        for (size_t i = 0; i < POOL; i++)
-                conn_free(t->pool[i]);
-        curl_slist_free_all(t->json_headers);
-        curl_slist_free_all(t->watch_headers);
-        free(t);
-}
-
-static void init_once(void)
-{
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        pthread_key_create(&thread_key, thread_free);
-}
+static const dl_conn_cache conns = {CONNS_PER_THREAD, conn_close};
 
 static curl_socket_t open_cloexec(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
@@ -209,19 +206,30 @@ static int on_timer(CURLM *m, long timeout_ms, void *userp)
         return 0;
 }
 
-static struct conn *conn_new(void)
+/* A new connection to cluster `key`, or NULL (out of memory). */
+static struct conn *conn_new(const char *key)
 {
+        pthread_once(&curl_once, curl_init);
         struct conn *c = calloc(1, sizeof *c);
         if (c == NULL)
                 return NULL;
+        snprintf(c->key, sizeof c->key, "%s", key);
         int *before = open_fds();
         c->multi = curl_multi_init();
         cloexec_since(before);
         free(before);
         c->easy = curl_easy_init();
         c->timer_ms = -1;
-        if (c->multi == NULL || c->easy == NULL) {
-                conn_free(c);
+        c->json_headers = curl_slist_append(NULL, "Content-Type: application/json");
+        c->watch_headers = curl_slist_append(NULL, "Content-Type: application/json");
+        /* A watch on a member that has lost its leader is ended by the
+         * member ("etcdserver: no leader") instead of staying silent. */
+        struct curl_slist *more =
+            c->watch_headers ? curl_slist_append(c->watch_headers, "Grpc-Metadata-hasleader: true") : NULL;
+        if (more != NULL)
+                c->watch_headers = more;
+        if (c->multi == NULL || c->easy == NULL || c->json_headers == NULL || more == NULL) {
+                conn_close(c, false);
                 return NULL;
         }
         curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
@@ -231,100 +239,50 @@ static struct conn *conn_new(void)
         return c;
 }
 
-static struct http_thread *thread_get(dirlock_error *err)
+/* Check out a connection to cluster `key`: an idle one of this thread,
+ * else a new one.  NULL: out of memory. */
+static struct conn *conn_get(const char *key)
 {
-        pthread_once(&once, init_once);
-        pid_t self = dl_self_pid();
-        if (thread_state != NULL && thread_state->pid != self) {
-                thread_free(thread_state); /* the parent's, copied by fork() */
-                thread_state = NULL;
-        }
-        if (thread_state != NULL)
-                return thread_state;
-        struct http_thread *t = calloc(1, sizeof *t);
-        if (t == NULL) {
-                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                return NULL;
-        }
-        t->pid = self;
-        t->json_headers = curl_slist_append(NULL, "Content-Type: application/json");
-        /* A watch on a member that has lost its leader is ended by the
-         * member ("etcdserver: no leader") instead of staying silent. */
-        t->watch_headers = curl_slist_append(NULL, "Content-Type: application/json");
-        if (t->watch_headers != NULL)
-                t->watch_headers = curl_slist_append(t->watch_headers, "Grpc-Metadata-hasleader: true");
-        if (t->json_headers == NULL || t->watch_headers == NULL) {
-                thread_free(t);
-                dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
-                return NULL;
-        }
-        thread_state = t;
-        pthread_setspecific(thread_key, t);
-        return t;
+        struct conn *c = dl_conn_get(&conns, key);
+        return c != NULL ? c : conn_new(key);
 }
 
-/* Check a connection out of the thread's pool (the first idle one: the
- * one most likely connected already), or make one.  NULL: out of memory. */
-static struct conn *conn_get(struct http_thread *t)
+static void conn_put(struct conn *c)
 {
-        for (size_t i = 0; i < POOL; i++) {
-                if (t->pool[i] == NULL)
-                        t->pool[i] = conn_new();
-                if (t->pool[i] != NULL && !t->pool[i]->busy) {
-                        t->pool[i]->busy = true;
-                        return t->pool[i];
-                }
-        }
-        struct conn *c = conn_new(); /* more in use at once than kept */
-        if (c != NULL)
-                c->busy = true;
-        return c;
+        dl_conn_put(&conns, c, c->key);
 }
 
-static void conn_put(struct http_thread *t, struct conn *c)
-{
-        for (size_t i = 0; i < POOL; i++)
-                if (t->pool[i] == c) {
-                        c->busy = false;
-                        return;
-                }
-        conn_free(c);
-}
+/* The thread's notes: which member of a cluster answered last. */
+static _Thread_local struct note {
+        unsigned long long cluster; /* the hash of its address, 0: unused */
+        size_t current;
+        unsigned long long used;
+} notes[NOTES];
+static _Thread_local unsigned long long notes_clock;
 
-/* The note of cluster u: which member to ask first. */
-static size_t *current_member(struct http_thread *t, const dl_etcd_url *u)
+/* The note of cluster `key`: which member to ask first. */
+static size_t *current_member(const char *key)
 {
-        char eps[sizeof t->notes[0].eps];
-        size_t at = 0;
-        eps[0] = '\0';
-        for (size_t i = 0; i < u->n && at < sizeof eps; i++) {
-                int k = snprintf(eps + at, sizeof eps - at, "%s:%d,", u->ep[i].host, u->ep[i].port);
-                if (k < 0)
-                        break;
-                at += (size_t)k;
-        }
+        unsigned long long h = 0xcbf29ce484222325ULL; /* FNV-1a */
+        for (const char *c = key; *c; c++)
+                h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+        h |= 1; /* never 0, the unused note */
         size_t lru = 0;
         for (size_t i = 0; i < NOTES; i++) {
-                if (strcmp(t->notes[i].eps, eps) == 0) {
-                        t->notes[i].used = ++t->clock;
-                        return &t->notes[i].current;
+                if (notes[i].cluster == h) {
+                        notes[i].used = ++notes_clock;
+                        return &notes[i].current;
                 }
-                if (t->notes[i].used < t->notes[lru].used)
+                if (notes[i].used < notes[lru].used)
                         lru = i;
         }
-        snprintf(t->notes[lru].eps, sizeof t->notes[lru].eps, "%s", eps);
-        t->notes[lru].current = 0;
-        t->notes[lru].used = ++t->clock;
-        return &t->notes[lru].current;
+        notes[lru] = (struct note){h, 0, ++notes_clock};
+        return &notes[lru].current;
 }
 
 dl_time dl_etcd_io_deadline(const dl_time *call)
 {
-        double left = dl_remaining(call);
-        double ms = left < DL_ETCD_GRACE_MS ? DL_ETCD_GRACE_MS : left;
-        if (ms > DL_ETCD_IO_MS)
-                ms = DL_ETCD_IO_MS;
-        return dl_deadline(ms / 1e3);
+        return dl_request_deadline(call, DL_ETCD_GRACE_MS, DL_ETCD_IO_MS);
 }
 
 /* ---- the transfer ------------------------------------------------------------ */
@@ -466,6 +424,29 @@ static enum driven drive(struct conn *c, struct sink *s, const dl_time *until, c
         }
 }
 
+/* The easy handle of c, set for a POST of `body` to path `path` of member
+ * i of u with `headers`, the answer going to s; *url gets the member's
+ * address with the path (for messages, after its "http://"). */
+static CURL *easy_setup(struct conn *c, const dl_etcd_url *u, size_t i, const char *path, const char *body,
+                        struct curl_slist *headers, struct sink *s, char *url, size_t url_size)
+{
+        dl_etcd_url_base(u, i, url, url_size);
+        size_t bl = strlen(url);
+        snprintf(url + bl, url_size - bl, "%s", path);
+        CURL *e = c->easy;
+        curl_easy_reset(e);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1); /* what CONNECTIONS says */
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        return e;
+}
+
 /* A transfer from start to end: on c's multi handle, driven, taken off
  * (one left unfinished closes its connection). */
 static enum driven transfer(struct conn *c, struct sink *s, const dl_time *until, const int *fds, int nfds,
@@ -520,25 +501,12 @@ static int classify(int code, bool *next)
 /* One POST to member i; DIRLOCK_OK with r filled (maybe a handled error),
  * or an error with *next (try another member); *sent whether the request
  * went out. */
-static int post_once(struct http_thread *t, struct conn *c, const dl_etcd_url *u, size_t i, const char *path,
-                     const char *body, double limit_ms, bool *next, bool *sent, dl_etcd_reply *r,
-                     dirlock_error *err)
+static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char *path, const char *body,
+                     double limit_ms, bool *next, bool *sent, dl_etcd_reply *r, dirlock_error *err)
 {
         char url[DL_ETCD_HOST_MAX + 64];
-        dl_etcd_url_base(u, i, url, sizeof url);
-        size_t bl = strlen(url);
-        snprintf(url + bl, sizeof url - bl, "%s", path);
-        CURL *e = c->easy;
         struct sink s = {0};
-        curl_easy_reset(e);
-        curl_easy_setopt(e, CURLOPT_URL, url);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->json_headers);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
-        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        CURL *e = easy_setup(c, u, i, path, body, c->json_headers, &s, url, sizeof url);
         long connect_ms = (long)(limit_ms < DL_ETCD_CONNECT_MS ? limit_ms : DL_ETCD_CONNECT_MS);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms > 0 ? connect_ms : 1L);
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms > 0 ? (long)limit_ms : 1L);
@@ -620,16 +588,15 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
         if (sent == NULL)
                 sent = &sent_local;
         *sent = false;
-        struct http_thread *t = thread_get(err);
-        if (t == NULL)
-                return DIRLOCK_ENOMEM;
         const char *body = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
         if (body == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        struct conn *c = conn_get(t);
+        char key[DL_ETCD_CLUSTER_MAX];
+        dl_etcd_url_cluster(u, key, sizeof key);
+        struct conn *c = conn_get(key);
         if (c == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
-        size_t *current = current_member(t, u);
+        size_t *current = current_member(key);
         int rc = DIRLOCK_ESERVER;
         double pause = ROUND_PAUSE_MS;
         for (size_t tried = 0;; tried++) {
@@ -650,7 +617,7 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                 if (share < DL_ETCD_GRACE_MS)
                         share = DL_ETCD_GRACE_MS;
                 bool next, reached;
-                rc = post_once(t, c, u, i, path, body, share, &next, &reached, r, err);
+                rc = post_once(c, u, i, path, body, share, &next, &reached, r, err);
                 if (rc == DIRLOCK_OK)
                         *current = i;
                 else if (reached)
@@ -659,15 +626,15 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                         break;
                 *current = (i + 1) % u->n;
         }
-        conn_put(t, c);
+        conn_put(c);
         return rc;
 }
 
 /* ---- watching ------------------------------------------------------------------ */
 
 /* Whether `key` changed since revision from - 1, asked while its watch is
- * open (a request on the same multi handle: the watch's stream goes on
- * arriving meanwhile).  Errors count as a change (the caller looks). */
+ * open (a request on another connection: the watch's stream waits in its
+ * socket meanwhile).  Errors count as a change (the caller looks). */
 static bool changed_since(const dl_etcd_url *u, const char *key, long long from, const dl_time *until)
 {
         dl_time io = dl_etcd_io_deadline(until);
@@ -690,37 +657,24 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                        int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err)
 {
         *woken = DL_ETCD_QUIET;
-        struct http_thread *t = thread_get(err);
-        if (t == NULL)
-                return DIRLOCK_ENOMEM;
         json_object *req = json_object_new_object(), *cr = json_object_new_object();
         json_object_object_add(cr, "key", dl_etcd_b64(key, strlen(key)));
         json_object_object_add(req, "create_request", cr);
         const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-        struct conn *c = conn_get(t);
+        char cluster[DL_ETCD_CLUSTER_MAX];
+        dl_etcd_url_cluster(u, cluster, sizeof cluster);
+        struct conn *c = conn_get(cluster);
         if (c == NULL) {
                 json_object_put(req);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
         }
-        size_t *current = current_member(t, u);
+        size_t *current = current_member(cluster);
         int rc = DIRLOCK_ESERVER;
         for (size_t tried = 0; tried < u->n; tried++) {
                 size_t i = (*current + tried) % u->n;
                 char url[DL_ETCD_HOST_MAX + 64];
-                dl_etcd_url_base(u, i, url, sizeof url);
-                size_t bl = strlen(url);
-                snprintf(url + bl, sizeof url - bl, "/v3/watch");
-                CURL *e = c->easy;
                 struct sink s = {.watch = true, .stop_on_created = true};
-                curl_easy_reset(e);
-                curl_easy_setopt(e, CURLOPT_URL, url);
-                curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-                curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->watch_headers);
-                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-                curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
-                curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-                curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
-                curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+                CURL *e = easy_setup(c, u, i, "/v3/watch", body, c->watch_headers, &s, url, sizeof url);
                 curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)DL_ETCD_CONNECT_MS);
                 int fds[2] = {cancel_fd, pid_fd}, which;
                 CURLcode result;
@@ -768,7 +722,7 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                 if (dl_deadline_passed(until))
                         break;
         }
-        conn_put(t, c);
+        conn_put(c);
         json_object_put(req);
         return rc;
 }

@@ -127,22 +127,30 @@ void dl_etcd_url_base(const dl_etcd_url *u, size_t i, char *buf, size_t size)
                 snprintf(buf, size, "http://%s:%d", u->ep[i].host, u->ep[i].port);
 }
 
-int dl_etcd_url_format(const dl_etcd_url *u, char *buf, size_t size)
+int dl_etcd_url_cluster(const dl_etcd_url *u, char *buf, size_t size)
 {
-        size_t at = 0;
         int n = snprintf(buf, size, "%s", DL_ETCD_SCHEME);
         if (n < 0 || (size_t)n >= size)
                 return -1;
-        at = (size_t)n;
+        size_t at = (size_t)n;
         for (size_t i = 0; i < u->n; i++) {
+                /* Each at most DL_ETCD_HOST_MAX + 9 bytes: ",[HOST]:65535". */
                 n = snprintf(buf + at, size - at, u->ep[i].ipv6 ? "%s[%s]:%d" : "%s%s:%d", i > 0 ? "," : "",
                              u->ep[i].host, u->ep[i].port);
                 if (n < 0 || (size_t)n >= size - at)
                         return -1;
                 at += (size_t)n;
         }
-        n = snprintf(buf + at, size - at, "/%s", u->prefix);
-        if (n < 0 || (size_t)n >= size - at)
+        return (int)at;
+}
+
+int dl_etcd_url_format(const dl_etcd_url *u, char *buf, size_t size)
+{
+        int at = dl_etcd_url_cluster(u, buf, size);
+        if (at < 0)
                 return -1;
-        return (int)(at + (size_t)n);
+        int n = snprintf(buf + at, size - (size_t)at, "/%s", u->prefix);
+        if (n < 0 || (size_t)n >= size - (size_t)at)
+                return -1;
+        return at + n;
 }

@@ -43,5 +43,11 @@ int dl_etcd_url_parse(const char *s, size_t len, dl_etcd_url *u, char *why, size
 void dl_etcd_url_base(const dl_etcd_url *u, size_t i, char *buf, size_t size);
 /* The canonical form, "etcd://h:p,h:p/prefix"; its length, or -1. */
 int dl_etcd_url_format(const dl_etcd_url *u, char *buf, size_t size);
+/* The cluster's part of it, "etcd://h:p,h:p" (the members, in their
+ * order, without the prefix: every space on the cluster has the same);
+ * its length, or -1 when it does not fit.  DL_ETCD_CLUSTER_MAX always
+ * does. */
+int dl_etcd_url_cluster(const dl_etcd_url *u, char *buf, size_t size);
+#define DL_ETCD_CLUSTER_MAX (sizeof DL_ETCD_SCHEME + DL_ETCD_ENDPOINTS_MAX * (DL_ETCD_HOST_MAX + 9))
 
 #endif

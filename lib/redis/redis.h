@@ -32,7 +32,7 @@
 
 /* The deadline of one round trip within a call whose own deadline is
  * `call` (may be never): min(now + DL_REDIS_IO_MS, max(call, now +
- * DL_REDIS_GRACE_MS)). */
+ * DL_REDIS_GRACE_MS)), by dl_request_deadline. */
 dl_time dl_redis_io_deadline(const dl_time *call);
 
 /* ---- connections (redis_conn.c) -------------------------------------------- */
@@ -178,8 +178,6 @@ int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error 
  * NULL, lock `name`'s {P}:NAME into base. */
 void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize, char *space,
                         size_t ssize);
-/* Prefix err's message with "lock 'NAME': "; returns rc. */
-int dl_redis_about(dirlock_error *err, int rc, const char *name);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
 /* DIRLOCK_ELOST: h's entry (a whole lock's or a range's) on the server
  * is gone.  `answer` is the script's LOST answer (redis_scripts.c): -2

@@ -257,17 +257,11 @@ static int redis_inspect(const char *spec, const char *name, double stale_age, d
                 snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
                 return DIRLOCK_OK;
         }
-        owner->pid = rec.pid;
-        owner->start_time = rec.start_time;
-        snprintf(owner->host, sizeof owner->host, "%s", rec.host);
-        owner->acquired = (double)rec.acquired_ns / 1e9;
+        dl_record_to_owner(&rec, owner);
         double age = ((double)rec.stale_ms - (double)v.left_ms) / 1e3;
         owner->age = age > 0 ? age : 0;
-        owner->same_host = dl_record_same_host(&rec);
-        owner->owner_alive = dl_record_owner_alive(&rec);
         owner->stale = owner->owner_alive == 0;
         owner->mode = rec.mode;
-        owner->partner = rec.partner;
         return DIRLOCK_OK;
 }
 

@@ -86,19 +86,9 @@ static _Thread_local unsigned clock_epoch;
 
 /* ---- time ------------------------------------------------------------------ */
 
-static dl_time after_ms(double ms)
-{
-        return dl_deadline(ms / 1e3);
-}
-
 dl_time dl_redis_io_deadline(const dl_time *call)
 {
-        double left = dl_remaining(call);
-        if (left < DL_REDIS_GRACE_MS)
-                left = DL_REDIS_GRACE_MS;
-        if (left > DL_REDIS_IO_MS)
-                left = DL_REDIS_IO_MS;
-        return after_ms(left);
+        return dl_request_deadline(call, DL_REDIS_GRACE_MS, DL_REDIS_IO_MS);
 }
 
 /* ---- errors ---------------------------------------------------------------- */

@@ -47,22 +47,6 @@ void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base
                 snprintf(base, bsize, "{%s}:%s", srv->url.prefix, name);
 }
 
-/* Prefix err's message with "lock 'NAME': ". */
-int dl_redis_about(dirlock_error *err, int rc, const char *name)
-{
-        if (err == NULL || rc == DIRLOCK_OK || name == NULL)
-                return rc;
-        char prefix[DIRLOCK_NAME_MAX + 16];
-        int n = snprintf(prefix, sizeof prefix, "lock '%s': ", name);
-        size_t size = sizeof err->message;
-        if (n <= 0 || (size_t)n >= size)
-                return rc;
-        memmove(err->message + n, err->message, size - (size_t)n - 1);
-        memcpy(err->message, prefix, (size_t)n);
-        err->message[size - 1] = '\0';
-        return rc;
-}
-
 long long dl_redis_stale_ms(const dirlock *h)
 {
         double ms = h->opts.stale_age * 1e3;
@@ -180,6 +164,6 @@ int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis
         dl_time io = dl_redis_io_deadline(&never);
         char what[DIRLOCK_NAME_MAX + 16];
         snprintf(what, sizeof what, "lock '%s'", name);
-        return dl_redis_about(
+        return dl_about(
             err, dl_redis_run_script(srv, id, 2, keys, nargs, args, &io, what, true, NULL, reply, err), name);
 }

@@ -144,7 +144,7 @@ int dl_redis_range_release(dirlock *h, dirlock_error *err)
         bool resent;
         int rc = dl_redis_run_on(h, DL_RS_RANGE_RELEASE, 1, args, true, &resent, &rep, err);
         if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         if (held == 1)
@@ -164,7 +164,7 @@ static int one_or_lost(dirlock *h, dl_redis_script_id id, int nargs, const char 
         redisReply *rep;
         int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         long long done = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         return done == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, done);
@@ -277,11 +277,8 @@ int dl_redis_ranges(const char *spec, const char *name, dirlock_range_info **out
                 ri->mode = mode_of_letter(sm[1]);
                 ri->upgrading = sm[1] == 'u';
                 dl_record rec;
-                if (dl_record_parse(text, strlen(text), &rec) == 0) {
-                        ri->pid = rec.pid;
-                        snprintf(ri->host, sizeof ri->host, "%s", rec.host);
-                        ri->age = rec.acquired_ns > 0 ? (double)(now - rec.acquired_ns) / 1e9 : 0;
-                }
+                if (dl_record_parse(text, strlen(text), &rec) == 0)
+                        dl_record_to_range(&rec, now, ri);
         }
         freeReplyObject(rep);
         *count = got;

@@ -454,22 +454,17 @@ static int await_turn(struct acquire *q, bool *taken, dirlock_error *err)
  * arrival number (the last attempt left the queues); the message. */
 static int acquire_end(struct acquire *q, int rc, dirlock_error *err)
 {
-        const dirlock_options *o = &q->h->opts;
         if (q->ow.pid_fd >= 0)
                 close(q->ow.pid_fd);
         free(q->keys);
         q->r->seq = 0;
-        if (rc == DIRLOCK_ESERVER && q->canceled)
-                return dl_fail(err, DIRLOCK_ECANCELED, 0,
-                               "canceled waiting for %s '%s' while the Redis server could not be reached",
-                               q->a->subject, q->h->name);
-        if (rc == DIRLOCK_ESERVER && q->may_queue && err != NULL) {
-                size_t len = strlen(err->message);
-                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
-                         o->timeout);
+        if (rc == DIRLOCK_ESERVER) {
+                char what[DIRLOCK_NAME_MAX + 32];
+                snprintf(what, sizeof what, "%s '%s'", q->a->subject, q->h->name);
+                rc = dl_gave_up_unreachable(err, q->h->opts.timeout, q->canceled, what, "the Redis server");
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
-                dl_redis_about(err, rc, q->h->name);
+                dl_about(err, rc, q->h->name);
         return rc;
 }
 
@@ -621,5 +616,5 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                 close(q.ow.pid_fd);
         return rc == DIRLOCK_OK || rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT || rc == DIRLOCK_ECANCELED
                    ? rc
-                   : dl_redis_about(err, rc, h->name);
+                   : dl_about(err, rc, h->name);
 }

@@ -68,7 +68,7 @@ int dl_redis_whole_release(dirlock *h, dirlock_error *err)
          * alone; dl_redis_whole_release_kept tries again before a new token. */
         r->release_pending = rc == DIRLOCK_ESERVER;
         if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         if (held == 1)
@@ -96,7 +96,7 @@ int dl_redis_whole_release_kept(dirlock *h, dirlock_error *err)
         redisReply *rep;
         int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         freeReplyObject(rep);
         r->release_pending = false;
         return DIRLOCK_OK;
@@ -110,7 +110,7 @@ static int run_while_held(const dirlock *h, dl_redis_script_id id, int nargs, co
         redisReply *rep;
         int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
         if (rc != DIRLOCK_OK)
-                return dl_redis_about(err, rc, h->name);
+                return dl_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);
         freeReplyObject(rep);
         return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);

@@ -7,7 +7,9 @@
  *      and prints the same again;
  *   2. an address built from the input bytes (names, IPv6 addresses,
  *      any ports and prefix within range) survives format -> parse
- *      unchanged. */
+ *      unchanged;
+ *   3. the cluster's address of either (dl_etcd_url_cluster) fits
+ *      DL_ETCD_CLUSTER_MAX and is the canonical form up to its "/PREFIX". */
 #include "fuzz.h"
 
 #include "etcd/etcd_url.h"
@@ -34,6 +36,9 @@ static void check_canonical(const dl_etcd_url *u)
         FUZZ_CHECK(memcmp(u, &back, sizeof back) == 0);
         FUZZ_CHECK(dl_etcd_url_format(&back, again, sizeof again) == n &&
                    memcmp(text, again, (size_t)n) == 0);
+        char cluster[DL_ETCD_CLUSTER_MAX];
+        int c = dl_etcd_url_cluster(u, cluster, sizeof cluster);
+        FUZZ_CHECK(c > 0 && c < n && memcmp(cluster, text, (size_t)c) == 0 && text[c] == '/');
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

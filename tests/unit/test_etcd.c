@@ -7,7 +7,9 @@
  * refused, owner records and status, fences, timeout 0, cancel,
  * reentrant handles, upgrade and downgrade, sets, ranges, a lease lost
  * under a holder, a dead owner's lease revoked at once, members passed
- * over when they cannot be reached.
+ * over when they cannot be reached, the connections a thread keeps
+ * (reused from lock to lock, closed when the thread exits, and a forked
+ * child's own, its parent's left working).
  * The live part is skipped when etcd is not installed; the whole program
  * in a build without etcd support. */
 #include <setjmp.h>
@@ -22,8 +24,10 @@
 #ifdef DIRLOCK_WITH_ETCD
 #include "../../lib/etcd/etcd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +61,9 @@ static void test_url(void **state)
         assert_string_equal(u.prefix, "board");
         assert_true(dl_etcd_url_format(&u, buf, sizeof buf) > 0);
         assert_string_equal(buf, "etcd://10.0.0.1:2379,10.0.0.2:2380,[::1]:22001/board");
+        assert_int_equal(dl_etcd_url_cluster(&u, buf, sizeof buf), 46);
+        assert_string_equal(buf, "etcd://10.0.0.1:2379,10.0.0.2:2380,[::1]:22001"); /* no prefix */
+        assert_int_equal(dl_etcd_url_cluster(&u, buf, 46), -1);
         dl_etcd_url_base(&u, 2, buf, sizeof buf);
         assert_string_equal(buf, "http://[::1]:22001");
         assert_int_equal(parse("etcd://db.example.org", &u, why), 0);
@@ -665,6 +672,143 @@ static void test_pending_in_one_loop(void **state)
         assert_int_equal(most, 1);
 }
 
+/* ---- connections ----------------------------------------------------------------- */
+
+#define SOCKETS_MAX 256
+
+/* The sockets this process has open now (their inode numbers, in the
+ * order of their descriptors): the library's connections are the only
+ * sockets of this program. */
+static size_t sockets(unsigned long *out)
+{
+        size_t n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL && n < SOCKETS_MAX) {
+                char path[300], target[64];
+                snprintf(path, sizeof path, "/proc/self/fd/%s", de->d_name);
+                ssize_t len = readlink(path, target, sizeof target - 1);
+                if (len <= 0)
+                        continue;
+                target[len] = '\0';
+                if (sscanf(target, "socket:[%lu]", &out[n]) == 1)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+static bool among(unsigned long s, const unsigned long *set, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (set[i] == s)
+                        return true;
+        return false;
+}
+
+/* Whether the two sets of sockets are the same. */
+static bool same_sockets(const unsigned long *a, size_t na, const unsigned long *b, size_t nb)
+{
+        if (na != nb)
+                return false;
+        for (size_t i = 0; i < na; i++)
+                if (!among(a[i], b, nb))
+                        return false;
+        return true;
+}
+
+static bool take_and_release(const char *name)
+{
+        dirlock_error e;
+        dirlock *h = take(name, DIRLOCK_EXCLUSIVE, 0, 5, &e);
+        return h != NULL && dirlock_release(h, &e) == DIRLOCK_OK;
+}
+
+/* A thread keeps its connections to the cluster from lock to lock: a
+ * second lock goes over the very sockets of the first (no new
+ * connection, none closed). */
+static void test_connections_kept(void **state)
+{
+        (void)state;
+        NEED_CLUSTER();
+        unsigned long before[SOCKETS_MAX], after[SOCKETS_MAX];
+        assert_true(take_and_release("conn"));
+        size_t nb = sockets(before);
+        assert_true(nb > 0);
+        for (int i = 0; i < 5; i++)
+                assert_true(take_and_release("conn"));
+        size_t na = sockets(after);
+        assert_true(same_sockets(before, nb, after, na));
+}
+
+static void *thread_locks(void *arg)
+{
+        unsigned long *mine = arg, during[SOCKETS_MAX];
+        if (!take_and_release("conn-thread"))
+                return NULL;
+        size_t n = sockets(during);
+        for (size_t i = 0; i < n; i++)
+                mine[i] = during[i];
+        mine[n] = 0;
+        return arg;
+}
+
+/* Another thread makes connections of its own (none of this thread's,
+ * which may be in use here), and they are closed when it exits. */
+static void test_connections_of_a_thread(void **state)
+{
+        (void)state;
+        NEED_CLUSTER();
+        unsigned long before[SOCKETS_MAX], during[SOCKETS_MAX + 1], after[SOCKETS_MAX];
+        assert_true(take_and_release("conn"));
+        size_t nb = sockets(before);
+        pthread_t t;
+        void *ok = NULL;
+        assert_int_equal(pthread_create(&t, NULL, thread_locks, during), 0);
+        assert_int_equal(pthread_join(t, &ok), 0);
+        assert_non_null(ok);
+        size_t nd = 0;
+        while (during[nd] != 0)
+                nd++;
+        assert_true(nd > nb); /* its own */
+        size_t na = sockets(after);
+        assert_true(same_sockets(before, nb, after, na)); /* closed at its exit */
+}
+
+/* A forked child never uses its parent's connections: it closes its
+ * copies (sending nothing on them) and makes its own; the parent's go
+ * on working, the same sockets as before.  (The child's copy of the
+ * parent's handle is not its own, and is freed.) */
+static void test_connections_after_fork(void **state)
+{
+        (void)state;
+        NEED_CLUSTER();
+        dirlock_error e;
+        dirlock *h = take("conn-fork", DIRLOCK_EXCLUSIVE, 0, 5, &e);
+        assert_non_null(h);
+        unsigned long parent[SOCKETS_MAX], now[SOCKETS_MAX];
+        size_t np = sockets(parent);
+        assert_true(np > 0);
+        pid_t child = fork();
+        if (child == 0) {
+                bool ok = dirlock_check(h, NULL) == DIRLOCK_ENOTOWNER;
+                dirlock_free(h, NULL);
+                ok = ok && take_and_release("conn-child");
+                size_t nc = sockets(now);
+                for (size_t i = 0; i < nc; i++)
+                        ok = ok && !among(now[i], parent, np);
+                _exit(ok && nc > 0 ? 0 : 1);
+        }
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        assert_int_equal(dirlock_check(h, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
+        size_t nn = sockets(now);
+        assert_true(same_sockets(parent, np, now, nn));
+}
+
 int main(void)
 {
         signal(SIGPIPE, SIG_DFL); /* the library must not need it ignored */
@@ -683,6 +827,9 @@ int main(void)
             cmocka_unit_test(test_dead_owner),
             cmocka_unit_test(test_members_passed_over),
             cmocka_unit_test(test_pending_in_one_loop),
+            cmocka_unit_test(test_connections_kept),
+            cmocka_unit_test(test_connections_of_a_thread),
+            cmocka_unit_test(test_connections_after_fork),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
