@@ -63,6 +63,12 @@ until_waiting() {
 	sleep 0.3
 }
 
+# The waiters start with SIGHUP and SIGINT at their defaults: a shell
+# without job control starts background commands ignoring SIGINT, and
+# `nohup make test` ignores SIGHUP, and dirlock rightly keeps an ignored
+# signal ignored (the nohup case below), so the test must not inherit them.
+DEFAULT_SIGNALS="env --default-signal=HUP,INT"
+
 # while_held SPACE NAME SIG TARGET LIMIT: a holder holds NAME in SPACE; a
 # waiter wants it to run `touch`; SIG goes to the waiter's pid (TARGET=pid)
 # or to its process group (TARGET=group, as ^C does).  The waiter must end
@@ -74,7 +80,7 @@ while_held() {
 	"$DIRLOCK" -d "$space" "$name" -- sleep 30 &
 	holder=$!
 	until "$DIRLOCK" status -d "$space" "$name" 2>/dev/null | grep -q "pid=$holder "; do sleep 0.02; done
-	"$DIRLOCK" -d "$space" "$name" -- touch "$T/ran-$name" 2>"$T/err-$name" &
+	$DEFAULT_SIGNALS "$DIRLOCK" -d "$space" "$name" -- touch "$T/ran-$name" 2>"$T/err-$name" &
 	waiter=$!
 	until_waiting $waiter
 	if [ "$target" = group ]; then kill -"$sig" -- -$waiter; else kill -"$sig" $waiter; fi
@@ -92,7 +98,7 @@ while_held() {
 no_server() {
 	local space=$1 sig=$2 name=$3 waiter want
 	want=$((128 + $(kill -l "$sig")))
-	"$DIRLOCK" -d "$space" "$name" -- touch "$T/ran-$name" 2>"$T/err-$name" &
+	$DEFAULT_SIGNALS "$DIRLOCK" -d "$space" "$name" -- touch "$T/ran-$name" 2>"$T/err-$name" &
 	waiter=$!
 	until_waiting $waiter
 	sleep 0.3 # a few of its reconnection attempts
