@@ -43,8 +43,12 @@ def waiter(lockdir):
 
     def start(how):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        # SIGINT at its default in the child, so that Python installs its
+        # KeyboardInterrupt handler: a suite run from a background job
+        # (no job control) would pass it on ignored.
         p = subprocess.Popen([sys.executable, "-c", WAITER, lockdir, how], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True, env=env)
+                             stdout=subprocess.PIPE, text=True, env=env,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         procs.append(p)
         assert p.stdout.readline() == "waiting\n"
         time.sleep(0.3)  # inside the wait
