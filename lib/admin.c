@@ -124,3 +124,32 @@ int dirlock_ranges(const char *space, const char *name, dirlock_range_info **out
         }
         return rc;
 }
+
+static int by_acquired(const void *a, const void *b)
+{
+        double x = ((const dirlock_owner *)a)->acquired, y = ((const dirlock_owner *)b)->acquired;
+        return x < y ? -1 : x > y;
+}
+
+int dirlock_permit_holders(const char *space, const char *name, double stale_age, dirlock_owner **out,
+                           size_t *count, dirlock_error *err)
+{
+        if (out == NULL || count == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the holders");
+        *out = NULL;
+        *count = 0;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->permit_holders == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no counting locks", be->name);
+        if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
+                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
+        if (rc == DIRLOCK_OK)
+                rc = be->permit_holders(spec, name, stale_age, out, count, err);
+        if (rc == DIRLOCK_OK) {
+                qsort(*out, *count, sizeof **out, by_acquired);
+                dl_ok(err);
+        }
+        return rc;
+}

@@ -110,6 +110,11 @@ typedef struct dl_backend {
          * acquire then takes; `shrink` narrows a held range at once. */
         int (*range)(dirlock *h, dirlock_error *err);
         int (*shrink)(dirlock *h, double lo, double hi, dirlock_error *err);
+        /* Counting locks (NULL: not offered).  `permit` makes a handle
+         * that is open but not yet acquired a permit of counting lock
+         * h->name with h->permits permits, which acquire then takes (and
+         * release, refresh, check, fence, retoken treat as a lock). */
+        int (*permit)(dirlock *h, dirlock_error *err);
         /* Intent -> exclusive, exclusive -> shared, upgraded intent ->
          * intent (NULL: not offered; handle.c checks the modes). */
         int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
@@ -127,6 +132,10 @@ typedef struct dl_backend {
         /* The range holders and waiters of `name` (NULL: no ranges). */
         int (*ranges)(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
                       dirlock_error *err);
+        /* The holders of counting lock `name`, in any order (NULL: no
+         * counting locks). */
+        int (*permit_holders)(const char *spec, const char *name, double stale_age, dirlock_owner **out,
+                              size_t *count, dirlock_error *err);
         /* The names of the locks that exist (held, or with readers or
          * waiters), each once, in any order: malloc'd array of malloc'd
          * strings in *names, their number in *count. */

@@ -254,6 +254,8 @@ typedef struct dirlock_owner {
         pid_t partner;                     /* 0, or the process holding with it       */
         char name[DIRLOCK_NAME_MAX + 1];   /* the lock's name            */
         unsigned ranges;                   /* held ranges (dirlock_ranges) */
+        unsigned permits;                  /* a counting lock: its N, else 0 */
+        unsigned permit_holders;           /* ... and the permits held (dirlock_permit_holders) */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -443,6 +445,38 @@ typedef struct dirlock_range_info {
 int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
                    dirlock_error *err);
 
+/* ---- counting locks ---------------------------------------------------- */
+
+/* Largest number of permits a counting lock may have. */
+#define DIRLOCK_PERMITS_MAX 65535
+
+/* Take one of the `permits` permits of counting lock `name`: at most
+ * `permits` holders have one at any moment (1..DIRLOCK_PERMITS_MAX), each
+ * with its own owner record, token and fence, the way a semaphore counts
+ * -- but a holder that dies gives its permit back (on this host at once,
+ * on another after the stale age).  opts->mode must be DIRLOCK_EXCLUSIVE
+ * (the default); timeout, stale age, DIRLOCK_FIFO, DIRLOCK_REENTRANT, the
+ * cancel descriptor and the rest work as for dirlock_acquire(), and the
+ * handle is released, refreshed, checked and fenced as a lock's; it has no
+ * modes to change (upgrade and downgrade: DIRLOCK_EINVAL).
+ *
+ * N belongs to the lock while it is used: an acquire asking another N
+ * than that of the holders present is refused with DIRLOCK_EINVAL, naming
+ * theirs -- never let in beyond either number; once they are gone, any N
+ * may be asked.  A counting lock is a lock of its own: the permits of
+ * NAME never wait for NAME's exclusive, shared or range locks, nor hold
+ * them off.  Directory spaces: lib/dir/permits.c; flock spaces have none
+ * (DIRLOCK_EINVAL). */
+int dirlock_acquire_permit(const char *space, const char *name, unsigned permits, const dirlock_options *opts,
+                           dirlock **out, dirlock_error *err);
+/* The N of a counting lock's handle; 0 for any other lock. */
+unsigned dirlock_permits_of(const dirlock *lock);
+/* The holders of counting lock `name`, one owner record each (as
+ * dirlock_inspect() gives them, with `permits` set), oldest first: *out
+ * is a malloc'd array of *count entries (free() it). */
+int dirlock_permit_holders(const char *space, const char *name, double stale_age, dirlock_owner **out,
+                           size_t *count, dirlock_error *err);
+
 /* ---- acquiring without blocking --------------------------------------- */
 
 /* For event loops (libuv, epoll, asyncio, Node): an acquire that never
@@ -475,6 +509,8 @@ int dirlock_acquire_start(const char *space, const char *name, const dirlock_opt
                           dirlock_pending **out, dirlock_error *err);
 int dirlock_acquire_range_start(const char *space, const char *name, double lo, double hi,
                                 const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
+int dirlock_acquire_permit_start(const char *space, const char *name, unsigned permits,
+                                 const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
 int dirlock_acquire_many_start(const char *space, const char *const names[], size_t n,
                                const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
 /* Intent -> exclusive without blocking; the handle is not used by anyone
@@ -518,6 +554,7 @@ typedef struct dirlock_space_info {
         int fences;        /* dirlock_fence() is offered                   */
         int upgrade;       /* intent locks upgrade (dirlock_upgrade)       */
         int owner_records; /* dirlock_inspect(), dirlock_list() are offered */
+        int permits;       /* dirlock_acquire_permit() is offered          */
 } dirlock_space_info;
 
 /* DIRLOCK_EINVAL (with the reason) for an empty or unknown space, or one

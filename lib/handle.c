@@ -206,6 +206,51 @@ int dirlock_acquire_range(const char *space, const char *name, double lo, double
         return dl_handle_acquire_new(h, out, err);
 }
 
+int dirlock_acquire_permit(const char *space, const char *name, unsigned permits, const dirlock_options *opts,
+                           dirlock **out, dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        *out = NULL;
+        if (permits < 1 || permits > DIRLOCK_PERMITS_MAX)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "a counting lock has 1 to %u permits, not %u",
+                               (unsigned)DIRLOCK_PERMITS_MAX, permits);
+        if (opts != NULL && opts->mode != DIRLOCK_EXCLUSIVE)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "a permit of a counting lock is taken in exclusive mode (the default), not "
+                               "mode %d: each permit has one holder",
+                               opts->mode);
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->permit == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no counting locks", be->name);
+        dirlock *h = NULL;
+        if (rc == DIRLOCK_OK)
+                rc = dl_handle_open(be, spec, name, opts, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        h->permits = permits;
+        rc = be->permit(h, err);
+        if (rc != DIRLOCK_OK) {
+                dl_handle_free(h);
+                return rc;
+        }
+        return dl_handle_acquire_new(h, out, err);
+}
+
+unsigned dirlock_permits_of(const dirlock *lock)
+{
+        return lock != NULL ? lock->permits : 0;
+}
+
+/* A counting lock's permit has one mode: nothing to change. */
+static int no_modes(const dirlock *lock, dirlock_error *err)
+{
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "a permit of counting lock '%s' has no modes to change",
+                       lock->name);
+}
+
 int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err)
 {
         int rc = dl_handle_usable(lock, err);
@@ -353,6 +398,8 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
         int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        if (lock->permits > 0)
+                return no_modes(lock, err);
         if (lock->be->upgrade == NULL)
                 return dl_fail(err, DIRLOCK_EUPGRADE, 0, "%s lock '%s' cannot be upgraded", lock->be->name,
                                lock->name);
@@ -364,6 +411,8 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
         int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        if (lock->permits > 0)
+                return no_modes(lock, err);
         if (lock->be->downgrade == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot be downgraded", lock->be->name,
                                lock->name);
@@ -378,6 +427,8 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err)
         int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        if (lock->permits > 0)
+                return no_modes(lock, err);
         if (lock->mode == DIRLOCK_INTENT)
                 return DIRLOCK_OK;
         if (lock->mode != DIRLOCK_EXCLUSIVE || lock->opts.mode != DIRLOCK_INTENT)

@@ -40,6 +40,7 @@ struct dirlock {
         unsigned long long fence;         /* this acquisition's fence, 0 = not drawn */
         bool ranged;                      /* a range lock of [lo, hi)             */
         double lo, hi;
+        unsigned permits; /* a counting lock's permit: its N, else 0 */
         char name[DIRLOCK_NAME_MAX + 1];
         char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex: names this acquisition */
 };
