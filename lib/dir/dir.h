@@ -10,8 +10,9 @@
 #include "layout.h"
 #include "netfs.h"
 
-struct dl_rw;    /* reader-writer state, owned by rwlock.c */
-struct dl_range; /* range state, owned by range.c */
+struct dl_rw;      /* reader-writer state, owned by rwlock.c */
+struct dl_range;   /* range state, owned by range.c */
+struct dl_permits; /* a counting lock's state, owned by permits.c */
 
 /* A handle's state in a directory space (h->impl). */
 struct dl_dir {
@@ -26,6 +27,9 @@ struct dl_dir {
         bool excl_held;         /* we hold <name>.lock                          */
         struct dl_rw *rw;       /* reader-writer state or NULL                  */
         struct dl_range *range; /* a range lock's state, or NULL               */
+        /* A counting lock's state, or NULL; lock_path and entry_path are
+         * then those of the permit tried or held (permits.c). */
+        struct dl_permits *permits;
 };
 
 static inline struct dl_dir *dl_dir_of(const dirlock *h)
@@ -51,6 +55,36 @@ int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
 int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
                   size_t *count, dirlock_error *err);
 unsigned dl_range_count_held(const char *lockdir, const char *name);
+
+/* ---- counting locks (permits.c) ---------------------------------------- */
+
+/* Make h (h->permits set) a permit handle: its paths and queue. */
+int dl_permit_prepare(dirlock *h, dirlock_error *err);
+void dl_permit_free(dirlock *h);
+/* Take a permit by the deadline (dl_take_w, then INVARIANT Q). */
+int dl_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+/* One attempt at a permit, judging the permits present when `judge`:
+ * DIRLOCK_OK (lock_path is the permit, excl_held set), DIRLOCK_EBUSY
+ * (*holder: a holder to watch, when one was judged), or an error. */
+int dl_permit_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
+/* Whether a permit looks free (one readdir, nothing judged). */
+bool dl_permit_looks_free(dirlock *h);
+/* The directory whose removals are the releases of h's permits. */
+const char *dl_permit_release_dir(const dirlock *h);
+/* The live holders of counting lock `name` (dirlock_permit_holders). */
+int dl_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                      size_t *count, dirlock_error *err);
+/* dirlock_cleanup of one D/NAME.permits on filesystem `fs`: stale permits
+ * broken, empty permits removed, and empty groups, queue and the
+ * directory itself (not on a network filesystem: KEPT DIRECTORIES). */
+void dl_permits_cleanup(const char *permits_dir, const dl_fs *fs);
+/* The names in directory `dir` on `fs` but "." and "..", as one whole
+ * listing (looked at again when the directory is replaced as it is read,
+ * ESTALE): DIRLOCK_OK with a malloc'd array (none when it does not
+ * exist), or an error -- never a listing cut short.  permits.c. */
+int dl_dir_names(const char *dir, const dl_fs *fs, char ***names, size_t *count, dirlock_error *err);
+void dl_dir_names_free(char **names, size_t count);
+
 /* Draw h's fence (dir_fence.c) while `held` says h holds its lock: asked
  * before drawing (not worth it for a lost lock) and after (step 4). */
 typedef int (*dl_dir_held_fn)(const dirlock *h, dirlock_error *err);
@@ -62,7 +96,7 @@ int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dir
  * at the holder and breaks it if stale, then tries again.  DIRLOCK_OK
  * (h->excl_held set), DIRLOCK_EBUSY (holder in *holder if not NULL;
  * holder->pid == 0 when unknown or not judged), or an error.  Waiting is
- * the caller's (rwlock.c take_w): a cheap attempt on every wake-up, a
+ * the caller's (rwlock.c dl_take_w): a cheap attempt on every wake-up, a
  * judging one when the watched owner died or the re-check interval passed. */
 int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
 /* Release h->lock_path if it is still ours: DIRLOCK_OK or DIRLOCK_ELOST. */
@@ -103,6 +137,9 @@ typedef struct dl_lock_view {
  * filesystem "absent" is asked of the parent's listing).  0, or -1 with
  * errno. */
 int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v);
+/* Fill an owner record for dirlock_inspect from an owned view, judged
+ * with `stale_age` on filesystem `fs`. */
+void dl_lock_describe(const dl_lock_view *v, double stale_age, const dl_fs *fs, dirlock_owner *owner);
 /* Remove the names in a lock directory that are not owner entries, then
  * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
 void dl_lock_clear_foreign(const char *lock_path);

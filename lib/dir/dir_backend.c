@@ -51,6 +51,7 @@ static void dir_close(dirlock *h)
 {
         if (h->impl == NULL)
                 return;
+        dl_permit_free(h);
         dl_range_free(h);
         dl_rw_free(h);
         dir_free_state(dl_dir_of(h));
@@ -83,7 +84,7 @@ static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 return rc;
         if (h->ranged)
                 return dl_range_acquire(h, deadline, err);
-        rc = dl_rw_acquire(h, deadline, err);
+        rc = h->permits > 0 ? dl_permit_acquire(h, deadline, err) : dl_rw_acquire(h, deadline, err);
         dl_excl_discard_prep(h);
         return rc;
 }
@@ -153,6 +154,15 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
         struct dl_dir *d = dl_dir_of(h);
         owner->readers = dl_rw_count_readers(d->lockdir, name);
         owner->ranges = dl_range_count_held(d->lockdir, name);
+        dirlock_owner *permit_holders;
+        size_t holders;
+        if (dl_permit_holders(d->lockdir, name, h->opts.stale_age, &permit_holders, &holders, NULL) ==
+                DIRLOCK_OK &&
+            holders > 0) {
+                owner->permits = permit_holders[0].permits;
+                owner->permit_holders = (unsigned)holders;
+        }
+        free(permit_holders);
         dl_lock_view v;
         if (dl_lock_look(d->lock_path, d->fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
@@ -165,15 +175,10 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
         } else if (v.state != DL_LOCK_OWNED) {
                 if (owner->readers || owner->ranges)
                         owner->mode = DIRLOCK_SHARED;
-                else
+                else if (owner->permit_holders == 0)
                         rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else {
-                const dl_record *rec = &v.rec;
-                dl_record_to_owner(rec, owner);
-                snprintf(owner->token, sizeof owner->token, "%s", v.token);
-                owner->age = v.age;
-                owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age, d->fs);
-                owner->mode = rec->mode;
+                dl_lock_describe(&v, h->opts.stale_age, d->fs, owner);
         }
         dl_handle_free(h);
         return rc;
@@ -253,6 +258,18 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot break '%s/%s'", lock_path, v.leaf);
         }
         dl_handle_free(h);
+        return rc;
+}
+
+static int dir_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                              size_t *count, dirlock_error *err)
+{
+        char *abs;
+        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        rc = dl_permit_holders(abs, name, stale_age, out, count, err);
+        free(abs);
         return rc;
 }
 
@@ -350,6 +367,7 @@ const dl_backend dl_dir_backend = {
     .fence = dir_fence,
     .range = dl_range_prepare,
     .shrink = dl_range_shrink,
+    .permit = dl_permit_prepare,
     .upgrade = dir_upgrade,
     .downgrade = dir_downgrade,
     .downgrade_intent = dir_downgrade_intent,
@@ -357,5 +375,6 @@ const dl_backend dl_dir_backend = {
     .break_lock = dir_break,
     .cleanup = dir_cleanup,
     .ranges = dir_ranges,
+    .permit_holders = dir_permit_holders,
     .list = dir_list,
 };

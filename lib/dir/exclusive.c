@@ -44,7 +44,7 @@
  *      rename that wins.  The lookup only ever skips a rename: 3 then
  *      judges the directory, and if it is free (empty) the next round
  *      renames without looking.  (A waiting caller that does not judge
- *      may look first too, where releases wake it: rwlock.c take_w.)
+ *      may look first too, where releases wake it: rwlock.c dl_take_w.)
  *   3. On failure, judge the holder (below); if stale, break it and go to 2.
  *      The prepared directory is kept across retries and removed at the
  *      end.  Its record is rewritten once a second while we wait, so that
@@ -312,6 +312,22 @@ int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
                         return rc;
                 dl_fs_refresh(lock_path); /* replaced while we looked: look again */
         }
+}
+
+void dl_lock_describe(const dl_lock_view *v, double stale_age, const dl_fs *fs, dirlock_owner *owner)
+{
+        const dl_record *rec = &v->rec;
+        owner->pid = rec->pid;
+        owner->start_time = rec->start_time;
+        snprintf(owner->host, sizeof owner->host, "%s", rec->host);
+        snprintf(owner->token, sizeof owner->token, "%s", v->token);
+        owner->acquired = (double)rec->acquired_ns / 1e9;
+        owner->age = v->age;
+        owner->same_host = dl_record_same_host(rec);
+        owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
+        owner->stale = dl_entry_stale(rec, v->age, stale_age, fs);
+        owner->mode = rec->mode;
+        owner->partner = rec->partner;
 }
 
 void dl_lock_clear_foreign(const char *lock_path)
@@ -629,6 +645,13 @@ static int take_once(dirlock *h, bool peek, dirlock_error *err)
                 if (ours_after_all(h))
                         break;
                 if (e == ENOENT && again < 8) {
+                        /* Our prepared directory still there: what is
+                         * missing is the directory the lock goes in (a
+                         * counting lock's group, permits.c), the caller's
+                         * to make. */
+                        if (dl_fs_lstat(dl_dir_of(h)->prep_path, &st) == 0)
+                                return dl_fail(err, DIRLOCK_EIO, e, "the directory of lock '%s' is missing",
+                                               dl_dir_of(h)->lock_path);
                         /* Our prepared directory was moved away as a crash's
                          * leftover (dl_sweep_preps), or the lock directory
                          * itself was removed: make them again (prep_mkdir
