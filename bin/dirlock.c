@@ -34,6 +34,7 @@ static void usage(FILE *to)
                 "Usage:\n"
                 "  %s [options] NAME [NAME...] -- COMMAND [ARGS...]\n"
                 "  %s [options] --range LO:HI NAME -- COMMAND [ARGS...]\n"
+                "  %s [options] --permits N NAME -- COMMAND [ARGS...]\n"
                 "  %s status  [-d SPACE] [--stale SECONDS] [NAME...]\n"
                 "  %s break   [-d SPACE] [--stale SECONDS] [--force] NAME\n"
                 "  %s cleanup [-d SPACE]\n"
@@ -57,10 +58,12 @@ static void usage(FILE *to)
                 "      --range LO:HI      lock only the range [LO, HI) of NAME (one name)\n"
                 "      --one-client       every user of LOCKDIR is on this client of its network\n"
                 "                         filesystem: allow shared, intent and range locks there\n"
+                "      --permits N        take one of N permits of counting lock NAME: at most N\n"
+                "                         commands hold NAME at once (one name)\n"
                 "  -q, --quiet            no message on conflict\n"
                 "  -h, --help             this help\n"
                 "  -V, --version          version\n",
-                progname, progname, progname, progname, progname, DIRLOCK_DEFAULT_STALE_AGE);
+                progname, progname, progname, progname, progname, progname, DIRLOCK_DEFAULT_STALE_AGE);
         /* The lock spaces this build of the library knows (lib/space.c). */
         fprintf(to, "\nLock spaces:\n");
         const char *form;
@@ -88,24 +91,13 @@ static const char *default_dir(void)
 
 /* ---- status, break, cleanup ------------------------------------------ */
 
-/* What dirlock status prints: one line per lock, the owner record's
- * token, process start time and acquire time (UTC) last. */
-static void print_owner(const dirlock_owner *o)
+/* An owner's process, age, liveness and record, as status prints them:
+ * the token, process start time and acquire time (UTC) last. */
+static void print_record(const dirlock_owner *o)
 {
         static const char *const modes[] = {"exclusive", "shared", "intent"};
-        if (o->pid == 0 && o->mode == DIRLOCK_SHARED) {
-                if (o->ranges && !o->readers)
-                        printf("%-24s ranges=%u\n", o->name, o->ranges);
-                else
-                        printf("%-24s shared readers=%u\n", o->name, o->readers);
-                return;
-        }
-        if (o->pid == 0) {
-                printf("%-24s held, no readable owner record (break --force to clear)\n", o->name);
-                return;
-        }
         const char *alive = o->owner_alive == 1 ? "alive" : o->owner_alive == 0 ? "dead" : "unknown";
-        printf("%-24s pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", o->name, (long)o->pid, o->host, o->age,
+        printf("pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", (long)o->pid, o->host, o->age,
                o->mode >= 0 && o->mode <= 2 ? modes[o->mode] : "?", alive, o->stale ? "STALE" : "fresh");
         if (o->partner)
                 printf(" command=%ld", (long)o->partner);
@@ -117,6 +109,41 @@ static void print_owner(const dirlock_owner *o)
         if (o->acquired > 0 && gmtime_r(&t, &tm) != NULL)
                 strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
         printf(" token=%s start=%llu acquired=%s\n", o->token[0] ? o->token : "?", o->start_time, when);
+}
+
+/* The permits of a counting lock, one line each, under its status line. */
+static void print_permits(const char *space, const dirlock_owner *o, double stale)
+{
+        printf("%-24s permits=%u held=%u\n", o->name, o->permits, o->permit_holders);
+        dirlock_owner *h;
+        size_t n;
+        if (dirlock_permit_holders(space, o->name, stale, &h, &n, NULL) != DIRLOCK_OK)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                printf("  permit ");
+                print_record(&h[i]);
+        }
+        free(h);
+}
+
+/* What dirlock status prints: one line per lock. */
+static void print_owner(const dirlock_owner *o)
+{
+        if (o->pid == 0 && o->mode != DIRLOCK_SHARED && o->host[0] == '\0')
+                return; /* nothing but permits (print_permits) */
+        if (o->pid == 0 && o->mode == DIRLOCK_SHARED) {
+                if (o->ranges && !o->readers)
+                        printf("%-24s ranges=%u\n", o->name, o->ranges);
+                else
+                        printf("%-24s shared readers=%u\n", o->name, o->readers);
+                return;
+        }
+        if (o->pid == 0) {
+                printf("%-24s held, no readable owner record (break --force to clear)\n", o->name);
+                return;
+        }
+        printf("%-24s ", o->name);
+        print_record(o);
 }
 
 /* The ranges of a lock, one line each, under its status line. */
@@ -143,6 +170,7 @@ struct settings {
         dirlock_options opts;
         bool ranged; /* --range LO:HI */
         double lo, hi;
+        unsigned permits; /* --permits N */
 };
 
 static int cmd_status(int argc, char **argv, const struct settings *st)
@@ -159,6 +187,8 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                         print_owner(&owners[i]);
                         if (owners[i].ranges)
                                 print_ranges(st->space, owners[i].name);
+                        if (owners[i].permit_holders)
+                                print_permits(st->space, &owners[i], st->stale);
                 }
                 free(owners);
                 return 0;
@@ -172,6 +202,8 @@ static int cmd_status(int argc, char **argv, const struct settings *st)
                         print_owner(&o);
                         if (o.ranges)
                                 print_ranges(st->space, argv[i]);
+                        if (o.permit_holders)
+                                print_permits(st->space, &o, st->stale);
                 } else if (rc == DIRLOCK_ENOLOCK) {
                         printf("%-24s free\n", argv[i]);
                 } else {
@@ -224,8 +256,12 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                 fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
                 return EXIT_ERROR;
         }
-        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged) && sep > 1) {
-                fprintf(stderr, "%s: shared, intent and range locks take one name\n", progname);
+        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged || st->permits > 0) && sep > 1) {
+                fprintf(stderr, "%s: shared, intent and range locks and permits take one name\n", progname);
+                return EXIT_ERROR;
+        }
+        if (st->permits > 0 && (st->ranged || st->opts.mode != DIRLOCK_EXCLUSIVE)) {
+                fprintf(stderr, "%s: --permits takes neither a range nor a mode\n", progname);
                 return EXIT_ERROR;
         }
         struct run_request rq = {.space = st->space,
@@ -234,6 +270,7 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                                  .ranged = st->ranged,
                                  .lo = st->lo,
                                  .hi = st->hi,
+                                 .permits = st->permits,
                                  .opts = st->opts,
                                  .quiet = st->quiet,
                                  .conflict_code = st->conflict_code,
@@ -243,7 +280,7 @@ static int cmd_run(int argc, char **argv, struct settings *st)
         return run_under_locks(&rq);
 }
 
-enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE, OPT_ONE_CLIENT };
+enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE, OPT_ONE_CLIENT, OPT_PERMITS };
 
 /* --range LO:HI, as the library reads it (dirlock_range_parse). */
 static int parse_range(const char *s, struct settings *st)
@@ -339,6 +376,18 @@ static int take_option(int c, struct settings *st)
                 return 0;
         case OPT_RANGE:
                 return parse_range(optarg, st);
+        case OPT_PERMITS: {
+                char *end;
+                errno = 0;
+                unsigned long v = strtoul(optarg, &end, 10);
+                if (errno != 0 || *optarg < '1' || *optarg > '9' || *end != '\0' || v > DIRLOCK_PERMITS_MAX) {
+                        fprintf(stderr, "%s: invalid number of permits '%s' (1 to %u)\n", progname, optarg,
+                                (unsigned)DIRLOCK_PERMITS_MAX);
+                        return -1;
+                }
+                st->permits = (unsigned)v;
+                return 0;
+        }
         case 'q':
                 st->quiet = 1;
                 return 0;
@@ -389,7 +438,7 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
 int main(int argc, char **argv)
 {
         struct settings st = {
-            default_dir(), -1, DIRLOCK_DEFAULT_STALE_AGE, 1, 0, 0, DIRLOCK_OPTIONS_INIT, false, 0, 0};
+            default_dir(), -1, DIRLOCK_DEFAULT_STALE_AGE, 1, 0, 0, DIRLOCK_OPTIONS_INIT, false, 0, 0, 0};
         static const struct option longopts[] = {
             {"dir", required_argument, NULL, 'd'},
             {"timeout", required_argument, NULL, 'w'},
@@ -405,6 +454,7 @@ int main(int argc, char **argv)
             {"fifo", no_argument, NULL, OPT_FIFO},
             {"one-client", no_argument, NULL, OPT_ONE_CLIENT},
             {"range", required_argument, NULL, OPT_RANGE},
+            {"permits", required_argument, NULL, OPT_PERMITS},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, 'V'},

@@ -29,6 +29,7 @@ struct run_request {
         size_t count;         /* how many (one for a range)                    */
         bool ranged;          /* --range LO:HI of names[0]                     */
         double lo, hi;        /* its ends                                      */
+        unsigned permits;     /* --permits N: one of N permits of names[0]     */
         dirlock_options opts; /* mode, policy, flags, timeout, stale age       */
         bool quiet;           /* -q: no message on conflict                    */
         int conflict_code;    /* -E: the status when the locks cannot be had   */
