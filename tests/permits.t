@@ -1,0 +1,70 @@
+#!/bin/bash
+# permits.t - counting locks across processes: 16 processes share 4
+# permits for a few seconds and never more than 4 hold at once (a
+# shared-memory snapshot of who is inside, tests/progs/permitstress.c),
+# while all 4 are used at once; the same checker reports a lock asked for
+# 5 permits when it allows 4 (this test can fail); holders stopped and
+# killed at random while 16 processes run give their permits back (none
+# is leaked: all 4 can be had at the end); and the command:
+# `dirlock --permits N`, -n, a holder asking another N, status, a killed
+# command's permit, and what it refuses.
+. "$(dirname "$0")/tap.sh"
+plan 16
+L="$T/locks"
+SECS=${PERMITS_SECONDS:-4}
+
+out=$("$PROGS/permitstress" "$L" 4 4 16 "$SECS" 2>"$T/err")
+ok $? "16 processes, 4 permits, ${SECS} s: never more than 4 inside, all 4 used ($out)"
+out=$("$PROGS/permitstress" "$L" 5 4 16 1 2>/dev/null)
+st=$?
+diag "asked for 5, allowed 4: $out"
+case $out in *over=0*) st=0 ;; esac
+cmp_num "$st" -ne 0 "a lock asked for 5 permits lets a fifth in, which the checker reports: it can fail"
+out=$("$PROGS/permitstress" "$L" 4 4 16 "$SECS" --kill 2>"$T/err")
+ok $? "holders killed at random: never more than 4 inside, no permit leaked ($out)"
+
+# ---- the command ----
+cd "$T" || exit 1
+for i in 1 2 3; do
+	"$DIRLOCK" -d "$L" --permits 2 sem -- sh -c "echo start $i \$(date +%s%N) >>'$T/log'; sleep 0.6; echo end $i \$(date +%s%N) >>'$T/log'" &
+done
+sleep 0.2
+"$DIRLOCK" status -d "$L" sem >"$T/status"
+grep -q "^sem .*permits=2 held=2" "$T/status"
+ok $? "status shows the counting lock: $(head -1 "$T/status")"
+is "$(grep -c "^  permit pid=.*alive fresh" "$T/status")" 2 "... and each holder on a line of its own"
+"$DIRLOCK" -d "$L" --permits 2 -n sem -- true 2>"$T/err"
+is "$?" 1 "-n with both permits held exits 1: $(cat "$T/err")"
+"$DIRLOCK" -d "$L" --permits 3 -w 5 sem -- true 2>"$T/err"
+is "$?" 2 "asking 3 permits while holders asked 2: refused at once (status 2)"
+grep -q "held with 2 permits" "$T/err"
+ok $? "... saying why: $(cat "$T/err")"
+wait
+# At most two ran at once: at every start, count the commands running.
+max=$(sort -k3 -n "$T/log" | awk '$1 == "start" { n++; if (n > m) m = n } $1 == "end" { n-- } END { print m }')
+is "$max" 2 "at most 2 commands ran at once"
+is "$(grep -c start "$T/log")" 3 "and the third ran after one of them"
+
+# A command killed with its dirlock gives its permit back at once.
+"$DIRLOCK" -d "$L" --permits 1 k -- sleep 30 &
+holder=$!
+sleep 0.3
+pkill -KILL -P "$holder"
+kill -KILL "$holder"
+wait "$holder" 2>/dev/null
+t0=$(date +%s%N)
+"$DIRLOCK" -d "$L" --permits 1 -w 5 k -- true
+st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+is "$st" 0 "a killed command's permit is taken again"
+cmp_num "$ms" -lt 1000 "... at once (${ms} ms)"
+
+"$DIRLOCK" -d "$L" --permits 0 x -- true 2>/dev/null
+is "$?" 2 "--permits 0 is refused"
+"$DIRLOCK" -d "$L" --permits 2 x y -- true 2>/dev/null
+is "$?" 2 "--permits takes one name"
+"$DIRLOCK" -d "$L" --permits 2 -s x -- true 2>/dev/null
+is "$?" 2 "--permits takes no mode"
+"$DIRLOCK" -d "flock:$L" --permits 2 x -- true 2>"$T/err"
+grep -q "no counting locks" "$T/err"
+ok $? "flock spaces have none: $(cat "$T/err")"
