@@ -41,6 +41,31 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
         return -1;
 }
 
+int board_post_gate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
+{
+        lk->cfg = cfg;
+        lk->handle = NULL;
+        lk->fence = 0;
+        if (cfg->max_waiting_posts <= 0)
+                return 0;
+        dirlock_options opts;
+        dirlock_options_init(&opts);
+        opts.timeout = 0; /* never waits: that is the point */
+        opts.stale_age = cfg->stale_age;
+        dirlock_error de = {0, 0, ""};
+        int rc = dirlock_acquire_permit(cfg->gate_space, BOARD_GATE_LOCK_NAME,
+                                        (unsigned)cfg->max_waiting_posts, &opts, &lk->handle, &de);
+        if (rc == DIRLOCK_EBUSY) {
+                board_fail(err, 503,
+                           "busy, please try again: %ld posts are waiting for the board already (nothing was "
+                           "stored)",
+                           cfg->max_waiting_posts);
+                err->retry_after = 1;
+                return -1;
+        }
+        return rc == DIRLOCK_OK ? 0 : lock_error(cfg, rc, &de, err);
+}
+
 /* Take lock `name`; 1 when the wait was canceled through cancel_fd.
  * `flags` are extra dirlock flags (DIRLOCK_REENTRANT for a kept handle). */
 static int take_flagged(const struct board_config *cfg, const char *name, struct board_lock *lk, int mode,
