@@ -132,10 +132,15 @@ typedef struct dl_backend {
         /* The range holders and waiters of `name` (NULL: no ranges). */
         int (*ranges)(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
                       dirlock_error *err);
-        /* The holders of counting lock `name`, in any order (NULL: no
-         * counting locks). */
-        int (*permit_holders)(const char *spec, const char *name, double stale_age, dirlock_owner **out,
-                              size_t *count, dirlock_error *err);
+        /* Every holder of `name` (dirlock_holders: its exclusive lock's
+         * holder, each reader, each permit), in any order (NULL: not
+         * offered). */
+        int (*holders)(const char *spec, const char *name, double stale_age, dirlock_owner **out,
+                       size_t *count, dirlock_error *err);
+        /* Every waiter of `name` (every name when NULL), in any order; a
+         * dead one's entry removed (NULL: not offered). */
+        int (*waiters)(const char *spec, const char *name, dirlock_waiter **out, size_t *count,
+                       dirlock_error *err);
         /* The names of the locks that exist (held, or with readers or
          * waiters), each once, in any order: malloc'd array of malloc'd
          * strings in *names, their number in *count. */

@@ -255,7 +255,9 @@ typedef struct dirlock_owner {
         char name[DIRLOCK_NAME_MAX + 1];   /* the lock's name            */
         unsigned ranges;                   /* held ranges (dirlock_ranges) */
         unsigned permits;                  /* a counting lock: its N, else 0 */
-        unsigned permit_holders;           /* ... and the permits held (dirlock_permit_holders) */
+        unsigned permit_holders;           /* ... and the permits held (dirlock_holders) */
+        unsigned waiters;                  /* processes waiting for the name (dirlock_waiters) */
+        unsigned long long fence;          /* the last fence drawn for the name, 0 none */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -335,7 +337,8 @@ int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dir
 
 /* Every lock that exists in `lockdir` (held, or with readers or waiters),
  * each as dirlock_inspect() describes it, in name order: *owners is a
- * malloc'd array of *count entries; free() it. */
+ * malloc'd array of *count entries; free() it.  Its holders one by one:
+ * dirlock_holders(); its waiters: dirlock_waiters(). */
 int dirlock_list(const char *lockdir, double stale_age, dirlock_owner **owners, size_t *count,
                  dirlock_error *err);
 
@@ -471,11 +474,49 @@ int dirlock_acquire_permit(const char *space, const char *name, unsigned permits
                            dirlock **out, dirlock_error *err);
 /* The N of a counting lock's handle; 0 for any other lock. */
 unsigned dirlock_permits_of(const dirlock *lock);
-/* The holders of counting lock `name`, one owner record each (as
- * dirlock_inspect() gives them, with `permits` set), oldest first: *out
- * is a malloc'd array of *count entries (free() it). */
-int dirlock_permit_holders(const char *space, const char *name, double stale_age, dirlock_owner **out,
-                           size_t *count, dirlock_error *err);
+
+/* ---- who holds, who waits ------------------------------------------------ */
+
+/* Every holder of lock `name`, one owner record each, oldest first: the
+ * holder of its exclusive lock (exclusive, intent, or a `simple` reader),
+ * each reader (mode shared), and each permit of its counting lock (with
+ * `permits` set); range holders are dirlock_ranges()'.  `stale_age`
+ * judges each (owner->stale); *out is a malloc'd array of *count entries
+ * (free() it). */
+int dirlock_holders(const char *space, const char *name, double stale_age, dirlock_owner **out, size_t *count,
+                    dirlock_error *err);
+
+/* What a waiter waits for. */
+enum dirlock_wait_kind {
+        DIRLOCK_WAIT_LOCK = 0, /* the name's lock, in `mode`               */
+        DIRLOCK_WAIT_RANGE,    /* a range [lo, hi) of the name, in `mode`   */
+        DIRLOCK_WAIT_PERMIT,   /* one of `permits` permits of the name      */
+        DIRLOCK_WAIT_UPGRADE   /* an intent holder, for exclusive          */
+};
+
+/* A process (thread) waiting for a lock, as dirlock_waiters() lists them. */
+typedef struct dirlock_waiter {
+        char name[DIRLOCK_NAME_MAX + 1];
+        int kind;         /* dirlock_wait_kind                               */
+        int mode;         /* dirlock_mode it asks for                        */
+        double lo, hi;    /* DIRLOCK_WAIT_RANGE: the range                   */
+        unsigned permits; /* DIRLOCK_WAIT_PERMIT: the lock's N               */
+        pid_t pid;
+        pid_t tid; /* the waiting thread; 0 when not known              */
+        unsigned long long start_time;
+        char host[256];
+        double since;    /* wall clock, seconds since the epoch, it began to wait */
+        double age;      /* seconds since it began or last renewed its entry */
+        int pending;     /* 1: a pending acquire (dirlock_acquire_start)   */
+        int owner_alive; /* -1 unknown (other host), 0 dead, 1 alive       */
+} dirlock_waiter;
+
+/* Every waiter of lock `name` (of every lock of the space when `name` is
+ * NULL), the longest waiting first: whole, shared, intent, upgrade, range
+ * and permit waits alike.  *out is a malloc'd array of *count entries
+ * (free() it); a waiter that died is left out (and its entry removed). */
+int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, size_t *count,
+                    dirlock_error *err);
 
 /* ---- acquiring without blocking --------------------------------------- */
 

@@ -127,6 +127,7 @@ typedef struct dl_record {
         unsigned long long stale_ms; /* the holder's stale age (0: none) */
         pid_t partner;               /* 0, or a process holding with it */
         unsigned long long partner_start;
+        pid_t tid; /* the thread that took it (deadlock detection); 0: unknown */
         char host[256];
         /* Not in the text: when the entry it was read from last changed
          * (its file times, INVARIANT C in dir/exclusive.c), filled by the
@@ -135,7 +136,7 @@ typedef struct dl_record {
 } dl_record;
 
 /* Our own record for a new lock (token, our stale age and partner given;
- * partner 0 for none). */
+ * partner 0 for none), naming the calling thread. */
 void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age, pid_t partner,
                     unsigned long long partner_start);
 /* Text form, NUL-terminated; returns its length, or -1 if it does not fit
@@ -172,8 +173,32 @@ int dl_record_same_host(const dl_record *rec);
 unsigned long long dl_process_start_time(pid_t pid);
 /* getpid(), without a system call after the first (cleared by fork()). */
 pid_t dl_self_pid(void);
+/* gettid(), the same way, per thread. */
+pid_t dl_self_tid(void);
 /* 128 random bits as 32 hex digits. */
 int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
+
+/* ---- waiters' records (wait_record.c) ----------------------------------- */
+
+#define DL_WAIT_RECORD_MAX (DL_RECORD_MAX + DIRLOCK_NAME_MAX + 160)
+
+/* What a waiter waits for, as it records it for others to see. */
+typedef struct dl_wait_record {
+        char name[DIRLOCK_NAME_MAX + 1]; /* the lock                         */
+        int kind;                        /* dirlock_wait_kind                */
+        int mode;                        /* dirlock_mode asked               */
+        char target;                     /* the backend's letter: what blocks it */
+        char id[DIRLOCK_TOKEN_LEN + 1];  /* drawn for this one wait          */
+        double lo, hi;                   /* DIRLOCK_WAIT_RANGE               */
+        unsigned permits;                /* DIRLOCK_WAIT_PERMIT: N           */
+        bool pending;                    /* a pending acquire's: no thread blocked */
+        dl_record who;                   /* the waiter; who.acquired_ns: since */
+} dl_wait_record;
+
+/* Text form, NUL-terminated; its length, or -1 if it does not fit. */
+int dl_wait_record_format(const dl_wait_record *w, char *buf, size_t size);
+/* Parse `len` bytes of text form: 0, or -1. */
+int dl_wait_record_parse(const char *buf, size_t len, dl_wait_record *w);
 
 /* ---- clocks (clock.c) -------------------------------------------------- */
 
