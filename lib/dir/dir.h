@@ -13,6 +13,7 @@
 struct dl_rw;      /* reader-writer state, owned by rwlock.c */
 struct dl_range;   /* range state, owned by range.c */
 struct dl_permits; /* a counting lock's state, owned by permits.c */
+struct dl_wreg;    /* a wait's entry in the wait register, owned by waits.c */
 
 /* A handle's state in a directory space (h->impl). */
 struct dl_dir {
@@ -30,6 +31,8 @@ struct dl_dir {
         /* A counting lock's state, or NULL; lock_path and entry_path are
          * then those of the permit tried or held (permits.c). */
         struct dl_permits *permits;
+        /* Its entry in the wait register while it waits, or NULL. */
+        struct dl_wreg *wreg;
 };
 
 static inline struct dl_dir *dl_dir_of(const dirlock *h)
@@ -71,9 +74,10 @@ int dl_permit_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
 bool dl_permit_looks_free(dirlock *h);
 /* The directory whose removals are the releases of h's permits. */
 const char *dl_permit_release_dir(const dirlock *h);
-/* The live holders of counting lock `name` (dirlock_permit_holders). */
+/* Append the holders of counting lock `name` to *out (*count of them,
+ * room for *cap): dirlock_holders. */
 int dl_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
-                      size_t *count, dirlock_error *err);
+                      size_t *count, size_t *cap, dirlock_error *err);
 /* dirlock_cleanup of one D/NAME.permits on filesystem `fs`: stale permits
  * broken, empty permits removed, and empty groups, queue and the
  * directory itself (not on a network filesystem: KEPT DIRECTORIES). */
@@ -85,10 +89,47 @@ void dl_permits_cleanup(const char *permits_dir, const dl_fs *fs);
 int dl_dir_names(const char *dir, const dl_fs *fs, char ***names, size_t *count, dirlock_error *err);
 void dl_dir_names_free(char **names, size_t count);
 
+/* ---- the wait register (waits.c) and deadlock detection (deadlock.c) ---- */
+
+/* What blocks a wait: the letter its record gives (`for`). */
+enum dl_wait_target {
+        DL_FOR_W = 'w',            /* W's holder (take_w: exclusive, intent, simple, ...)    */
+        DL_FOR_W_TO_READ = 's',    /* W's holder when it holds readers off (shared)          */
+        DL_FOR_READERS = 'r',      /* the name's readers (a writer's drain, an upgrade)      */
+        DL_FOR_READERS_OR_W = 'a', /* readers and W (a writer of policy reader)              */
+        DL_FOR_RANGES = 'g',       /* the name's held ranges (a whole lock)                  */
+        DL_FOR_RANGE = 'x',        /* overlapping conflicting ranges and whole holders       */
+        DL_FOR_PERMIT = 'p'        /* the holders of the permits asked (any one of N)        */
+};
+/* h starts waiting (after a failed try, before its first sleep): its
+ * entry in D/.waits.  `kind` is a dirlock_wait_kind, `mode` the mode
+ * asked.  DIRLOCK_OK.  The register is for seeing, never in the way: an
+ * entry that cannot be made leaves the wait unlisted. */
+int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
+/* After every wake-up of the wait: renew the entry (every quarter of the
+ * stale age).  DIRLOCK_OK. */
+int dl_wait_step(dirlock *h, dirlock_error *err);
+/* The wait is over (whatever its outcome): the entry goes. */
+void dl_wait_end(dirlock *h);
+/* The handle goes: its entry, if any, and the register's state. */
+void dl_wait_free(dirlock *h);
+/* The waiters of lock `name` (every lock when NULL), longest first; dead
+ * waiters' entries are removed on the way.  dirlock_waiters(). */
+int dl_waits_list(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
+                  dirlock_error *err);
+/* Their number (0 on error). */
+unsigned dl_waits_count(const char *lockdir, const char *name);
+/* dirlock_cleanup: dead waiters' entries, and the register when empty. */
+void dl_waits_cleanup(const char *lockdir);
+/* The names that have waiters, malloc'd array of malloc'd strings. */
+int dl_waits_names(const char *lockdir, char ***names, size_t *count);
+
 /* Draw h's fence (dir_fence.c) while `held` says h holds its lock: asked
  * before drawing (not worth it for a lost lock) and after (step 4). */
 typedef int (*dl_dir_held_fn)(const dirlock *h, dirlock_error *err);
 int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err);
+/* The last fence drawn for lock `name`, 0 when none (dirlock_inspect). */
+unsigned long long dl_dir_fence_last(const char *lockdir, const char *name);
 
 /* ---- the exclusive primitive (exclusive.c) ----------------------------- */
 

@@ -56,6 +56,22 @@ char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq)
         return dl_join(fifo_dir, leaf, NULL);
 }
 
+char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
+                            pid_t tid)
+{
+        char leaf[2 + 36 + 1 + 20 + 1 + 10 + 1 + 10 + 1];
+        snprintf(leaf, sizeof leaf, "%c.%.36s.%llu.%ld.%ld", DL_WAIT_THREAD, boot_id, pidns, (long)pid,
+                 (long)tid);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
+char *dl_layout_wait_other(const char *lockdir, const char *token)
+{
+        char leaf[2 + DIRLOCK_TOKEN_LEN + 1];
+        snprintf(leaf, sizeof leaf, "%c.%s", DL_WAIT_OTHER, token);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
 char *dl_layout_permit_group(const char *permits_dir, unsigned n)
 {
         char leaf[sizeof DL_PERMITS_GROUP + 10];

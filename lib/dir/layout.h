@@ -24,6 +24,10 @@
  *                             N permits: a lock directory as NAME.lock
  *                             is, holding owner.<T>
  *   D/NAME.permits/queue/t.<SEQ>  its waiters' tickets (fifo.c)
+ *   D/.waits/t.<B>.<NS>.<P>.<TID>  the wait register (waits.c): thread
+ *                             TID of process P (of the host whose boot
+ *                             id is B, pid namespace NS) waits
+ *   D/.waits/o.<T>            another wait (a pending acquire's, ...)
  *   D/NAME.fence/<N>          the lock's fence counter: one empty file
  *                             named by the last fence drawn (dir_fence.c)
  *   D/.NAME.fence.<T>.new/    a fence counter being made
@@ -31,7 +35,9 @@
  *                             a directory it shares (lib/flock/flock.c)
  *
  * Names starting with a dot are private to one process (inotify waiters
- * ignore them); lock names never start with one (dirlock_name_valid). */
+ * ignore them), but for .waits, which every waiter writes in and nobody
+ * needs to be woken by; lock names never start with one
+ * (dirlock_name_valid). */
 #ifndef DIRLOCK_LAYOUT_H
 #define DIRLOCK_LAYOUT_H
 
@@ -49,6 +55,9 @@
 #define DL_SUFFIX_PERMITS   ".permits"
 #define DL_PERMITS_GROUP    "n"
 #define DL_PERMITS_QUEUE    "queue"
+#define DL_WAITS_DIR        ".waits"
+#define DL_WAIT_THREAD      't'
+#define DL_WAIT_OTHER       'o'
 #define DL_RANGE_SEQ_DIGITS 20
 #define DL_FENCE_DIGITS     20
 #define DL_INFIX_UP         ".up."
@@ -88,6 +97,12 @@ char *dl_layout_aside(const char *lockdir, const char *token);
 void dl_layout_retoken(char *path, const char *token);
 /* FIFO_DIR/t.<SEQ> */
 char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq);
+/* D/.waits/t.<B>.<NS>.<P>.<TID>: thread `tid` of the process of `rec`
+ * (its boot id, pid namespace and pid) */
+char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
+                            pid_t tid);
+/* D/.waits/o.<T> */
+char *dl_layout_wait_other(const char *lockdir, const char *token);
 /* PERMITS_DIR/n<N> (PERMITS_DIR is D/NAME.permits) */
 char *dl_layout_permit_group(const char *permits_dir, unsigned n);
 

@@ -440,10 +440,8 @@ static int list_group(const char *group, unsigned n, double stale_age, const dl_
 }
 
 int dl_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
-                      size_t *count, dirlock_error *err)
+                      size_t *count, size_t *cap, dirlock_error *err)
 {
-        *out = NULL;
-        *count = 0;
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_PERMITS);
         if (dir == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
@@ -451,23 +449,17 @@ int dl_permit_holders(const char *lockdir, const char *name, double stale_age, d
         char **names;
         size_t n;
         int rc = dl_dir_names(dir, fs, &names, &n, err);
-        size_t cap = 0;
         unsigned m;
         for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
                 if (!dl_layout_permit_group_n(names[i], &m))
                         continue;
                 char *group = dl_join(dir, names[i], NULL);
                 rc = group == NULL ? dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory")
-                                   : list_group(group, m, stale_age, fs, out, count, &cap, err);
+                                   : list_group(group, m, stale_age, fs, out, count, cap, err);
                 free(group);
         }
         dl_dir_names_free(names, n);
         free(dir);
-        if (rc != DIRLOCK_OK) {
-                free(*out);
-                *out = NULL;
-                *count = 0;
-        }
         return rc;
 }
 

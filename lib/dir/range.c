@@ -399,6 +399,11 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         break;
                 }
                 if (!waiting) {
+                        int kind = step == range_try ? DIRLOCK_WAIT_RANGE : DIRLOCK_WAIT_UPGRADE;
+                        rc = dl_wait_begin(h, DL_FOR_RANGE, kind,
+                                           kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
+                        if (rc != DIRLOCK_OK)
+                                break;
                         unwatched = range_waiter(&w, h);
                         waiting = true;
                         continue; /* the watches exist: look again before sleeping */
@@ -409,6 +414,8 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         continue;
                 dl_waiter_watch_owner(&w, &who);
                 int waited = dl_waiter_wait(&w, deadline);
+                if (waited == 0 && (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        break;
                 if (w.notify) /* the directories may have been made again */
                         unwatched = range_waiter_rewatch(&w, h);
                 if (range_of(h)->entry != NULL && range_of(h)->state == DL_RANGE_WAITING)
@@ -428,6 +435,7 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
         }
         if (waiting)
                 dl_waiter_close(&w);
+        dl_wait_end(h);
         return rc;
 }
 

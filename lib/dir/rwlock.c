@@ -400,13 +400,17 @@ static int reader_reenter(dirlock *h, bool fair, dl_record *holder, enum wstate 
 static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
+        int rc = dl_wait_begin(h, DL_FOR_W_TO_READ, DIRLOCK_WAIT_LOCK, DIRLOCK_SHARED, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         dl_waiter w;
         waiter_start(&w, h, fair ? rw->readers_dir : NULL,
                      h->opts.policy == DIRLOCK_POLICY_WRITER ? rw->wq_dir : NULL);
         dl_waiter_watch_owner(&w, holder);
-        int rc;
         for (bool first = true;; first = false) {
                 int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                if (waited == 0 && (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        break;
                 if (fair) {
                         if (reader_admitted(h)) {
                                 rc = DIRLOCK_OK;
@@ -434,6 +438,7 @@ static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *
                 }
         }
         dl_waiter_close(&w);
+        dl_wait_end(h);
         return rc;
 }
 
@@ -707,8 +712,16 @@ int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 return rc;
         if (dl_deadline_passed(deadline))
                 return w_busy(h, timeout_code(h, &h->opts), "", &ww.holder, err);
-        if ((rc = w_enqueue(h, fifo, &ww, err)) != DIRLOCK_OK)
+        /* Waiting from here on: seen in the wait register (waits.c),
+         * and not at all when the wait closes a cycle (deadlock.c). */
+        rc = h->permits > 0 ? dl_wait_begin(h, DL_FOR_PERMIT, DIRLOCK_WAIT_PERMIT, h->mode, err)
+                            : dl_wait_begin(h, DL_FOR_W, DIRLOCK_WAIT_LOCK, h->mode, err);
+        if (rc != DIRLOCK_OK)
                 return rc;
+        if ((rc = w_enqueue(h, fifo, &ww, err)) != DIRLOCK_OK) {
+                dl_wait_end(h);
+                return rc;
+        }
         for (;;) {
                 int first = 1;
                 free(ww.ahead);
@@ -735,12 +748,15 @@ int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                         rc = w_gave_up(h, waited, &ww, err);
                         break;
                 }
+                if ((rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        break;
                 dl_fifo_touch(h, ww.renew_ms);
                 if (rw->wq_held)
                         dl_fs_touch(rw->wq_entry);
         }
         free(ww.ahead);
         dl_waiter_close(&ww.w);
+        dl_wait_end(h);
         dl_fifo_leave(h);
         wq_leave(h);
         return rc;
@@ -773,9 +789,10 @@ static void tidy_readers_dir(const dirlock *h)
 }
 
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
- * writer's first scan lets the waiting readers in first.  DIRLOCK_ELOST
+ * writer's first scan lets the waiting readers in first; `kind` says what
+ * the wait is for (dirlock_wait_kind: a lock or an upgrade).  DIRLOCK_ELOST
  * when W was broken while we waited. */
-static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit,
+static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit, int kind,
                  dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
@@ -799,9 +816,14 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 return dl_fail(err, timeout_code(h, o), 0, "lock '%s' is held for reading by %u reader(s)",
                                h->name, sc.live);
         }
+        int rc = dl_wait_begin(h, DL_FOR_READERS, kind,
+                               kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
+        if (rc != DIRLOCK_OK) {
+                dl_rw_scan_done(&sc);
+                return rc;
+        }
         dl_waiter w;
         waiter_start(&w, h, NULL, NULL);
-        int rc = DIRLOCK_OK;
         sc.remember = false;
         sc.admit_known = true;
         long long renewed = dl_wall_ns();
@@ -818,7 +840,8 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 if (sc.have_one)
                         dl_waiter_watch_owner(&w, &sc.one);
                 int waited = first || unwatched ? 0 : dl_waiter_wait(&w, deadline);
-                if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK)
+                if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK ||
+                    (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
                         break;
                 unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
                 if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
@@ -838,6 +861,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 }
         }
         dl_waiter_close(&w);
+        dl_wait_end(h);
         dl_rw_scan_done(&sc);
         return rc;
 }
@@ -870,7 +894,8 @@ static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error 
                 int rc = dl_take_w(h, deadline, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
-                rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, err);
+                rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, DIRLOCK_WAIT_LOCK,
+                           err);
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_excl_release(h, NULL);
@@ -929,6 +954,9 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         break;
                 }
                 if (!waiting) {
+                        if ((rc = dl_wait_begin(h, DL_FOR_READERS_OR_W, DIRLOCK_WAIT_LOCK, h->mode, err)) !=
+                            DIRLOCK_OK)
+                                break;
                         /* Watch first, then look again before sleeping: no
                          * lost wake-ups. */
                         waiter_start(&w, h, NULL, NULL);
@@ -942,6 +970,8 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (!(unwatched && sc.live > 0)) {
                         dl_waiter_watch_owner(&w, &holder);
                         canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
+                        if ((rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                                break;
                 }
                 /* The readers directory may have been removed (by a
                  * writer holding W whose drain found it empty, or by
@@ -951,6 +981,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
         }
         if (waiting)
                 dl_waiter_close(&w);
+        dl_wait_end(h);
         return rc;
 }
 
@@ -965,7 +996,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                             dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", dl_dir_of(h)->rw->up_path);
                 } else {
                         dl_dir_of(h)->rw->up_held = true;
-                        rc = drain(h, &h->opts, deadline, false, err);
+                        rc = drain(h, &h->opts, deadline, false, DIRLOCK_WAIT_LOCK, err);
                 }
                 if (rc == DIRLOCK_OK)
                         return rc;
@@ -1028,8 +1059,13 @@ static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error 
                                      n, h->name, (long)one.pid, one.host[0] ? one.host : "an unknown host");
                         break;
                 }
+                rc = first ? dl_wait_begin(h, DL_FOR_RANGES, DIRLOCK_WAIT_LOCK, h->mode, err)
+                           : dl_wait_step(h, err);
+                if (rc != DIRLOCK_OK)
+                        break;
         }
         dl_waiter_close(&w);
+        dl_wait_end(h);
         dl_range_meta_free(&m);
         return rc;
 }
@@ -1178,7 +1214,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
          * the length of the upgrade it is this call's. */
         int saved_cancel = lock->opts.cancel_fd;
         lock->opts.cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
-        rc = drain(lock, &o, &deadline, false, err);
+        rc = drain(lock, &o, &deadline, false, DIRLOCK_WAIT_UPGRADE, err);
         lock->opts.cancel_fd = saved_cancel;
         if (rc != DIRLOCK_OK) {
                 dl_fs_unlink(rw->up_path); /* keep the intent lock */

@@ -1,0 +1,354 @@
+/* waits.c - the wait register of a directory space: every process that
+ * waits for a lock of D has an entry in D/.waits/ while it waits, so that
+ * dirlock_waiters() and `dirlock status` list every waiter -- for a whole
+ * lock in any mode, an upgrade, a range, a permit -- and deadlock
+ * detection (deadlock.c) can follow a waiting thread to what it waits for.
+ *
+ * ENTRIES (layout.h).  D/.waits/t.<B>.<NS>.<P>.<TID> is thread TID of
+ * process P (on the host whose boot id is B, in pid namespace NS) blocked
+ * in a wait: the name deadlock detection computes from a holder's owner
+ * record.  D/.waits/o.<T> is any other wait of handle T: a pending
+ * acquire's, which blocks no thread (the event loop runs on and may
+ * release what the thread holds), or one taken with DIRLOCK_NO_DEADLOCK;
+ * it is listed, never followed.  Each entry is a symlink whose target is
+ * the wait record (lib/wait_record.c): the lock, what kind of wait and
+ * mode, what blocks it, an id drawn for this one wait, and the waiter's
+ * owner record with the moment the wait began.
+ *
+ * INVARIANT W: an entry t.<...> holding a record with id I exists only
+ * while its thread is inside the one wait I names -- made after the wait's
+ * first failed try and before its first sleep, removed on every way out
+ * before the acquire returns -- and I is never used again.  So the same I
+ * read at two moments means that thread waited, for what the record says,
+ * all the time in between (deadlock.c builds on this).  A thread waits for
+ * one thing at a time; a stale entry of its own (left by a wait that did
+ * not end through dl_wait_end: a thread canceled mid-wait) is replaced.
+ *
+ * LIFE.  The waiter renews its entry every quarter of its stale age (as
+ * holders refresh locks, INVARIANT C of exclusive.c): an entry older than
+ * the stale age (the larger of the lister's and the one it recorded), or
+ * whose process is provably dead on this host, belongs to a dead waiter,
+ * and whoever lists the waiters or cleans up removes it.  The register is
+ * for seeing and never stands in a lock's way: nothing waits for it, an
+ * entry that cannot be made (a full disk) leaves the wait unlisted. */
+#include "dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct dl_wreg {
+        char *path;         /* the entry while it waits, else NULL */
+        dl_wait_record rec; /* what it holds                        */
+        dl_time renewed;    /* made or last renewed                 */
+        bool node;          /* a thread's entry (t.<...>)           */
+};
+
+static double ms_since(const dl_time *then)
+{
+        dl_time now = dl_now();
+        return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
+}
+
+/* Write the entry: a symlink made aside and renamed onto `path`, so that
+ * a reader sees the old record or the new one, never none. */
+static int write_entry(const char *path, const char *text, const char *token, unsigned lockdir_mode)
+{
+        size_t n = strlen(path);
+        char *tmp = malloc(n + 2 + DIRLOCK_TOKEN_LEN + 1);
+        if (tmp == NULL)
+                return -1;
+        /* D/.waits/.n.<T>: a name no lister reads */
+        const char *slash = strrchr(path, '/');
+        size_t dir_len = (size_t)(slash - path);
+        snprintf(tmp, n + 2 + DIRLOCK_TOKEN_LEN + 1, "%.*s/.n%s", (int)dir_len, path, token);
+        int rc = -1;
+        for (int round = 0; round < 2 && rc != 0; round++) {
+                unlink(tmp);
+                if (symlink(text, tmp) == 0) {
+                        rc = rename(tmp, path);
+                        if (rc != 0)
+                                unlink(tmp);
+                } else if (errno == ENOENT && round == 0) {
+                        char *dir = strndup(path, dir_len);
+                        if (dir != NULL && dl_mkdir_in(dir, lockdir_mode) != 0 && errno != EEXIST) {
+                                free(dir);
+                                break;
+                        }
+                        free(dir);
+                } else {
+                        break;
+                }
+        }
+        free(tmp);
+        return rc;
+}
+
+int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
+{
+        struct dl_dir *d = dl_dir_of(h);
+        if (d->wreg == NULL && (d->wreg = calloc(1, sizeof *d->wreg)) == NULL)
+                return DIRLOCK_OK; /* unlisted: never in the way */
+        struct dl_wreg *w = d->wreg;
+        DL_ASSERT(w->path == NULL); /* one wait at a time */
+        dl_wait_record *r = &w->rec;
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "%s", h->name);
+        r->kind = kind;
+        r->mode = mode;
+        r->target = (char)target;
+        r->permits = h->permits;
+        r->pending = dl_pending_kick_fd() >= 0;
+        if (h->ranged) {
+                r->lo = h->lo;
+                r->hi = h->hi;
+        }
+        dl_record_self(&r->who, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
+        w->node = !r->pending;
+        if (!w->node)
+                r->who.tid = 0; /* nobody follows it: no thread to name */
+        char text[DL_WAIT_RECORD_MAX];
+        if (dl_random_token(r->id, NULL) != DIRLOCK_OK || dl_wait_record_format(r, text, sizeof text) < 0)
+                return DIRLOCK_OK;
+        w->path =
+            w->node ? dl_layout_wait_thread(d->lockdir, r->who.boot_id, r->who.pidns, r->who.pid, r->who.tid)
+                    : dl_layout_wait_other(d->lockdir, h->token);
+        if (w->path == NULL)
+                return DIRLOCK_OK;
+        if (write_entry(w->path, text, h->token, d->lockdir_mode) != 0) {
+                free(w->path);
+                w->path = NULL;
+                return DIRLOCK_OK;
+        }
+        w->renewed = dl_now();
+        (void)err;
+        return DIRLOCK_OK;
+}
+
+int dl_wait_step(dirlock *h, dirlock_error *err)
+{
+        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        if (w == NULL || w->path == NULL)
+                return DIRLOCK_OK;
+        if (ms_since(&w->renewed) >= h->opts.stale_age * 1e3 / 4) {
+                utimensat(AT_FDCWD, w->path, NULL, AT_SYMLINK_NOFOLLOW);
+                w->renewed = dl_now();
+        }
+        (void)err;
+        return DIRLOCK_OK;
+}
+
+void dl_wait_end(dirlock *h)
+{
+        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        if (w == NULL || w->path == NULL)
+                return;
+        unlink(w->path);
+        free(w->path);
+        w->path = NULL;
+}
+
+void dl_wait_free(dirlock *h)
+{
+        dl_wait_end(h);
+        free(dl_dir_of(h)->wreg);
+        dl_dir_of(h)->wreg = NULL;
+}
+
+/* ---- from outside the waiters ------------------------------------------- */
+
+/* Read entry `leaf` of the register open as dfd: 1 a live waiter's (*w
+ * and its age filled), 0 not an entry or gone, and a dead waiter's
+ * removed. */
+static int read_waiter(int dfd, const char *leaf, dl_wait_record *w, double *age)
+{
+        if ((leaf[0] != DL_WAIT_THREAD && leaf[0] != DL_WAIT_OTHER) || leaf[1] != '.')
+                return 0;
+        long long now = dl_wall_ns(); /* the clock first: INVARIANT C */
+        char text[DL_WAIT_RECORD_MAX];
+        ssize_t n = readlinkat(dfd, leaf, text, sizeof text);
+        struct stat st;
+        if (n < 0 || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                return 0;
+        long long m = dl_ts_ns(&st.st_mtim), c = dl_ts_ns(&st.st_ctim);
+        *age = (double)(now - (m > c ? m : c)) / 1e9;
+        bool readable = (size_t)n < sizeof text && dl_wait_record_parse(text, (size_t)n, w) == 0;
+        double limit = DIRLOCK_DEFAULT_STALE_AGE;
+        if (readable && (double)w->who.stale_ms / 1e3 > limit)
+                limit = (double)w->who.stale_ms / 1e3;
+        bool dead = readable ? *age > limit || dl_record_owner_alive(&w->who) == 0 : *age > limit;
+        if (dead)
+                unlinkat(dfd, leaf, 0);
+        return readable && !dead;
+}
+
+/* Call fn for every live waiter of `name` (all when NULL). */
+static int each_waiter(const char *lockdir, const char *name,
+                       int (*fn)(const dl_wait_record *, double, void *), void *arg, dirlock_error *err)
+{
+        char *dir = dl_join(lockdir, DL_WAITS_DIR, NULL);
+        if (dir == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        DIR *d = opendir(dir);
+        if (d == NULL) {
+                int rc = errno == ENOENT
+                             ? DIRLOCK_OK
+                             : dl_fail(err, DIRLOCK_EIO, errno, "cannot read wait register '%s'", dir);
+                free(dir);
+                return rc;
+        }
+        int rc = DIRLOCK_OK;
+        struct dirent *de;
+        while (rc == DIRLOCK_OK && (de = readdir(d)) != NULL) {
+                dl_wait_record w;
+                double age;
+                if (read_waiter(dirfd(d), de->d_name, &w, &age) &&
+                    (name == NULL || strcmp(w.name, name) == 0))
+                        rc = fn(&w, age, arg);
+        }
+        closedir(d);
+        free(dir);
+        return rc;
+}
+
+struct listing {
+        dirlock_waiter *v;
+        size_t n, cap;
+        dirlock_error *err;
+};
+
+static int add_waiter(const dl_wait_record *w, double age, void *arg)
+{
+        struct listing *l = arg;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 8;
+                dirlock_waiter *grown = realloc(l->v, cap * sizeof *grown);
+                if (grown == NULL)
+                        return dl_fail(l->err, DIRLOCK_ENOMEM, 0, "out of memory");
+                l->v = grown;
+                l->cap = cap;
+        }
+        dirlock_waiter *o = &l->v[l->n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%s", w->name);
+        o->kind = w->kind;
+        o->mode = w->mode;
+        o->lo = w->lo;
+        o->hi = w->hi;
+        o->permits = w->permits;
+        o->pid = w->who.pid;
+        o->tid = w->who.tid;
+        o->start_time = w->who.start_time;
+        snprintf(o->host, sizeof o->host, "%s", w->who.host);
+        o->since = (double)w->who.acquired_ns / 1e9;
+        o->age = age;
+        o->pending = w->pending;
+        o->owner_alive = dl_record_owner_alive(&w->who);
+        return DIRLOCK_OK;
+}
+
+static int by_since(const void *a, const void *b)
+{
+        double x = ((const dirlock_waiter *)a)->since, y = ((const dirlock_waiter *)b)->since;
+        return x < y ? -1 : x > y;
+}
+
+int dl_waits_list(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
+                  dirlock_error *err)
+{
+        struct listing l = {NULL, 0, 0, err};
+        int rc = each_waiter(lockdir, name, add_waiter, &l, err);
+        if (rc != DIRLOCK_OK) {
+                free(l.v);
+                return rc;
+        }
+        if (l.n > 1)
+                qsort(l.v, l.n, sizeof *l.v, by_since);
+        *out = l.v;
+        *count = l.n;
+        return DIRLOCK_OK;
+}
+
+static int count_one(const dl_wait_record *w, double age, void *arg)
+{
+        (void)w;
+        (void)age;
+        (*(unsigned *)arg)++;
+        return DIRLOCK_OK;
+}
+
+unsigned dl_waits_count(const char *lockdir, const char *name)
+{
+        unsigned n = 0;
+        return each_waiter(lockdir, name, count_one, &n, NULL) == DIRLOCK_OK ? n : 0;
+}
+
+struct names {
+        char **v;
+        size_t n, cap;
+};
+
+static int add_name(const dl_wait_record *w, double age, void *arg)
+{
+        (void)age;
+        struct names *l = arg;
+        for (size_t i = 0; i < l->n; i++)
+                if (strcmp(l->v[i], w->name) == 0)
+                        return DIRLOCK_OK;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 8;
+                char **grown = realloc(l->v, cap * sizeof *grown);
+                if (grown == NULL)
+                        return DIRLOCK_ENOMEM;
+                l->v = grown;
+                l->cap = cap;
+        }
+        if ((l->v[l->n] = strdup(w->name)) == NULL)
+                return DIRLOCK_ENOMEM;
+        l->n++;
+        return DIRLOCK_OK;
+}
+
+int dl_waits_names(const char *lockdir, char ***names, size_t *count)
+{
+        struct names l = {NULL, 0, 0};
+        int rc = each_waiter(lockdir, NULL, add_name, &l, NULL);
+        if (rc != DIRLOCK_OK) {
+                while (l.n > 0)
+                        free(l.v[--l.n]);
+                free(l.v);
+                return rc;
+        }
+        *names = l.v;
+        *count = l.n;
+        return DIRLOCK_OK;
+}
+
+void dl_waits_cleanup(const char *lockdir)
+{
+        unsigned n = 0;
+        each_waiter(lockdir, NULL, count_one, &n, NULL); /* removes the dead ones */
+        char *dir = dl_join(lockdir, DL_WAITS_DIR, NULL);
+        if (dir == NULL)
+                return;
+        /* Leftovers of a write cut short: .n.<T> older than any write. */
+        DIR *d = opendir(dir);
+        if (d != NULL) {
+                struct dirent *de;
+                struct stat st;
+                long long now = dl_wall_ns();
+                while ((de = readdir(d)) != NULL)
+                        if (strncmp(de->d_name, ".n", 2) == 0 && dl_layout_is_token(de->d_name + 2, true) &&
+                            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            (double)(now - dl_ts_ns(&st.st_ctim)) / 1e9 > DIRLOCK_DEFAULT_STALE_AGE)
+                                unlinkat(dirfd(d), de->d_name, 0);
+                closedir(d);
+        }
+        rmdir(dir); /* only if empty */
+        free(dir);
+}
