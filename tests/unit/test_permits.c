@@ -5,7 +5,7 @@
  * N once they are gone; a killed holder's permit given back at once and a
  * stale one of another host after its stale age; a broken permit lost
  * (check, refresh, release: DIRLOCK_ELOST); reentrant handles; a pending
- * acquire; what inspect, list and dirlock_permit_holders report; cleanup;
+ * acquire; what inspect, list and dirlock_holders report; cleanup;
  * and what is refused (numbers, modes, flock spaces, mode changes). */
 #include "core_fixture.h"
 
@@ -308,7 +308,7 @@ static void test_pending(void **state)
         dirlock_release(h, NULL);
 }
 
-/* inspect, list and dirlock_permit_holders see the holders, their
+/* inspect, list and dirlock_holders see the holders, their
  * records and N; cleanup leaves nothing of a dead one. */
 static void test_views_and_cleanup(void **state)
 {
@@ -322,7 +322,7 @@ static void test_views_and_cleanup(void **state)
         assert_int_equal(o.permit_holders, 2);
         dirlock_owner *holders;
         size_t n;
-        assert_int_equal(dirlock_permit_holders(lockdir, "v", 0, &holders, &n, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_holders(lockdir, "v", 0, &holders, &n, NULL), DIRLOCK_OK);
         assert_int_equal(n, 2);
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(holders[i].pid, getpid());
