@@ -102,6 +102,11 @@ typedef struct dl_backend {
         /* Required.  DIRLOCK_OK while h still holds its lock, DIRLOCK_ELOST
          * when it does not; changes nothing. */
         int (*check)(const dirlock *h, dirlock_error *err);
+        /* A string that names h's lock space, the same for every handle of
+         * one space in this process (a directory's absolute path): lets
+         * deadlock detection tell which locks a thread holds in a space
+         * (held.c).  NULL: not told, and no such checks. */
+        const char *(*space_key)(const dirlock *h);
         /* Draw this acquisition's fence (dirlock_fence) while the lock is
          * held; DIRLOCK_ELOST when it is not.  NULL: no fences here. */
         int (*fence)(dirlock *h, unsigned long long *fence, dirlock_error *err);

@@ -155,7 +155,10 @@ extern "C" {
         /* the lock directory is on a network filesystem where this mode is                                  \
            not safe among several clients (docs/netfs.md); DIRLOCK_ONE_CLIENT                                \
            allows it */                                                                                      \
-        X(ENETFS, "mode not safe among the clients of this network filesystem")
+        X(ENETFS, "mode not safe among the clients of this network filesystem")                              \
+        /* the wait would never end: it closes a cycle of waits (deadlock);                                  \
+           nothing was taken */                                                                              \
+        X(EDEADLK, "deadlock: the wait closes a cycle of waits")
 
 #define DIRLOCK_CODE_ENUM_(name, description) DIRLOCK_##name,
 typedef enum dirlock_code { DIRLOCK_CODES(DIRLOCK_CODE_ENUM_) DIRLOCK_CODE_COUNT } dirlock_code;
@@ -202,6 +205,11 @@ typedef enum dirlock_policy {
  * its network filesystem (one host's mount): allow the modes that are
  * safe only there (DIRLOCK_ENETFS otherwise; docs/netfs.md). */
 #define DIRLOCK_ONE_CLIENT (1u << 5)
+/* This acquire is neither reported as closing a cycle of waits nor counted
+ * as a thread's hold in others' reports: for a lock that another thread
+ * than the one that takes it may release (deadlock detection counts a
+ * lock as held by the thread that took it; lib/dir/deadlock.c). */
+#define DIRLOCK_NO_DEADLOCK (1u << 6)
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */

@@ -38,7 +38,7 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
         unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY |
-                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT;
+                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK;
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
         if (out->flags & DIRLOCK_CANCEL_FD) {
@@ -98,6 +98,7 @@ void dl_handle_free(dirlock *h)
 {
         if (h == NULL)
                 return;
+        dl_held_note(h, false);
         h->be->close(h);
         free(h);
 }
@@ -141,7 +142,9 @@ void dl_handle_forget_cancel(dirlock *h)
 int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
 {
         dl_time deadline = dl_deadline(h->opts.timeout);
-        int rc = h->be->acquire(h, &deadline, err);
+        int rc = dl_held_self_deadlock(h, err);
+        if (rc == DIRLOCK_OK)
+                rc = h->be->acquire(h, &deadline, err);
         if (rc != DIRLOCK_OK) {
                 if (h->be->release_kept != NULL)
                         (void)h->be->release_kept(h, NULL); /* an entry a failed step left */
@@ -150,6 +153,7 @@ int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
         }
         dl_handle_forget_cancel(h);
         h->holds = 1;
+        dl_held_note(h, true);
         *out = h;
         dl_ok(err);
         return DIRLOCK_OK;
@@ -311,9 +315,12 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                 return rc;
         lock->mode = lock->opts.mode;
         lock->fence = 0;
-        rc = lock->be->acquire(lock, &deadline, err);
+        rc = dl_held_self_deadlock(lock, err);
+        if (rc == DIRLOCK_OK)
+                rc = lock->be->acquire(lock, &deadline, err);
         if (rc == DIRLOCK_OK) {
                 lock->holds = 1;
+                dl_held_note(lock, true);
                 dl_ok(err);
         }
         return rc;
@@ -324,6 +331,7 @@ static int release_lock(dirlock *lock, dirlock_error *err)
 {
         int rc = lock->be->release(lock, err);
         lock->holds = 0;
+        dl_held_note(lock, false);
         if (rc == DIRLOCK_OK)
                 dl_ok(err);
         return rc;

@@ -58,6 +58,16 @@ int dl_handle_usable(const dirlock *h, dirlock_error *err);
  * failed release left (the backend's release_kept). */
 int dl_handle_new_token(dirlock *h, dirlock_error *err);
 
+/* ---- the locks this process holds (held.c) ----------------------------- */
+
+/* h now holds its lock (true) or holds nothing any more (false). */
+void dl_held_note(const dirlock *h, bool held);
+/* Before a waiting acquire of h: DIRLOCK_EDEADLK when this thread holds,
+ * through another handle, a lock of the same name and space that h's
+ * acquire would wait for; else DIRLOCK_OK.  Not for tries, pending
+ * acquires and DIRLOCK_NO_DEADLOCK. */
+int dl_held_self_deadlock(const dirlock *h, dirlock_error *err);
+
 /* ---- errors (error.c) -------------------------------------------------- */
 
 /* Fill err (if any) and return code.  Message is printf-formatted; for
