@@ -91,23 +91,28 @@ void dl_dir_names_free(char **names, size_t count);
 
 /* ---- the wait register (waits.c) and deadlock detection (deadlock.c) ---- */
 
-/* What blocks a wait: the letter its record gives (`for`). */
+/* What blocks a wait: the letter its record gives (`for`), which tells
+ * deadlock detection whose holds to follow (deadlock.c). */
 enum dl_wait_target {
-        DL_FOR_W = 'w',            /* W's holder (take_w: exclusive, intent, simple, ...)    */
-        DL_FOR_W_TO_READ = 's',    /* W's holder when it holds readers off (shared)          */
-        DL_FOR_READERS = 'r',      /* the name's readers (a writer's drain, an upgrade)      */
-        DL_FOR_READERS_OR_W = 'a', /* readers and W (a writer of policy reader)              */
-        DL_FOR_RANGES = 'g',       /* the name's held ranges (a whole lock)                  */
-        DL_FOR_RANGE = 'x',        /* overlapping conflicting ranges and whole holders       */
-        DL_FOR_PERMIT = 'p'        /* the holders of the permits asked (any one of N)        */
+        DL_FOR_W = 'w',             /* W's holder (take_w: exclusive, intent, simple, ...)    */
+        DL_FOR_W_TO_READ = 's',     /* W's holder when it holds readers off (shared)          */
+        DL_FOR_READERS = 'r',       /* the name's readers (a writer's drain, an upgrade)      */
+        DL_FOR_READERS_OR_W = 'a',  /* readers and W (a writer of policy reader)              */
+        DL_FOR_RANGES = 'g',        /* the name's held ranges (a whole lock)                  */
+        DL_FOR_RANGE = 'x',         /* overlapping conflicting ranges and whole holders       */
+        DL_FOR_RANGE_UPGRADE = 'y', /* overlapping conflicting ranges (an intent range's upgrade) */
+        DL_FOR_PERMIT = 'p'         /* the holders of the permits asked (any one of N)        */
 };
 /* h starts waiting (after a failed try, before its first sleep): its
- * entry in D/.waits.  `kind` is a dirlock_wait_kind, `mode` the mode
- * asked.  DIRLOCK_OK.  The register is for seeing, never in the way: an
- * entry that cannot be made leaves the wait unlisted. */
+ * entry in D/.waits, then a deadlock check (deadlock.c) when this thread
+ * holds a lock of the space.  `kind` is a dirlock_wait_kind, `mode` the
+ * mode asked.  DIRLOCK_OK, or DIRLOCK_EDEADLK (the entry removed).  The
+ * register is for seeing, never in the way: an entry that cannot be made
+ * leaves the wait unlisted. */
 int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
 /* After every wake-up of the wait: renew the entry (every quarter of the
- * stale age).  DIRLOCK_OK. */
+ * stale age) and check for deadlock again (every DL_DEADLOCK_RECHECK_MS).
+ * DIRLOCK_OK or DIRLOCK_EDEADLK. */
 int dl_wait_step(dirlock *h, dirlock_error *err);
 /* The wait is over (whatever its outcome): the entry goes. */
 void dl_wait_end(dirlock *h);
@@ -123,6 +128,13 @@ unsigned dl_waits_count(const char *lockdir, const char *name);
 void dl_waits_cleanup(const char *lockdir);
 /* The names that have waiters, malloc'd array of malloc'd strings. */
 int dl_waits_names(const char *lockdir, char ***names, size_t *count);
+
+/* How often a blocked waiter checks for deadlock again. */
+#define DL_DEADLOCK_RECHECK_MS 200.0
+/* Whether h's wait (its entry just made, h's record `self`) closes a
+ * cycle of waits: DIRLOCK_EDEADLK with the cycle in err, or DIRLOCK_OK
+ * (none proven).  deadlock.c. */
+int dl_deadlock_check(dirlock *h, const dl_wait_record *self, dirlock_error *err);
 
 /* Draw h's fence (dir_fence.c) while `held` says h holds its lock: asked
  * before drawing (not worth it for a lost lock) and after (step 4). */

@@ -456,6 +456,11 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
         return DIRLOCK_OK;
 }
 
+static const char *dir_space_key(const dirlock *h)
+{
+        return dl_dir_of(h)->lockdir;
+}
+
 static const char *const dir_forms[] = {"DIR (a lock directory)", NULL};
 
 const dl_backend dl_dir_backend = {
@@ -471,6 +476,7 @@ const dl_backend dl_dir_backend = {
     .refresh = dir_refresh,
     .check = dir_check,
     .fence = dir_fence,
+    .space_key = dir_space_key,
     .range = dl_range_prepare,
     .shrink = dl_range_shrink,
     .permit = dl_permit_prepare,

@@ -145,6 +145,8 @@ int dl_entry_create(const char *path, const dirlock *h, int mode)
         dl_record rec;
         char text[DL_RECORD_MAX];
         dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
+        if (h->opts.flags & DIRLOCK_NO_DEADLOCK)
+                rec.tid = 0; /* held by no thread that deadlock detection may follow */
         if (dl_record_format(&rec, text, sizeof text) < 0) {
                 errno = ENAMETOOLONG;
                 return -1;

@@ -150,6 +150,11 @@ static bool modes_conflict(char theirs, char ours, int policy)
         return true;                                 /* i/u against i */
 }
 
+bool dl_range_modes_conflict(char theirs, char ours)
+{
+        return modes_conflict(theirs, ours, DIRLOCK_POLICY_FAIR);
+}
+
 /* Does waiting entry e (theirs) hold us off under our policy?  Only a
  * waiter that arrived before us ever does: arrival numbers are a total
  * order, so no two waiters can hold each other off, whatever their
@@ -399,9 +404,10 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         break;
                 }
                 if (!waiting) {
-                        int kind = step == range_try ? DIRLOCK_WAIT_RANGE : DIRLOCK_WAIT_UPGRADE;
-                        rc = dl_wait_begin(h, DL_FOR_RANGE, kind,
-                                           kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
+                        bool upgrade = step != range_try; /* it holds its range: whole holders wait for it */
+                        rc = upgrade ? dl_wait_begin(h, DL_FOR_RANGE_UPGRADE, DIRLOCK_WAIT_UPGRADE,
+                                                     DIRLOCK_EXCLUSIVE, err)
+                                     : dl_wait_begin(h, DL_FOR_RANGE, DIRLOCK_WAIT_RANGE, h->mode, err);
                         if (rc != DIRLOCK_OK)
                                 break;
                         unwatched = range_waiter(&w, h);

@@ -46,6 +46,7 @@ struct dl_wreg {
         char *path;         /* the entry while it waits, else NULL */
         dl_wait_record rec; /* what it holds                        */
         dl_time renewed;    /* made or last renewed                 */
+        dl_time checked;    /* the last deadlock check              */
         bool node;          /* a thread's entry (t.<...>)           */
 };
 
@@ -109,7 +110,7 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
                 r->hi = h->hi;
         }
         dl_record_self(&r->who, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
-        w->node = !r->pending;
+        w->node = !r->pending && !(h->opts.flags & DIRLOCK_NO_DEADLOCK);
         if (!w->node)
                 r->who.tid = 0; /* nobody follows it: no thread to name */
         char text[DL_WAIT_RECORD_MAX];
@@ -125,9 +126,13 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
                 w->path = NULL;
                 return DIRLOCK_OK;
         }
-        w->renewed = dl_now();
-        (void)err;
-        return DIRLOCK_OK;
+        w->renewed = w->checked = dl_now();
+        if (!w->node)
+                return DIRLOCK_OK;
+        int rc = dl_deadlock_check(h, r, err);
+        if (rc != DIRLOCK_OK)
+                dl_wait_end(h);
+        return rc;
 }
 
 int dl_wait_step(dirlock *h, dirlock_error *err)
@@ -139,8 +144,13 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
                 utimensat(AT_FDCWD, w->path, NULL, AT_SYMLINK_NOFOLLOW);
                 w->renewed = dl_now();
         }
-        (void)err;
-        return DIRLOCK_OK;
+        if (!w->node || ms_since(&w->checked) < DL_DEADLOCK_RECHECK_MS)
+                return DIRLOCK_OK;
+        w->checked = dl_now();
+        int rc = dl_deadlock_check(h, &w->rec, err);
+        if (rc != DIRLOCK_OK)
+                dl_wait_end(h);
+        return rc;
 }
 
 void dl_wait_end(dirlock *h)
