@@ -438,7 +438,7 @@ int run_under_locks(struct run_request *rq)
                 bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
                 if (!conflict || !rq->quiet)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                return conflict ? rq->conflict_code : EXIT_ERROR;
+                return conflict ? rq->conflict_code : rc == DIRLOCK_EDEADLK ? EXIT_DEADLOCK : EXIT_ERROR;
         }
         return run_locked(&pc, &wait_for, &old, &hl, rq->opts.stale_age, rq->conflict_code);
 }

@@ -17,6 +17,7 @@
 enum {
         EXIT_ERROR = 2,        /* bad usage, a system error, a lock not ours to break */
         EXIT_NO_FENCE = 3,     /* the locks were had but not their fences: not run    */
+        EXIT_DEADLOCK = 4,     /* waiting would close a cycle of waits: not run       */
         EXIT_CANNOT_RUN = 126, /* COMMAND cannot be run (126 and 127 as a shell's)   */
         EXIT_NOT_FOUND = 127,
         EXIT_SIGNAL = 128, /* + N: COMMAND died of signal N                          */
