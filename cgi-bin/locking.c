@@ -19,6 +19,12 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 err->retry_after = 1;
                 return -1;
         }
+        if (code == DIRLOCK_EDEADLK) { /* locks taken in an order another request took otherwise */
+                board_fail(err, 503, "busy, please try again (%s)",
+                           de->message[0] ? de->message : dirlock_strerror(code));
+                err->retry_after = 1;
+                return -1;
+        }
         if (code == DIRLOCK_ESERVER) {
                 board_fail(err, 503,
                            "the lock server cannot be reached; nothing was written, please try again (%s)",

@@ -9,10 +9,13 @@
  * and what is refused (numbers, modes, flock spaces, mode changes). */
 #include "core_fixture.h"
 
+/* The permits of this one thread stand for those of several processes
+ * (deadlocks are test_deadlock's): DIRLOCK_NO_DEADLOCK. */
 static dirlock *permit(const char *name, unsigned n, double timeout, int *rc_out)
 {
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.timeout = timeout;
+        o.flags = DIRLOCK_NO_DEADLOCK;
         dirlock *h = NULL;
         dirlock_error e;
         int rc = dirlock_acquire_permit(lockdir, name, n, &o, &h, &e);
