@@ -12,7 +12,8 @@
  * acquire (or a reentrant handle's first hold) succeeds and removed when
  * the lock is let go or the handle freed; a forked child's copy of its
  * parent's rows is told apart by the pid.  A handle counts as held by the
- * thread that took it, as its owner record says (owner.c). */
+ * thread that took it, as its owner record says (owner.c); one taken with
+ * DIRLOCK_NO_DEADLOCK, which another thread may let go, has no row. */
 #include "backend.h"
 
 #include <pthread.h>
@@ -37,7 +38,8 @@ static const char *key_of(const dirlock *h)
 
 void dl_held_note(const dirlock *h, bool held)
 {
-        if (h->be == NULL || h->be->space_key == NULL)
+        /* DIRLOCK_NO_DEADLOCK: never a thread's hold in any check. */
+        if (h->be == NULL || h->be->space_key == NULL || (h->opts.flags & DIRLOCK_NO_DEADLOCK))
                 return;
         pthread_mutex_lock(&table.mutex);
         size_t i = 0;
@@ -103,10 +105,8 @@ int dl_held_self_deadlock(const dirlock *h, dirlock_error *err)
         pthread_mutex_lock(&table.mutex);
         for (size_t i = 0; i < table.n && held == NULL; i++) {
                 const dirlock *o = table.rows[i].h;
-                /* A hold taken with DIRLOCK_NO_DEADLOCK may be let go by
-                 * another thread: no proof of a wait for ever. */
-                if (ours_in_space(&table.rows[i], h, key) && !(o->opts.flags & DIRLOCK_NO_DEADLOCK) &&
-                    strcmp(o->name, h->name) == 0 && waits_for_itself(o, h))
+                if (ours_in_space(&table.rows[i], h, key) && strcmp(o->name, h->name) == 0 &&
+                    waits_for_itself(o, h))
                         held = o;
         }
         pthread_mutex_unlock(&table.mutex);
