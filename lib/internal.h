@@ -337,6 +337,11 @@ typedef struct dl_waiter {
         bool lockdir_muted;  /* ... unless muted (dl_waiter_lockdir_events) */
 } dl_waiter;
 
+/* The calling thread's next dl_waiter_wait returns by `at` at the latest
+ * (0, as on a re-check), whatever else wakes it, until called again with
+ * NULL: the moment a deadlock check falls due (lib/dir/waits.c).  Per
+ * thread; a pending acquire never sets it. */
+void dl_waiter_wake_by(const dl_time *at);
 /* `stale_age` bounds the re-check interval and the backoff: a waiter
  * renews its waiting entries (FIFO ticket, ...) at least every third of it. */
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age);
