@@ -1,6 +1,6 @@
 /* deadlock.c - deadlock detection in a directory space: a thread that
- * starts waiting for a lock while it holds locks of the same space finds
- * out whether its wait closes a cycle of waits, and gets DIRLOCK_EDEADLK
+ * waits for a lock while it holds locks of the same space finds out
+ * whether its wait closes a cycle of waits, and gets DIRLOCK_EDEADLK
  * naming the cycle instead of waiting out its timeout (seed 001's P->Q
  * against Q->P, with any number of locks and processes).
  *
@@ -65,9 +65,13 @@
  * PROMPTNESS.  A cycle is closed by the wait that starts last; that
  * thread makes its entry before it looks (waits.c), so of two threads
  * starting to wait at once, at least one sees the other's entry.  Every
- * blocking waiter checks when it starts waiting and again every
- * DL_DEADLOCK_RECHECK_MS while it waits, so a cycle is reported within
- * that long, and at once in the usual case.  Two waits that close a
+ * blocking waiter checks DL_DEADLOCK_FIRST_MS after it starts waiting
+ * (its wait wakes for it; most waits for a lock in use are over by then,
+ * and never pay for a check) and again every DL_DEADLOCK_RECHECK_MS
+ * while it waits, so a cycle is reported within DL_DEADLOCK_FIRST_MS in
+ * the usual case, and within a recheck when a lock changing hands made
+ * the first check prove nothing.  When a check runs changes no verdict:
+ * the proof stands on what the two passes read.  Two waits that close a
  * cycle at the same moment may both report it: each saw the whole cycle,
  * which did exist.  (Even a thread that holds
  * no lock of its own checks: it may be the partner of holds -- the

@@ -104,14 +104,15 @@ enum dl_wait_target {
         DL_FOR_PERMIT = 'p'         /* the holders of the permits asked (any one of N)        */
 };
 /* h starts waiting (after a failed try, before its first sleep): its
- * entry in D/.waits, then a deadlock check (deadlock.c) when this thread
- * holds a lock of the space.  `kind` is a dirlock_wait_kind, `mode` the
- * mode asked.  DIRLOCK_OK, or DIRLOCK_EDEADLK (the entry removed).  The
- * register is for seeing, never in the way: an entry that cannot be made
- * leaves the wait unlisted. */
+ * entry in D/.waits; a blocking thread's first deadlock check (deadlock.c)
+ * falls due DL_DEADLOCK_FIRST_MS later, and its waits wake for it
+ * (dl_waiter_wake_by).  `kind` is a dirlock_wait_kind, `mode` the mode
+ * asked.  DIRLOCK_OK (or an error).  The register is for seeing, never in
+ * the way: an entry that cannot be made leaves the wait unlisted. */
 int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
 /* After every wake-up of the wait: renew the entry (every quarter of the
- * stale age) and check for deadlock again (every DL_DEADLOCK_RECHECK_MS).
+ * stale age) and check for deadlock (first DL_DEADLOCK_FIRST_MS after the
+ * wait began, then every DL_DEADLOCK_RECHECK_MS).
  * DIRLOCK_OK or DIRLOCK_EDEADLK. */
 int dl_wait_step(dirlock *h, dirlock_error *err);
 /* The wait is over (whatever its outcome): the entry goes. */
@@ -129,7 +130,12 @@ void dl_waits_cleanup(const char *lockdir);
 /* The names that have waiters, malloc'd array of malloc'd strings. */
 int dl_waits_names(const char *lockdir, char ***names, size_t *count);
 
-/* How often a blocked waiter checks for deadlock again. */
+/* When a blocked waiter first checks for deadlock (a wait for a lock in
+ * use usually ends sooner: a hand-off takes well under a millisecond on
+ * tmpfs), and how often it checks again.  The first bounds how soon the
+ * wait that closes a cycle reports it (100 ms is promised); the rechecks
+ * catch a cycle whose check saw a lock change hands and proved nothing. */
+#define DL_DEADLOCK_FIRST_MS   10.0
 #define DL_DEADLOCK_RECHECK_MS 200.0
 /* Whether h's wait (its entry just made, h's record `self`) closes a
  * cycle of waits: DIRLOCK_EDEADLK with the cycle in err, or DIRLOCK_OK

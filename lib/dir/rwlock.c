@@ -713,7 +713,7 @@ int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         if (dl_deadline_passed(deadline))
                 return w_busy(h, timeout_code(h, &h->opts), "", &ww.holder, err);
         /* Waiting from here on: seen in the wait register (waits.c),
-         * and not at all when the wait closes a cycle (deadlock.c). */
+         * and checked for a cycle as it goes on (deadlock.c). */
         rc = h->permits > 0 ? dl_wait_begin(h, DL_FOR_PERMIT, DIRLOCK_WAIT_PERMIT, h->mode, err)
                             : dl_wait_begin(h, DL_FOR_W, DIRLOCK_WAIT_LOCK, h->mode, err);
         if (rc != DIRLOCK_OK)

@@ -46,8 +46,9 @@ struct dl_wreg {
         char *path;         /* the entry while it waits, else NULL */
         dl_wait_record rec; /* what it holds                        */
         dl_time renewed;    /* made or last renewed                 */
-        dl_time checked;    /* the last deadlock check              */
+        dl_time checked;    /* the last deadlock check, or the wait's start */
         bool node;          /* a thread's entry (t.<...>)           */
+        bool first_due;     /* no check yet: due DL_DEADLOCK_FIRST_MS in */
 };
 
 static double ms_since(const dl_time *then)
@@ -92,6 +93,7 @@ static int write_entry(const char *path, const char *text, const char *token, un
 
 int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
 {
+        (void)err; /* the register is never in the way; the check comes later */
         struct dl_dir *d = dl_dir_of(h);
         if (d->wreg == NULL && (d->wreg = calloc(1, sizeof *d->wreg)) == NULL)
                 return DIRLOCK_OK; /* unlisted: never in the way */
@@ -129,10 +131,18 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
         w->renewed = w->checked = dl_now();
         if (!w->node)
                 return DIRLOCK_OK;
-        int rc = dl_deadlock_check(h, r, err);
-        if (rc != DIRLOCK_OK)
-                dl_wait_end(h);
-        return rc;
+        /* The first check falls due a little later, when the wait still
+         * lasts (most waits for a lock in use end sooner: a check then
+         * would be work for nothing); the wait wakes for it. */
+        w->first_due = true;
+        dl_time at = w->checked;
+        at.tv_nsec += (long)(DL_DEADLOCK_FIRST_MS * 1e6);
+        if (at.tv_nsec >= 1000000000L) {
+                at.tv_sec++;
+                at.tv_nsec -= 1000000000L;
+        }
+        dl_waiter_wake_by(&at);
+        return DIRLOCK_OK;
 }
 
 int dl_wait_step(dirlock *h, dirlock_error *err)
@@ -144,8 +154,12 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
                 utimensat(AT_FDCWD, w->path, NULL, AT_SYMLINK_NOFOLLOW);
                 w->renewed = dl_now();
         }
-        if (!w->node || ms_since(&w->checked) < DL_DEADLOCK_RECHECK_MS)
+        if (!w->node || ms_since(&w->checked) < (w->first_due ? DL_DEADLOCK_FIRST_MS : DL_DEADLOCK_RECHECK_MS))
                 return DIRLOCK_OK;
+        if (w->first_due) {
+                w->first_due = false;
+                dl_waiter_wake_by(NULL); /* the rechecks ride on the waits' own */
+        }
         w->checked = dl_now();
         int rc = dl_deadlock_check(h, &w->rec, err);
         if (rc != DIRLOCK_OK)
@@ -158,6 +172,9 @@ void dl_wait_end(dirlock *h)
         struct dl_wreg *w = dl_dir_of(h)->wreg;
         if (w == NULL || w->path == NULL)
                 return;
+        if (w->first_due)
+                dl_waiter_wake_by(NULL);
+        w->first_due = false;
         unlink(w->path);
         free(w->path);
         w->path = NULL;

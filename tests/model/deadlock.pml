@@ -12,10 +12,12 @@
  * Checked by `make verify` (tests/model/model.mk; the lines above):
  *   -DCONFIG_SAFETY  3 threads, 3 locks (cycles of 2 and 3): each takes a
  *                    lock and waits for another (or gives up at any
- *                    moment); thread 0 checks when it starts waiting and
- *                    again while it waits, thread 1 takes a lock and
- *                    waits twice (a lock let go and taken again while the
- *                    checker looks); NO_FALSE_REPORT in every report.
+ *                    moment); thread 0 checks at any moments while it
+ *                    waits (the library's first check, 10 ms in, and
+ *                    its rechecks: the model leaves when to the
+ *                    scheduler); thread 1 takes a lock and waits twice
+ *                    (a lock let go and taken again while the checker
+ *                    looks); NO_FALSE_REPORT in every report.
  *   -DCONFIG_LIVE    2 threads taking 2 locks in opposite orders forever,
  *                    never giving up: under weak fairness every cycle of
  *                    waits is broken (LTL cycles_broken) -- a cycle is
