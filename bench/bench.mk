@@ -3,7 +3,10 @@
 # bench/results/; figures are ratios to a baseline measured in the same
 # run.  They assert nothing.
 #   make bench         every benchmark, one after the other
-#   make bench-core    the exclusive lock (bench/core-run)
+#   make bench-core    the exclusive lock, counting locks and what deadlock
+#                      detection costs (bench/core-run)
+#   make bench-deadlock  deadlock detection's 60 s soak, 8 processes x 3
+#                      names, truth in shared memory [DEADLOCK_SECONDS=60]
 #   make bench-rw      the reader-writer lock (bench/rw-run)
 #   make bench-range   range locks against no lock, a whole lock and
 #                      fcntl byte ranges (bench/range-run)
@@ -32,7 +35,8 @@
 #                      against a bare put + delete and beside etcdctl lock
 #                      (bench/etcd-run)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk),
-#         bindings, bindings-node, PYTHON, NODE (bindings/bindings.mk)
+#         bindings, bindings-node, PYTHON, NODE (bindings/bindings.mk),
+#         PROG_BINS (tests/tests.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
@@ -76,6 +80,9 @@ $(HELLO_BIN): $(BUILD)/bench/hello.o
 bench-core: all $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/core-run
 
+bench-deadlock: all $(PROG_BINS)
+	BUILD_DIR=$(BUILD) bench/deadlock-run
+
 bench-peers: all $(PEER_WORKER) $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/peers-run
 
@@ -110,6 +117,7 @@ bench-wait-profile: all
 # One after the other: running them at once would measure each other.
 bench:
 	$(MAKE) bench-core
+	$(MAKE) bench-deadlock
 	$(MAKE) bench-rw
 	$(MAKE) bench-range
 	$(MAKE) bench-peers
@@ -122,5 +130,5 @@ bench:
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
+.PHONY: bench bench-async bench-core bench-deadlock bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
 	bench-redis bench-bindings bench-netfs bench-etcd
