@@ -13,6 +13,8 @@
 #   make bench-peers   dirlock beside py-filelock, proper-lockfile,
 #                      dotlockfile, lockfile-progs, mkdir and flock(2)
 #                      (bench/peers-run; PEERS_SECONDS, PEERS_REPS, ...)
+#   make bench-overload  the board at 4x its capacity, with and without
+#                      max_waiting_posts [OVERLOAD_SECONDS=10]
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
 #   make bench-view-profile  where a page view's CPU time goes in the mkdir
@@ -105,6 +107,9 @@ bench-async: all $(ASYNC_BENCH) $(if $(filter 1,$(SANITIZE)),,bindings-node)
 bench-bindings: all bindings $(BINDINGS_BENCH)
 	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
 
+bench-overload: all
+	bench/overload-run
+
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
@@ -122,6 +127,7 @@ bench:
 	$(MAKE) bench-range
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
+	$(MAKE) bench-overload
 	$(MAKE) bench-redis
 	$(MAKE) bench-bindings
 	$(MAKE) bench-netfs
@@ -130,5 +136,5 @@ bench:
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-async bench-core bench-deadlock bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis bench-bindings bench-netfs bench-etcd
+.PHONY: bench bench-async bench-core bench-deadlock bench-overload bench-rw bench-range bench-peers bench-board bench-view-profile \
+	bench-wait-profile bench-redis bench-bindings bench-netfs bench-etcd
