@@ -76,7 +76,16 @@
  * which did exist.  (Even a thread that holds
  * no lock of its own checks: it may be the partner of holds -- the
  * command run by a dirlock that holds them -- and most checks end at
- * once, the holder in the way having no wait entry.) */
+ * once, the holder in the way having no wait entry.)
+ *
+ * ON A NETWORK FILESYSTEM (netfs.c) the graph is this host's: a thread of
+ * another host is never a node, so a cycle through one is not reported.
+ * Listings go through dl_dir_names (whole or nothing: a listing that
+ * misses a blocker proves less, never more), and pass 2 asks whether a
+ * hold is still there of a listing of its directory (dl_fs_present),
+ * since a client may still find by name an entry another client has
+ * removed. */
+#include "fsops.h"
 #include "range_internal.h"
 #include "rw_internal.h"
 
@@ -170,7 +179,7 @@ static int add_hold(struct hold **v, size_t *n, size_t *cap, char *path, char *p
 static int read_wait(const char *path, dl_wait_record *w)
 {
         char text[DL_WAIT_RECORD_MAX];
-        ssize_t n = readlink(path, text, sizeof text);
+        ssize_t n = dl_fs_readlink(path, text, sizeof text);
         return n < 0 || (size_t)n >= sizeof text ? -1 : dl_wait_record_parse(text, (size_t)n, w);
 }
 
@@ -215,11 +224,10 @@ static int w_hold(const char *lockdir, const char *name, bool to_read, double st
             view.rec.pid > 0 && !dl_entry_stale(&view.rec, view.age, stale_age, fs) &&
             !transient(lockdir, &view.rec, view.token, name, w_looks)) {
                 char *entry = dl_join(lock, view.leaf, NULL), *up = NULL;
-                struct stat st;
                 bool blocks = true;
                 if (to_read && view.rec.mode == DIRLOCK_INTENT) {
                         up = dl_layout_up(lockdir, name, view.token);
-                        blocks = up != NULL && lstat(up, &st) == 0;
+                        blocks = up != NULL && dl_fs_present(up, fs->network) == 1;
                 }
                 if (entry != NULL && blocks)
                         rc = add_hold(v, n, cap, entry, up, &view.rec, w_looks);
@@ -237,25 +245,28 @@ static int w_hold(const char *lockdir, const char *name, bool to_read, double st
 static int reader_holds(const char *lockdir, const char *name, const char *token, double stale_age,
                         struct hold **v, size_t *n, size_t *cap)
 {
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
-        DIR *d = dir != NULL ? opendir(dir) : NULL;
+        char **names = NULL;
+        size_t count = 0;
+        if (dir == NULL || dl_dir_names(dir, fs, &names, &count, NULL) != DIRLOCK_OK) {
+                free(dir);
+                return 0; /* none seen: fewer blockers prove less, never more */
+        }
         int rc = 0;
-        struct dirent *de;
-        while (rc == 0 && d != NULL && (de = readdir(d)) != NULL) {
-                int kind = dl_layout_entry_kind(de->d_name);
-                if ((kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED) ||
-                    strcmp(de->d_name + 2, token) == 0)
+        for (size_t i = 0; i < count && rc == 0; i++) {
+                int kind = dl_layout_entry_kind(names[i]);
+                if ((kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED) || strcmp(names[i] + 2, token) == 0)
                         continue;
-                char *entry = dl_join(dir, de->d_name, NULL);
+                char *entry = dl_join(dir, names[i], NULL);
                 dl_record rec;
-                if (entry != NULL && read_hold(entry, stale_age, dl_fs_of(lockdir, NULL), &rec) == 0 &&
-                    !transient(lockdir, &rec, de->d_name + 2, name, reader_looks))
+                if (entry != NULL && read_hold(entry, stale_age, fs, &rec) == 0 &&
+                    !transient(lockdir, &rec, names[i] + 2, name, reader_looks))
                         rc = add_hold(v, n, cap, entry, NULL, &rec, reader_looks);
                 else
                         free(entry);
         }
-        if (d != NULL)
-                closedir(d);
+        dl_dir_names_free(names, count);
         free(dir);
         return rc;
 }
@@ -266,28 +277,31 @@ static int reader_holds(const char *lockdir, const char *name, const char *token
 static int range_holds(const char *lockdir, const char *name, bool any, double lo, double hi, int mode,
                        const char *token, double stale_age, struct hold **v, size_t *n, size_t *cap)
 {
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_RANGES);
-        DIR *d = dir != NULL ? opendir(dir) : NULL;
+        char **names = NULL;
+        size_t count = 0;
+        if (dir == NULL || dl_dir_names(dir, fs, &names, &count, NULL) != DIRLOCK_OK) {
+                free(dir);
+                return 0;
+        }
         int rc = 0;
-        struct dirent *de;
         char ours = dl_range_mode_letter(mode);
-        while (rc == 0 && d != NULL && (de = readdir(d)) != NULL) {
+        for (size_t i = 0; i < count && rc == 0; i++) {
                 struct dl_range_entry e;
-                if (!dl_range_parse_leaf(de->d_name, &e) || e.state != DL_RANGE_HELD ||
-                    strcmp(e.token, token) == 0)
+                if (!dl_range_parse_leaf(names[i], &e) || e.state != DL_RANGE_HELD || strcmp(e.token, token) == 0)
                         continue;
                 if (!any && (!dl_range_overlap(e.lo, e.hi, lo, hi) || !dl_range_modes_conflict(e.mode, ours)))
                         continue;
-                char *entry = dl_join(dir, de->d_name, NULL);
+                char *entry = dl_join(dir, names[i], NULL);
                 dl_record rec;
-                if (entry != NULL && read_hold(entry, stale_age, dl_fs_of(lockdir, NULL), &rec) == 0 &&
+                if (entry != NULL && read_hold(entry, stale_age, fs, &rec) == 0 &&
                     !transient(lockdir, &rec, e.token, name, range_looks))
                         rc = add_hold(v, n, cap, entry, NULL, &rec, range_looks);
                 else
                         free(entry);
         }
-        if (d != NULL)
-                closedir(d);
+        dl_dir_names_free(names, count);
         free(dir);
         return rc;
 }
@@ -296,19 +310,23 @@ static int range_holds(const char *lockdir, const char *name, bool any, double l
 static int permit_holds(const char *lockdir, const char *name, unsigned permits, double stale_age,
                         struct hold **v, size_t *n, size_t *cap)
 {
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
         char *pdir = dl_layout_path(lockdir, name, DL_SUFFIX_PERMITS);
         char *group = pdir != NULL ? dl_layout_permit_group(pdir, permits) : NULL;
         free(pdir);
-        DIR *d = group != NULL ? opendir(group) : NULL;
+        char **names = NULL;
+        size_t count = 0;
+        if (group == NULL || dl_dir_names(group, fs, &names, &count, NULL) != DIRLOCK_OK) {
+                free(group);
+                return 0;
+        }
         int rc = 0;
-        struct dirent *de;
         unsigned k;
-        while (rc == 0 && d != NULL && (de = readdir(d)) != NULL) {
-                if (!dl_layout_permit_k(de->d_name, &k))
+        for (size_t i = 0; i < count && rc == 0; i++) {
+                if (!dl_layout_permit_k(names[i], &k))
                         continue;
-                char *slot = dl_join(group, de->d_name, NULL);
+                char *slot = dl_join(group, names[i], NULL);
                 dl_lock_view view;
-                const dl_fs *fs = dl_fs_of(lockdir, NULL);
                 if (slot != NULL && dl_lock_look(slot, fs, &view) == 0 && view.state == DL_LOCK_OWNED &&
                     view.rec.pid > 0 && !dl_entry_stale(&view.rec, view.age, stale_age, fs)) {
                         char *entry = dl_join(slot, view.leaf, NULL);
@@ -317,8 +335,7 @@ static int permit_holds(const char *lockdir, const char *name, unsigned permits,
                 }
                 free(slot);
         }
-        if (d != NULL)
-                closedir(d);
+        dl_dir_names_free(names, count);
         free(group);
         return rc;
 }
@@ -499,9 +516,12 @@ static bool thread_alive(const dl_record *who)
 
 static bool confirmed(const struct search *s)
 {
-        struct stat st;
+        /* On a network filesystem a hold's presence is asked of a listing
+         * of its directory: a client may still find by name an entry
+         * another client has removed (LISTINGS in fsops.c). */
+        bool network = dl_fs_of(s->lockdir, NULL)->network;
         for (size_t i = 0; i < s->nholds; i++)
-                if (s->holds[i] == NULL || lstat(s->holds[i], &st) != 0)
+                if (s->holds[i] == NULL || dl_fs_present(s->holds[i], network) != 1)
                         return false;
         for (size_t i = 0; i < s->nwaits; i++) {
                 dl_wait_record w;

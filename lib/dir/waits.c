@@ -30,8 +30,14 @@
  * whose process is provably dead on this host, belongs to a dead waiter,
  * and whoever lists the waiters or cleans up removes it.  The register is
  * for seeing and never stands in a lock's way: nothing waits for it, an
- * entry that cannot be made (a full disk) leaves the wait unlisted. */
+ * entry that cannot be made (a full disk) leaves the wait unlisted.
+ *
+ * On a network filesystem (netfs.c) every call goes through fsops.c, a
+ * listing is whole or an error, an entry's age breaks it only once this
+ * thread has also seen it unchanged (CLOCKS), and D/.waits, which others
+ * make entries in, is never removed (KEPT DIRECTORIES). */
 #include "dir.h"
+#include "fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -71,14 +77,14 @@ static int write_entry(const char *path, const char *text, const char *token, un
         snprintf(tmp, n + 2 + DIRLOCK_TOKEN_LEN + 1, "%.*s/.n%s", (int)dir_len, path, token);
         int rc = -1;
         for (int round = 0; round < 2 && rc != 0; round++) {
-                unlink(tmp);
-                if (symlink(text, tmp) == 0) {
-                        rc = rename(tmp, path);
+                dl_fs_unlink(tmp);
+                if (dl_fs_symlink(text, tmp) == 0) {
+                        rc = dl_fs_rename(tmp, path);
                         if (rc != 0)
-                                unlink(tmp);
+                                dl_fs_unlink(tmp);
                 } else if (errno == ENOENT && round == 0) {
                         char *dir = strndup(path, dir_len);
-                        if (dir != NULL && dl_mkdir_in(dir, lockdir_mode) != 0 && errno != EEXIST) {
+                        if (dir != NULL && dl_fs_mkdir_in(dir, lockdir_mode) != 0 && errno != EEXIST) {
                                 free(dir);
                                 break;
                         }
@@ -151,7 +157,7 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
         if (w == NULL || w->path == NULL)
                 return DIRLOCK_OK;
         if (ms_since(&w->renewed) >= h->opts.stale_age * 1e3 / 4) {
-                utimensat(AT_FDCWD, w->path, NULL, AT_SYMLINK_NOFOLLOW);
+                dl_fs_touch(w->path);
                 w->renewed = dl_now();
         }
         if (!w->node || ms_since(&w->checked) < (w->first_due ? DL_DEADLOCK_FIRST_MS : DL_DEADLOCK_RECHECK_MS))
@@ -175,7 +181,7 @@ void dl_wait_end(dirlock *h)
         if (w->first_due)
                 dl_waiter_wake_by(NULL);
         w->first_due = false;
-        unlink(w->path);
+        dl_fs_unlink(w->path);
         free(w->path);
         w->path = NULL;
 }
@@ -189,28 +195,37 @@ void dl_wait_free(dirlock *h)
 
 /* ---- from outside the waiters ------------------------------------------- */
 
-/* Read entry `leaf` of the register open as dfd: 1 a live waiter's (*w
- * and its age filled), 0 not an entry or gone, and a dead waiter's
- * removed. */
-static int read_waiter(int dfd, const char *leaf, dl_wait_record *w, double *age)
+/* Read entry `leaf` of the register `dir` (on `fs`): 1 a live waiter's
+ * (*w and its age filled), 0 not an entry or gone, and a dead waiter's
+ * removed -- dead when provably so on this host, or older than its stale
+ * age (on a network filesystem, also seen unchanged long enough: CLOCKS
+ * in netfs.c). */
+static int read_waiter(const char *dir, const char *leaf, const dl_fs *fs, dl_wait_record *w, double *age)
 {
         if ((leaf[0] != DL_WAIT_THREAD && leaf[0] != DL_WAIT_OTHER) || leaf[1] != '.')
                 return 0;
+        char *path = dl_join(dir, leaf, NULL);
+        if (path == NULL)
+                return 0;
         long long now = dl_wall_ns(); /* the clock first: INVARIANT C */
         char text[DL_WAIT_RECORD_MAX];
-        ssize_t n = readlinkat(dfd, leaf, text, sizeof text);
+        ssize_t n = dl_fs_readlink(path, text, sizeof text);
         struct stat st;
-        if (n < 0 || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (n < 0 || dl_fs_lstat(path, &st) != 0) {
+                free(path);
                 return 0;
-        long long m = dl_ts_ns(&st.st_mtim), c = dl_ts_ns(&st.st_ctim);
-        *age = (double)(now - (m > c ? m : c)) / 1e9;
+        }
+        long long m = dl_ts_ns(&st.st_mtim), c = dl_ts_ns(&st.st_ctim), changed = m > c ? m : c;
+        *age = (double)(now - changed) / 1e9;
         bool readable = (size_t)n < sizeof text && dl_wait_record_parse(text, (size_t)n, w) == 0;
         double limit = DIRLOCK_DEFAULT_STALE_AGE;
         if (readable && (double)w->who.stale_ms / 1e3 > limit)
                 limit = (double)w->who.stale_ms / 1e3;
-        bool dead = readable ? *age > limit || dl_record_owner_alive(&w->who) == 0 : *age > limit;
+        bool aged = dl_fs_aged_out(fs, readable ? w->who.token : "", changed, *age, limit);
+        bool dead = aged || (readable && dl_record_owner_alive(&w->who) == 0);
         if (dead)
-                unlinkat(dfd, leaf, 0);
+                dl_fs_unlink(path);
+        free(path);
         return readable && !dead;
 }
 
@@ -221,24 +236,17 @@ static int each_waiter(const char *lockdir, const char *name,
         char *dir = dl_join(lockdir, DL_WAITS_DIR, NULL);
         if (dir == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        DIR *d = opendir(dir);
-        if (d == NULL) {
-                int rc = errno == ENOENT
-                             ? DIRLOCK_OK
-                             : dl_fail(err, DIRLOCK_EIO, errno, "cannot read wait register '%s'", dir);
-                free(dir);
-                return rc;
-        }
-        int rc = DIRLOCK_OK;
-        struct dirent *de;
-        while (rc == DIRLOCK_OK && (de = readdir(d)) != NULL) {
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
+        char **names;
+        size_t n;
+        int rc = dl_dir_names(dir, fs, &names, &n, err);
+        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
                 dl_wait_record w;
                 double age;
-                if (read_waiter(dirfd(d), de->d_name, &w, &age) &&
-                    (name == NULL || strcmp(w.name, name) == 0))
+                if (read_waiter(dir, names[i], fs, &w, &age) && (name == NULL || strcmp(w.name, name) == 0))
                         rc = fn(&w, age, arg);
         }
-        closedir(d);
+        dl_dir_names_free(names, n);
         free(dir);
         return rc;
 }
@@ -364,18 +372,26 @@ void dl_waits_cleanup(const char *lockdir)
         if (dir == NULL)
                 return;
         /* Leftovers of a write cut short: .n.<T> older than any write. */
-        DIR *d = opendir(dir);
-        if (d != NULL) {
-                struct dirent *de;
-                struct stat st;
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
+        char **names;
+        size_t count;
+        if (dl_dir_names(dir, fs, &names, &count, NULL) == DIRLOCK_OK) {
                 long long now = dl_wall_ns();
-                while ((de = readdir(d)) != NULL)
-                        if (strncmp(de->d_name, ".n", 2) == 0 && dl_layout_is_token(de->d_name + 2, true) &&
-                            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                for (size_t i = 0; i < count; i++) {
+                        if (strncmp(names[i], ".n", 2) != 0 || !dl_layout_is_token(names[i] + 2, true))
+                                continue;
+                        char *path = dl_join(dir, names[i], NULL);
+                        struct stat st;
+                        if (path != NULL && dl_fs_lstat(path, &st) == 0 &&
                             (double)(now - dl_ts_ns(&st.st_ctim)) / 1e9 > DIRLOCK_DEFAULT_STALE_AGE)
-                                unlinkat(dirfd(d), de->d_name, 0);
-                closedir(d);
+                                dl_fs_unlink(path);
+                        free(path);
+                }
+                dl_dir_names_free(names, count);
         }
-        rmdir(dir); /* only if empty */
+        /* Only if empty; never on a network filesystem, where others make
+         * their entries in it (KEPT DIRECTORIES in netfs.c). */
+        if (!fs->network)
+                dl_fs_rmdir(dir);
         free(dir);
 }
