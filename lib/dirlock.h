@@ -476,7 +476,8 @@ int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **o
  * theirs -- never let in beyond either number; once they are gone, any N
  * may be asked.  A counting lock is a lock of its own: the permits of
  * NAME never wait for NAME's exclusive, shared or range locks, nor hold
- * them off.  Directory spaces: lib/dir/permits.c; flock spaces have none
+ * them off.  Directory spaces: lib/dir/permits.c; Redis spaces:
+ * lib/redis/redis_permits.c; flock and etcd spaces have none
  * (DIRLOCK_EINVAL). */
 int dirlock_acquire_permit(const char *space, const char *name, unsigned permits, const dirlock_options *opts,
                            dirlock **out, dirlock_error *err);

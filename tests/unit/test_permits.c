@@ -1,5 +1,6 @@
-/* test_permits.c - unit tests of counting locks (dirlock_acquire_permit,
- * lib/dir/permits.c) in a directory space: N holders and no more, each
+/* test_permits.c - unit tests of counting locks (dirlock_acquire_permit)
+ * in a directory space (lib/dir/permits.c) and on a private redis-server
+ * (lib/redis/redis_permits.c; space_fixture.h): N holders and no more, each
  * with its own token and fence; a try, a timeout, a cancel descriptor; a
  * release letting a waiter in; holders asking another N refused, and any
  * N once they are gone; a killed holder's permit given back at once and a
@@ -7,7 +8,12 @@
  * (check, refresh, release: DIRLOCK_ELOST); reentrant handles; a pending
  * acquire; what inspect, list and dirlock_holders report; cleanup;
  * and what is refused (numbers, modes, flock spaces, mode changes). */
-#include "core_fixture.h"
+#include "space_fixture.h"
+
+static bool in_dir(void)
+{
+        return space == lockdir;
+}
 
 /* The permits of this one thread stand for those of several processes
  * (deadlocks are test_deadlock's): DIRLOCK_NO_DEADLOCK. */
@@ -18,7 +24,7 @@ static dirlock *permit(const char *name, unsigned n, double timeout, int *rc_out
         o.flags = DIRLOCK_NO_DEADLOCK;
         dirlock *h = NULL;
         dirlock_error e;
-        int rc = dirlock_acquire_permit(lockdir, name, n, &o, &h, &e);
+        int rc = dirlock_acquire_permit(space, name, n, &o, &h, &e);
         if (rc_out != NULL)
                 *rc_out = rc;
         return rc == DIRLOCK_OK ? h : NULL;
@@ -29,6 +35,7 @@ static dirlock *permit(const char *name, unsigned n, double timeout, int *rc_out
 static void test_n_holders(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *h[3];
         unsigned long long last = 0;
         for (int i = 0; i < 3; i++) {
@@ -46,12 +53,18 @@ static void test_n_holders(void **state)
         o.timeout = 0;
         dirlock *x = NULL;
         dirlock_error e;
-        assert_int_equal(dirlock_acquire_permit(lockdir, "sem", 3, &o, &x, &e), DIRLOCK_EBUSY);
-        assert_non_null(strstr(e.message, "the 3 permits of lock 'sem' are all held, e.g. by pid"));
+        assert_int_equal(dirlock_acquire_permit(space, "sem", 3, &o, &x, &e), DIRLOCK_EBUSY);
+        if (in_dir())
+                assert_non_null(strstr(e.message, "the 3 permits of lock 'sem' are all held, e.g. by pid"));
+        else
+                assert_non_null(strstr(e.message, "'sem'"));
         assert_null(x);
         /* Not the name's exclusive lock: that one is free. */
-        dirlock *w = take("sem", 0);
-        assert_non_null(w);
+        dirlock_options wo = DIRLOCK_OPTIONS_INIT;
+        wo.timeout = 0;
+        wo.flags = DIRLOCK_NO_DEADLOCK;
+        dirlock *w = NULL;
+        assert_int_equal(dirlock_acquire(space, "sem", &wo, &w, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_release(w, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_release(h[1], &e), DIRLOCK_OK);
         x = permit("sem", 3, 0, NULL);
@@ -84,6 +97,7 @@ static void *release_later_fn(void *arg)
 static void test_wait_timeout_release(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *a = permit("w", 2, 0, NULL), *b = permit("w", 2, 0, NULL);
         assert_non_null(a);
         assert_non_null(b);
@@ -112,6 +126,7 @@ static void test_wait_timeout_release(void **state)
 static void test_other_n(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *a = permit("n", 2, 0, NULL);
         assert_non_null(a);
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
@@ -119,7 +134,7 @@ static void test_other_n(void **state)
         dirlock *b = NULL;
         dirlock_error e;
         double t0 = now_ms();
-        assert_int_equal(dirlock_acquire_permit(lockdir, "n", 3, &o, &b, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire_permit(space, "n", 3, &o, &b, &e), DIRLOCK_EINVAL);
         assert_true(now_ms() - t0 < 1000); /* at once, not at the timeout */
         assert_non_null(strstr(e.message, "2 permits"));
         assert_non_null(strstr(e.message, "not 3"));
@@ -130,7 +145,7 @@ static void test_other_n(void **state)
         dirlock_release(b, NULL);
         b = permit("n", 3, 0, NULL);
         assert_non_null(b);
-        assert_int_equal(dirlock_acquire_permit(lockdir, "n", 2, &o, &a, &e), DIRLOCK_EINVAL);
+        assert_int_equal(dirlock_acquire_permit(space, "n", 2, &o, &a, &e), DIRLOCK_EINVAL);
         assert_non_null(strstr(e.message, "3 permits"));
         dirlock_release(b, NULL);
 }
@@ -139,6 +154,7 @@ static void test_other_n(void **state)
 static void test_killed_holder(void **state)
 {
         (void)state;
+        NEED_SPACE();
         int ready[2];
         assert_int_equal(pipe(ready), 0);
         pid_t child = fork();
@@ -197,13 +213,22 @@ static void test_stale_other_host(void **state)
 static void test_lost(void **state)
 {
         (void)state;
-        dirlock *h = permit("lost", 1, 0, NULL);
-        assert_non_null(h);
+        NEED_SPACE();
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags = DIRLOCK_NO_DEADLOCK;
+        o.stale_age = DIRLOCK_MIN_STALE_AGE;
+        dirlock *h = NULL;
+        assert_int_equal(dirlock_acquire_permit(space, "lost", 1, &o, &h, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_refresh(h, NULL), DIRLOCK_OK);
-        assert_int_equal(dirlock_break(lockdir, "lost", 0, 1, NULL), DIRLOCK_ENOLOCK); /* not its W */
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -f '%s'/lost.permits/n1/0/owner.*", lockdir);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(dirlock_break(space, "lost", 0, 1, NULL), DIRLOCK_ENOLOCK); /* not its W */
+        if (in_dir()) {
+                char cmd[512];
+                snprintf(cmd, sizeof cmd, "rm -f '%s'/lost.permits/n1/0/owner.*", lockdir);
+                assert_int_equal(system(cmd), 0);
+        } else {
+                sleep_ms((long)(DIRLOCK_MIN_STALE_AGE * 1000) + 100); /* the server expires it */
+        }
         dirlock *next = permit("lost", 1, 0, NULL);
         assert_non_null(next);
         dirlock_error e;
@@ -232,6 +257,7 @@ static void *cancel_later_fn(void *arg)
 static void test_cancel(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *a = permit("c", 1, 0, NULL);
         assert_non_null(a);
         int efd = eventfd(0, EFD_CLOEXEC);
@@ -244,16 +270,23 @@ static void test_cancel(void **state)
         dirlock *b = NULL;
         dirlock_error e;
         double t0 = now_ms();
-        assert_int_equal(dirlock_acquire_permit(lockdir, "c", 1, &o, &b, &e), DIRLOCK_ECANCELED);
+        assert_int_equal(dirlock_acquire_permit(space, "c", 1, &o, &b, &e), DIRLOCK_ECANCELED);
         assert_true(now_ms() - t0 < 2000);
         pthread_join(th, NULL);
         close(efd);
         dirlock_release(a, NULL);
-        /* The queue it stood in is gone. */
-        char path[512];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/c.permits/queue", lockdir);
-        assert_int_not_equal(lstat(path, &st), 0);
+        /* It left the queue it stood in. */
+        dirlock_waiter *w;
+        size_t n;
+        assert_int_equal(dirlock_waiters(space, "c", &w, &n, NULL), DIRLOCK_OK);
+        free(w);
+        assert_int_equal(n, 0);
+        if (in_dir()) {
+                char path[512];
+                struct stat st;
+                snprintf(path, sizeof path, "%s/c.permits/queue", lockdir);
+                assert_int_not_equal(lstat(path, &st), 0);
+        }
 }
 
 /* A reentrant permit: holds counted, the last release gives it back, and
@@ -261,11 +294,13 @@ static void test_cancel(void **state)
 static void test_reentrant(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.flags = DIRLOCK_REENTRANT;
         o.timeout = 0;
         dirlock *h = NULL;
-        assert_int_equal(dirlock_acquire_permit(lockdir, "re", 1, &o, &h, NULL), DIRLOCK_OK);
+        o.flags |= DIRLOCK_NO_DEADLOCK;
+        assert_int_equal(dirlock_acquire_permit(space, "re", 1, &o, &h, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_reacquire(h, NULL), DIRLOCK_OK);
         assert_int_equal(dirlock_release(h, NULL), DIRLOCK_OK);
         int rc;
@@ -290,11 +325,12 @@ static void test_reentrant(void **state)
 static void test_pending(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *a = permit("p", 1, 0, NULL);
         assert_non_null(a);
         dirlock_pending *p;
         dirlock_error e;
-        assert_int_equal(dirlock_acquire_permit_start(lockdir, "p", 1, NULL, &p, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire_permit_start(space, "p", 1, NULL, &p, &e), DIRLOCK_OK);
         assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_EAGAIN);
         dirlock_release(a, NULL);
         int rc;
@@ -316,16 +352,17 @@ static void test_pending(void **state)
 static void test_views_and_cleanup(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock *a = permit("v", 4, 0, NULL), *b = permit("v", 4, 0, NULL);
         assert_non_null(a);
         assert_non_null(b);
         dirlock_owner o;
-        assert_int_equal(dirlock_inspect(lockdir, "v", 0, &o, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_inspect(space, "v", 0, &o, NULL), DIRLOCK_OK);
         assert_int_equal(o.permits, 4);
         assert_int_equal(o.permit_holders, 2);
         dirlock_owner *holders;
         size_t n;
-        assert_int_equal(dirlock_holders(lockdir, "v", 0, &holders, &n, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_holders(space, "v", 0, &holders, &n, NULL), DIRLOCK_OK);
         assert_int_equal(n, 2);
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(holders[i].pid, getpid());
@@ -336,7 +373,7 @@ static void test_views_and_cleanup(void **state)
         }
         free(holders);
         dirlock_owner *all;
-        assert_int_equal(dirlock_list(lockdir, 0, &all, &n, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_list(space, 0, &all, &n, NULL), DIRLOCK_OK);
         bool found = false;
         for (size_t i = 0; i < n; i++)
                 found = found || (strcmp(all[i].name, "v") == 0 && all[i].permit_holders == 2);
@@ -344,7 +381,7 @@ static void test_views_and_cleanup(void **state)
         assert_true(found);
         dirlock_release(a, NULL);
         dirlock_release(b, NULL);
-        assert_int_equal(dirlock_inspect(lockdir, "v", 0, &o, NULL), DIRLOCK_ENOLOCK);
+        assert_int_equal(dirlock_inspect(space, "v", 0, &o, NULL), DIRLOCK_ENOLOCK);
         /* A dead holder's permit: cleanup breaks it and removes it all. */
         pid_t child = fork();
         if (child == 0)
@@ -352,11 +389,16 @@ static void test_views_and_cleanup(void **state)
         int st;
         waitpid(child, &st, 0);
         assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        assert_int_equal(dirlock_cleanup(lockdir, NULL), DIRLOCK_OK);
-        char path[512];
-        struct stat sb;
-        snprintf(path, sizeof path, "%s/v.permits", lockdir);
-        assert_int_not_equal(lstat(path, &sb), 0);
+        assert_int_equal(dirlock_cleanup(space, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_holders(space, "v", 0, &holders, &n, NULL), DIRLOCK_OK);
+        free(holders);
+        assert_int_equal(n, 0);
+        if (in_dir()) {
+                char path[512];
+                struct stat sb;
+                snprintf(path, sizeof path, "%s/v.permits", lockdir);
+                assert_int_not_equal(lstat(path, &sb), 0);
+        }
 }
 
 static void test_refused(void **state)
@@ -394,12 +436,22 @@ static void test_refused(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_n_holders),        cmocka_unit_test(test_wait_timeout_release),
-            cmocka_unit_test(test_other_n),          cmocka_unit_test(test_killed_holder),
-            cmocka_unit_test(test_stale_other_host), cmocka_unit_test(test_lost),
-            cmocka_unit_test(test_cancel),           cmocka_unit_test(test_reentrant),
-            cmocka_unit_test(test_pending),          cmocka_unit_test(test_views_and_cleanup),
-            cmocka_unit_test(test_refused),
+            cmocka_unit_test_setup(test_n_holders, fresh),
+            cmocka_unit_test_setup(test_wait_timeout_release, fresh),
+            cmocka_unit_test_setup(test_other_n, fresh),
+            cmocka_unit_test_setup(test_killed_holder, fresh),
+            cmocka_unit_test_setup(test_lost, fresh),
+            cmocka_unit_test_setup(test_cancel, fresh),
+            cmocka_unit_test_setup(test_reentrant, fresh),
+            cmocka_unit_test_setup(test_pending, fresh),
+            cmocka_unit_test_setup(test_views_and_cleanup, fresh),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        /* What only a directory space has, or refuses. */
+        const struct CMUnitTest dir_only[] = {
+            cmocka_unit_test_setup(test_stale_other_host, fresh),
+            cmocka_unit_test_setup(test_refused, fresh),
+        };
+        int failed = cmocka_run_group_tests_name("directory space", tests, dir_setup, teardown);
+        failed += cmocka_run_group_tests_name("directory space only", dir_only, dir_setup, teardown);
+        return failed + cmocka_run_group_tests_name("Redis space", tests, redis_setup, redis_teardown);
 }

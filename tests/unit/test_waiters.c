@@ -1,5 +1,7 @@
 /* test_waiters.c - who holds and who waits, in a directory space
- * (dirlock_holders, dirlock_waiters, the wait register of lib/dir/waits.c):
+ * (dirlock_holders, dirlock_waiters, the wait register of lib/dir/waits.c)
+ * and on a private redis-server (the HOLDERS and WAITERS scripts of
+ * lib/redis/redis_scripts.c; space_fixture.h):
  * every kind of waiter is listed with its pid, thread, host, mode and
  * since when -- a whole lock in each mode and policy, with DIRLOCK_FIFO
  * and without inotify, an upgrade, a range, a permit, a pending acquire --
@@ -8,7 +10,7 @@
  * and one killed while it waited is dropped (and its entry removed) by
  * the next listing; the holders are listed one by one, readers and
  * permits included; records name the thread that took the lock. */
-#include "core_fixture.h"
+#include "space_fixture.h"
 
 #include <poll.h>
 
@@ -32,17 +34,17 @@ static void *take_fn(void *arg)
         dirlock *h = NULL;
         dirlock_error e;
         if (t->kind == 1) {
-                t->rc = dirlock_acquire_range(lockdir, t->name, 0, 1, &t->o, &h, &e);
+                t->rc = dirlock_acquire_range(space, t->name, 0, 1, &t->o, &h, &e);
         } else if (t->kind == 2) {
-                t->rc = dirlock_acquire_permit(lockdir, t->name, 1, &t->o, &h, &e);
+                t->rc = dirlock_acquire_permit(space, t->name, 1, &t->o, &h, &e);
         } else if (t->kind == 3) {
                 dirlock_options i = t->o;
                 i.mode = DIRLOCK_INTENT;
-                t->rc = dirlock_acquire(lockdir, t->name, &i, &h, &e);
+                t->rc = dirlock_acquire(space, t->name, &i, &h, &e);
                 if (t->rc == DIRLOCK_OK)
                         t->rc = dirlock_upgrade(h, NULL, &e);
         } else {
-                t->rc = dirlock_acquire(lockdir, t->name, &t->o, &h, &e);
+                t->rc = dirlock_acquire(space, t->name, &t->o, &h, &e);
         }
         t->done = 1;
         while (!t->release)
@@ -69,13 +71,13 @@ static size_t waiters_of(const char *name, size_t want, dirlock_waiter **w)
 {
         size_t n = 0;
         for (int i = 0; i < 400; i++) {
-                assert_int_equal(dirlock_waiters(lockdir, name, w, &n, NULL), DIRLOCK_OK);
+                assert_int_equal(dirlock_waiters(space, name, w, &n, NULL), DIRLOCK_OK);
                 if (n == want)
                         return n;
                 free(*w);
                 sleep_ms(5);
         }
-        assert_int_equal(dirlock_waiters(lockdir, name, w, &n, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_waiters(space, name, w, &n, NULL), DIRLOCK_OK);
         return n;
 }
 
@@ -125,7 +127,7 @@ static void one_case(const char *name, int hold_mode, int hold_kind, int wait_mo
                 assert_int_equal(w[0].permits, 1);
         free(w);
         dirlock_owner o;
-        assert_int_equal(dirlock_inspect(lockdir, name, 0, &o, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_inspect(space, name, 0, &o, NULL), DIRLOCK_OK);
         assert_int_equal(o.waiters, 1);
         finish(&a);
         while (!b.done)
@@ -139,6 +141,7 @@ static void one_case(const char *name, int hold_mode, int hold_kind, int wait_mo
 static void test_every_kind(void **state)
 {
         (void)state;
+        NEED_SPACE();
         int F = DIRLOCK_POLICY_FAIR, W = DIRLOCK_POLICY_WRITER, R = DIRLOCK_POLICY_READER;
         int X = DIRLOCK_EXCLUSIVE, S = DIRLOCK_SHARED, I = DIRLOCK_INTENT;
         one_case("x", X, 0, X, 0, F, 0, DIRLOCK_WAIT_LOCK, X);
@@ -223,15 +226,16 @@ static void test_pending_killed_listed(void **state)
 static void test_holders(void **state)
 {
         (void)state;
+        NEED_SPACE();
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
         o.mode = DIRLOCK_SHARED;
         dirlock *r1, *r2, *p1;
-        assert_int_equal(dirlock_acquire(lockdir, "h", &o, &r1, NULL), DIRLOCK_OK);
-        assert_int_equal(dirlock_acquire(lockdir, "h", &o, &r2, NULL), DIRLOCK_OK);
-        assert_int_equal(dirlock_acquire_permit(lockdir, "h", 3, NULL, &p1, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, "h", &o, &r1, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(space, "h", &o, &r2, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire_permit(space, "h", 3, NULL, &p1, NULL), DIRLOCK_OK);
         dirlock_owner *h;
         size_t n;
-        assert_int_equal(dirlock_holders(lockdir, "h", 0, &h, &n, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_holders(space, "h", 0, &h, &n, NULL), DIRLOCK_OK);
         assert_int_equal(n, 3);
         int readers = 0, permits = 0;
         for (size_t i = 0; i < n; i++) {
@@ -246,14 +250,17 @@ static void test_holders(void **state)
         dirlock_release(r1, NULL);
         dirlock_release(r2, NULL);
         dirlock_release(p1, NULL);
-        dirlock *x = take("h", 0);
-        assert_int_equal(dirlock_holders(lockdir, "h", 0, &h, &n, NULL), DIRLOCK_OK);
+        dirlock_options xo = DIRLOCK_OPTIONS_INIT;
+        xo.timeout = 0;
+        dirlock *x = NULL;
+        assert_int_equal(dirlock_acquire(space, "h", &xo, &x, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_holders(space, "h", 0, &h, &n, NULL), DIRLOCK_OK);
         assert_int_equal(n, 1);
         assert_string_equal(h[0].token, dirlock_token(x));
         assert_int_equal(h[0].mode, DIRLOCK_EXCLUSIVE);
         free(h);
         dirlock_release(x, NULL);
-        assert_int_equal(dirlock_holders(lockdir, "h", 0, &h, &n, NULL), DIRLOCK_OK);
+        assert_int_equal(dirlock_holders(space, "h", 0, &h, &n, NULL), DIRLOCK_OK);
         assert_int_equal(n, 0);
         free(h);
 }
@@ -277,13 +284,46 @@ static void test_record_thread(void **state)
         dirlock_release(x, NULL);
 }
 
+/* A waiter killed while it waits is left out of the list. */
+static void test_killed_waiter(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *a = NULL;
+        assert_int_equal(dirlock_acquire(space, "kw", &o, &a, NULL), DIRLOCK_OK);
+        pid_t child = fork();
+        if (child == 0) {
+                dirlock_options c = DIRLOCK_OPTIONS_INIT;
+                c.timeout = 30;
+                dirlock *h = NULL;
+                _exit(dirlock_acquire(space, "kw", &c, &h, NULL) == DIRLOCK_OK ? 0 : 1);
+        }
+        dirlock_waiter *w;
+        assert_int_equal(waiters_of("kw", 1, &w), 1);
+        assert_int_equal(w[0].pid, child);
+        free(w);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        assert_int_equal(waiters_of("kw", 0, &w), 0);
+        free(w);
+        dirlock_release(a, NULL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_every_kind),
-            cmocka_unit_test(test_pending_killed_listed),
-            cmocka_unit_test(test_holders),
-            cmocka_unit_test(test_record_thread),
+            cmocka_unit_test_setup(test_every_kind, fresh),
+            cmocka_unit_test_setup(test_holders, fresh),
+            cmocka_unit_test_setup(test_killed_waiter, fresh),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        /* The wait register's own: pending acquires, entries, records. */
+        const struct CMUnitTest dir_only[] = {
+            cmocka_unit_test_setup(test_pending_killed_listed, fresh),
+            cmocka_unit_test_setup(test_record_thread, fresh),
+        };
+        int failed = cmocka_run_group_tests_name("directory space", tests, dir_setup, teardown);
+        failed += cmocka_run_group_tests_name("directory space only", dir_only, dir_setup, teardown);
+        return failed + cmocka_run_group_tests_name("Redis space", tests, redis_setup, redis_teardown);
 }
