@@ -621,6 +621,13 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
         return rc;
 }
 
+/* The same-thread check's key (held.c): the server, credentials,
+ * database and prefix -- one space. */
+static const char *redis_space_key(const dirlock *h)
+{
+        return dl_redis_of(h)->server.key;
+}
+
 static const char *const redis_forms[] = {DL_REDIS_SPACE_FORMS, NULL};
 
 const dl_backend dl_redis_backend = {
@@ -649,5 +656,6 @@ const dl_backend dl_redis_backend = {
     .permit = dl_redis_permit_open,
     .holders = redis_holders,
     .waiters = redis_waiters,
+    .space_key = redis_space_key,
     .list = redis_list,
 };
