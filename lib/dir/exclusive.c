@@ -319,17 +319,11 @@ int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
 void dl_lock_describe(const dl_lock_view *v, double stale_age, const dl_fs *fs, dirlock_owner *owner)
 {
         const dl_record *rec = &v->rec;
-        owner->pid = rec->pid;
-        owner->start_time = rec->start_time;
-        snprintf(owner->host, sizeof owner->host, "%s", rec->host);
+        dl_record_to_owner(rec, owner);
         snprintf(owner->token, sizeof owner->token, "%s", v->token);
-        owner->acquired = (double)rec->acquired_ns / 1e9;
         owner->age = v->age;
-        owner->same_host = dl_record_same_host(rec);
-        owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
         owner->stale = dl_entry_stale(rec, v->age, stale_age, fs);
         owner->mode = rec->mode;
-        owner->partner = rec->partner;
 }
 
 void dl_lock_clear_foreign(const char *lock_path)
