@@ -408,8 +408,8 @@ static int cmd_detect(const char *dir, double seconds)
                 wall[round] = wo / w;
                 cpu[round] = c / co;
         }
-        printf("%.0f %.0f %.3f %.2f %.2f %.3f\n", with / ROUNDS, without / ROUNDS, median(wall, ROUNDS), cw / ROUNDS,
-               cwo / ROUNDS, median(cpu, ROUNDS));
+        printf("%.0f %.0f %.3f %.2f %.2f %.3f\n", with / ROUNDS, without / ROUNDS, median(wall, ROUNDS),
+               cw / ROUNDS, cwo / ROUNDS, median(cpu, ROUNDS));
         return 0;
 }
 

@@ -175,7 +175,17 @@ static int cmd_run(int argc, char **argv, struct settings *st)
         return run_under_locks(&rq);
 }
 
-enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE, OPT_ONE_CLIENT, OPT_PERMITS, OPT_JSON };
+enum {
+        OPT_STALE = 256,
+        OPT_INTENT,
+        OPT_POLICY,
+        OPT_FIFO,
+        OPT_FORCE,
+        OPT_RANGE,
+        OPT_ONE_CLIENT,
+        OPT_PERMITS,
+        OPT_JSON
+};
 
 /* --range LO:HI, as the library reads it (dirlock_range_parse). */
 static int parse_range(const char *s, struct settings *st)

@@ -256,7 +256,8 @@ static int reader_holds(const char *lockdir, const char *name, const char *token
         int rc = 0;
         for (size_t i = 0; i < count && rc == 0; i++) {
                 int kind = dl_layout_entry_kind(names[i]);
-                if ((kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED) || strcmp(names[i] + 2, token) == 0)
+                if ((kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED) ||
+                    strcmp(names[i] + 2, token) == 0)
                         continue;
                 char *entry = dl_join(dir, names[i], NULL);
                 dl_record rec;
@@ -289,7 +290,8 @@ static int range_holds(const char *lockdir, const char *name, bool any, double l
         char ours = dl_range_mode_letter(mode);
         for (size_t i = 0; i < count && rc == 0; i++) {
                 struct dl_range_entry e;
-                if (!dl_range_parse_leaf(names[i], &e) || e.state != DL_RANGE_HELD || strcmp(e.token, token) == 0)
+                if (!dl_range_parse_leaf(names[i], &e) || e.state != DL_RANGE_HELD ||
+                    strcmp(e.token, token) == 0)
                         continue;
                 if (!any && (!dl_range_overlap(e.lo, e.hi, lo, hi) || !dl_range_modes_conflict(e.mode, ours)))
                         continue;

@@ -333,7 +333,8 @@ static int group_live(dirlock *h, const char *group, dl_record *who, dirlock_err
                 } else if (dl_lock_look(slot, fs, &v) != 0) {
                         live = -1;
                         dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", slot);
-                } else if (v.state == DL_LOCK_OWNED && !dl_entry_stale(&v.rec, v.age, h->opts.stale_age, fs)) {
+                } else if (v.state == DL_LOCK_OWNED &&
+                           !dl_entry_stale(&v.rec, v.age, h->opts.stale_age, fs)) {
                         live = 1;
                         *who = v.rec;
                 } else if (v.state == DL_LOCK_OWNED) {

@@ -160,7 +160,8 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
                 dl_fs_touch(w->path);
                 w->renewed = dl_now();
         }
-        if (!w->node || ms_since(&w->checked) < (w->first_due ? DL_DEADLOCK_FIRST_MS : DL_DEADLOCK_RECHECK_MS))
+        if (!w->node ||
+            ms_since(&w->checked) < (w->first_due ? DL_DEADLOCK_FIRST_MS : DL_DEADLOCK_RECHECK_MS))
                 return DIRLOCK_OK;
         if (w->first_due) {
                 w->first_due = false;
