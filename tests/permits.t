@@ -8,7 +8,8 @@
 # 4 (this test can fail); holders stopped and killed at random while 16
 # processes run give their permits back (none is leaked: all 4 can be had
 # at the end); and the command: `dirlock --permits N`, -n, a holder asking
-# another N, status, a killed command's permit, and what it refuses.
+# another N, status, a killed command's permit, and what it refuses; and
+# status --json in each space: the holders and the waiter of a counting lock.
 . "$(dirname "$0")/tap.sh"
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
@@ -24,8 +25,17 @@ while read -r space; do
 	*) diag "$kind: skipped: no counting locks there" ;;
 	esac
 done < <(test_spaces)
-plan $((13 + 3 * ${#spaces[@]}))
+plan $((13 + 4 * ${#spaces[@]}))
 
+# What status --json says of lock js, in one line.
+json_summary='
+import json, sys
+d = json.load(sys.stdin)
+lock = [x for x in d["locks"] if x["name"] == "js"][0]
+held = [h for h in lock["holders"] if h["kind"] == "permit" and h["pid"] > 0 and h["alive"]]
+print("format=%s permits=%s holders=%d waiters=%s queue_length=%s" % (d["format"], lock["permits"], len(held),
+      ",".join(w["kind"] for w in lock["waiters"]), lock["queue_length"]))'
+json_want="format=dirlock-status/1 permits=2 holders=2 waiters=permit queue_length=1"
 for i in "${!spaces[@]}"; do
 	space=${spaces[$i]}
 	kind=$(space_kind "$space")
@@ -40,6 +50,22 @@ for i in "${!spaces[@]}"; do
 	out=$("$PROGS/permitstress" "$(space_sub "$space" "c$i")" 4 4 16 "$SECS" --kill 2>"$T/err")
 	ok $? "$kind: holders killed at random: never more than 4 inside, no permit leaked ($out)"
 	head -n 5 "$T/err" | while read -r l; do diag "$l"; done
+	# status --json (man dirlock, STATUS AS JSON): two holders, one waiter.
+	sub=$(space_sub "$space" "j$i")
+	pids=()
+	for k in 1 2 3; do
+		"$DIRLOCK" -d "$sub" --permits 2 js -- sleep 1 &
+		pids+=($!)
+	done
+	got=""
+	for _ in $(seq 40); do
+		"$DIRLOCK" status --json -d "$sub" js >"$T/json" 2>"$T/err"
+		got=$(python3 -c "$json_summary" <"$T/json" 2>&1)
+		[ "$got" = "$json_want" ] && break
+		sleep 0.05
+	done
+	is "$got" "$json_want" "$kind: status --json lists the 2 permit holders and the waiter"
+	wait "${pids[@]}"
 done
 
 # ---- the command ----
