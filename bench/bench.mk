@@ -3,13 +3,18 @@
 # bench/results/; figures are ratios to a baseline measured in the same
 # run.  They assert nothing.
 #   make bench         every benchmark, one after the other
-#   make bench-core    the exclusive lock (bench/core-run)
+#   make bench-core    the exclusive lock, counting locks and what deadlock
+#                      detection costs (bench/core-run)
+#   make bench-deadlock  deadlock detection's 60 s soak, 8 processes x 3
+#                      names, truth in shared memory [DEADLOCK_SECONDS=60]
 #   make bench-rw      the reader-writer lock (bench/rw-run)
 #   make bench-range   range locks against no lock, a whole lock and
 #                      fcntl byte ranges (bench/range-run)
 #   make bench-peers   dirlock beside py-filelock, proper-lockfile,
 #                      dotlockfile, lockfile-progs, mkdir and flock(2)
 #                      (bench/peers-run; PEERS_SECONDS, PEERS_REPS, ...)
+#   make bench-overload  the board at 4x its capacity, with and without
+#                      max_waiting_posts [OVERLOAD_SECONDS=10]
 #   make bench-board   the board under nginx, against a hello-world
 #                      FastCGI program [BENCH_DURATION=5s] [BENCH_CONNECTIONS=16]
 #   make bench-view-profile  where a page view's CPU time goes in the mkdir
@@ -32,7 +37,8 @@
 #                      against a bare put + delete and beside etcdctl lock
 #                      (bench/etcd-run)
 #   uses: BUILD, LIB_A, LIB_LIBS (lib/lib.mk), DEMO_BIN (tools/tools.mk),
-#         bindings, bindings-node, PYTHON, NODE (bindings/bindings.mk)
+#         bindings, bindings-node, PYTHON, NODE (bindings/bindings.mk),
+#         PROG_BINS (tests/tests.mk)
 
 CORE_BENCH := $(BUILD)/bench/core_bench
 PEER_WORKER := $(BUILD)/bench/peer_worker
@@ -76,6 +82,9 @@ $(HELLO_BIN): $(BUILD)/bench/hello.o
 bench-core: all $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/core-run
 
+bench-deadlock: all $(PROG_BINS)
+	BUILD_DIR=$(BUILD) bench/deadlock-run
+
 bench-peers: all $(PEER_WORKER) $(CORE_BENCH)
 	BUILD_DIR=$(BUILD) bench/peers-run
 
@@ -98,6 +107,9 @@ bench-async: all $(ASYNC_BENCH) $(if $(filter 1,$(SANITIZE)),,bindings-node)
 bench-bindings: all bindings $(BINDINGS_BENCH)
 	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
 
+bench-overload: all
+	bench/overload-run
+
 bench-board: all $(HELLO_BIN) $(RW_BENCH)
 	HELLO=$(HELLO_BIN) RW_BENCH=$(RW_BENCH) DURATION=$(BENCH_DURATION) CONNECTIONS=$(BENCH_CONNECTIONS) bench/board-bench
 
@@ -110,10 +122,12 @@ bench-wait-profile: all
 # One after the other: running them at once would measure each other.
 bench:
 	$(MAKE) bench-core
+	$(MAKE) bench-deadlock
 	$(MAKE) bench-rw
 	$(MAKE) bench-range
 	$(MAKE) bench-peers
 	$(MAKE) bench-board
+	$(MAKE) bench-overload
 	$(MAKE) bench-redis
 	$(MAKE) bench-bindings
 	$(MAKE) bench-netfs
@@ -122,5 +136,5 @@ bench:
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-async bench-core bench-rw bench-range bench-peers bench-board bench-view-profile bench-wait-profile \
-	bench-redis bench-bindings bench-netfs bench-etcd
+.PHONY: bench bench-async bench-core bench-deadlock bench-overload bench-rw bench-range bench-peers bench-board bench-view-profile \
+	bench-wait-profile bench-redis bench-bindings bench-netfs bench-etcd

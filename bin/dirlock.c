@@ -3,7 +3,7 @@
  * `cleanup` for looking after a lock directory from the shell.
  *
  *   dirlock [options] NAME [NAME...] -- COMMAND [ARGS...]
- *   dirlock status  [-d SPACE] [--stale SECONDS] [NAME...]
+ *   dirlock status  [-d SPACE] [--stale SECONDS] [--json] [NAME...]
  *   dirlock break   [-d SPACE] [--stale SECONDS] [--force] NAME
  *   dirlock cleanup [-d SPACE]
  *
@@ -16,6 +16,7 @@
  * run.c's. */
 #include "dirlock.h"
 #include "run.h"
+#include "status.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +35,8 @@ static void usage(FILE *to)
                 "Usage:\n"
                 "  %s [options] NAME [NAME...] -- COMMAND [ARGS...]\n"
                 "  %s [options] --range LO:HI NAME -- COMMAND [ARGS...]\n"
-                "  %s status  [-d SPACE] [--stale SECONDS] [NAME...]\n"
+                "  %s [options] --permits N NAME -- COMMAND [ARGS...]\n"
+                "  %s status  [-d SPACE] [--stale SECONDS] [--json] [NAME...]\n"
                 "  %s break   [-d SPACE] [--stale SECONDS] [--force] NAME\n"
                 "  %s cleanup [-d SPACE]\n"
                 "\n"
@@ -57,10 +59,12 @@ static void usage(FILE *to)
                 "      --range LO:HI      lock only the range [LO, HI) of NAME (one name)\n"
                 "      --one-client       every user of LOCKDIR is on this client of its network\n"
                 "                         filesystem: allow shared, intent and range locks there\n"
+                "      --permits N        take one of N permits of counting lock NAME: at most N\n"
+                "                         commands hold NAME at once (one name)\n"
                 "  -q, --quiet            no message on conflict\n"
                 "  -h, --help             this help\n"
                 "  -V, --version          version\n",
-                progname, progname, progname, progname, progname, DIRLOCK_DEFAULT_STALE_AGE);
+                progname, progname, progname, progname, progname, progname, DIRLOCK_DEFAULT_STALE_AGE);
         /* The lock spaces this build of the library knows (lib/space.c). */
         fprintf(to, "\nLock spaces:\n");
         const char *form;
@@ -88,98 +92,21 @@ static const char *default_dir(void)
 
 /* ---- status, break, cleanup ------------------------------------------ */
 
-/* What dirlock status prints: one line per lock, the owner record's
- * token, process start time and acquire time (UTC) last. */
-static void print_owner(const dirlock_owner *o)
-{
-        static const char *const modes[] = {"exclusive", "shared", "intent"};
-        if (o->pid == 0 && o->mode == DIRLOCK_SHARED) {
-                if (o->ranges && !o->readers)
-                        printf("%-24s ranges=%u\n", o->name, o->ranges);
-                else
-                        printf("%-24s shared readers=%u\n", o->name, o->readers);
-                return;
-        }
-        if (o->pid == 0) {
-                printf("%-24s held, no readable owner record (break --force to clear)\n", o->name);
-                return;
-        }
-        const char *alive = o->owner_alive == 1 ? "alive" : o->owner_alive == 0 ? "dead" : "unknown";
-        printf("%-24s pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", o->name, (long)o->pid, o->host, o->age,
-               o->mode >= 0 && o->mode <= 2 ? modes[o->mode] : "?", alive, o->stale ? "STALE" : "fresh");
-        if (o->partner)
-                printf(" command=%ld", (long)o->partner);
-        if (o->readers)
-                printf(" readers=%u", o->readers);
-        char when[32] = "?";
-        time_t t = (time_t)o->acquired;
-        struct tm tm;
-        if (o->acquired > 0 && gmtime_r(&t, &tm) != NULL)
-                strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        printf(" token=%s start=%llu acquired=%s\n", o->token[0] ? o->token : "?", o->start_time, when);
-}
-
-/* The ranges of a lock, one line each, under its status line. */
-static void print_ranges(const char *space, const char *name)
-{
-        dirlock_range_info *r;
-        size_t n;
-        if (dirlock_ranges(space, name, &r, &n, NULL) != DIRLOCK_OK)
-                return;
-        static const char *const modes[] = {"exclusive", "shared", "intent"};
-        for (size_t i = 0; i < n; i++)
-                printf("  range [%g, %g) %s%s pid=%ld host=%s age=%.1fs%s\n", r[i].lo, r[i].hi,
-                       r[i].mode >= 0 && r[i].mode <= 2 ? modes[r[i].mode] : "?",
-                       r[i].upgrading ? " (upgrading)" : "", (long)r[i].pid, r[i].host, r[i].age,
-                       r[i].waiting ? " waiting" : "");
-        free(r);
-}
-
 /* The settings every subcommand and the lock-and-run mode share. */
 struct settings {
         const char *space; /* -d: the lock space */
         double timeout, stale;
         int conflict_code, quiet, force;
+        bool json; /* status --json */
         dirlock_options opts;
         bool ranged; /* --range LO:HI */
         double lo, hi;
+        unsigned permits; /* --permits N */
 };
 
 static int cmd_status(int argc, char **argv, const struct settings *st)
 {
-        if (argc == 0) {
-                dirlock_owner *owners;
-                size_t n;
-                dirlock_error e;
-                if (dirlock_list(st->space, st->stale, &owners, &n, &e) != DIRLOCK_OK) {
-                        fprintf(stderr, "%s: %s\n", progname, e.message);
-                        return EXIT_ERROR;
-                }
-                for (size_t i = 0; i < n; i++) {
-                        print_owner(&owners[i]);
-                        if (owners[i].ranges)
-                                print_ranges(st->space, owners[i].name);
-                }
-                free(owners);
-                return 0;
-        }
-        int status = 0;
-        for (int i = 0; i < argc; i++) {
-                dirlock_owner o;
-                dirlock_error e;
-                int rc = dirlock_inspect(st->space, argv[i], st->stale, &o, &e);
-                if (rc == DIRLOCK_OK) {
-                        print_owner(&o);
-                        if (o.ranges)
-                                print_ranges(st->space, argv[i]);
-                } else if (rc == DIRLOCK_ENOLOCK) {
-                        printf("%-24s free\n", argv[i]);
-                } else {
-                        fprintf(stderr, "%s: %s\n", progname, e.message);
-                        status = EXIT_ERROR;
-                }
-        }
-        return status;
+        return status_run(argc, argv, st->space, st->stale, st->json);
 }
 
 static int cmd_break(int argc, char **argv, const struct settings *st)
@@ -224,8 +151,12 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                 fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
                 return EXIT_ERROR;
         }
-        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged) && sep > 1) {
-                fprintf(stderr, "%s: shared, intent and range locks take one name\n", progname);
+        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged || st->permits > 0) && sep > 1) {
+                fprintf(stderr, "%s: shared, intent and range locks and permits take one name\n", progname);
+                return EXIT_ERROR;
+        }
+        if (st->permits > 0 && (st->ranged || st->opts.mode != DIRLOCK_EXCLUSIVE)) {
+                fprintf(stderr, "%s: --permits takes neither a range nor a mode\n", progname);
                 return EXIT_ERROR;
         }
         struct run_request rq = {.space = st->space,
@@ -234,6 +165,7 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                                  .ranged = st->ranged,
                                  .lo = st->lo,
                                  .hi = st->hi,
+                                 .permits = st->permits,
                                  .opts = st->opts,
                                  .quiet = st->quiet,
                                  .conflict_code = st->conflict_code,
@@ -243,7 +175,17 @@ static int cmd_run(int argc, char **argv, struct settings *st)
         return run_under_locks(&rq);
 }
 
-enum { OPT_STALE = 256, OPT_INTENT, OPT_POLICY, OPT_FIFO, OPT_FORCE, OPT_RANGE, OPT_ONE_CLIENT };
+enum {
+        OPT_STALE = 256,
+        OPT_INTENT,
+        OPT_POLICY,
+        OPT_FIFO,
+        OPT_FORCE,
+        OPT_RANGE,
+        OPT_ONE_CLIENT,
+        OPT_PERMITS,
+        OPT_JSON
+};
 
 /* --range LO:HI, as the library reads it (dirlock_range_parse). */
 static int parse_range(const char *s, struct settings *st)
@@ -261,12 +203,12 @@ static int parse_range(const char *s, struct settings *st)
  * runs them.  They take their options after the word. */
 static const struct subcommand {
         const char *word;
-        bool stale, force;
+        bool stale, force, json;
         int (*run)(int argc, char **argv, const struct settings *st);
 } subcommands[] = {
-    {"status", true, false, cmd_status},
-    {"break", true, true, cmd_break},
-    {"cleanup", false, false, cmd_cleanup},
+    {"status", true, false, true, cmd_status},
+    {"break", true, true, false, cmd_break},
+    {"cleanup", false, false, false, cmd_cleanup},
 };
 
 static int parse_policy(const char *s, int *policy)
@@ -339,6 +281,18 @@ static int take_option(int c, struct settings *st)
                 return 0;
         case OPT_RANGE:
                 return parse_range(optarg, st);
+        case OPT_PERMITS: {
+                char *end;
+                errno = 0;
+                unsigned long v = strtoul(optarg, &end, 10);
+                if (errno != 0 || *optarg < '1' || *optarg > '9' || *end != '\0' || v > DIRLOCK_PERMITS_MAX) {
+                        fprintf(stderr, "%s: invalid number of permits '%s' (1 to %u)\n", progname, optarg,
+                                (unsigned)DIRLOCK_PERMITS_MAX);
+                        return -1;
+                }
+                st->permits = (unsigned)v;
+                return 0;
+        }
         case 'q':
                 st->quiet = 1;
                 return 0;
@@ -361,6 +315,7 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
             {"dir", required_argument, NULL, 'd'},
             {"stale", required_argument, NULL, OPT_STALE},
             {"force", no_argument, NULL, OPT_FORCE},
+            {"json", no_argument, NULL, OPT_JSON},
             {NULL, 0, NULL, 0},
         };
         optind = 0; /* 0, not 1: glibc then starts a fresh scan */
@@ -374,9 +329,12 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                                 return EXIT_ERROR;
                 } else if (c == OPT_FORCE && sub->force) {
                         st->force = 1;
+                } else if (c == OPT_JSON && sub->json) {
+                        st->json = true;
                 } else {
                         const char *what = c == OPT_STALE   ? "--stale"
                                            : c == OPT_FORCE ? "--force"
+                                           : c == OPT_JSON  ? "--json"
                                                             : argv[optind - 1];
                         fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n", progname,
                                 sub->word, what, progname);
@@ -388,8 +346,18 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
 
 int main(int argc, char **argv)
 {
-        struct settings st = {
-            default_dir(), -1, DIRLOCK_DEFAULT_STALE_AGE, 1, 0, 0, DIRLOCK_OPTIONS_INIT, false, 0, 0};
+        struct settings st = {default_dir(),
+                              -1,
+                              DIRLOCK_DEFAULT_STALE_AGE,
+                              1,
+                              0,
+                              0,
+                              false,
+                              DIRLOCK_OPTIONS_INIT,
+                              false,
+                              0,
+                              0,
+                              0};
         static const struct option longopts[] = {
             {"dir", required_argument, NULL, 'd'},
             {"timeout", required_argument, NULL, 'w'},
@@ -405,6 +373,7 @@ int main(int argc, char **argv)
             {"fifo", no_argument, NULL, OPT_FIFO},
             {"one-client", no_argument, NULL, OPT_ONE_CLIENT},
             {"range", required_argument, NULL, OPT_RANGE},
+            {"permits", required_argument, NULL, OPT_PERMITS},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {"version", no_argument, NULL, 'V'},

@@ -203,30 +203,31 @@ static int end_by_signal(int sig, bool quiet)
         return EXIT_SIGNAL + sig;
 }
 
-/* What the command runs under: a set of whole locks, or one range lock. */
+/* What the command runs under: a set of whole locks, or one range lock
+ * or permit. */
 struct held {
         dirlock_set *set;
-        dirlock *range;
+        dirlock *one;
 };
 
 static size_t held_count(const struct held *hl)
 {
-        return hl->range ? 1 : dirlock_set_count(hl->set);
+        return hl->one ? 1 : dirlock_set_count(hl->set);
 }
 
 static dirlock *held_lock(const struct held *hl, size_t i)
 {
-        return hl->range ? hl->range : dirlock_set_lock(hl->set, i);
+        return hl->one ? hl->one : dirlock_set_lock(hl->set, i);
 }
 
 static int held_refresh(struct held *hl, dirlock_error *e)
 {
-        return hl->range ? dirlock_refresh(hl->range, e) : dirlock_refresh_many(hl->set, e);
+        return hl->one ? dirlock_refresh(hl->one, e) : dirlock_refresh_many(hl->set, e);
 }
 
 static int held_release(struct held *hl, dirlock_error *e)
 {
-        return hl->range ? dirlock_release(hl->range, e) : dirlock_release_many(hl->set, e);
+        return hl->one ? dirlock_release(hl->one, e) : dirlock_release_many(hl->set, e);
 }
 
 /* Take the locks, watching `sfd` (ending_signals) through the library's
@@ -250,10 +251,12 @@ static int take_locks(struct run_request *rq, int sfd, struct pending_command *p
                                                  (double)(now.tv_nsec - start.tv_nsec) / 1e9);
                         rq->opts.timeout = left > 0 ? left : 0;
                 }
-                int rc = rq->ranged ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi,
-                                                            &rq->opts, &hl->range, e)
-                                    : dirlock_acquire_many(rq->space, (const char *const *)rq->names,
-                                                           rq->count, &rq->opts, &hl->set, e);
+                int rc = rq->ranged        ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi,
+                                                                   &rq->opts, &hl->one, e)
+                         : rq->permits > 0 ? dirlock_acquire_permit(rq->space, rq->names[0], rq->permits,
+                                                                    &rq->opts, &hl->one, e)
+                                           : dirlock_acquire_many(rq->space, (const char *const *)rq->names,
+                                                                  rq->count, &rq->opts, &hl->set, e);
                 if (rc != DIRLOCK_ECANCELED)
                         return rc;
                 *ended = signals_taken(sfd, pc);
@@ -435,7 +438,7 @@ int run_under_locks(struct run_request *rq)
                 bool conflict = rc == DIRLOCK_EBUSY || rc == DIRLOCK_ETIMEDOUT;
                 if (!conflict || !rq->quiet)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                return conflict ? rq->conflict_code : EXIT_ERROR;
+                return conflict ? rq->conflict_code : rc == DIRLOCK_EDEADLK ? EXIT_DEADLOCK : EXIT_ERROR;
         }
         return run_locked(&pc, &wait_for, &old, &hl, rq->opts.stale_age, rq->conflict_code);
 }

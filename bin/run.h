@@ -17,6 +17,7 @@
 enum {
         EXIT_ERROR = 2,        /* bad usage, a system error, a lock not ours to break */
         EXIT_NO_FENCE = 3,     /* the locks were had but not their fences: not run    */
+        EXIT_DEADLOCK = 4,     /* waiting would close a cycle of waits: not run       */
         EXIT_CANNOT_RUN = 126, /* COMMAND cannot be run (126 and 127 as a shell's)   */
         EXIT_NOT_FOUND = 127,
         EXIT_SIGNAL = 128, /* + N: COMMAND died of signal N                          */
@@ -29,6 +30,7 @@ struct run_request {
         size_t count;         /* how many (one for a range)                    */
         bool ranged;          /* --range LO:HI of names[0]                     */
         double lo, hi;        /* its ends                                      */
+        unsigned permits;     /* --permits N: one of N permits of names[0]     */
         dirlock_options opts; /* mode, policy, flags, timeout, stale age       */
         bool quiet;           /* -q: no message on conflict                    */
         int conflict_code;    /* -E: the status when the locks cannot be had   */

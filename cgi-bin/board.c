@@ -59,13 +59,23 @@ int board_view(struct board *b, const struct msglist **out, unsigned long long *
         return b->store->view(b->state, out, generation, err);
 }
 
+/* Through the posts' gate (board_post_gate: at most max_waiting_posts at
+ * once, the others refused at once), then the store. */
 int board_post(struct board *b, struct logrecord *msg, const char *addr, long long now,
                struct board_error *err)
 {
         if (opened(b, err) < 0)
                 return -1;
+        struct board_lock gate;
+        if (board_post_gate(b->cfg, &gate, err) < 0)
+                return -1;
         struct store_write w = {addr, now};
-        return b->store->post(b->state, msg, &w, err);
+        int rc = b->store->post(b->state, msg, &w, err);
+        /* The post's answer is the store's: a permit broken meanwhile (the
+         * post outlived the stale age) changes nothing that was stored. */
+        struct board_error ignored = BOARD_ERROR_INIT;
+        (void)board_lock_release(&gate, &ignored);
+        return rc;
 }
 
 /* The delete-password hash of message `no` (a new string), read without

@@ -137,6 +137,7 @@ enum {
         K_DELETE_FAILURE_WINDOW,
         K_LOCK_SPACE,
         K_SINGLE_HOST,
+        K_MAX_WAITING_POSTS,
         K_COUNT
 };
 
@@ -160,6 +161,7 @@ static const char *const key_names[K_COUNT] = {
     "delete_failure_window",
     "lock_space",
     "single_host",
+    "max_waiting_posts",
 };
 
 /* Apply one key; returns NULL or a description of what is wrong (which
@@ -233,6 +235,10 @@ static const char *apply(struct board_config *cfg, int key, const char *v, size_
                 return parse_long(v, 0, 86400, &cfg->delete_failure_window)
                            ? "must be an integer, 0 (no limit) to 86400"
                            : NULL;
+        case K_MAX_WAITING_POSTS:
+                return parse_long(v, 0, DIRLOCK_PERMITS_MAX, &cfg->max_waiting_posts)
+                           ? "must be an integer, 0 (no cap) to 65535"
+                           : NULL;
         case K_LOCK_SPACE:
                 /* Handed to the library as it is: the library picks the
                  * backend from it and reports what it cannot use. */
@@ -267,6 +273,23 @@ static const char *local_dir_of(const char *space)
 {
         dirlock_space_info info;
         return dirlock_space_query(space, &info, NULL) == DIRLOCK_OK ? info.dir : NULL;
+}
+
+/* The space where the posts' gate counts them: a space that has counting
+ * locks, which flock:DIR has not -- its directory DIR has. */
+static int gate_space_of(struct board_config *cfg, const char *filename, struct board_error *err)
+{
+        dirlock_space_info info;
+        cfg->gate_space = cfg->lock_space;
+        if (dirlock_space_query(cfg->lock_space, &info, NULL) == DIRLOCK_OK && !info.permits && info.dir)
+                cfg->gate_space = info.dir;
+        if (cfg->max_waiting_posts == 0 ||
+            (dirlock_space_query(cfg->gate_space, &info, NULL) == DIRLOCK_OK && info.permits))
+                return 0;
+        return board_fail(err, 500,
+                          "%s: key 'max_waiting_posts': the cap counts waiting posts with a counting lock, "
+                          "which lock space '%.100s' does not have (set max_waiting_posts = 0)",
+                          filename, cfg->lock_space);
 }
 
 static int is_space(char c)
@@ -366,6 +389,8 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                 rc = board_fail(err, 500, "%s: out of memory", filename);
         if (rc == 0)
                 cfg->lock_dir = local_dir_of(cfg->lock_space);
+        if (rc == 0)
+                rc = gate_space_of(cfg, filename, err);
         if (rc == 0 && board_lock_mode_row(cfg->lock_mode)->flock && !cfg->lock_dir)
                 rc = board_fail(err, 500,
                                 "%s: key 'lock_space': lock_mode %s takes flock(2) locks on files in a "

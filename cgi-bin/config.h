@@ -47,6 +47,13 @@ struct board_config {
         char *error_log;            /* file the board appends its error lines to, or NULL (errlog.h) */
         long delete_max_failures;   /* wrong passwords per address or message ... */
         long delete_failure_window; /* ... within this many seconds, then 429 (0 = off) */
+        /* The posts that may wait for the board's lock (or hold it) at
+         * once; one more is refused at once with 503 (0 = no cap). */
+        long max_waiting_posts;
+        /* Where the posts' gate (board_post_gate) counts them: the lock
+         * space, or for flock:DIR the directory DIR (a space with counting
+         * locks); pointing into lock_space. */
+        const char *gate_space;
 };
 
 /* Parse the text of a configuration file; `filename` is used in messages

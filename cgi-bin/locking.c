@@ -19,6 +19,12 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                 err->retry_after = 1;
                 return -1;
         }
+        if (code == DIRLOCK_EDEADLK) { /* locks taken in an order another request took otherwise */
+                board_fail(err, 503, "busy, please try again (%s)",
+                           de->message[0] ? de->message : dirlock_strerror(code));
+                err->retry_after = 1;
+                return -1;
+        }
         if (code == DIRLOCK_ESERVER) {
                 board_fail(err, 503,
                            "the lock server cannot be reached; nothing was written, please try again (%s)",
@@ -39,6 +45,31 @@ static int lock_error(const struct board_config *cfg, int code, const dirlock_er
                    code == DIRLOCK_EIO ? storage_hint(de->sys_errno) : "");
         err->retry_after = status == 503 ? 1 : 0;
         return -1;
+}
+
+int board_post_gate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err)
+{
+        lk->cfg = cfg;
+        lk->handle = NULL;
+        lk->fence = 0;
+        if (cfg->max_waiting_posts <= 0)
+                return 0;
+        dirlock_options opts;
+        dirlock_options_init(&opts);
+        opts.timeout = 0; /* never waits: that is the point */
+        opts.stale_age = cfg->stale_age;
+        dirlock_error de = {0, 0, ""};
+        int rc = dirlock_acquire_permit(cfg->gate_space, BOARD_GATE_LOCK_NAME,
+                                        (unsigned)cfg->max_waiting_posts, &opts, &lk->handle, &de);
+        if (rc == DIRLOCK_EBUSY) {
+                board_fail(err, 503,
+                           "busy, please try again: %ld posts are waiting for the board already (nothing was "
+                           "stored)",
+                           cfg->max_waiting_posts);
+                err->retry_after = 1;
+                return -1;
+        }
+        return rc == DIRLOCK_OK ? 0 : lock_error(cfg, rc, &de, err);
 }
 
 /* Take lock `name`; 1 when the wait was canceled through cancel_fd.

@@ -43,6 +43,7 @@ struct board_lock {
 #define BOARD_RATE_LOCK_NAME   "ratelimit"
 #define BOARD_DELETE_LOCK_NAME "deletelimit"
 #define BOARD_SCHEMA_LOCK_NAME "schema"
+#define BOARD_GATE_LOCK_NAME   "posters"
 
 /* Lock for reading the flat log (may hold nothing, per mode). */
 int board_lock_read(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
@@ -88,6 +89,15 @@ int board_lock_make_exclusive(struct board_lock *lk, struct board_error *err);
  * for the other modes.  A failure leaves the lock as it was: a lost lock
  * shows at its release. */
 void board_lock_write_visible(struct board_lock *lk);
+/* The posts' gate (config max_waiting_posts, seed 001's safeguard against
+ * requests piling up behind a lock): one of max_waiting_posts permits of
+ * the counting lock "posters" (in the gate space, config.h), tried once
+ * and held by a post while it waits for the board's lock and stores.
+ * None left: 503 at once, Retry-After: 1 -- the post is refused before
+ * anything is queued or charged, so nothing is lost, and the board's
+ * workers stay free for page views instead of all waiting for one lock.
+ * No cap: nothing held.  0, or -1 with the error. */
+int board_post_gate(const struct board_config *cfg, struct board_lock *lk, struct board_error *err);
 /* Release whatever is held; DIRLOCK_ELOST here is an error (500). */
 int board_lock_release(struct board_lock *lk, struct board_error *err);
 /* The end of a locked operation whose result is `rc`: release, and

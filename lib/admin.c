@@ -124,3 +124,65 @@ int dirlock_ranges(const char *space, const char *name, dirlock_range_info **out
         }
         return rc;
 }
+
+static int by_acquired(const void *a, const void *b)
+{
+        double x = ((const dirlock_owner *)a)->acquired, y = ((const dirlock_owner *)b)->acquired;
+        return x < y ? -1 : x > y;
+}
+
+int dirlock_holders(const char *space, const char *name, double stale_age, dirlock_owner **out, size_t *count,
+                    dirlock_error *err)
+{
+        if (out == NULL || count == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the holders");
+        *out = NULL;
+        *count = 0;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->holders == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces do not list their holders", be->name);
+        if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
+                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
+        if (rc == DIRLOCK_OK)
+                rc = be->holders(spec, name, stale_age, out, count, err);
+        if (rc == DIRLOCK_OK) {
+                for (size_t i = 0; i < *count; i++)
+                        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", name);
+                if (*count > 1)
+                        qsort(*out, *count, sizeof **out, by_acquired);
+                dl_ok(err);
+        }
+        return rc;
+}
+
+static int by_since(const void *a, const void *b)
+{
+        double x = ((const dirlock_waiter *)a)->since, y = ((const dirlock_waiter *)b)->since;
+        return x < y ? -1 : x > y;
+}
+
+int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, size_t *count,
+                    dirlock_error *err)
+{
+        if (out == NULL || count == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the waiters");
+        *out = NULL;
+        *count = 0;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->waiters == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces do not list their waiters", be->name);
+        if (rc == DIRLOCK_OK && name != NULL && !dirlock_name_valid(name))
+                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name);
+        if (rc == DIRLOCK_OK)
+                rc = be->waiters(spec, name, out, count, err);
+        if (rc == DIRLOCK_OK) {
+                if (*count > 1) /* none: *out may be NULL, which qsort may not be given */
+                        qsort(*out, *count, sizeof **out, by_since);
+                dl_ok(err);
+        }
+        return rc;
+}

@@ -102,6 +102,11 @@ typedef struct dl_backend {
         /* Required.  DIRLOCK_OK while h still holds its lock, DIRLOCK_ELOST
          * when it does not; changes nothing. */
         int (*check)(const dirlock *h, dirlock_error *err);
+        /* A string that names h's lock space, the same for every handle of
+         * one space in this process (a directory's absolute path): lets
+         * deadlock detection tell which locks a thread holds in a space
+         * (held.c).  NULL: not told, and no such checks. */
+        const char *(*space_key)(const dirlock *h);
         /* Draw this acquisition's fence (dirlock_fence) while the lock is
          * held; DIRLOCK_ELOST when it is not.  NULL: no fences here. */
         int (*fence)(dirlock *h, unsigned long long *fence, dirlock_error *err);
@@ -110,6 +115,11 @@ typedef struct dl_backend {
          * acquire then takes; `shrink` narrows a held range at once. */
         int (*range)(dirlock *h, dirlock_error *err);
         int (*shrink)(dirlock *h, double lo, double hi, dirlock_error *err);
+        /* Counting locks (NULL: not offered).  `permit` makes a handle
+         * that is open but not yet acquired a permit of counting lock
+         * h->name with h->permits permits, which acquire then takes (and
+         * release, refresh, check, fence, retoken treat as a lock). */
+        int (*permit)(dirlock *h, dirlock_error *err);
         /* Intent -> exclusive, exclusive -> shared, upgraded intent ->
          * intent (NULL: not offered; handle.c checks the modes). */
         int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
@@ -127,6 +137,15 @@ typedef struct dl_backend {
         /* The range holders and waiters of `name` (NULL: no ranges). */
         int (*ranges)(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
                       dirlock_error *err);
+        /* Every holder of `name` (dirlock_holders: its exclusive lock's
+         * holder, each reader, each permit), in any order (NULL: not
+         * offered). */
+        int (*holders)(const char *spec, const char *name, double stale_age, dirlock_owner **out,
+                       size_t *count, dirlock_error *err);
+        /* Every waiter of `name` (every name when NULL), in any order; a
+         * dead one's entry removed (NULL: not offered). */
+        int (*waiters)(const char *spec, const char *name, dirlock_waiter **out, size_t *count,
+                       dirlock_error *err);
         /* The names of the locks that exist (held, or with readers or
          * waiters), each once, in any order: malloc'd array of malloc'd
          * strings in *names, their number in *count. */

@@ -155,7 +155,10 @@ extern "C" {
         /* the lock directory is on a network filesystem where this mode is                                  \
            not safe among several clients (docs/netfs.md); DIRLOCK_ONE_CLIENT                                \
            allows it */                                                                                      \
-        X(ENETFS, "mode not safe among the clients of this network filesystem")
+        X(ENETFS, "mode not safe among the clients of this network filesystem")                              \
+        /* the wait would never end: it closes a cycle of waits (deadlock);                                  \
+           nothing was taken */                                                                              \
+        X(EDEADLK, "deadlock: the wait closes a cycle of waits")
 
 #define DIRLOCK_CODE_ENUM_(name, description) DIRLOCK_##name,
 typedef enum dirlock_code { DIRLOCK_CODES(DIRLOCK_CODE_ENUM_) DIRLOCK_CODE_COUNT } dirlock_code;
@@ -202,6 +205,11 @@ typedef enum dirlock_policy {
  * its network filesystem (one host's mount): allow the modes that are
  * safe only there (DIRLOCK_ENETFS otherwise; docs/netfs.md). */
 #define DIRLOCK_ONE_CLIENT (1u << 5)
+/* This acquire is neither reported as closing a cycle of waits nor counted
+ * as a thread's hold in others' reports: for a lock that another thread
+ * than the one that takes it may release (deadlock detection counts a
+ * lock as held by the thread that took it; lib/dir/deadlock.c). */
+#define DIRLOCK_NO_DEADLOCK (1u << 6)
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
@@ -254,6 +262,10 @@ typedef struct dirlock_owner {
         pid_t partner;                     /* 0, or the process holding with it       */
         char name[DIRLOCK_NAME_MAX + 1];   /* the lock's name            */
         unsigned ranges;                   /* held ranges (dirlock_ranges) */
+        unsigned permits;                  /* a counting lock: its N, else 0 */
+        unsigned permit_holders;           /* ... and the permits held (dirlock_holders) */
+        unsigned waiters;                  /* processes waiting for the name (dirlock_waiters) */
+        unsigned long long fence;          /* the last fence drawn for the name, 0 none */
 } dirlock_owner;
 
 /* ---- exclusive locks (and the common entry point) ------------------- */
@@ -333,7 +345,8 @@ int dirlock_inspect(const char *lockdir, const char *name, double stale_age, dir
 
 /* Every lock that exists in `lockdir` (held, or with readers or waiters),
  * each as dirlock_inspect() describes it, in name order: *owners is a
- * malloc'd array of *count entries; free() it. */
+ * malloc'd array of *count entries; free() it.  Its holders one by one:
+ * dirlock_holders(); its waiters: dirlock_waiters(). */
 int dirlock_list(const char *lockdir, double stale_age, dirlock_owner **owners, size_t *count,
                  dirlock_error *err);
 
@@ -443,6 +456,77 @@ typedef struct dirlock_range_info {
 int dirlock_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
                    dirlock_error *err);
 
+/* ---- counting locks ---------------------------------------------------- */
+
+/* Largest number of permits a counting lock may have. */
+#define DIRLOCK_PERMITS_MAX 65535
+
+/* Take one of the `permits` permits of counting lock `name`: at most
+ * `permits` holders have one at any moment (1..DIRLOCK_PERMITS_MAX), each
+ * with its own owner record, token and fence, the way a semaphore counts
+ * -- but a holder that dies gives its permit back (on this host at once,
+ * on another after the stale age).  opts->mode must be DIRLOCK_EXCLUSIVE
+ * (the default); timeout, stale age, DIRLOCK_FIFO, DIRLOCK_REENTRANT, the
+ * cancel descriptor and the rest work as for dirlock_acquire(), and the
+ * handle is released, refreshed, checked and fenced as a lock's; it has no
+ * modes to change (upgrade and downgrade: DIRLOCK_EINVAL).
+ *
+ * N belongs to the lock while it is used: an acquire asking another N
+ * than that of the holders present is refused with DIRLOCK_EINVAL, naming
+ * theirs -- never let in beyond either number; once they are gone, any N
+ * may be asked.  A counting lock is a lock of its own: the permits of
+ * NAME never wait for NAME's exclusive, shared or range locks, nor hold
+ * them off.  Directory spaces: lib/dir/permits.c; Redis spaces:
+ * lib/redis/redis_permits.c; flock and etcd spaces have none
+ * (DIRLOCK_EINVAL). */
+int dirlock_acquire_permit(const char *space, const char *name, unsigned permits, const dirlock_options *opts,
+                           dirlock **out, dirlock_error *err);
+/* The N of a counting lock's handle; 0 for any other lock. */
+unsigned dirlock_permits_of(const dirlock *lock);
+
+/* ---- who holds, who waits ------------------------------------------------ */
+
+/* Every holder of lock `name`, one owner record each, oldest first: the
+ * holder of its exclusive lock (exclusive, intent, or a `simple` reader),
+ * each reader (mode shared), and each permit of its counting lock (with
+ * `permits` set); range holders are dirlock_ranges()'.  `stale_age`
+ * judges each (owner->stale); *out is a malloc'd array of *count entries
+ * (free() it). */
+int dirlock_holders(const char *space, const char *name, double stale_age, dirlock_owner **out, size_t *count,
+                    dirlock_error *err);
+
+/* What a waiter waits for. */
+enum dirlock_wait_kind {
+        DIRLOCK_WAIT_LOCK = 0, /* the name's lock, in `mode`               */
+        DIRLOCK_WAIT_RANGE,    /* a range [lo, hi) of the name, in `mode`   */
+        DIRLOCK_WAIT_PERMIT,   /* one of `permits` permits of the name      */
+        DIRLOCK_WAIT_UPGRADE   /* an intent holder, for exclusive          */
+};
+
+/* A process (thread) waiting for a lock, as dirlock_waiters() lists them. */
+typedef struct dirlock_waiter {
+        char name[DIRLOCK_NAME_MAX + 1];
+        int kind;         /* dirlock_wait_kind                               */
+        int mode;         /* dirlock_mode it asks for                        */
+        double lo, hi;    /* DIRLOCK_WAIT_RANGE: the range                   */
+        unsigned permits; /* DIRLOCK_WAIT_PERMIT: the lock's N               */
+        pid_t pid;
+        pid_t tid; /* the waiting thread; 0 when not known              */
+        unsigned long long start_time;
+        char host[256];
+        double since;    /* wall clock, seconds since the epoch, it began to wait */
+        double age;      /* seconds since it began or last renewed its entry */
+        int pending;     /* 1: a pending acquire (dirlock_acquire_start)   */
+        int owner_alive; /* -1 unknown (other host), 0 dead, 1 alive       */
+} dirlock_waiter;
+
+/* Every waiter of lock `name` (of every lock of the space when `name` is
+ * NULL), the longest waiting first: whole, shared, intent, upgrade, range
+ * and permit waits alike.  *out is a malloc'd array of *count entries
+ * (free() it); a waiter that died is left out (and its entry removed). */
+int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, size_t *count,
+                    dirlock_error *err);
+
 /* ---- acquiring without blocking --------------------------------------- */
 
 /* For event loops (libuv, epoll, asyncio, Node): an acquire that never
@@ -475,6 +559,8 @@ int dirlock_acquire_start(const char *space, const char *name, const dirlock_opt
                           dirlock_pending **out, dirlock_error *err);
 int dirlock_acquire_range_start(const char *space, const char *name, double lo, double hi,
                                 const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
+int dirlock_acquire_permit_start(const char *space, const char *name, unsigned permits,
+                                 const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
 int dirlock_acquire_many_start(const char *space, const char *const names[], size_t n,
                                const dirlock_options *opts, dirlock_pending **out, dirlock_error *err);
 /* Intent -> exclusive without blocking; the handle is not used by anyone
@@ -518,6 +604,7 @@ typedef struct dirlock_space_info {
         int fences;        /* dirlock_fence() is offered                   */
         int upgrade;       /* intent locks upgrade (dirlock_upgrade)       */
         int owner_records; /* dirlock_inspect(), dirlock_list() are offered */
+        int permits;       /* dirlock_acquire_permit() is offered          */
 } dirlock_space_info;
 
 /* DIRLOCK_EINVAL (with the reason) for an empty or unknown space, or one

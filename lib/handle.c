@@ -38,7 +38,7 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
         unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY |
-                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT;
+                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK;
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
         if (out->flags & DIRLOCK_CANCEL_FD) {
@@ -98,6 +98,7 @@ void dl_handle_free(dirlock *h)
 {
         if (h == NULL)
                 return;
+        dl_held_note(h, false);
         h->be->close(h);
         free(h);
 }
@@ -141,7 +142,9 @@ void dl_handle_forget_cancel(dirlock *h)
 int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
 {
         dl_time deadline = dl_deadline(h->opts.timeout);
-        int rc = h->be->acquire(h, &deadline, err);
+        int rc = dl_held_self_deadlock(h, err);
+        if (rc == DIRLOCK_OK)
+                rc = h->be->acquire(h, &deadline, err);
         if (rc != DIRLOCK_OK) {
                 if (h->be->release_kept != NULL)
                         (void)h->be->release_kept(h, NULL); /* an entry a failed step left */
@@ -150,6 +153,7 @@ int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
         }
         dl_handle_forget_cancel(h);
         h->holds = 1;
+        dl_held_note(h, true);
         *out = h;
         dl_ok(err);
         return DIRLOCK_OK;
@@ -204,6 +208,51 @@ int dirlock_acquire_range(const char *space, const char *name, double lo, double
                 return rc;
         }
         return dl_handle_acquire_new(h, out, err);
+}
+
+int dirlock_acquire_permit(const char *space, const char *name, unsigned permits, const dirlock_options *opts,
+                           dirlock **out, dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
+        *out = NULL;
+        if (permits < 1 || permits > DIRLOCK_PERMITS_MAX)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "a counting lock has 1 to %u permits, not %u",
+                               (unsigned)DIRLOCK_PERMITS_MAX, permits);
+        if (opts != NULL && opts->mode != DIRLOCK_EXCLUSIVE)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "a permit of a counting lock is taken in exclusive mode (the default), not "
+                               "mode %d: each permit has one holder",
+                               opts->mode);
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        if (rc == DIRLOCK_OK && be->permit == NULL)
+                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no counting locks", be->name);
+        dirlock *h = NULL;
+        if (rc == DIRLOCK_OK)
+                rc = dl_handle_open(be, spec, name, opts, &h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        h->permits = permits;
+        rc = be->permit(h, err);
+        if (rc != DIRLOCK_OK) {
+                dl_handle_free(h);
+                return rc;
+        }
+        return dl_handle_acquire_new(h, out, err);
+}
+
+unsigned dirlock_permits_of(const dirlock *lock)
+{
+        return lock != NULL ? lock->permits : 0;
+}
+
+/* A counting lock's permit has one mode: nothing to change. */
+static int no_modes(const dirlock *lock, dirlock_error *err)
+{
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "a permit of counting lock '%s' has no modes to change",
+                       lock->name);
 }
 
 int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err)
@@ -266,9 +315,12 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                 return rc;
         lock->mode = lock->opts.mode;
         lock->fence = 0;
-        rc = lock->be->acquire(lock, &deadline, err);
+        rc = dl_held_self_deadlock(lock, err);
+        if (rc == DIRLOCK_OK)
+                rc = lock->be->acquire(lock, &deadline, err);
         if (rc == DIRLOCK_OK) {
                 lock->holds = 1;
+                dl_held_note(lock, true);
                 dl_ok(err);
         }
         return rc;
@@ -279,6 +331,7 @@ static int release_lock(dirlock *lock, dirlock_error *err)
 {
         int rc = lock->be->release(lock, err);
         lock->holds = 0;
+        dl_held_note(lock, false);
         if (rc == DIRLOCK_OK)
                 dl_ok(err);
         return rc;
@@ -353,6 +406,8 @@ int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *e
         int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        if (lock->permits > 0)
+                return no_modes(lock, err);
         if (lock->be->upgrade == NULL)
                 return dl_fail(err, DIRLOCK_EUPGRADE, 0, "%s lock '%s' cannot be upgraded", lock->be->name,
                                lock->name);
@@ -364,6 +419,8 @@ int dirlock_downgrade(dirlock *lock, dirlock_error *err)
         int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        if (lock->permits > 0)
+                return no_modes(lock, err);
         if (lock->be->downgrade == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot be downgraded", lock->be->name,
                                lock->name);
@@ -378,6 +435,8 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err)
         int rc = handle_held(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
+        if (lock->permits > 0)
+                return no_modes(lock, err);
         if (lock->mode == DIRLOCK_INTENT)
                 return DIRLOCK_OK;
         if (lock->mode != DIRLOCK_EXCLUSIVE || lock->opts.mode != DIRLOCK_INTENT)

@@ -40,6 +40,7 @@ struct dirlock {
         unsigned long long fence;         /* this acquisition's fence, 0 = not drawn */
         bool ranged;                      /* a range lock of [lo, hi)             */
         double lo, hi;
+        unsigned permits; /* a counting lock's permit: its N, else 0 */
         char name[DIRLOCK_NAME_MAX + 1];
         char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex: names this acquisition */
 };
@@ -56,6 +57,16 @@ int dl_handle_usable(const dirlock *h, dirlock_error *err);
  * are never reused: INVARIANT B in dir/exclusive.c), after releasing what a
  * failed release left (the backend's release_kept). */
 int dl_handle_new_token(dirlock *h, dirlock_error *err);
+
+/* ---- the locks this process holds (held.c) ----------------------------- */
+
+/* h now holds its lock (true) or holds nothing any more (false). */
+void dl_held_note(const dirlock *h, bool held);
+/* Before a waiting acquire of h: DIRLOCK_EDEADLK when this thread holds,
+ * through another handle, a lock of the same name and space that h's
+ * acquire would wait for; else DIRLOCK_OK.  Not for tries, pending
+ * acquires and DIRLOCK_NO_DEADLOCK. */
+int dl_held_self_deadlock(const dirlock *h, dirlock_error *err);
 
 /* ---- errors (error.c) -------------------------------------------------- */
 
@@ -126,6 +137,7 @@ typedef struct dl_record {
         unsigned long long stale_ms; /* the holder's stale age (0: none) */
         pid_t partner;               /* 0, or a process holding with it */
         unsigned long long partner_start;
+        pid_t tid; /* the thread that took it (deadlock detection); 0: unknown */
         char host[256];
         /* Not in the text: when the entry it was read from last changed
          * (its file times, INVARIANT C in dir/exclusive.c), filled by the
@@ -134,7 +146,7 @@ typedef struct dl_record {
 } dl_record;
 
 /* Our own record for a new lock (token, our stale age and partner given;
- * partner 0 for none). */
+ * partner 0 for none), naming the calling thread. */
 void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age, pid_t partner,
                     unsigned long long partner_start);
 /* Text form, NUL-terminated; returns its length, or -1 if it does not fit
@@ -171,8 +183,32 @@ int dl_record_same_host(const dl_record *rec);
 unsigned long long dl_process_start_time(pid_t pid);
 /* getpid(), without a system call after the first (cleared by fork()). */
 pid_t dl_self_pid(void);
+/* gettid(), the same way, per thread. */
+pid_t dl_self_tid(void);
 /* 128 random bits as 32 hex digits. */
 int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
+
+/* ---- waiters' records (wait_record.c) ----------------------------------- */
+
+#define DL_WAIT_RECORD_MAX (DL_RECORD_MAX + DIRLOCK_NAME_MAX + 160)
+
+/* What a waiter waits for, as it records it for others to see. */
+typedef struct dl_wait_record {
+        char name[DIRLOCK_NAME_MAX + 1]; /* the lock                         */
+        int kind;                        /* dirlock_wait_kind                */
+        int mode;                        /* dirlock_mode asked               */
+        char target;                     /* the backend's letter: what blocks it */
+        char id[DIRLOCK_TOKEN_LEN + 1];  /* drawn for this one wait          */
+        double lo, hi;                   /* DIRLOCK_WAIT_RANGE               */
+        unsigned permits;                /* DIRLOCK_WAIT_PERMIT: N           */
+        bool pending;                    /* a pending acquire's: no thread blocked */
+        dl_record who;                   /* the waiter; who.acquired_ns: since */
+} dl_wait_record;
+
+/* Text form, NUL-terminated; its length, or -1 if it does not fit. */
+int dl_wait_record_format(const dl_wait_record *w, char *buf, size_t size);
+/* Parse `len` bytes of text form: 0, or -1. */
+int dl_wait_record_parse(const char *buf, size_t len, dl_wait_record *w);
 
 /* ---- clocks (clock.c) -------------------------------------------------- */
 
@@ -301,6 +337,11 @@ typedef struct dl_waiter {
         bool lockdir_muted;  /* ... unless muted (dl_waiter_lockdir_events) */
 } dl_waiter;
 
+/* The calling thread's next dl_waiter_wait returns by `at` at the latest
+ * (0, as on a re-check), whatever else wakes it, until called again with
+ * NULL: the moment a deadlock check falls due (lib/dir/waits.c).  Per
+ * thread; a pending acquire never sets it. */
+void dl_waiter_wake_by(const dl_time *at);
 /* `stale_age` bounds the re-check interval and the backoff: a waiter
  * renews its waiting entries (FIFO ticket, ...) at least every third of it. */
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age);

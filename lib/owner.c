@@ -5,13 +5,16 @@
  * Record text (one line, fields separated by single spaces, host last):
  *   dirlock1 pid=<pid> start=<ticks> token=<32 hex> acquired=<ns epoch>
  *            boot=<boot id> pidns=<inode> mode=<0|1|2> stale=<ms>
- *            [partner=<pid>:<ticks>] host=<hostname>
+ *            [partner=<pid>:<ticks>] [tid=<tid>] host=<hostname>
  * `stale` is the holder's own stale age: a judge with a shorter one still
  * waits that long (dl_entry_stale), so callers with different settings
  * cannot break each other's fresh locks.  `partner` (only when there is
  * one) names a second process of the same host that holds the lock with
  * the recording one (dirlock_options.partner_pid): the command that
- * bin/dirlock runs.
+ * bin/dirlock runs.  `tid` (only when known) is the thread that took the
+ * lock: deadlock detection counts a lock as held by that thread
+ * (lib/dir/deadlock.c), and a record without it as held by no thread it
+ * can prove waits.
  *
  * "Provably dead" needs the same host name, the same boot id and the same
  * pid namespace as ours; then the pid is looked up in /proc: gone, a
@@ -29,6 +32,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Identity of this machine and process.  Host, boot id and pid namespace do
@@ -66,6 +70,7 @@ static ssize_t read_small_file(const char *path, char *buf, size_t size)
  * with it the start time and the token generator's seed) even if the child
  * later has a pid number the parent once had. */
 static _Thread_local pid_t token_pid;
+static _Thread_local pid_t cached_tid;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* This process's pid, asked once: getpid() is a system call, and a lock
@@ -82,6 +87,7 @@ static void forget_parent(void)
         self.pid = 0;
         token_pid = 0;
         cached_pid = 0;
+        cached_tid = 0; /* the forking thread is the child's only one */
 }
 
 static void register_atfork(void)
@@ -100,6 +106,15 @@ pid_t dl_self_pid(void)
         pid = getpid();
         cached_pid = pid;
         return pid;
+}
+
+pid_t dl_self_tid(void)
+{
+        if (cached_tid == 0) {
+                pthread_once(&atfork_once, register_atfork);
+                cached_tid = (pid_t)syscall(SYS_gettid);
+        }
+        return cached_tid;
 }
 
 /* Start time (field 22) and state (field 3) of /proc/<pid>/stat.  Returns
@@ -185,6 +200,7 @@ void dl_record_self(dl_record *rec, const char *token, int mode, double stale_ag
         rec->stale_ms = stale_age > 0 && stale_age < 1e12 ? (unsigned long long)(stale_age * 1e3) : 0;
         rec->partner = partner > 0 ? partner : 0;
         rec->partner_start = partner > 0 ? partner_start : 0;
+        rec->tid = dl_self_tid();
 }
 
 /* The text form is written on every acquire (a view of the rw board
@@ -253,6 +269,10 @@ int dl_record_format(const dl_record *rec, char *buf, size_t size)
                 put_ll(&o, rec->partner);
                 put_str(&o, ":");
                 put_ull(&o, rec->partner_start);
+        }
+        if (rec->tid > 0) {
+                put_str(&o, " tid=");
+                put_ll(&o, rec->tid);
         }
         put_str(&o, " host=");
         put_str(&o, rec->host);
@@ -343,6 +363,11 @@ int dl_record_parse(const char *buf, size_t len, dl_record *rec)
                     !take_ull(&p, end, ~0ULL, &rec->partner_start))
                         return -1;
                 rec->partner = (pid_t)v;
+        }
+        if (take_prefix(&p, end, " tid=")) {
+                if (!take_ull(&p, end, 0x7fffffff, &v) || v == 0)
+                        return -1;
+                rec->tid = (pid_t)v;
         }
         if (!take_prefix(&p, end, " host="))
                 return -1;

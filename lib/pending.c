@@ -3,9 +3,9 @@
  * the library, dl_poll.
  *
  * ONE IMPLEMENTATION.  A pending acquire runs the library's own acquire
- * (dirlock_acquire, dirlock_acquire_range, dirlock_acquire_many,
- * dirlock_upgrade: the same code a blocking caller runs) on a fiber of its
- * own (fiber.c).  Every wait of the library -- inotify and pidfd waits,
+ * (dirlock_acquire, dirlock_acquire_range, dirlock_acquire_permit,
+ * dirlock_acquire_many, dirlock_upgrade: the same code a blocking caller
+ * runs) on a fiber of its own (fiber.c).  Every wait of the library -- inotify and pidfd waits,
  * backoff steps, a Redis reply, a BLPOP, a meta-lock's backoff -- goes
  * through dl_poll.  Outside a pending acquire dl_poll is ppoll(2).  Inside
  * one it registers the descriptors and the timeout of the wait in the
@@ -65,7 +65,7 @@
 #include <unistd.h>
 
 enum pending_state { PENDING_RUNNING, PENDING_WAITING, PENDING_DONE };
-enum pending_kind { KIND_ACQUIRE, KIND_RANGE, KIND_MANY, KIND_UPGRADE };
+enum pending_kind { KIND_ACQUIRE, KIND_RANGE, KIND_PERMIT, KIND_MANY, KIND_UPGRADE };
 
 /* Descriptors of one wait, registered in the set while it lasts. */
 #define WAIT_FDS 8
@@ -90,6 +90,7 @@ struct dirlock_pending {
         char **names;
         size_t nnames;
         double lo, hi;
+        unsigned permits;
         dirlock_options opts;
         dirlock *upgrading; /* KIND_UPGRADE: the caller's handle */
         /* Its result. */
@@ -256,6 +257,9 @@ static void run(void *arg)
                 break;
         case KIND_RANGE:
                 p->rc = dirlock_acquire_range(p->space, p->name, p->lo, p->hi, &p->opts, &p->lock, &p->err);
+                break;
+        case KIND_PERMIT:
+                p->rc = dirlock_acquire_permit(p->space, p->name, p->permits, &p->opts, &p->lock, &p->err);
                 break;
         case KIND_MANY:
                 p->rc = dirlock_acquire_many(p->space, (const char *const *)p->names, p->nnames, &p->opts,
@@ -517,6 +521,22 @@ int dirlock_acquire_range_start(const char *space, const char *name, double lo, 
                 return rc;
         p->lo = lo;
         p->hi = hi;
+        return pending_begin(p, out, err);
+}
+
+int dirlock_acquire_permit_start(const char *space, const char *name, unsigned permits,
+                                 const dirlock_options *opts, dirlock_pending **out, dirlock_error *err)
+{
+        if (out == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the pending acquire");
+        dirlock_pending *p;
+        int rc = pending_new(KIND_PERMIT, opts, &p, err);
+        if (rc == DIRLOCK_OK && ((rc = copy_string(&p->space, space, err)) != DIRLOCK_OK ||
+                                 (rc = copy_string(&p->name, name, err)) != DIRLOCK_OK))
+                pending_close(p);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        p->permits = permits;
         return pending_begin(p, out, err);
 }
 

@@ -108,6 +108,7 @@ int dirlock_space_query(const char *space, dirlock_space_info *info, dirlock_err
         info->fences = be->fence != NULL;
         info->upgrade = be->upgrade != NULL;
         info->owner_records = be->inspect != NULL;
+        info->permits = be->permit != NULL;
         dl_ok(err);
         return DIRLOCK_OK;
 }

@@ -259,6 +259,23 @@ static bool readable(int fd, const struct timespec *ts)
         return dl_poll(&p, 1, ts) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
 }
 
+static _Thread_local bool wake_set;
+static _Thread_local dl_time wake_at;
+
+void dl_waiter_wake_by(const dl_time *at)
+{
+        wake_set = at != NULL;
+        if (at != NULL)
+                wake_at = *at;
+}
+
+/* Milliseconds until the thread's wake_by moment (0 when past), or a
+ * span longer than any wait when none is set. */
+static double wake_in(void)
+{
+        return wake_set ? dl_remaining(&wake_at) : 1e12;
+}
+
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 {
         static const struct timespec now = {0, 0};
@@ -271,6 +288,8 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
 
         if (!w->notify && w->pid_fd < 0) {
                 double step = dl_backoff_next(&w->backoff);
+                if (step > wake_in())
+                        step = wake_in();
                 if (dl_nap_ms(step, deadline, w->cancel_fd)) /* EINTR: an early step, harmless */
                         return DIRLOCK_ECANCELED;
                 return step >= left && dl_remaining(deadline) <= 0 ? DIRLOCK_ETIMEDOUT : 0;
@@ -280,6 +299,8 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         double span = w->notify ? w->recheck_ms : dl_backoff_next(&w->backoff);
         if (span > w->backoff.cap_ms)
                 span = w->backoff.cap_ms;
+        if (span > wake_in())
+                span = wake_in();
         for (;;) {
                 bool last = span >= left;
                 struct timespec ts = ms_to_timespec(last ? left : span);

@@ -166,7 +166,9 @@ space_leftovers() {
 	if p=$(spaces_plugin "$1"); then
 		"${p}_space_leftovers" "$1"
 	else
-		find "$1" -mindepth 1 -maxdepth 1 ! -name '*.fence' ! -name '.*.rmeta' -printf '%f\n' 2>/dev/null
+		# the wait register is kept for the next waiter; not its entries
+		find "$1" -mindepth 1 -maxdepth 1 ! -name '*.fence' ! -name '.*.rmeta' ! -name .waits -printf '%f\n' 2>/dev/null
+		find "$1/.waits" -mindepth 1 -maxdepth 1 -printf '.waits/%f\n' 2>/dev/null
 	fi
 	return 0
 }

@@ -18,11 +18,12 @@
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
-UNIT_TESTS := conn_cache core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale range rw space redis_url redis etcd \
+UNIT_TESTS := conn_cache core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale deadlock permits \
+	range rw space waiters redis_url redis etcd \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
-	board_view_lock board_delete_limit
-TEST_PROGS := histcheck histworker lockworker rangestress rw_hold stress
+	board_view_lock board_delete_limit board_post_gate
+TEST_PROGS := deadlockstress histcheck histworker lockworker permitstress rangestress rw_hold stress
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
 TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
@@ -74,9 +75,9 @@ $(BUILD)/tests/unit/test_board_delete_limit: $(BUILD)/tests/unit/test_board_dele
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
 
 # dirlock-hooks: the command built the same way, for tests/core-signals.t.
-$(BUILD)/tests/progs/dirlock-hooks: $(BUILD)/hooks/bin/dirlock.o $(BUILD)/hooks/bin/run.o $(HOOK_LIB_A)
+$(BUILD)/tests/progs/dirlock-hooks: $(DIRLOCK_SRCS:%.c=$(BUILD)/hooks/%.o) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(DIRLOCK_LIBS)
 
 test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
 # The bindings' suites run against the normal build only (tests/run-all).

@@ -143,6 +143,7 @@ static const struct dlp_opt {
     {"reentrant", OPT_FLAG, DIRLOCK_REENTRANT},
     {"no_mkdir", OPT_FLAG, DIRLOCK_NO_MKDIR},
     {"no_notify", OPT_FLAG, DIRLOCK_NO_NOTIFY},
+    {"no_deadlock", OPT_FLAG, DIRLOCK_NO_DEADLOCK},
     {"cancel_fd", OPT_CANCEL_FD, 0},
     {"partner_pid", OPT_PARTNER, 0},
     {"range", OPT_RANGE, 0},

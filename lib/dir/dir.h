@@ -10,8 +10,10 @@
 #include "layout.h"
 #include "netfs.h"
 
-struct dl_rw;    /* reader-writer state, owned by rwlock.c */
-struct dl_range; /* range state, owned by range.c */
+struct dl_rw;      /* reader-writer state, owned by rwlock.c */
+struct dl_range;   /* range state, owned by range.c */
+struct dl_permits; /* a counting lock's state, owned by permits.c */
+struct dl_wreg;    /* a wait's entry in the wait register, owned by waits.c */
 
 /* A handle's state in a directory space (h->impl). */
 struct dl_dir {
@@ -26,6 +28,11 @@ struct dl_dir {
         bool excl_held;         /* we hold <name>.lock                          */
         struct dl_rw *rw;       /* reader-writer state or NULL                  */
         struct dl_range *range; /* a range lock's state, or NULL               */
+        /* A counting lock's state, or NULL; lock_path and entry_path are
+         * then those of the permit tried or held (permits.c). */
+        struct dl_permits *permits;
+        /* Its entry in the wait register while it waits, or NULL. */
+        struct dl_wreg *wreg;
 };
 
 static inline struct dl_dir *dl_dir_of(const dirlock *h)
@@ -51,10 +58,96 @@ int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
 int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
                   size_t *count, dirlock_error *err);
 unsigned dl_range_count_held(const char *lockdir, const char *name);
+
+/* ---- counting locks (permits.c) ---------------------------------------- */
+
+/* Make h (h->permits set) a permit handle: its paths and queue. */
+int dl_permit_prepare(dirlock *h, dirlock_error *err);
+void dl_permit_free(dirlock *h);
+/* Take a permit by the deadline (dl_take_w, then INVARIANT Q). */
+int dl_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+/* One attempt at a permit, judging the permits present when `judge`:
+ * DIRLOCK_OK (lock_path is the permit, excl_held set), DIRLOCK_EBUSY
+ * (*holder: a holder to watch, when one was judged), or an error. */
+int dl_permit_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
+/* Whether a permit looks free (one readdir, nothing judged). */
+bool dl_permit_looks_free(dirlock *h);
+/* The directory whose removals are the releases of h's permits. */
+const char *dl_permit_release_dir(const dirlock *h);
+/* Append the holders of counting lock `name` to *out (*count of them,
+ * room for *cap): dirlock_holders. */
+int dl_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                      size_t *count, size_t *cap, dirlock_error *err);
+/* dirlock_cleanup of one D/NAME.permits on filesystem `fs`: stale permits
+ * broken, empty permits removed, and empty groups, queue and the
+ * directory itself (not on a network filesystem: KEPT DIRECTORIES). */
+void dl_permits_cleanup(const char *permits_dir, const dl_fs *fs);
+/* The names in directory `dir` on `fs` but "." and "..", as one whole
+ * listing (looked at again when the directory is replaced as it is read,
+ * ESTALE): DIRLOCK_OK with a malloc'd array (none when it does not
+ * exist), or an error -- never a listing cut short.  permits.c. */
+int dl_dir_names(const char *dir, const dl_fs *fs, char ***names, size_t *count, dirlock_error *err);
+void dl_dir_names_free(char **names, size_t count);
+
+/* ---- the wait register (waits.c) and deadlock detection (deadlock.c) ---- */
+
+/* What blocks a wait: the letter its record gives (`for`), which tells
+ * deadlock detection whose holds to follow (deadlock.c). */
+enum dl_wait_target {
+        DL_FOR_W = 'w',             /* W's holder (take_w: exclusive, intent, simple, ...)    */
+        DL_FOR_W_TO_READ = 's',     /* W's holder when it holds readers off (shared)          */
+        DL_FOR_READERS = 'r',       /* the name's readers (a writer's drain, an upgrade)      */
+        DL_FOR_READERS_OR_W = 'a',  /* readers and W (a writer of policy reader)              */
+        DL_FOR_RANGES = 'g',        /* the name's held ranges (a whole lock)                  */
+        DL_FOR_RANGE = 'x',         /* overlapping conflicting ranges and whole holders       */
+        DL_FOR_RANGE_UPGRADE = 'y', /* overlapping conflicting ranges (an intent range's upgrade) */
+        DL_FOR_PERMIT = 'p'         /* the holders of the permits asked (any one of N)        */
+};
+/* h starts waiting (after a failed try, before its first sleep): its
+ * entry in D/.waits; a blocking thread's first deadlock check (deadlock.c)
+ * falls due DL_DEADLOCK_FIRST_MS later, and its waits wake for it
+ * (dl_waiter_wake_by).  `kind` is a dirlock_wait_kind, `mode` the mode
+ * asked.  DIRLOCK_OK (or an error).  The register is for seeing, never in
+ * the way: an entry that cannot be made leaves the wait unlisted. */
+int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
+/* After every wake-up of the wait: renew the entry (every quarter of the
+ * stale age) and check for deadlock (first DL_DEADLOCK_FIRST_MS after the
+ * wait began, then every DL_DEADLOCK_RECHECK_MS).
+ * DIRLOCK_OK or DIRLOCK_EDEADLK. */
+int dl_wait_step(dirlock *h, dirlock_error *err);
+/* The wait is over (whatever its outcome): the entry goes. */
+void dl_wait_end(dirlock *h);
+/* The handle goes: its entry, if any, and the register's state. */
+void dl_wait_free(dirlock *h);
+/* The waiters of lock `name` (every lock when NULL), longest first; dead
+ * waiters' entries are removed on the way.  dirlock_waiters(). */
+int dl_waits_list(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
+                  dirlock_error *err);
+/* Their number (0 on error). */
+unsigned dl_waits_count(const char *lockdir, const char *name);
+/* dirlock_cleanup: dead waiters' entries, and the register when empty. */
+void dl_waits_cleanup(const char *lockdir);
+/* The names that have waiters, malloc'd array of malloc'd strings. */
+int dl_waits_names(const char *lockdir, char ***names, size_t *count);
+
+/* When a blocked waiter first checks for deadlock (a wait for a lock in
+ * use usually ends sooner: a hand-off takes well under a millisecond on
+ * tmpfs), and how often it checks again.  The first bounds how soon the
+ * wait that closes a cycle reports it (100 ms is promised); the rechecks
+ * catch a cycle whose check saw a lock change hands and proved nothing. */
+#define DL_DEADLOCK_FIRST_MS   10.0
+#define DL_DEADLOCK_RECHECK_MS 200.0
+/* Whether h's wait (its entry just made, h's record `self`) closes a
+ * cycle of waits: DIRLOCK_EDEADLK with the cycle in err, or DIRLOCK_OK
+ * (none proven).  deadlock.c. */
+int dl_deadlock_check(dirlock *h, const dl_wait_record *self, dirlock_error *err);
+
 /* Draw h's fence (dir_fence.c) while `held` says h holds its lock: asked
  * before drawing (not worth it for a lost lock) and after (step 4). */
 typedef int (*dl_dir_held_fn)(const dirlock *h, dirlock_error *err);
 int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err);
+/* The last fence drawn for lock `name`, 0 when none (dirlock_inspect). */
+unsigned long long dl_dir_fence_last(const char *lockdir, const char *name);
 
 /* ---- the exclusive primitive (exclusive.c) ----------------------------- */
 
@@ -62,7 +155,7 @@ int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dir
  * at the holder and breaks it if stale, then tries again.  DIRLOCK_OK
  * (h->excl_held set), DIRLOCK_EBUSY (holder in *holder if not NULL;
  * holder->pid == 0 when unknown or not judged), or an error.  Waiting is
- * the caller's (rwlock.c take_w): a cheap attempt on every wake-up, a
+ * the caller's (rwlock.c dl_take_w): a cheap attempt on every wake-up, a
  * judging one when the watched owner died or the re-check interval passed. */
 int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
 /* Release h->lock_path if it is still ours: DIRLOCK_OK or DIRLOCK_ELOST. */
@@ -103,6 +196,9 @@ typedef struct dl_lock_view {
  * filesystem "absent" is asked of the parent's listing).  0, or -1 with
  * errno. */
 int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v);
+/* Fill an owner record for dirlock_inspect from an owned view, judged
+ * with `stale_age` on filesystem `fs`. */
+void dl_lock_describe(const dl_lock_view *v, double stale_age, const dl_fs *fs, dirlock_owner *owner);
 /* Remove the names in a lock directory that are not owner entries, then
  * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
 void dl_lock_clear_foreign(const char *lock_path);

@@ -51,6 +51,8 @@ static void dir_close(dirlock *h)
 {
         if (h->impl == NULL)
                 return;
+        dl_wait_free(h);
+        dl_permit_free(h);
         dl_range_free(h);
         dl_rw_free(h);
         dir_free_state(dl_dir_of(h));
@@ -83,7 +85,7 @@ static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 return rc;
         if (h->ranged)
                 return dl_range_acquire(h, deadline, err);
-        rc = dl_rw_acquire(h, deadline, err);
+        rc = h->permits > 0 ? dl_permit_acquire(h, deadline, err) : dl_rw_acquire(h, deadline, err);
         dl_excl_discard_prep(h);
         return rc;
 }
@@ -153,6 +155,17 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
         struct dl_dir *d = dl_dir_of(h);
         owner->readers = dl_rw_count_readers(d->lockdir, name);
         owner->ranges = dl_range_count_held(d->lockdir, name);
+        owner->waiters = dl_waits_count(d->lockdir, name);
+        owner->fence = dl_dir_fence_last(d->lockdir, name);
+        dirlock_owner *permit_holders = NULL;
+        size_t holders = 0, cap = 0;
+        if (dl_permit_holders(d->lockdir, name, h->opts.stale_age, &permit_holders, &holders, &cap, NULL) ==
+                DIRLOCK_OK &&
+            holders > 0) {
+                owner->permits = permit_holders[0].permits;
+                owner->permit_holders = (unsigned)holders;
+        }
+        free(permit_holders);
         dl_lock_view v;
         if (dl_lock_look(d->lock_path, d->fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
@@ -165,15 +178,10 @@ static int dir_inspect(const char *lockdir, const char *name, double stale_age, 
         } else if (v.state != DL_LOCK_OWNED) {
                 if (owner->readers || owner->ranges)
                         owner->mode = DIRLOCK_SHARED;
-                else
+                else if (owner->permit_holders == 0 && owner->waiters == 0)
                         rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
         } else {
-                const dl_record *rec = &v.rec;
-                dl_record_to_owner(rec, owner);
-                snprintf(owner->token, sizeof owner->token, "%s", v.token);
-                owner->age = v.age;
-                owner->stale = dl_entry_stale(rec, v.age, h->opts.stale_age, d->fs);
-                owner->mode = rec->mode;
+                dl_lock_describe(&v, h->opts.stale_age, d->fs, owner);
         }
         dl_handle_free(h);
         return rc;
@@ -256,6 +264,108 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
         return rc;
 }
 
+/* Room for one more owner at the end of *out, zeroed; NULL when out of
+ * memory. */
+static dirlock_owner *one_more(dirlock_owner **out, size_t *count, size_t *cap)
+{
+        if (*count == *cap) {
+                size_t grown_cap = *cap ? *cap * 2 : 8;
+                dirlock_owner *grown = realloc(*out, grown_cap * sizeof *grown);
+                if (grown == NULL)
+                        return NULL;
+                *out = grown;
+                *cap = grown_cap;
+        }
+        dirlock_owner *o = &(*out)[(*count)++];
+        memset(o, 0, sizeof *o);
+        return o;
+}
+
+/* The readers' entries (r. and a.) of `name`, appended. */
+static int list_readers(const char *lockdir, const char *name, double stale_age, const dl_fs *fs,
+                        dirlock_owner **out, size_t *count, size_t *cap, dirlock_error *err)
+{
+        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
+        char **names = NULL;
+        size_t n = 0;
+        if (dir == NULL || dl_dir_names(dir, fs, &names, &n, NULL) != DIRLOCK_OK) {
+                free(dir);
+                return DIRLOCK_OK; /* none (or unreadable: as inspect counts them) */
+        }
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
+                int kind = dl_layout_entry_kind(names[i]);
+                if (kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED)
+                        continue;
+                dl_lock_view v;
+                memset(&v, 0, sizeof v);
+                char *entry = dl_join(dir, names[i], NULL);
+                if (entry == NULL || dl_entry_read(entry, &v.rec, &v.age) != 0) {
+                        free(entry);
+                        continue; /* gone meanwhile */
+                }
+                free(entry);
+                v.state = DL_LOCK_OWNED;
+                v.token = names[i] + 2;
+                dirlock_owner *o = one_more(out, count, cap);
+                if (o == NULL)
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                else
+                        dl_lock_describe(&v, stale_age, fs, o);
+        }
+        dl_dir_names_free(names, n);
+        free(dir);
+        return rc;
+}
+
+static int dir_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                       size_t *count, dirlock_error *err)
+{
+        char *abs;
+        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (stale_age <= 0)
+                stale_age = DIRLOCK_DEFAULT_STALE_AGE;
+        size_t cap = 0;
+        const dl_fs *fs = dl_fs_of(abs, NULL);
+        char *lock = dl_layout_path(abs, name, DL_SUFFIX_LOCK);
+        dl_lock_view v;
+        if (lock == NULL) {
+                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        } else if (dl_lock_look(lock, fs, &v) == 0 && v.state == DL_LOCK_OWNED) {
+                dirlock_owner *o = one_more(out, count, &cap);
+                if (o == NULL)
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                else
+                        dl_lock_describe(&v, stale_age, fs, o);
+        }
+        free(lock);
+        if (rc == DIRLOCK_OK)
+                rc = list_readers(abs, name, stale_age, fs, out, count, &cap, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_permit_holders(abs, name, stale_age, out, count, &cap, err);
+        free(abs);
+        if (rc != DIRLOCK_OK) {
+                free(*out);
+                *out = NULL;
+                *count = 0;
+        }
+        return rc;
+}
+
+static int dir_waiters(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
+                       dirlock_error *err)
+{
+        char *abs;
+        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        rc = dl_waits_list(abs, name, out, count, err);
+        free(abs);
+        return rc;
+}
+
 static int dir_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
                       dirlock_error *err)
 {
@@ -272,12 +382,34 @@ static int dir_cleanup(const char *lockdir, dirlock_error *err)
          * any waiter leaves its own (exclusive.c, LEFTOVER PREPARED
          * DIRECTORIES). */
         dl_sweep_preps(abs, NULL, DIRLOCK_DEFAULT_STALE_AGE);
+        dl_waits_cleanup(abs);
         rc = dl_rw_cleanup(abs, err);
         free(abs);
         return rc;
 }
 
-/* Every NAME that has a NAME.lock, NAME.readers, NAME.wq or NAME.fifo. */
+/* Add `name` to names[0..*n) unless it is there; DIRLOCK_OK or ENOMEM. */
+static int add_name(char ***names, size_t *n, size_t *cap, const char *name, dirlock_error *err)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (strcmp((*names)[i], name) == 0)
+                        return DIRLOCK_OK;
+        if (*n == *cap) {
+                size_t grown_cap = *cap ? *cap * 2 : 16;
+                char **grown = realloc(*names, grown_cap * sizeof *grown);
+                if (grown == NULL)
+                        return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                *names = grown;
+                *cap = grown_cap;
+        }
+        if (((*names)[*n] = strdup(name)) == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        (*n)++;
+        return DIRLOCK_OK;
+}
+
+/* Every NAME that has a NAME.lock, NAME.readers, NAME.wq, NAME.fifo,
+ * NAME.ranges or NAME.permits, or a waiter in the wait register. */
 static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlock_error *err)
 {
         char *abs;
@@ -296,31 +428,22 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
         int more;
         while (rc == DIRLOCK_OK && (more = dl_fs_next(dp, &de)) > 0) {
                 char name[DIRLOCK_NAME_MAX + 1];
-                if (!dl_layout_lock_name(de->d_name, name))
-                        continue;
-                bool seen = false;
-                for (size_t i = 0; i < n && !seen; i++)
-                        seen = strcmp(names[i], name) == 0;
-                if (seen)
-                        continue;
-                if (n == cap) {
-                        size_t grown_cap = cap ? cap * 2 : 16;
-                        char **grown = realloc(names, grown_cap * sizeof *names);
-                        if (grown == NULL) {
-                                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                                break;
-                        }
-                        names = grown;
-                        cap = grown_cap;
-                }
-                if ((names[n] = strdup(name)) == NULL)
-                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                else
-                        n++;
+                if (dl_layout_lock_name(de->d_name, name))
+                        rc = add_name(&names, &n, &cap, name, err);
         }
         if (rc == DIRLOCK_OK && more < 0) /* a listing cut short is no list */
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", abs);
         closedir(dp);
+        char **waited = NULL;
+        size_t nwaited = 0;
+        if (rc == DIRLOCK_OK && dl_waits_names(abs, &waited, &nwaited) == DIRLOCK_OK) {
+                for (size_t i = 0; i < nwaited; i++) {
+                        if (rc == DIRLOCK_OK)
+                                rc = add_name(&names, &n, &cap, waited[i], err);
+                        free(waited[i]);
+                }
+                free(waited);
+        }
         free(abs);
         if (rc != DIRLOCK_OK) {
                 while (n > 0)
@@ -331,6 +454,11 @@ static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlo
         *names_out = names;
         *count = n;
         return DIRLOCK_OK;
+}
+
+static const char *dir_space_key(const dirlock *h)
+{
+        return dl_dir_of(h)->lockdir;
 }
 
 static const char *const dir_forms[] = {"DIR (a lock directory)", NULL};
@@ -348,8 +476,10 @@ const dl_backend dl_dir_backend = {
     .refresh = dir_refresh,
     .check = dir_check,
     .fence = dir_fence,
+    .space_key = dir_space_key,
     .range = dl_range_prepare,
     .shrink = dl_range_shrink,
+    .permit = dl_permit_prepare,
     .upgrade = dir_upgrade,
     .downgrade = dir_downgrade,
     .downgrade_intent = dir_downgrade_intent,
@@ -357,5 +487,7 @@ const dl_backend dl_dir_backend = {
     .break_lock = dir_break,
     .cleanup = dir_cleanup,
     .ranges = dir_ranges,
+    .holders = dir_holders,
+    .waiters = dir_waiters,
     .list = dir_list,
 };

@@ -184,3 +184,12 @@ int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dir
         int rc = held(h, err); /* not worth drawing for a lost lock */
         return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, held, fence, err);
 }
+
+unsigned long long dl_dir_fence_last(const char *lockdir, const char *name)
+{
+        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_FENCE);
+        unsigned long long n = 0;
+        int found = dir != NULL ? counter_read(dir, &n) : 0;
+        free(dir);
+        return found == 1 ? n : 0;
+}

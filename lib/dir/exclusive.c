@@ -44,7 +44,7 @@
  *      rename that wins.  The lookup only ever skips a rename: 3 then
  *      judges the directory, and if it is free (empty) the next round
  *      renames without looking.  (A waiting caller that does not judge
- *      may look first too, where releases wake it: rwlock.c take_w.)
+ *      may look first too, where releases wake it: rwlock.c dl_take_w.)
  *   3. On failure, judge the holder (below); if stale, break it and go to 2.
  *      The prepared directory is kept across retries and removed at the
  *      end.  Its record is rewritten once a second while we wait, so that
@@ -145,6 +145,8 @@ int dl_entry_create(const char *path, const dirlock *h, int mode)
         dl_record rec;
         char text[DL_RECORD_MAX];
         dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
+        if (h->opts.flags & DIRLOCK_NO_DEADLOCK)
+                rec.tid = 0; /* held by no thread that deadlock detection may follow */
         if (dl_record_format(&rec, text, sizeof text) < 0) {
                 errno = ENAMETOOLONG;
                 return -1;
@@ -312,6 +314,16 @@ int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
                         return rc;
                 dl_fs_refresh(lock_path); /* replaced while we looked: look again */
         }
+}
+
+void dl_lock_describe(const dl_lock_view *v, double stale_age, const dl_fs *fs, dirlock_owner *owner)
+{
+        const dl_record *rec = &v->rec;
+        dl_record_to_owner(rec, owner);
+        snprintf(owner->token, sizeof owner->token, "%s", v->token);
+        owner->age = v->age;
+        owner->stale = dl_entry_stale(rec, v->age, stale_age, fs);
+        owner->mode = rec->mode;
 }
 
 void dl_lock_clear_foreign(const char *lock_path)
@@ -629,6 +641,13 @@ static int take_once(dirlock *h, bool peek, dirlock_error *err)
                 if (ours_after_all(h))
                         break;
                 if (e == ENOENT && again < 8) {
+                        /* Our prepared directory still there: what is
+                         * missing is the directory the lock goes in (a
+                         * counting lock's group, permits.c), the caller's
+                         * to make. */
+                        if (dl_fs_lstat(dl_dir_of(h)->prep_path, &st) == 0)
+                                return dl_fail(err, DIRLOCK_EIO, e, "the directory of lock '%s' is missing",
+                                               dl_dir_of(h)->lock_path);
                         /* Our prepared directory was moved away as a crash's
                          * leftover (dl_sweep_preps), or the lock directory
                          * itself was removed: make them again (prep_mkdir

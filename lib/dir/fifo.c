@@ -1,7 +1,7 @@
 /* fifo.c - the waiting queue of a name's exclusive lock (D/NAME.lock):
  * tickets in arrival order.  DIRLOCK_FIFO waiters are served strictly in
  * that order; other waiters queue too, after one failed try (rwlock.c
- * take_w), so that a release wakes one waiter instead of all of them.
+ * dl_take_w), so that a release wakes one waiter instead of all of them.
  *
  * QUEUE.  D/NAME.fifo/ holds one ticket per waiter: a symlink t.<SEQ>
  * (SEQ zero-padded decimal, so names sort as numbers) whose target is the
@@ -20,7 +20,7 @@
  * every try).  It gives its ticket back once it holds the lock (or gives
  * up).
  *
- * WAKE-UPS (rwlock.c take_w, wait.c).  Each waiter follows the nearest
+ * WAKE-UPS (rwlock.c dl_take_w, wait.c).  Each waiter follows the nearest
  * live ticket below its own: it watches that one entry (inotify
  * IN_DELETE_SELF) and its owner's process (pidfd), and only the first
  * waiter watches the lock directory for releases.  A release therefore

@@ -130,6 +130,13 @@ int dl_fs_lstat(const char *path, struct stat *st)
         return rc;
 }
 
+ssize_t dl_fs_readlink(const char *path, char *buf, size_t size)
+{
+        ssize_t rc;
+        LOOK_AGAIN(rc, readlink(path, buf, size), path, (const char *)NULL);
+        return rc;
+}
+
 int dl_fs_stat(const char *path, struct stat *st)
 {
         int rc;

@@ -21,6 +21,8 @@ int dl_fs_rename(const char *from, const char *to);
 int dl_fs_mkdir_in(const char *path, unsigned lockdir_mode);
 int dl_fs_symlink(const char *target, const char *path);
 int dl_fs_lstat(const char *path, struct stat *st);
+/* readlink(2): the target's length (not NUL-terminated), or -1. */
+ssize_t dl_fs_readlink(const char *path, char *buf, size_t size);
 int dl_fs_stat(const char *path, struct stat *st);
 /* utimensat(path, now, no follow): renew an entry's age. */
 int dl_fs_touch(const char *path);

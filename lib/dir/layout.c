@@ -56,6 +56,29 @@ char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq)
         return dl_join(fifo_dir, leaf, NULL);
 }
 
+char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
+                            pid_t tid)
+{
+        char leaf[2 + 36 + 1 + 20 + 1 + 10 + 1 + 10 + 1];
+        snprintf(leaf, sizeof leaf, "%c.%.36s.%llu.%ld.%ld", DL_WAIT_THREAD, boot_id, pidns, (long)pid,
+                 (long)tid);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
+char *dl_layout_wait_other(const char *lockdir, const char *token)
+{
+        char leaf[2 + DIRLOCK_TOKEN_LEN + 1];
+        snprintf(leaf, sizeof leaf, "%c.%s", DL_WAIT_OTHER, token);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
+char *dl_layout_permit_group(const char *permits_dir, unsigned n)
+{
+        char leaf[sizeof DL_PERMITS_GROUP + 10];
+        snprintf(leaf, sizeof leaf, DL_PERMITS_GROUP "%u", n);
+        return dl_join(permits_dir, leaf, NULL);
+}
+
 bool dl_layout_is_token(const char *s, bool whole)
 {
         for (int i = 0; i < DIRLOCK_TOKEN_LEN; i++)
@@ -121,6 +144,36 @@ int dl_layout_ticket_seq(const char *leaf, unsigned long long *seq)
         return 1;
 }
 
+/* 1..DIRLOCK_PERMITS_MAX decimal digits without a leading zero (or "0"
+ * when `zero`): 1 and *v, else 0. */
+static int small_number(const char *s, bool zero, unsigned *v)
+{
+        unsigned long x = 0;
+        size_t n = strlen(s);
+        if (n == 0 || n > 5 || (s[0] == '0' && (n > 1 || !zero)))
+                return 0;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9')
+                        return 0;
+                x = x * 10 + (unsigned)(*s - '0');
+        }
+        if (x > DIRLOCK_PERMITS_MAX)
+                return 0;
+        *v = (unsigned)x;
+        return 1;
+}
+
+int dl_layout_permit_group_n(const char *leaf, unsigned *n)
+{
+        size_t p = sizeof DL_PERMITS_GROUP - 1;
+        return strncmp(leaf, DL_PERMITS_GROUP, p) == 0 && small_number(leaf + p, false, n);
+}
+
+int dl_layout_permit_k(const char *leaf, unsigned *k)
+{
+        return small_number(leaf, true, k) && *k < DIRLOCK_PERMITS_MAX;
+}
+
 int dl_layout_has_suffix(const char *leaf, const char *suffix)
 {
         size_t n = strlen(leaf), m = strlen(suffix);
@@ -130,7 +183,7 @@ int dl_layout_has_suffix(const char *leaf, const char *suffix)
 int dl_layout_lock_name(const char *leaf, char name[DIRLOCK_NAME_MAX + 1])
 {
         static const char *const suffixes[] = {DL_SUFFIX_LOCK, DL_SUFFIX_READERS, DL_SUFFIX_WQ,
-                                               DL_SUFFIX_FIFO, DL_SUFFIX_RANGES};
+                                               DL_SUFFIX_FIFO, DL_SUFFIX_RANGES,  DL_SUFFIX_PERMITS};
         for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
                 if (!dl_layout_has_suffix(leaf, suffixes[i]))
                         continue;

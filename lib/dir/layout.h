@@ -19,6 +19,15 @@
  *   D/NAME.ranges/<entry>     range holders and waiters (range.c, where
  *                             the entry names are described)
  *   D/.NAME.rmeta             the file the ranges' meta-lock flocks
+ *   D/NAME.permits/           a counting lock (permits.c):
+ *   D/NAME.permits/n<N>/<K>/  permit K (0 <= K < N) of the holders asking
+ *                             N permits: a lock directory as NAME.lock
+ *                             is, holding owner.<T>
+ *   D/NAME.permits/queue/t.<SEQ>  its waiters' tickets (fifo.c)
+ *   D/.waits/t.<B>.<NS>.<P>.<TID>  the wait register (waits.c): thread
+ *                             TID of process P (of the host whose boot
+ *                             id is B, pid namespace NS) waits
+ *   D/.waits/o.<T>            another wait (a pending acquire's, ...)
  *   D/NAME.fence/<N>          the lock's fence counter: one empty file
  *                             named by the last fence drawn (dir_fence.c)
  *   D/.NAME.fence.<T>.new/    a fence counter being made
@@ -26,7 +35,9 @@
  *                             a directory it shares (lib/flock/flock.c)
  *
  * Names starting with a dot are private to one process (inotify waiters
- * ignore them); lock names never start with one (dirlock_name_valid). */
+ * ignore them), but for .waits, which every waiter writes in and nobody
+ * needs to be woken by; lock names never start with one
+ * (dirlock_name_valid). */
 #ifndef DIRLOCK_LAYOUT_H
 #define DIRLOCK_LAYOUT_H
 
@@ -41,6 +52,12 @@
 #define DL_SUFFIX_FENCE     ".fence"
 #define DL_SUFFIX_RANGES    ".ranges"
 #define DL_SUFFIX_RMETA     ".rmeta"
+#define DL_SUFFIX_PERMITS   ".permits"
+#define DL_PERMITS_GROUP    "n"
+#define DL_PERMITS_QUEUE    "queue"
+#define DL_WAITS_DIR        ".waits"
+#define DL_WAIT_THREAD      't'
+#define DL_WAIT_OTHER       'o'
 #define DL_RANGE_SEQ_DIGITS 20
 #define DL_FENCE_DIGITS     20
 #define DL_INFIX_UP         ".up."
@@ -80,6 +97,14 @@ char *dl_layout_aside(const char *lockdir, const char *token);
 void dl_layout_retoken(char *path, const char *token);
 /* FIFO_DIR/t.<SEQ> */
 char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq);
+/* D/.waits/t.<B>.<NS>.<P>.<TID>: thread `tid` of the process of `rec`
+ * (its boot id, pid namespace and pid) */
+char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
+                            pid_t tid);
+/* D/.waits/o.<T> */
+char *dl_layout_wait_other(const char *lockdir, const char *token);
+/* PERMITS_DIR/n<N> (PERMITS_DIR is D/NAME.permits) */
+char *dl_layout_permit_group(const char *permits_dir, unsigned n);
 
 /* ---- parsers of leaf names ---------------------------------------------- */
 
@@ -95,8 +120,13 @@ const char *dl_layout_prep_token(const char *leaf, const char *name);
 const char *dl_layout_up_token(const char *leaf, size_t *name_len);
 /* "t.<SEQ>": 1 and *seq, else 0. */
 int dl_layout_ticket_seq(const char *leaf, unsigned long long *seq);
+/* "n<N>" (a group of permits): 1 and *n, else 0. */
+int dl_layout_permit_group_n(const char *leaf, unsigned *n);
+/* "<K>" (a permit of a group): 1 and *k, else 0. */
+int dl_layout_permit_k(const char *leaf, unsigned *k);
 /* The lock name of a leaf of D that belongs to a lock (NAME.lock,
- * NAME.readers, NAME.wq, NAME.fifo, NAME.ranges): 1 with name filled,
+ * NAME.readers, NAME.wq, NAME.fifo, NAME.ranges, NAME.permits): 1 with
+ * name filled,
  * else 0. */
 int dl_layout_lock_name(const char *leaf, char name[DIRLOCK_NAME_MAX + 1]);
 /* 1 when `leaf` ends with `suffix` after at least one character. */

@@ -150,6 +150,11 @@ static bool modes_conflict(char theirs, char ours, int policy)
         return true;                                 /* i/u against i */
 }
 
+bool dl_range_modes_conflict(char theirs, char ours)
+{
+        return modes_conflict(theirs, ours, DIRLOCK_POLICY_FAIR);
+}
+
 /* Does waiting entry e (theirs) hold us off under our policy?  Only a
  * waiter that arrived before us ever does: arrival numbers are a total
  * order, so no two waiters can hold each other off, whatever their
@@ -399,6 +404,12 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         break;
                 }
                 if (!waiting) {
+                        bool upgrade = step != range_try; /* it holds its range: whole holders wait for it */
+                        rc = upgrade ? dl_wait_begin(h, DL_FOR_RANGE_UPGRADE, DIRLOCK_WAIT_UPGRADE,
+                                                     DIRLOCK_EXCLUSIVE, err)
+                                     : dl_wait_begin(h, DL_FOR_RANGE, DIRLOCK_WAIT_RANGE, h->mode, err);
+                        if (rc != DIRLOCK_OK)
+                                break;
                         unwatched = range_waiter(&w, h);
                         waiting = true;
                         continue; /* the watches exist: look again before sleeping */
@@ -409,6 +420,8 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         continue;
                 dl_waiter_watch_owner(&w, &who);
                 int waited = dl_waiter_wait(&w, deadline);
+                if (waited == 0 && (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        break;
                 if (w.notify) /* the directories may have been made again */
                         unwatched = range_waiter_rewatch(&w, h);
                 if (range_of(h)->entry != NULL && range_of(h)->state == DL_RANGE_WAITING)
@@ -428,6 +441,7 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
         }
         if (waiting)
                 dl_waiter_close(&w);
+        dl_wait_end(h);
         return rc;
 }
 

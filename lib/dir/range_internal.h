@@ -60,6 +60,9 @@ bool dl_range_parse_leaf(const char *leaf, struct dl_range_entry *e);
 char dl_range_mode_letter(int mode);
 int dl_range_mode_of_letter(char m);
 bool dl_range_overlap(double lo1, double hi1, double lo2, double hi2);
+/* Do modes `theirs` and `ours` (letters) conflict on overlapping ranges,
+ * under the policies but `simple` (where every pair does)? */
+bool dl_range_modes_conflict(char theirs, char ours);
 
 /* ---- the meta-lock -------------------------------------------------------------- */
 

@@ -28,6 +28,10 @@ struct dl_rw {
 
 /* Allocate h->rw (idempotent).  DIRLOCK_OK or DIRLOCK_ENOMEM. */
 int dl_rw_state(dirlock *h, dirlock_error *err);
+/* Take W by the deadline, queued in h->rw->fifo_dir while it waits (the
+ * protocol is above it in rwlock.c); for a counting lock's handle, one of
+ * its permits (permits.c) the same way. */
+int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err);
 
 /* ---- entry directories (rw_entries.c) ---------------------------------- */
 

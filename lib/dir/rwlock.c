@@ -65,7 +65,7 @@
  *
  * EXCLUSIVE acquire (policies fair, writer; `simple` for every mode):
  *   take W (one try, then waiting in NAME.fifo's queue, where a release
- *   wakes only the first waiter: take_w; no try past a queue with
+ *   wakes only the first waiter: dl_take_w; no try past a queue with
  *   DIRLOCK_FIFO; registered in NAME.wq while it waits when the policy is
  *   `writer`), then drain: scan NAME.readers until
  *   no live r./a. entry is left, breaking dead readers' entries.  The
@@ -180,7 +180,9 @@ int dl_rw_state(dirlock *h, dirlock_error *err)
         d->rw = rw;
         rw->readers_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_READERS);
         rw->wq_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_WQ);
-        rw->fifo_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_FIFO);
+        /* A counting lock's waiters queue among its permits (permits.c). */
+        rw->fifo_dir = h->permits > 0 ? dl_join(d->lockdir, h->name, DL_SUFFIX_PERMITS "/" DL_PERMITS_QUEUE)
+                                      : dl_layout_path(d->lockdir, h->name, DL_SUFFIX_FIFO);
         rw->ranges_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_RANGES);
         rw->up_path = dl_layout_up(d->lockdir, h->name, h->token);
         if (rw->readers_dir != NULL && rw->wq_dir != NULL) {
@@ -237,11 +239,13 @@ static int timeout_code(const dirlock *h, const dirlock_options *o)
         return o->timeout == 0 ? DIRLOCK_EBUSY : DIRLOCK_ETIMEDOUT;
 }
 
-/* Start a waiter on D, plus `extra` directories that exist (a directory
- * that vanished meanwhile must not turn inotify off). */
-static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
+/* Start a waiter on `dir` (where releases happen: D, or for a counting
+ * lock its permits' group), plus `extra` directories that exist (a
+ * directory that vanished meanwhile must not turn inotify off). */
+static void waiter_start_in(dl_waiter *w, const dirlock *h, const char *dir, const char *extra1,
+                            const char *extra2)
 {
-        dl_waiter_init(w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
+        dl_waiter_init(w, dir, h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(w, h->opts.cancel_fd);
         const char *extra[2] = {extra1, extra2};
         for (int i = 0; i < 2; i++) {
@@ -249,6 +253,11 @@ static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, con
                         continue;
                 dl_waiter_watch_dir(w, extra[i]); /* a vanished one is fine */
         }
+}
+
+static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
+{
+        waiter_start_in(w, h, dl_dir_of(h)->lockdir, extra1, extra2);
 }
 
 /* How a wait ended without the lock, for messages: "timed out after 2 s"
@@ -391,13 +400,17 @@ static int reader_reenter(dirlock *h, bool fair, dl_record *holder, enum wstate 
 static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
+        int rc = dl_wait_begin(h, DL_FOR_W_TO_READ, DIRLOCK_WAIT_LOCK, DIRLOCK_SHARED, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         dl_waiter w;
         waiter_start(&w, h, fair ? rw->readers_dir : NULL,
                      h->opts.policy == DIRLOCK_POLICY_WRITER ? rw->wq_dir : NULL);
         dl_waiter_watch_owner(&w, holder);
-        int rc;
         for (bool first = true;; first = false) {
                 int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                if (waited == 0 && (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        break;
                 if (fair) {
                         if (reader_admitted(h)) {
                                 rc = DIRLOCK_OK;
@@ -425,6 +438,7 @@ static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *
                 }
         }
         dl_waiter_close(&w);
+        dl_wait_end(h);
         return rc;
 }
 
@@ -472,6 +486,36 @@ static void wq_leave(dirlock *h)
         }
 }
 
+/* What dl_take_w takes is W, or for a counting lock one of its permits
+ * (permits.c): the same queue and the same waiting, over these three. */
+
+/* One attempt (exclusive.c dl_excl_try, permits.c dl_permit_try). */
+static int w_attempt(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
+{
+        return h->permits > 0 ? dl_permit_try(h, holder, judge, err) : dl_excl_try(h, holder, judge, err);
+}
+
+/* Whether it looks taken, or free, at a glance that judges nothing (an
+ * error looking is neither). */
+static bool w_looks_taken(dirlock *h)
+{
+        struct stat st;
+        return h->permits > 0 ? !dl_permit_looks_free(h) : dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0;
+}
+
+static bool w_looks_free(dirlock *h)
+{
+        struct stat st;
+        return h->permits > 0 ? dl_permit_looks_free(h)
+                              : dl_fs_lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
+}
+
+/* The directory where its releases are removals. */
+static const char *w_release_dir(const dirlock *h)
+{
+        return h->permits > 0 ? dl_permit_release_dir(h) : dl_dir_of(h)->lockdir;
+}
+
 /* One attempt at W honouring the FIFO queue.  DIRLOCK_EBUSY with *holder
  * the one to watch (W's holder or the waiter ahead). */
 static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
@@ -483,7 +527,7 @@ static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
                 if (first == 0)
                         return DIRLOCK_EBUSY;
         }
-        return dl_excl_try(h, holder, judge, err);
+        return w_attempt(h, holder, judge, err);
 }
 
 /* How often a queued waiter renews its ticket: so that at least every
@@ -506,7 +550,7 @@ static double ms_since(const dl_time *then)
         return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
 }
 
-/* One wait for W (take_w): what a step of the queue keeps between wake-ups. */
+/* One wait for W (dl_take_w): what a step of the queue keeps between wake-ups. */
 struct w_wait {
         dl_waiter w;
         dl_record holder;    /* the one to watch: W's holder or the waiter ahead */
@@ -517,14 +561,14 @@ struct w_wait {
         double renew_ms;     /* how often our ticket is renewed                  */
 };
 
-/* Join the queues a waiter for W stands in (take_w says who queues). */
+/* Join the queues a waiter for W stands in (dl_take_w says who queues). */
 static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         int rc;
         if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
                 return rc;
-        if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT) {
+        if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT && h->permits == 0) {
                 if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h, h->mode) != 0) {
                         rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot register as a waiting writer in '%s'",
                                      rw->wq_dir);
@@ -533,7 +577,7 @@ static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *er
                 }
                 rw->wq_held = true;
         }
-        waiter_start(&ww->w, h, NULL, NULL);
+        waiter_start_in(&ww->w, h, w_release_dir(h), NULL, NULL);
         /* Without DIRLOCK_FIFO we queue too, once our one try at W has
          * failed, where releases can be watched (not on a network
          * filesystem: no release wakes anyone there, and every waiter
@@ -554,7 +598,6 @@ static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *er
  * watched.  DIRLOCK_EBUSY: wait. */
 static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
 {
-        struct stat st;
         int rc;
         dl_waiter_lockdir_events(&ww->w, true); /* before the attempt */
         /* Woken as the new first waiter, W is normally held by the waiter
@@ -562,10 +605,10 @@ static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
          * (ACQUIRE 2 in exclusive.c).  Only where releases wake us: a free
          * but empty W (its releaser died before the rmdir) sends no event,
          * and the judging attempt at the next re-check takes it. */
-        if (!ww->judge && ww->w.notify && dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0)
+        if (!ww->judge && ww->w.notify && w_looks_taken(h))
                 rc = DIRLOCK_EBUSY;
         else
-                rc = dl_excl_try(h, &ww->holder, ww->judge, err);
+                rc = w_attempt(h, &ww->holder, ww->judge, err);
         if (rc == DIRLOCK_EBUSY && ww->judge) {
                 dl_waiter_watch_owner(&ww->w, &ww->holder);
                 ww->last_judged = dl_now();
@@ -584,13 +627,12 @@ static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
 #define W_LOOK_AGAIN (-1)
 static int w_step_behind(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *err)
 {
-        struct stat st;
         if (!fifo && ww->judge) {
                 ww->last_judged = dl_now();
-                bool free_now = dl_fs_lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
+                bool free_now = w_looks_free(h);
                 if (free_now && ww->free_before) {
                         dl_record w_holder;
-                        int rc = dl_excl_try(h, &w_holder, true, err);
+                        int rc = w_attempt(h, &w_holder, true, err);
                         if (rc != DIRLOCK_EBUSY)
                                 return rc;
                 }
@@ -603,16 +645,29 @@ static int w_step_behind(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error
         return DIRLOCK_EBUSY;
 }
 
+/* "lock 'NAME' is held by pid P on HOST", or for a counting lock "the N
+ * permits of lock 'NAME' are held, e.g. by ...", after `prefix`. */
+static int w_busy(dirlock *h, int code, const char *prefix, const dl_record *holder, dirlock_error *err)
+{
+        const char *host = holder->host[0] ? holder->host : "an unknown host";
+        if (h->permits > 0)
+                return dl_fail(err, code, 0, "%sthe %u permit%s of lock '%s' %s held, e.g. by pid %ld on %s",
+                               prefix, h->permits, h->permits > 1 ? "s" : "", h->name,
+                               h->permits > 1 ? "are all" : "is", (long)holder->pid, host);
+        return dl_fail(err, code, 0, "%slock '%s' is held by pid %ld on %s", prefix, h->name,
+                       (long)holder->pid, host);
+}
+
 /* The wait ended without W (`waited`: timed out or canceled): one last
  * judging try, else the error naming who holds it. */
 static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *err)
 {
-        char why[48];
+        char why[48], prefix[64];
         int rc = w_try(h, &ww->holder, true, err);
-        if (rc == DIRLOCK_EBUSY)
-                rc = dl_fail(err, waited, 0, "%s: lock '%s' is held by pid %ld on %s",
-                             gave_up(waited, h->opts.timeout, why), h->name, (long)ww->holder.pid,
-                             ww->holder.host[0] ? ww->holder.host : "an unknown host");
+        if (rc == DIRLOCK_EBUSY) {
+                snprintf(prefix, sizeof prefix, "%s: ", gave_up(waited, h->opts.timeout, why));
+                rc = w_busy(h, waited, prefix, &ww->holder, err);
+        }
         return rc;
 }
 
@@ -641,7 +696,7 @@ static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *e
  * makes one rename attempt; the holder is judged (readdir, readlink,
  * /proc) only when the watched owner died or the re-check interval
  * passed. */
-static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
+int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
         bool fifo = (h->opts.flags & DIRLOCK_FIFO) != 0;
@@ -652,15 +707,21 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         /* One try (timeout 0) cannot queue, so it tries even past a FIFO
          * queue, as tryLock() does on a fair lock. */
         if (!fifo || h->opts.timeout == 0 || dl_fs_stat(rw->fifo_dir, &st) != 0)
-                rc = dl_excl_try(h, &ww.holder, true, err);
+                rc = w_attempt(h, &ww.holder, true, err);
         if (rc != DIRLOCK_EBUSY)
                 return rc;
         if (dl_deadline_passed(deadline))
-                return dl_fail(err, timeout_code(h, &h->opts), 0, "lock '%s' is held by pid %ld on %s",
-                               h->name, (long)ww.holder.pid,
-                               ww.holder.host[0] ? ww.holder.host : "an unknown host");
-        if ((rc = w_enqueue(h, fifo, &ww, err)) != DIRLOCK_OK)
+                return w_busy(h, timeout_code(h, &h->opts), "", &ww.holder, err);
+        /* Waiting from here on: seen in the wait register (waits.c),
+         * and checked for a cycle as it goes on (deadlock.c). */
+        rc = h->permits > 0 ? dl_wait_begin(h, DL_FOR_PERMIT, DIRLOCK_WAIT_PERMIT, h->mode, err)
+                            : dl_wait_begin(h, DL_FOR_W, DIRLOCK_WAIT_LOCK, h->mode, err);
+        if (rc != DIRLOCK_OK)
                 return rc;
+        if ((rc = w_enqueue(h, fifo, &ww, err)) != DIRLOCK_OK) {
+                dl_wait_end(h);
+                return rc;
+        }
         for (;;) {
                 int first = 1;
                 free(ww.ahead);
@@ -687,12 +748,15 @@ static int take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
                         rc = w_gave_up(h, waited, &ww, err);
                         break;
                 }
+                if ((rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        break;
                 dl_fifo_touch(h, ww.renew_ms);
                 if (rw->wq_held)
                         dl_fs_touch(rw->wq_entry);
         }
         free(ww.ahead);
         dl_waiter_close(&ww.w);
+        dl_wait_end(h);
         dl_fifo_leave(h);
         wq_leave(h);
         return rc;
@@ -725,9 +789,10 @@ static void tidy_readers_dir(const dirlock *h)
 }
 
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
- * writer's first scan lets the waiting readers in first.  DIRLOCK_ELOST
+ * writer's first scan lets the waiting readers in first; `kind` says what
+ * the wait is for (dirlock_wait_kind: a lock or an upgrade).  DIRLOCK_ELOST
  * when W was broken while we waited. */
-static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit,
+static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit, int kind,
                  dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
@@ -751,9 +816,14 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 return dl_fail(err, timeout_code(h, o), 0, "lock '%s' is held for reading by %u reader(s)",
                                h->name, sc.live);
         }
+        int rc = dl_wait_begin(h, DL_FOR_READERS, kind,
+                               kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
+        if (rc != DIRLOCK_OK) {
+                dl_rw_scan_done(&sc);
+                return rc;
+        }
         dl_waiter w;
         waiter_start(&w, h, NULL, NULL);
-        int rc = DIRLOCK_OK;
         sc.remember = false;
         sc.admit_known = true;
         long long renewed = dl_wall_ns();
@@ -770,7 +840,8 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 if (sc.have_one)
                         dl_waiter_watch_owner(&w, &sc.one);
                 int waited = first || unwatched ? 0 : dl_waiter_wait(&w, deadline);
-                if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK)
+                if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK ||
+                    (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
                         break;
                 unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
                 if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
@@ -790,6 +861,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 }
         }
         dl_waiter_close(&w);
+        dl_wait_end(h);
         dl_rw_scan_done(&sc);
         return rc;
 }
@@ -819,10 +891,11 @@ static int new_token_for_retry(dirlock *h, dirlock_error *err)
 static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         for (;;) {
-                int rc = take_w(h, deadline, err);
+                int rc = dl_take_w(h, deadline, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
-                rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, err);
+                rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, DIRLOCK_WAIT_LOCK,
+                           err);
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_excl_release(h, NULL);
@@ -881,6 +954,9 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         break;
                 }
                 if (!waiting) {
+                        if ((rc = dl_wait_begin(h, DL_FOR_READERS_OR_W, DIRLOCK_WAIT_LOCK, h->mode, err)) !=
+                            DIRLOCK_OK)
+                                break;
                         /* Watch first, then look again before sleeping: no
                          * lost wake-ups. */
                         waiter_start(&w, h, NULL, NULL);
@@ -894,6 +970,8 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (!(unwatched && sc.live > 0)) {
                         dl_waiter_watch_owner(&w, &holder);
                         canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
+                        if ((rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                                break;
                 }
                 /* The readers directory may have been removed (by a
                  * writer holding W whose drain found it empty, or by
@@ -903,13 +981,14 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
         }
         if (waiting)
                 dl_waiter_close(&w);
+        dl_wait_end(h);
         return rc;
 }
 
 static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         for (;;) {
-                int rc = take_w(h, deadline, err);
+                int rc = dl_take_w(h, deadline, err);
                 if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
                         return rc;
                 if (dl_entry_create(dl_dir_of(h)->rw->up_path, h, DIRLOCK_INTENT) != 0) {
@@ -917,7 +996,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                             dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", dl_dir_of(h)->rw->up_path);
                 } else {
                         dl_dir_of(h)->rw->up_held = true;
-                        rc = drain(h, &h->opts, deadline, false, err);
+                        rc = drain(h, &h->opts, deadline, false, DIRLOCK_WAIT_LOCK, err);
                 }
                 if (rc == DIRLOCK_OK)
                         return rc;
@@ -980,8 +1059,13 @@ static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error 
                                      n, h->name, (long)one.pid, one.host[0] ? one.host : "an unknown host");
                         break;
                 }
+                rc = first ? dl_wait_begin(h, DL_FOR_RANGES, DIRLOCK_WAIT_LOCK, h->mode, err)
+                           : dl_wait_step(h, err);
+                if (rc != DIRLOCK_OK)
+                        break;
         }
         dl_waiter_close(&w);
+        dl_wait_end(h);
         dl_range_meta_free(&m);
         return rc;
 }
@@ -1130,7 +1214,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
          * the length of the upgrade it is this call's. */
         int saved_cancel = lock->opts.cancel_fd;
         lock->opts.cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
-        rc = drain(lock, &o, &deadline, false, err);
+        rc = drain(lock, &o, &deadline, false, DIRLOCK_WAIT_UPGRADE, err);
         lock->opts.cancel_fd = saved_cancel;
         if (rc != DIRLOCK_OK) {
                 dl_fs_unlink(rw->up_path); /* keep the intent lock */
@@ -1246,6 +1330,8 @@ int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
                         if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
                                 dl_fs_rmdir(path); /* only if empty; never on a network filesystem */
                         dl_rw_scan_done(&sc);
+                } else if (dl_layout_has_suffix(n, DL_SUFFIX_PERMITS)) {
+                        dl_permits_cleanup(path, fs);
                 } else {
                         clean_up_entry(lockdir, fs, path, n);
                 }

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 struct dl_flock {
+        char *dir;      /* DIR, absolute: the space's key (backend.h) */
         char *path;     /* DIR/NAME.flock */
         size_t dir_len; /* path[0, dir_len) is DIR */
         bool make_dir;  /* create DIR again if it disappears */
@@ -123,17 +124,19 @@ static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
                 free(f);
                 return rc;
         }
+        f->dir = dir;
         f->path = dl_join(dir, h->name, FLOCK_SUFFIX);
         f->dir_len = strlen(dir);
         f->make_dir = !(h->opts.flags & DIRLOCK_NO_MKDIR);
-        free(dir);
         if (f->path == NULL) {
+                free(f->dir);
                 free(f);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
         rc = file_open(f, err);
         if (rc != DIRLOCK_OK) {
                 free(f->path);
+                free(f->dir);
                 free(f);
                 return rc;
         }
@@ -149,6 +152,7 @@ static void flock_close(dirlock *h)
         if (f->fd >= 0)
                 close(f->fd);
         free(f->path);
+        free(f->dir);
         free(f);
         h->impl = NULL;
 }
@@ -245,6 +249,11 @@ static int flock_check(const dirlock *h, dirlock_error *err)
 
 static const char *const flock_forms[] = {"flock:DIR (flock(2) on files in DIR)", NULL};
 
+static const char *flock_space_key(const dirlock *h)
+{
+        return ((const struct dl_flock *)h->impl)->dir;
+}
+
 const dl_backend dl_flock_backend = {
     .name = "flock",
     .forms = flock_forms,
@@ -256,6 +265,7 @@ const dl_backend dl_flock_backend = {
     .release = flock_release,
     .refresh = flock_refresh,
     .check = flock_check,
+    .space_key = flock_space_key,
 };
 
 /* The backend's own public entry: a flock lock in directory `lockdir`

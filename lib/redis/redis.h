@@ -130,6 +130,12 @@ typedef enum dl_redis_script_id {
         DL_RS_RANGE_DOWNGRADE,
         DL_RS_RANGE_DOWNGRADE_INTENT,
         DL_RS_RANGE_LIST,
+        DL_RS_PERMIT_ACQUIRE, /* counting locks: redis_permits.c */
+        DL_RS_PERMIT_RELEASE,
+        DL_RS_PERMIT_REFRESH,
+        DL_RS_PERMIT_CHECK,
+        DL_RS_HOLDERS, /* the views: redis_backend.c */
+        DL_RS_WAITERS,
         DL_RS_COUNT
 } dl_redis_script_id;
 
@@ -232,6 +238,10 @@ struct dl_redis_acquire {
          * DL_REDIS_ATTEMPT_ARGS) into args; returns their number. */
         int (*args)(const struct dl_redis_attempt *t, const void *arg, const char **args);
         const void *arg;
+        /* NULL, or what a refusal {-3, ...} of the script means: a
+         * counting lock held with another number of permits (the error
+         * code, err filled). */
+        int (*refused)(const dirlock *h, const redisReply *rep, dirlock_error *err);
 };
 
 /* Take every lock of hs[0..n-1] -- one space, one token (hs[0]'s),
@@ -266,6 +276,14 @@ int dl_redis_whole_check(const dirlock *h, dirlock_error *err);
 int dl_redis_whole_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
 int dl_redis_whole_downgrade(dirlock *h, dirlock_error *err);
 int dl_redis_whole_downgrade_intent(dirlock *h, dirlock_error *err);
+
+/* ---- counting locks (redis_permits.c) ---------------------------------------- */
+
+int dl_redis_permit_open(dirlock *h, dirlock_error *err);
+int dl_redis_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
+int dl_redis_permit_release(dirlock *h, dirlock_error *err);
+int dl_redis_permit_refresh(dirlock *h, dirlock_error *err);
+int dl_redis_permit_check(const dirlock *h, dirlock_error *err);
 
 /* ---- range locks (redis_range.c) ------------------------------------------- */
 

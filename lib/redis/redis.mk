@@ -8,8 +8,8 @@
 # redis:// spaces say that this build has none.
 
 REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_handle.c \
-	lib/redis/redis_range.c lib/redis/redis_scripts.c lib/redis/redis_url.c lib/redis/redis_wait.c \
-	lib/redis/redis_whole.c
+	lib/redis/redis_permits.c lib/redis/redis_range.c lib/redis/redis_scripts.c lib/redis/redis_url.c \
+	lib/redis/redis_wait.c lib/redis/redis_whole.c
 REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)
 ifeq ($(REDIS),1)
 LIB_SRCS += $(REDIS_SRCS)

@@ -30,6 +30,11 @@
  *         <hi> <policy> <queue ttl ms>" (redis_range.c says the protocol)
  *   K:ge  zset: range tokens, scored by when their entries expire (ms)
  *   K:go  hash: range token -> owner record
+ *   K:p   zset: the tokens holding a permit of counting lock NAME, scored
+ *         by when each expires (server ms); K:pn string: the N they asked
+ *   K:po  hash: permit holder or waiter token -> owner record
+ *   K:pq  zset: permit waiters by arrival number; K:pqe by expiry; K:pqm
+ *         hash: waiter -> "N stale_ms queue_ttl_ms" (redis_permits.c)
  *   {P}:seq         the arrival counter (INCR), one number per waiter,
  *                   kept across its attempts and the same in every queue
  *   {P}:names       set of the names that have or had state (list, cleanup)
@@ -83,6 +88,8 @@ static int redis_retoken(dirlock *h, dirlock_error *err)
 
 static int redis_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
+        if (h->permits > 0)
+                return dl_redis_permit_acquire(h, deadline, err);
         if (h->ranged)
                 return dl_redis_range_acquire(h, deadline, err);
         return dl_redis_whole_acquire(&h, 1, deadline, err);
@@ -100,21 +107,27 @@ static int redis_acquire_many(dirlock **hs, size_t n, const dl_time *deadline, d
 
 static int redis_release(dirlock *h, dirlock_error *err)
 {
+        if (h->permits > 0)
+                return dl_redis_permit_release(h, err);
         return h->ranged ? dl_redis_range_release(h, err) : dl_redis_whole_release(h, err);
 }
 
 static int redis_release_kept(dirlock *h, dirlock_error *err)
 {
-        return h->ranged ? DIRLOCK_OK : dl_redis_whole_release_kept(h, err);
+        return h->ranged || h->permits > 0 ? DIRLOCK_OK : dl_redis_whole_release_kept(h, err);
 }
 
 static int redis_refresh(dirlock *h, dirlock_error *err)
 {
+        if (h->permits > 0)
+                return dl_redis_permit_refresh(h, err);
         return h->ranged ? dl_redis_range_refresh(h, err) : dl_redis_whole_refresh(h, err);
 }
 
 static int redis_check(const dirlock *h, dirlock_error *err)
 {
+        if (h->permits > 0)
+                return dl_redis_permit_check(h, err);
         return h->ranged ? dl_redis_range_check(h, err) : dl_redis_whole_check(h, err);
 }
 
@@ -230,6 +243,213 @@ static int look(const dl_redis_server *srv, const char *name, struct view *v, di
         return DIRLOCK_OK;
 }
 
+/* ---- who holds, who waits (HOLDERS, WAITERS) -------------------------------- */
+
+/* Fill o from owner record `text` of an entry with `left_ms` to live. */
+static void describe(const char *token, const char *text, long long left_ms, dirlock_owner *o)
+{
+        memset(o, 0, sizeof *o);
+        snprintf(o->token, sizeof o->token, "%.32s", token);
+        dl_record rec;
+        if (text[0] == '\0' || dl_record_parse(text, strlen(text), &rec) != 0) {
+                o->owner_alive = -1;
+                snprintf(o->host, sizeof o->host, "%s", "(no owner record)");
+                return;
+        }
+        dl_record_to_owner(&rec, o);
+        double age = ((double)rec.stale_ms - (double)left_ms) / 1e3;
+        o->age = age > 0 ? age : 0;
+        o->stale = o->owner_alive == 0;
+        o->mode = rec.mode;
+}
+
+/* HOLDERS of `name`: *out (malloc'd, *count of them) and the last fence. */
+static int holders_of(const dl_redis_server *srv, const char *name, dirlock_owner **out, size_t *count,
+                      unsigned long long *fence, dirlock_error *err)
+{
+        *out = NULL;
+        *count = 0;
+        redisReply *rep;
+        int rc = dl_redis_admin_script(srv, name, DL_RS_HOLDERS, 0, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1 || (rep->elements - 1) % 5 != 0) {
+                freeReplyObject(rep);
+                return dl_redis_bad_reply(err, "a holders list");
+        }
+        if (fence != NULL)
+                *fence = dl_fence_of_text(dl_redis_reply_str(rep->element[0]));
+        size_t n = (rep->elements - 1) / 5;
+        dirlock_owner *v = calloc(n ? n : 1, sizeof *v);
+        if (v == NULL) {
+                freeReplyObject(rep);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+                redisReply **e = rep->element + 1 + 5 * i;
+                const char *kind = dl_redis_reply_str(e[0]);
+                describe(dl_redis_reply_str(e[1]), dl_redis_reply_str(e[2]), dl_redis_reply_int(e[3]), &v[i]);
+                snprintf(v[i].name, sizeof v[i].name, "%s", name);
+                if (kind[0] == 'r')
+                        v[i].mode = DIRLOCK_SHARED;
+                if (kind[0] == 'p') {
+                        v[i].mode = DIRLOCK_EXCLUSIVE;
+                        v[i].permits = (unsigned)dl_redis_reply_int(e[4]);
+                }
+        }
+        freeReplyObject(rep);
+        *out = v;
+        *count = n;
+        return DIRLOCK_OK;
+}
+
+static int redis_holders(const char *spec, const char *name, double stale_age, dirlock_owner **out,
+                         size_t *count, dirlock_error *err)
+{
+        (void)stale_age; /* an entry older than its holder's stale age is gone already */
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
+        return rc != DIRLOCK_OK ? rc : holders_of(&srv, name, out, count, NULL, err);
+}
+
+/* The mode a waiter asks for, from the WAITERS field: a number, or a
+ * range's letter. */
+static int waiter_mode(const char *m)
+{
+        switch (m[0]) {
+        case 's':
+                return DIRLOCK_SHARED;
+        case 'i':
+                return DIRLOCK_INTENT;
+        case 'x':
+        case 'u':
+                return DIRLOCK_EXCLUSIVE;
+        default:
+                return atoi(m);
+        }
+}
+
+/* Append the WAITERS of `name` to *v (*n of them, room for *cap). */
+static int waiters_of(const dl_redis_server *srv, const char *name, dirlock_waiter **v, size_t *n,
+                      size_t *cap, dirlock_error *err)
+{
+        redisReply *rep;
+        int rc = dl_redis_admin_script(srv, name, DL_RS_WAITERS, 0, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements % 8 != 0) {
+                freeReplyObject(rep);
+                return dl_redis_bad_reply(err, "a waiters list");
+        }
+        double now = (double)dl_wall_ns() / 1e9;
+        for (size_t i = 0; i + 8 <= rep->elements && rc == DIRLOCK_OK; i += 8) {
+                redisReply **e = rep->element + i;
+                if (*n == *cap) {
+                        size_t grown_cap = *cap ? *cap * 2 : 8;
+                        dirlock_waiter *grown = realloc(*v, grown_cap * sizeof *grown);
+                        if (grown == NULL) {
+                                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                                break;
+                        }
+                        *v = grown;
+                        *cap = grown_cap;
+                }
+                const char *text0 = dl_redis_reply_str(e[2]);
+                dl_record dead;
+                if (text0[0] != '\0' && dl_record_parse(text0, strlen(text0), &dead) == 0 &&
+                    dl_record_owner_alive(&dead) == 0)
+                        continue; /* died waiting: its entry expires on the server */
+                dirlock_waiter *w = &(*v)[(*n)++];
+                memset(w, 0, sizeof *w);
+                snprintf(w->name, sizeof w->name, "%s", name);
+                const char *kind = dl_redis_reply_str(e[0]), *text = dl_redis_reply_str(e[2]);
+                w->kind = kind[0] == 'u' || kind[0] == 'G' ? DIRLOCK_WAIT_UPGRADE
+                          : kind[0] == 'g'                 ? DIRLOCK_WAIT_RANGE
+                          : kind[0] == 'P'                 ? DIRLOCK_WAIT_PERMIT
+                                                           : DIRLOCK_WAIT_LOCK;
+                w->mode = waiter_mode(dl_redis_reply_str(e[3]));
+                if (kind[0] == 'g' || kind[0] == 'G') {
+                        w->lo = strtod(dl_redis_reply_str(e[5]), NULL);
+                        w->hi = strtod(dl_redis_reply_str(e[6]), NULL);
+                }
+                w->permits = (unsigned)dl_redis_reply_int(e[7]);
+                dl_record rec;
+                if (text[0] != '\0' && dl_record_parse(text, strlen(text), &rec) == 0) {
+                        w->pid = rec.pid;
+                        w->tid = rec.tid;
+                        w->start_time = rec.start_time;
+                        snprintf(w->host, sizeof w->host, "%s", rec.host);
+                        w->since = (double)rec.acquired_ns / 1e9;
+                        w->owner_alive = dl_record_owner_alive(&rec);
+                } else {
+                        w->owner_alive = -1;
+                        w->since = now;
+                }
+                /* The server renews and expires the entry; how long ago
+                 * it was renewed is not kept: the time waited stands in. */
+                w->age = now > w->since ? now - w->since : 0;
+        }
+        freeReplyObject(rep);
+        return rc;
+}
+
+static int names_of(const dl_redis_server *srv, char ***names_out, size_t *count, dirlock_error *err);
+
+static int redis_waiters(const char *spec, const char *name, dirlock_waiter **out, size_t *count,
+                         dirlock_error *err)
+{
+        *out = NULL;
+        *count = 0;
+        dl_redis_server srv;
+        int rc = dl_redis_parse_space(spec, &srv, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        char **names = NULL;
+        size_t nn = 0;
+        if (name == NULL)
+                rc = names_of(&srv, &names, &nn, err);
+        dirlock_waiter *v = NULL;
+        size_t n = 0, cap = 0;
+        if (name != NULL)
+                rc = waiters_of(&srv, name, &v, &n, &cap, err);
+        for (size_t i = 0; i < nn; i++) {
+                if (rc == DIRLOCK_OK)
+                        rc = waiters_of(&srv, names[i], &v, &n, &cap, err);
+                free(names[i]);
+        }
+        free(names);
+        if (rc != DIRLOCK_OK) {
+                free(v);
+                return rc;
+        }
+        *out = v; /* dirlock_waiters puts them in order */
+        *count = n;
+        return DIRLOCK_OK;
+}
+
+/* inspect's counts beyond INSPECT's: a counting lock's permits and
+ * holders, the waiters, the last fence. */
+static int counts(const dl_redis_server *srv, const char *name, dirlock_owner *owner, dirlock_error *err)
+{
+        dirlock_owner *hs;
+        size_t nh;
+        int rc = holders_of(srv, name, &hs, &nh, &owner->fence, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        for (size_t i = 0; i < nh; i++)
+                if (hs[i].permits > 0) {
+                        owner->permits = hs[i].permits;
+                        owner->permit_holders++;
+                }
+        free(hs);
+        dirlock_waiter *ws = NULL;
+        size_t nw = 0, cap = 0;
+        rc = waiters_of(srv, name, &ws, &nw, &cap, err);
+        free(ws);
+        owner->waiters = (unsigned)nw;
+        return rc;
+}
+
 static int redis_inspect(const char *spec, const char *name, double stale_age, dirlock_owner *owner,
                          dirlock_error *err)
 {
@@ -239,12 +459,14 @@ static int redis_inspect(const char *spec, const char *name, double stale_age, d
         struct view v;
         if (rc == DIRLOCK_OK)
                 rc = look(&srv, name, &v, err);
+        if (rc == DIRLOCK_OK)
+                rc = counts(&srv, name, owner, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         owner->readers = (unsigned)v.readers;
         owner->ranges = (unsigned)v.ranges;
         if (v.token[0] == '\0') {
-                if (v.readers == 0 && v.ranges == 0)
+                if (v.readers == 0 && v.ranges == 0 && owner->permit_holders == 0)
                         return dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
                 owner->mode = DIRLOCK_SHARED;
                 return DIRLOCK_OK;
@@ -301,6 +523,8 @@ static int redis_break(const char *spec, const char *name, double stale_age, int
 /* The names in {P}:names (valid ones only). */
 static int names_of(const dl_redis_server *srv, char ***names_out, size_t *count, dirlock_error *err)
 {
+        *names_out = NULL;
+        *count = 0;
         char space[DL_REDIS_PREFIX_MAX + 3], key[DL_REDIS_PREFIX_MAX + 16];
         dl_redis_make_keys(srv, NULL, NULL, 0, space, sizeof space);
         snprintf(key, sizeof key, "%s:names", space);
@@ -397,6 +621,13 @@ static int redis_cleanup(const char *spec, dirlock_error *err)
         return rc;
 }
 
+/* The same-thread check's key (held.c): the server, credentials,
+ * database and prefix -- one space. */
+static const char *redis_space_key(const dirlock *h)
+{
+        return dl_redis_of(h)->server.key;
+}
+
 static const char *const redis_forms[] = {DL_REDIS_SPACE_FORMS, NULL};
 
 const dl_backend dl_redis_backend = {
@@ -422,5 +653,9 @@ const dl_backend dl_redis_backend = {
     .break_lock = redis_break,
     .cleanup = redis_cleanup,
     .ranges = dl_redis_ranges,
+    .permit = dl_redis_permit_open,
+    .holders = redis_holders,
+    .waiters = redis_waiters,
+    .space_key = redis_space_key,
     .list = redis_list,
 };

@@ -59,6 +59,8 @@
         "  return {w = base .. ':w', u = base .. ':u', r = base .. ':r', q = base .. ':q',\n"                \
         "          qe = base .. ':qe', qm = base .. ':qm', o = base .. ':o', f = base .. ':f',\n"            \
         "          g = base .. ':g', ge = base .. ':ge', go = base .. ':go',\n" \
+        "          p = base .. ':p', po = base .. ':po', pn = base .. ':pn', pq = base .. ':pq',\n" \
+        "          pqe = base .. ':pqe', pqm = base .. ':pqm',\n" \
         "          name = string.sub(base, #B + 2)}\n"                                                       \
         "end\n"                                                                                              \
         "local function wake_key(t) return B .. ':wake:' .. t end\n"                                         \
@@ -332,6 +334,88 @@
         "  return ws, gone\n" \
         "end\n"
 
+/* The counting locks' part (redis_permits.c has their protocol), which
+ * BREAK, TIDY and the views share with the permit scripts. */
+#define PERMIT_COMMON                                                                                        \
+        /* PERMITS (redis_permits.c; invariants P, Q there): K:p permit holders by */                        \
+        /* expiry, K:po the record of each holder and waiter, K:pn the number of */                          \
+        /* permits the holders asked, K:pq waiters by arrival number, K:pqe by */                            \
+        /* expiry, K:pqm waiter -> "N stale_ms queue_ttl_ms" */                                              \
+        "local function p_dequeue(k, t)\n" \
+        "  local was = redis.call('ZREM', k.pq, t)\n" \
+        "  redis.call('ZREM', k.pqe, t)\n" \
+        "  redis.call('HDEL', k.pqm, t)\n" \
+        "  return was == 1\n" \
+        "end\n" \
+        /* E: drop expired permit holders and waiters with their records; true */ \
+        /* when something went (a permit may be free) */ \
+        "local function p_purge(k)\n" \
+        "  if redis.call('EXISTS', k.p, k.pq) == 0 then return false end\n" \
+        "  local dead = redis.call('ZRANGEBYSCORE', k.p, '-inf', NOW)\n" \
+        "  if #dead > 0 then\n" \
+        "    redis.call('ZREMRANGEBYSCORE', k.p, '-inf', NOW)\n" \
+        "    redis.call('HDEL', k.po, unpack(dead))\n" \
+        "  end\n" \
+        "  local qs = redis.call('ZRANGEBYSCORE', k.pqe, '-inf', NOW)\n" \
+        "  for _, t in ipairs(qs) do\n" \
+        "    p_dequeue(k, t)\n" \
+        "    redis.call('HDEL', k.po, t)\n" \
+        "    redis.call('DEL', wake_key(t))\n" \
+        "  end\n" \
+        "  if redis.call('ZCARD', k.p) == 0 then redis.call('DEL', k.pn) end\n" \
+        "  return #dead > 0 or #qs > 0\n" \
+        "end\n" \
+        /* the permit waiters in arrival order */ \
+        "local function p_queue(k)\n" \
+        "  local ws = {}\n" \
+        "  local q = redis.call('ZRANGE', k.pq, 0, -1, 'WITHSCORES')\n" \
+        "  for i = 1, #q, 2 do\n" \
+        "    local n, s, ttl = string.match(redis.call('HGET', k.pqm, q[i]) or '', '^(%d+) (%d+) (%d+)$')\n" \
+        "    ws[#ws + 1] = {token = q[i], n = tonumber(n) or 1, stale = tonumber(s) or 1000,\n" \
+        "                   qttl = tonumber(ttl) or 1000, seq = tonumber(q[i + 1])}\n" \
+        "  end\n" \
+        "  return ws\n" \
+        "end\n" \
+        /* P: one more holder of a permit of N (its fence drawn before: F) */ \
+        "local function p_take(k, t, n, stale, rec)\n" \
+        "  redis.call('ZADD', k.p, NOW + stale, t)\n" \
+        "  redis.call('HSET', k.po, t, rec)\n" \
+        "  redis.call('SET', k.pn, n)\n" \
+        "  redis.call('SADD', B .. ':names', k.name)\n" \
+        "end\n" \
+        /* W: the permits free now go to the waiters at the head of the queue, in */ \
+        /* arrival order, each taken for it with its fence ("g<fence>"); a waiter */ \
+        /* that asks another number than the holders (Q) is woken to hear so from */ \
+        /* its own attempt, and nobody passes it */ \
+        "local function p_grant(k)\n" \
+        "  local held = redis.call('ZCARD', k.p)\n" \
+        "  local cur = tonumber(redis.call('GET', k.pn) or '')\n" \
+        "  for _, A in ipairs(p_queue(k)) do\n" \
+        "    if held > 0 and cur and A.n ~= cur then\n" \
+        "      if redis.call('LLEN', wake_key(A.token)) == 0 then push(A.token, 'w', A.qttl) end\n" \
+        "      return\n" \
+        "    end\n" \
+        "    if held >= A.n then return end\n" \
+        "    local drew, f = pcall(draw_fence, k)\n" \
+        "    if not drew then\n" \
+        "      if redis.call('LLEN', wake_key(A.token)) == 0 then push(A.token, 'w', A.qttl) end\n" \
+        "      return\n" \
+        "    end\n" \
+        "    p_dequeue(k, A.token)\n" \
+        "    p_take(k, A.token, A.n, A.stale, redis.call('HGET', k.po, A.token) or '')\n" \
+        "    push(A.token, 'g' .. f, A.qttl)\n" \
+        "    held, cur = held + 1, A.n\n" \
+        "  end\n" \
+        "end\n" \
+        /* a permit holder's removal: its record, the count, the grant (W) */ \
+        "local function p_drop(k, t)\n" \
+        "  if redis.call('ZREM', k.p, t) == 0 then return false end\n" \
+        "  redis.call('HDEL', k.po, t)\n" \
+        "  if redis.call('ZCARD', k.p) == 0 then redis.call('DEL', k.pn) end\n" \
+        "  p_grant(k)\n" \
+        "  return true\n" \
+        "end\n"
+
 /* ACQUIRE  KEYS: K1..Kn, {P}   ARGV: token, mode, policy, stale ms, record,
  *          may_queue (0/1), seq (0: none yet), last (0/1), not after (server
  *          ms, 0: none), queue ttl ms
@@ -563,20 +647,25 @@ static const char downgrade_intent_src[] =
  * A later holder has another token and is never touched.  1 when it
  * removed something; then lets in whoever may go (W). */
 static const char break_src[] =
-    COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
-           "purge(k)\n"
-           "local removed = 0\n"
-           "if get_w(k) == token then redis.call('DEL', k.w); removed = 1 end\n"
-           "if redis.call('GET', k.u) == token then redis.call('DEL', k.u) end\n"
-           "if redis.call('ZREM', k.r, token) == 1 then removed = 1; drained(k) end\n"
-           "k.readers = redis.call('ZRANGE', k.r, 0, 1)\n"
-           "if dequeue(k, token) then removed = 1 end\n"
-           "local g = range_drop(k, token)\n"
-           "if g then removed = 1; range_wake(k, g.lo, g.hi) end\n"
-           "redis.call('DEL', wake_key(token))\n"
-           "redis.call('HDEL', k.o, token)\n"
-           "if removed == 1 then grant(k, holders(k), nil) end\n"
-           "return removed\n";
+    COMMON PERMIT_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                         "purge(k)\n"
+                         "p_purge(k)\n"
+                         "local removed = 0\n"
+                         "if get_w(k) == token then redis.call('DEL', k.w); removed = 1 end\n"
+                         "if redis.call('GET', k.u) == token then redis.call('DEL', k.u) end\n"
+                         "if redis.call('ZREM', k.r, token) == 1 then removed = 1; drained(k) end\n"
+                         "k.readers = redis.call('ZRANGE', k.r, 0, 1)\n"
+                         "if dequeue(k, token) then removed = 1 end\n"
+                         "local g = range_drop(k, token)\n"
+                         "if g then removed = 1; range_wake(k, g.lo, g.hi) end\n"
+                         "redis.call('DEL', wake_key(token))\n"
+                         "redis.call('HDEL', k.o, token)\n"
+                         "if removed == 1 then grant(k, holders(k), nil) end\n"
+                         /* a permit, or a permit waiter (redis_permits.c) */
+                         "if p_drop(k, token) then removed = 1 end\n"
+                         "if p_dequeue(k, token) then removed = 1; p_grant(k) end\n"
+                         "redis.call('HDEL', k.po, token)\n"
+                         "return removed\n";
 
 /* INSPECT  KEYS: K, {P}
  * After the purge: {W's token or '', its record, ms until W expires,
@@ -601,27 +690,30 @@ static const char inspect_src[] =
  * is returned; else every record {token, record, ...} for the caller to
  * judge (same-host dead owners are then removed with BREAK). */
 static const char tidy_src[] =
-    COMMON "local k = K(KEYS[1])\n"
-           "if purge(k) then grant(k, holders(k), nil) end\n"
-           "if redis.call('EXISTS', k.w) == 0 and redis.call('ZCARD', k.r) == 0 and\n"
-           "   redis.call('ZCARD', k.q) == 0 and redis.call('EXISTS', k.g) == 0 then\n"
-           "  redis.call('DEL', k.o, k.qm, k.qe, k.u, k.ge, k.go)\n"
-           "  redis.call('SREM', B .. ':names', k.name)\n"
-           "  return {}\n"
-           "end\n"
-           "for _, t in ipairs(redis.call('HKEYS', k.o)) do\n"
-           "  if not redis.call('ZSCORE', k.r, t) and not redis.call('ZSCORE', k.q, t) then\n"
-           "    redis.call('HDEL', k.o, t)\n"
-           "  end\n"
-           "end\n"
-           "for _, t in ipairs(redis.call('HKEYS', k.go)) do\n"
-           "  if redis.call('HEXISTS', k.g, t) == 0 then redis.call('HDEL', k.go, t) end\n"
-           "end\n"
-           "local out = redis.call('HGETALL', k.o)\n"
-           "for _, v in ipairs(redis.call('HGETALL', k.go)) do out[#out + 1] = v end\n"
-           "local v = redis.call('GET', k.w)\n"
-           "if v then out[#out + 1] = w_token(v); out[#out + 1] = w_record(v) end\n"
-           "return out\n";
+    COMMON PERMIT_COMMON "local k = K(KEYS[1])\n"
+                         "if purge(k) then grant(k, holders(k), nil) end\n"
+                         "if p_purge(k) then p_grant(k) end\n"
+                         "if redis.call('EXISTS', k.w) == 0 and redis.call('ZCARD', k.r) == 0 and\n"
+                         "   redis.call('ZCARD', k.q) == 0 and redis.call('EXISTS', k.g) == 0 and\n"
+                         "   redis.call('EXISTS', k.p, k.pq) == 0 then\n"
+                         "  redis.call('DEL', k.o, k.qm, k.qe, k.u, k.ge, k.go, k.po, k.pn, k.pqe, k.pqm)\n"
+                         "  redis.call('SREM', B .. ':names', k.name)\n"
+                         "  return {}\n"
+                         "end\n"
+                         "for _, t in ipairs(redis.call('HKEYS', k.o)) do\n"
+                         "  if not redis.call('ZSCORE', k.r, t) and not redis.call('ZSCORE', k.q, t) then\n"
+                         "    redis.call('HDEL', k.o, t)\n"
+                         "  end\n"
+                         "end\n"
+                         "for _, t in ipairs(redis.call('HKEYS', k.go)) do\n"
+                         "  if redis.call('HEXISTS', k.g, t) == 0 then redis.call('HDEL', k.go, t) end\n"
+                         "end\n"
+                         "local out = redis.call('HGETALL', k.o)\n"
+                         "for _, v in ipairs(redis.call('HGETALL', k.go)) do out[#out + 1] = v end\n"
+                         "for _, v in ipairs(redis.call('HGETALL', k.po)) do out[#out + 1] = v end\n"
+                         "local v = redis.call('GET', k.w)\n"
+                         "if v then out[#out + 1] = w_token(v); out[#out + 1] = w_record(v) end\n"
+                         "return out\n";
 
 /* ---- range locks: the protocol and its invariants R1-R5 are at the top of
  * redis_range.c ------------------------------------------------------------ */
@@ -863,6 +955,170 @@ static const char range_list_src[] =
                         "end\n"
                         "return out\n";
 
+/* ---- counting locks: the protocol and its invariants P, Q are at the top
+ * of redis_permits.c --------------------------------------------------------- */
+
+/* PERMIT_ACQUIRE  KEYS: K, {P}   ARGV: token, N, stale ms, record,
+ *                 may_queue (0/1), seq (0: none yet), last (0/1), not after
+ *                 (server ms, 0: none), queue ttl ms
+ * Purges the name (E) and grants what that freed (W).  A token that holds
+ * a permit already takes it again (a lost reply, a grant).  Holders that
+ * asked another N: {-3, their N, a holder's record} (Q; nothing taken,
+ * the queue left).  Free -- fewer than N holders, counting the waiters
+ * that arrived before us (FIFO: nobody passes a waiter) -- takes a permit
+ * and draws a fence: {1, fence}.  Busy: queues as ACQUIRE does (or leaves
+ * the queue: a try, a last attempt, LATE) and names the holder whose
+ * permit expires first (kind p) or the first waiter ahead (q):
+ * {0, seq, token, record, ms until it expires, 0, kind}. */
+static const char permit_acquire_src[] = COMMON PERMIT_COMMON
+    "local token, n, stale, record = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]\n"
+    "local may_queue, seq, last = ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7] == '1'\n"
+    "local NA, qttl = tonumber(ARGV[8]) or 0, tonumber(ARGV[9])\n"
+    "local k = K(KEYS[1])\n"
+    "if seq > 0 then redis.call('DEL', wake_key(token)) end\n"
+    "if p_purge(k) then p_grant(k) end\n"
+    "-- ours already (a reply was lost, or a grant came meanwhile): take again\n"
+    "if redis.call('ZSCORE', k.p, token) then\n"
+    "  local f = draw_fence(k)\n"
+    "  redis.call('ZADD', k.p, NOW + stale, token)\n"
+    "  p_dequeue(k, token)\n"
+    "  return {1, f}\n"
+    "end\n"
+    "local held = redis.call('ZCARD', k.p)\n"
+    "local cur = tonumber(redis.call('GET', k.pn) or '')\n"
+    "if held > 0 and cur and cur ~= n then\n"
+    "  local h = redis.call('ZRANGE', k.p, 0, 0)\n"
+    "  if p_dequeue(k, token) then redis.call('HDEL', k.po, token); p_grant(k) end\n"
+    "  return {-3, cur, redis.call('HGET', k.po, h[1]) or ''}\n"
+    "end\n"
+    "local ahead, first = 0, nil\n"
+    "for _, A in ipairs(p_queue(k)) do\n"
+    "  if A.token ~= token and (seq == 0 or A.seq < seq) then\n"
+    "    ahead = ahead + 1\n"
+    "    first = first or A\n"
+    "  end\n"
+    "end\n"
+    "local late = past(NA)\n"
+    "if held + ahead < n and not late then\n"
+    "  local f = draw_fence(k)\n"
+    "  p_dequeue(k, token)\n"
+    "  p_take(k, token, n, stale, record)\n"
+    "  return {1, f}\n"
+    "end\n"
+    "local bt, brec, left, kind = '', '', 0, 'l'\n"
+    "if late then\n"
+    "  last = true\n"
+    "elseif held >= n then\n"
+    "  local h = redis.call('ZRANGE', k.p, 0, 0, 'WITHSCORES')\n"
+    "  bt, brec, left, kind = h[1], redis.call('HGET', k.po, h[1]) or '', tonumber(h[2]) - NOW, 'p'\n"
+    "else\n"
+    "  bt, kind = first.token, 'q'\n"
+    "  brec = redis.call('HGET', k.po, bt) or ''\n"
+    "  left = (tonumber(redis.call('ZSCORE', k.pqe, bt)) or NOW) - NOW\n"
+    "end\n"
+    "if left < 0 then left = 0 end\n"
+    "if last or not may_queue then\n"
+    "  if p_dequeue(k, token) then redis.call('HDEL', k.po, token); p_grant(k) end\n"
+    "  return {0, 0, bt, brec, left, 0, kind}\n"
+    "end\n"
+    "if seq == 0 then seq = redis.call('INCR', B .. ':seq') end\n"
+    "redis.call('ZADD', k.pq, seq, token)\n"
+    "redis.call('ZADD', k.pqe, expiry(qttl, NA), token)\n"
+    "redis.call('HSET', k.pqm, token, string.format('%d %d %d', n, stale, qttl))\n"
+    "redis.call('HSET', k.po, token, record)\n"
+    "redis.call('SADD', B .. ':names', k.name)\n"
+    "return {0, seq, bt, brec, left, 0, kind}\n";
+
+/* PERMIT_RELEASE  KEYS: K, {P}   ARGV: token
+ * Removes this token's permit and record, and grants the permit freed
+ * to the first waiter (W): 1; its permit gone already: LOST. */
+static const char permit_release_src[] = COMMON PERMIT_COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                                                              "p_purge(k)\n"
+                                                              "if p_drop(k, token) then return 1 end\n"
+                                                              "p_grant(k)\n"
+                                                              "return gone(k)\n";
+
+/* PERMIT_REFRESH  KEYS: K, {P}   ARGV: token, stale ms
+ * E: extends this token's permit while it is there: 1, or LOST. */
+static const char permit_refresh_src[] =
+    COMMON PERMIT_COMMON "local k, token, stale = K(KEYS[1]), ARGV[1], tonumber(ARGV[2])\n"
+                         "if p_purge(k) then p_grant(k) end\n"
+                         "if redis.call('ZSCORE', k.p, token) then\n"
+                         "  redis.call('ZADD', k.p, 'XX', NOW + stale, token)\n"
+                         "  return 1\n"
+                         "end\n"
+                         "return gone(k)\n";
+
+/* PERMIT_CHECK  KEYS: K, {P}   ARGV: token
+ * Read only: 1 while this token holds an unexpired permit, else LOST. */
+static const char permit_check_src[] = COMMON "local k, token = K(KEYS[1]), ARGV[1]\n"
+                                              "local s = redis.call('ZSCORE', k.p, token)\n"
+                                              "if s and tonumber(s) > NOW then return 1 end\n"
+                                              "return gone(k)\n";
+
+/* ---- the views: who holds and who waits (redis_backend.c) -------------------- */
+
+/* HOLDERS  KEYS: K, {P}
+ * After the purges: the last fence drawn for the name ('0': none), then
+ * five fields per holder -- kind (w: W's holder, r: a reader, p: a
+ * permit), token, owner record, ms until its entry expires, the N of a
+ * permit (else 0).  Ranges are dirlock_ranges'. */
+static const char holders_src[] = COMMON PERMIT_COMMON
+    "local k = K(KEYS[1])\n"
+    "if purge(k) then grant(k, holders(k), nil) end\n"
+    "if p_purge(k) then p_grant(k) end\n"
+    "local out = {redis.call('GET', k.f) or '0'}\n"
+    "local function add(kind, t, rec, left, n)\n"
+    "  for _, x in ipairs({kind, t, rec, math.max(left, 0), n}) do out[#out + 1] = x end\n"
+    "end\n"
+    "local v = redis.call('GET', k.w)\n"
+    "if v then add('w', w_token(v), w_record(v), redis.call('PTTL', k.w), 0) end\n"
+    "local rs = redis.call('ZRANGE', k.r, 0, -1, 'WITHSCORES')\n"
+    "for i = 1, #rs, 2 do add('r', rs[i], redis.call('HGET', k.o, rs[i]) or '', tonumber(rs[i + 1]) - NOW, "
+    "0) end\n"
+    "local pn = tonumber(redis.call('GET', k.pn) or '') or 0\n"
+    "local ps = redis.call('ZRANGE', k.p, 0, -1, 'WITHSCORES')\n"
+    "for i = 1, #ps, 2 do add('p', ps[i], redis.call('HGET', k.po, ps[i]) or '', tonumber(ps[i + 1]) - NOW, "
+    "pn) end\n"
+    "return out\n";
+
+/* WAITERS  KEYS: K, {P}
+ * After the purges: eight fields per waiter -- kind (q: a whole-lock
+ * waiter, u: W's holder upgrading while readers are in, g: a range
+ * waiter, G: a range upgrading, P: a permit waiter), token, owner record
+ * (its acquire time is when the wait began), mode (a number, or a range's
+ * letter), arrival number, a range's bounds, a permit waiter's N. */
+static const char waiters_src[] = COMMON PERMIT_COMMON
+    "local k = K(KEYS[1])\n"
+    "if purge(k) then grant(k, holders(k), nil) end\n"
+    "if p_purge(k) then p_grant(k) end\n"
+    "local out = {}\n"
+    "local function add(kind, t, rec, mode, seq, lo, hi, n)\n"
+    "  for _, x in ipairs({kind, t, rec, mode, seq, lo, hi, n}) do out[#out + 1] = x end\n"
+    "end\n"
+    "local q = redis.call('ZRANGE', k.q, 0, -1, 'WITHSCORES')\n"
+    "for i = 1, #q, 2 do\n"
+    "  local m = string.match(redis.call('HGET', k.qm, q[i]) or '', '^(%d+) ') or '0'\n"
+    "  add('q', q[i], redis.call('HGET', k.o, q[i]) or '', m, q[i + 1], '', '', 0)\n"
+    "end\n"
+    "local v = redis.call('GET', k.w)\n"
+    "if v and redis.call('GET', k.u) == w_token(v) and redis.call('ZCARD', k.r) > 0 then\n"
+    "  add('u', w_token(v), w_record(v), '0', 0, '', '', 0)\n"
+    "end\n"
+    "for _, e in ipairs(range_entries(k)) do\n"
+    "  if e.state == 'w' then\n"
+    "    add('g', e.token, redis.call('HGET', k.go, e.token) or '', e.mode, e.seq, e.los, e.his, 0)\n"
+    "  elseif e.mode == 'u' then\n"
+    "    add('G', e.token, redis.call('HGET', k.go, e.token) or '', 'x', e.seq, e.los, e.his, 0)\n"
+    "  end\n"
+    "end\n"
+    "local pq = redis.call('ZRANGE', k.pq, 0, -1, 'WITHSCORES')\n"
+    "for i = 1, #pq, 2 do\n"
+    "  local n = string.match(redis.call('HGET', k.pqm, pq[i]) or '', '^(%d+) ') or '0'\n"
+    "  add('P', pq[i], redis.call('HGET', k.po, pq[i]) or '', '0', pq[i + 1], '', '', tonumber(n))\n"
+    "end\n"
+    "return out\n";
+
 #ifdef DIRLOCK_TEST_HOOKS
 /* Test builds only (tests/tests.mk): an ACQUIRE that takes without
  * looking -- every request enters as a reader would -- so that a test can
@@ -901,6 +1157,12 @@ static const struct {
     [DL_RS_RANGE_DOWNGRADE] = {"range downgrade", range_downgrade_src},
     [DL_RS_RANGE_DOWNGRADE_INTENT] = {"range downgrade to intent", range_downgrade_intent_src},
     [DL_RS_RANGE_LIST] = {"range list", range_list_src},
+    [DL_RS_PERMIT_ACQUIRE] = {"permit acquire", permit_acquire_src},
+    [DL_RS_PERMIT_RELEASE] = {"permit release", permit_release_src},
+    [DL_RS_PERMIT_REFRESH] = {"permit refresh", permit_refresh_src},
+    [DL_RS_PERMIT_CHECK] = {"permit check", permit_check_src},
+    [DL_RS_HOLDERS] = {"holders", holders_src},
+    [DL_RS_WAITERS] = {"waiters", waiters_src},
 };
 
 const char *dl_redis_script_source(dl_redis_script_id id)

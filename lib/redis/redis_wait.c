@@ -410,6 +410,8 @@ static int read_answer(struct acquire *q, redisReply *rep, bool *taken, dirlock_
         int rc = DIRLOCK_OK;
         if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
                 rc = dl_redis_bad_reply(err, q->a->reply);
+        } else if (dl_redis_reply_int(rep->element[0]) == -3 && q->a->refused != NULL) {
+                rc = q->a->refused(q->h, rep, err);
         } else if (dl_redis_reply_int(rep->element[0]) == 1) {
                 if (rep->elements != q->n + 1) {
                         rc = dl_redis_bad_reply(err, q->a->reply);

@@ -1,6 +1,7 @@
 # tests/model/model.mk - model checking with spin: make verify.
 #
-# Models: tests/model/stale.pml (the exclusive lock) and rwlock.pml (the
+# Models: tests/model/stale.pml (the exclusive lock), permits.pml (counting
+# locks), deadlock.pml (deadlock detection) and rwlock.pml (the
 # reader-writer layer, its own rule: make verify-rw).  Every other model
 # names its configurations in its header comment, one per line:
 #     verify-config: SPIN-FLAGS          must verify without error
@@ -17,7 +18,7 @@
 # the states stored; fails on the first check that does not pass.
 #   make verify [MODELS="stale rwlock"] [PAN_MEM=1024] (megabytes)
 
-MODELS ?= stale
+MODELS ?= stale permits deadlock
 MODEL_DIR := $(BUILD)/model
 PAN_MEM ?= 2048
 PAN_CC ?= $(if $(filter cc gcc clang,$(notdir $(CC))),$(CC),cc)

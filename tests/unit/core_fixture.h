@@ -65,6 +65,19 @@ static inline dirlock *take(const char *name, double timeout)
         return h;
 }
 
+/* A hold that stands for another thread's or process's: taken with
+ * DIRLOCK_NO_DEADLOCK, so that this thread waiting behind it is no
+ * deadlock (it is released by someone else, or the wait times out). */
+static inline dirlock *take_other(const char *name)
+{
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        o.flags = DIRLOCK_NO_DEADLOCK;
+        dirlock *h = NULL;
+        dirlock_error e;
+        return dirlock_acquire(lockdir, name, &o, &h, &e) == DIRLOCK_OK ? h : NULL;
+}
+
 static inline void sleep_ms(long ms)
 {
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -39,6 +39,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.max_body, 65536);
         assert_int_equal(c.group_commit, 1);
         assert_string_equal(c.lock_space, "/tmp/x/locks");
+        assert_int_equal(c.max_waiting_posts, 0);
         config_free(&c);
 }
 
@@ -53,7 +54,7 @@ static void test_all_keys(void **state)
                            "lock_mode = rw\nstore = sqlite\nlock_timeout = 0.5\nstale_age = 2\n"
                            "delay_ms = 300\nwrite_method = inplace\nmax_messages = 5\npage_size = 3\n"
                            "min_post_interval = 10\nmax_body = 1024\ngroup_commit = no\n"
-                           "lock_space = /dev/shm/board locks/rw";
+                           "max_waiting_posts = 4\nlock_space = /dev/shm/board locks/rw";
         assert_int_equal(parse(text, &c, &e), 0);
         assert_string_equal(c.title, "掲示板 = test");
         assert_string_equal(c.base_path, "/board/rw/");
@@ -70,6 +71,8 @@ static void test_all_keys(void **state)
         assert_int_equal(c.max_body, 1024);
         assert_int_equal(c.group_commit, 0);
         assert_string_equal(c.lock_space, "/dev/shm/board locks/rw");
+        assert_int_equal(c.max_waiting_posts, 4);
+        assert_string_equal(c.gate_space, "/dev/shm/board locks/rw");
         config_free(&c);
 }
 
@@ -112,6 +115,27 @@ static void test_errors(void **state)
                      "lock_mode flock takes flock(2) locks on files in a directory");
         expect_error("data_dir = /x\nlock_space = redis://127.0.0.1/0\ngroup_commit = yes\n",
                      "group commit judges queued posts by process id");
+        expect_error("data_dir = /x\nmax_waiting_posts = -1\n", "key 'max_waiting_posts'");
+        expect_error("data_dir = /x\nmax_waiting_posts = 65536\n", "key 'max_waiting_posts'");
+}
+
+/* The posts' gate counts in the lock space, or for flock:DIR in DIR: a
+ * space with counting locks. */
+static void test_gate_space(void **state)
+{
+        (void)state;
+        struct board_config c;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(parse("data_dir = /x\nmax_waiting_posts = 2\nlock_mode = flock\n"
+                               "lock_space = flock:/run/board\n",
+                               &c, &e),
+                         0);
+        assert_string_equal(c.gate_space, "/run/board");
+        assert_int_equal(c.max_waiting_posts, 2);
+        config_free(&c);
+        assert_int_equal(parse("data_dir = /x\nlock_space = /run/l\n", &c, &e), 0);
+        assert_string_equal(c.gate_space, "/run/l");
+        config_free(&c);
 }
 
 /* Group commit is off on a lock server's space (several hosts), on by
@@ -169,6 +193,7 @@ int main(void)
             cmocka_unit_test(test_defaults),
             cmocka_unit_test(test_all_keys),
             cmocka_unit_test(test_errors),
+            cmocka_unit_test(test_gate_space),
             cmocka_unit_test(test_lock_space_kinds),
             cmocka_unit_test(test_group_commit_per_space),
             cmocka_unit_test(test_load_missing_file),

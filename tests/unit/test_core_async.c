@@ -47,10 +47,13 @@ static int finish(dirlock_pending *p, int ms, dirlock_error *e)
 }
 
 /* What is left in the lock directory: "" when nothing. */
+/* What is left in the lock directory, but the wait register (D/.waits,
+ * kept for the next waiter: lib/dir/waits.c) when it is empty. */
 static void leftovers(char *out, size_t size)
 {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "ls -A '%s' | tr '\\n' ' '", lockdir);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "rmdir '%s/.waits' 2>/dev/null; ls -A '%s' | tr '\\n' ' '", lockdir,
+                 lockdir);
         FILE *f = popen(cmd, "r");
         out[0] = '\0';
         if (f != NULL) {

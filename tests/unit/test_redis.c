@@ -5,7 +5,8 @@
  * the database, a key of the wrong type under the prefix, a script error,
  * a server that forgot its scripts), and the API as the directory backend
  * offers it (fences, owner records, upgrade and downgrade, reentrant
- * handles, cancel, list and cleanup, a forked child's own connection, a
+ * handles, cancel, a second handle of one's own lock (DIRLOCK_EDEADLK),
+ * list and cleanup, a forked child's own connection, a
  * release that gets no answer, a lock the server lost in a FLUSHALL or a
  * restart, pending acquires of one thread each on a connection of its
  * own), and the board's kept view handle on such a space.
@@ -614,7 +615,7 @@ static void test_reentrant_and_cancel(void **state)
         (void)state;
         NEED_REDIS();
         dirlock_options o = DIRLOCK_OPTIONS_INIT;
-        o.flags = DIRLOCK_REENTRANT;
+        o.flags = DIRLOCK_REENTRANT | DIRLOCK_NO_DEADLOCK; /* stands for another process's hold */
         o.timeout = 0;
         dirlock *h;
         dirlock_error e;
@@ -655,6 +656,34 @@ static void test_reentrant_and_cancel(void **state)
         dirlock *again = take_in(space, "re", DIRLOCK_EXCLUSIVE, 0, &e);
         assert_non_null(again);
         dirlock_release(again, NULL);
+}
+
+/* A second handle of this thread's own lock: DIRLOCK_EDEADLK at once
+ * (the space key: server, database, prefix), a try still busy; the same
+ * name in another prefix is another lock. */
+static void test_self_deadlock(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        dirlock *a = NULL, *b = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(space, "self", &o, &a, &e), DIRLOCK_OK);
+        o.timeout = 5;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(dirlock_acquire(space, "self", &o, &b, &e), DIRLOCK_EDEADLK);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        assert_true((t1.tv_sec - t0.tv_sec) * 1000.0 + (t1.tv_nsec - t0.tv_nsec) / 1e6 < 500);
+        assert_non_null(strstr(e.message, "already holds lock 'self'"));
+        o.timeout = 0;
+        assert_int_equal(dirlock_acquire(space, "self", &o, &b, &e), DIRLOCK_EBUSY);
+        char other[sizeof space + 16];
+        snprintf(other, sizeof other, "%s?prefix=other", space);
+        o.timeout = 5;
+        assert_int_equal(dirlock_acquire(other, "self", &o, &b, &e), DIRLOCK_OK);
+        dirlock_release(b, NULL);
+        dirlock_release(a, NULL);
 }
 
 /* Cut the library off the server: its socket moved away from the path
@@ -911,6 +940,7 @@ int main(void)
             cmocka_unit_test(test_upgrade_downgrade),
             cmocka_unit_test(test_upgrade_wakes),
             cmocka_unit_test(test_reentrant_and_cancel),
+            cmocka_unit_test(test_self_deadlock),
             cmocka_unit_test(test_fork),
             cmocka_unit_test(test_multi),
             cmocka_unit_test(test_pending_in_one_thread),

@@ -243,6 +243,12 @@ Do not make a missing lock directory (C<EIO>, errno C<ENOENT>).
 
 Never use inotify; back off and poll.
 
+=item no_deadlock => 1
+
+A hold that another thread or process may let go: it is left out of
+deadlock detection (C<EDEADLK>), so a wait behind it is never reported
+as a cycle.
+
 =item cancel_fd => FD or HANDLE
 
 Give up waiting (C<ECANCELED>) as soon as this descriptor (a number or a

@@ -70,6 +70,7 @@ class Lock:
         reentrant: bool = False,
         no_mkdir: bool = False,
         no_notify: bool = False,
+        no_deadlock: bool = False,
         cancel_fd: int | _HasFileno | None = None,
         partner_pid: int | None = None,
         range: tuple[float, float] | str | None = None,

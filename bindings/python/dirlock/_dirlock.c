@@ -311,9 +311,9 @@ typedef struct {
 
 static PyTypeObject LockType;
 
-static const char *lock_option_names[] = {"space",     "name",      "timeout",     "nonblocking", "stale_age",
-                                          "mode",      "policy",    "fifo",        "reentrant",   "no_mkdir",
-                                          "no_notify", "cancel_fd", "partner_pid", "range",       NULL};
+static const char *lock_option_names[] = {
+    "space",     "name",     "timeout",   "nonblocking", "stale_age", "mode",        "policy", "fifo",
+    "reentrant", "no_mkdir", "no_notify", "no_deadlock", "cancel_fd", "partner_pid", "range",  NULL};
 
 /* The cancel descriptor of an object (an int or anything with fileno()). */
 static int cancel_option(PyObject *value, dirlock_options *o)
@@ -353,11 +353,11 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
 {
         PyObject *space = NULL, *name = NULL, *timeout = NULL, *stale = NULL, *mode = NULL, *policy = NULL;
         PyObject *cancel = NULL, *partner = NULL, *range = NULL;
-        int nonblocking = 0, fifo = 0, reentrant = 0, no_mkdir = 0, no_notify = 0;
-        if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&O|$OpOOOppppOOO:Lock", (char **)lock_option_names,
+        int nonblocking = 0, fifo = 0, reentrant = 0, no_mkdir = 0, no_notify = 0, no_deadlock = 0;
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&O|$OpOOOpppppOOO:Lock", (char **)lock_option_names,
                                          PyUnicode_FSConverter, &space, &name, &timeout, &nonblocking, &stale,
-                                         &mode, &policy, &fifo, &reentrant, &no_mkdir, &no_notify, &cancel,
-                                         &partner, &range))
+                                         &mode, &policy, &fifo, &reentrant, &no_mkdir, &no_notify,
+                                         &no_deadlock, &cancel, &partner, &range))
                 return -1;
         if (self->busy || self->h != NULL || self->set != NULL) {
                 Py_DECREF(space);
@@ -403,7 +403,8 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
             name_index(policy, policy_names, COUNT(policy_names), "policy", &o->policy) < 0)
                 return -1;
         o->flags |= (fifo ? DIRLOCK_FIFO : 0) | (reentrant ? DIRLOCK_REENTRANT : 0) |
-                    (no_mkdir ? DIRLOCK_NO_MKDIR : 0) | (no_notify ? DIRLOCK_NO_NOTIFY : 0);
+                    (no_mkdir ? DIRLOCK_NO_MKDIR : 0) | (no_notify ? DIRLOCK_NO_NOTIFY : 0) |
+                    (no_deadlock ? DIRLOCK_NO_DEADLOCK : 0);
         if (cancel_option(cancel, o) < 0)
                 return -1;
         Py_XINCREF(cancel);
@@ -1148,7 +1149,7 @@ static PyTypeObject LockType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Lock(space, name, *, timeout=None, nonblocking=False, stale_age=None, mode='exclusive',\n"
               "     policy='fair', fifo=False, reentrant=False, no_mkdir=False, no_notify=False,\n"
-              "     cancel_fd=None, partner_pid=None, range=None)\n--\n\n"
+              "     no_deadlock=False, cancel_fd=None, partner_pid=None, range=None)\n--\n\n"
               "A lock named `name` in lock space `space` (a directory, 'flock:DIR', or\n"
               "'redis://...'); a list of names is a set, taken all or none.  Nothing is\n"
               "taken until acquire() or `with`:\n\n"
@@ -1159,7 +1160,8 @@ static PyTypeObject LockType = {
               "may be broken (180 by default); mode: 'exclusive', 'shared' or 'intent';\n"
               "policy: 'fair', 'writer', 'reader' or 'simple'; fifo: strict arrival order;\n"
               "reentrant: count holds; no_mkdir: do not make a missing lock directory;\n"
-              "no_notify: poll, no inotify; cancel_fd: a descriptor (or an object with\n"
+              "no_notify: poll, no inotify; no_deadlock: a hold another thread may let\n"
+              "go, left out of deadlock detection; cancel_fd: a descriptor (or an object with\n"
               "fileno()) that ends the wait (dirlock.ECANCELED) when it turns readable;\n"
               "partner_pid: a process of this host holding the lock with us;\n"
               "range: (lo, hi) or 'LO:HI' (as dirlock --range takes it), lock that\n"

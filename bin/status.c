@@ -1,0 +1,365 @@
+/* status.c - `dirlock status`: what the locks of a space are doing, for a
+ * person (one line per lock, then a line per range, permit holder and
+ * waiter under it) or, with --json, for monitoring: one JSON document,
+ * made with json-c, whose fields are listed in man/dirlock.1 (STATUS AS
+ * JSON) -- the one place they are described; a field is never renamed or
+ * given another meaning, only added. */
+#include "status.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "run.h"
+
+static const char *progname = DIRLOCK_COMMAND_NAME;
+
+static const char *mode_name(int mode)
+{
+        static const char *const modes[] = {"exclusive", "shared", "intent"};
+        return mode >= 0 && mode <= 2 ? modes[mode] : "?";
+}
+
+static const char *wait_kind_name(int kind)
+{
+        static const char *const kinds[] = {"lock", "range", "permit", "upgrade"};
+        return kind >= DIRLOCK_WAIT_LOCK && kind <= DIRLOCK_WAIT_UPGRADE ? kinds[kind] : "?";
+}
+
+static double wall_now(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void utc(double when, char out[32])
+{
+        strcpy(out, "?");
+        time_t t = (time_t)when;
+        struct tm tm;
+        if (when > 0 && gmtime_r(&t, &tm) != NULL)
+                strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- for a person ------------------------------------------------------------ */
+
+/* An owner's process, age, liveness and record: the token, process start
+ * time and acquire time (UTC) last. */
+static void print_record(const dirlock_owner *o)
+{
+        const char *alive = o->owner_alive == 1 ? "alive" : o->owner_alive == 0 ? "dead" : "unknown";
+        printf("pid=%ld host=%s age=%.1fs mode=%s owner=%s %s", (long)o->pid, o->host, o->age,
+               mode_name(o->mode), alive, o->stale ? "STALE" : "fresh");
+        if (o->partner)
+                printf(" command=%ld", (long)o->partner);
+        if (o->readers)
+                printf(" readers=%u", o->readers);
+        char when[32];
+        utc(o->acquired, when);
+        printf(" token=%s start=%llu acquired=%s\n", o->token[0] ? o->token : "?", o->start_time, when);
+}
+
+/* The lock's own line: its exclusive lock's holder, or its readers or
+ * ranges; nothing for a name with only permits or waiters. */
+static void print_owner(const dirlock_owner *o)
+{
+        if (o->pid == 0 && o->mode != DIRLOCK_SHARED && o->host[0] == '\0')
+                return;
+        if (o->pid == 0 && o->mode == DIRLOCK_SHARED) {
+                if (o->ranges && !o->readers)
+                        printf("%-24s ranges=%u\n", o->name, o->ranges);
+                else
+                        printf("%-24s shared readers=%u\n", o->name, o->readers);
+                return;
+        }
+        if (o->pid == 0) {
+                printf("%-24s held, no readable owner record (break --force to clear)\n", o->name);
+                return;
+        }
+        printf("%-24s ", o->name);
+        print_record(o);
+}
+
+static void print_ranges(const char *space, const char *name)
+{
+        dirlock_range_info *r;
+        size_t n;
+        if (dirlock_ranges(space, name, &r, &n, NULL) != DIRLOCK_OK)
+                return;
+        for (size_t i = 0; i < n; i++)
+                printf("  range [%g, %g) %s%s pid=%ld host=%s age=%.1fs%s\n", r[i].lo, r[i].hi,
+                       mode_name(r[i].mode), r[i].upgrading ? " (upgrading)" : "", (long)r[i].pid, r[i].host,
+                       r[i].age, r[i].waiting ? " waiting" : "");
+        free(r);
+}
+
+static void print_permits(const char *space, const dirlock_owner *o, double stale)
+{
+        printf("%-24s permits=%u held=%u\n", o->name, o->permits, o->permit_holders);
+        dirlock_owner *h;
+        size_t n;
+        if (dirlock_holders(space, o->name, stale, &h, &n, NULL) != DIRLOCK_OK)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (h[i].permits > 0) {
+                        printf("  permit ");
+                        print_record(&h[i]);
+                }
+        free(h);
+}
+
+static void print_waiters(const char *space, const dirlock_owner *o)
+{
+        dirlock_waiter *w;
+        size_t n;
+        if (dirlock_waiters(space, o->name, &w, &n, NULL) != DIRLOCK_OK)
+                return;
+        if (n > 0 && o->pid == 0 && !o->readers && !o->ranges && !o->permit_holders)
+                printf("%-24s free, %zu waiting\n", o->name, n);
+        double now = wall_now();
+        for (size_t i = 0; i < n; i++) {
+                char when[32];
+                utc(w[i].since, when);
+                printf("  waiter pid=%ld", (long)w[i].pid);
+                if (w[i].tid > 0 && w[i].tid != w[i].pid)
+                        printf(" tid=%ld", (long)w[i].tid);
+                printf(" host=%s %s %s", w[i].host, wait_kind_name(w[i].kind), mode_name(w[i].mode));
+                if (w[i].kind == DIRLOCK_WAIT_RANGE)
+                        printf(" [%g, %g)", w[i].lo, w[i].hi);
+                if (w[i].kind == DIRLOCK_WAIT_PERMIT)
+                        printf(" of %u", w[i].permits);
+                printf(" waiting=%.1fs since=%s%s%s\n", now - w[i].since, when,
+                       w[i].pending ? " pending" : "", w[i].owner_alive == 0 ? " dead" : "");
+        }
+        free(w);
+}
+
+static void print_lock(const char *space, const dirlock_owner *o, double stale)
+{
+        print_owner(o);
+        if (o->ranges)
+                print_ranges(space, o->name);
+        if (o->permit_holders)
+                print_permits(space, o, stale);
+        if (o->waiters)
+                print_waiters(space, o);
+}
+
+/* ---- for monitoring (--json) -------------------------------------------------- */
+
+/* A space as it may be shown: a server's password replaced by ***. */
+static json_object *space_shown(const char *space)
+{
+        const char *scheme = strstr(space, "://");
+        const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+        const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
+        if (at == NULL || (slash != NULL && slash < at))
+                return json_object_new_string(space);
+        const char *colon = memchr(scheme + 3, ':', (size_t)(at - (scheme + 3)));
+        size_t keep = (size_t)((colon ? colon + 1 : scheme + 3) - space);
+        size_t len = keep + 3 + strlen(at) + 1;
+        char *shown = malloc(len);
+        if (shown == NULL)
+                return NULL;
+        snprintf(shown, len, "%.*s***%s", (int)keep, space, at);
+        json_object *j = json_object_new_string(shown);
+        free(shown);
+        return j;
+}
+
+static json_object *alive_json(int alive)
+{
+        return alive < 0 ? NULL : json_object_new_boolean(alive);
+}
+
+static void add(json_object *o, const char *key, json_object *v)
+{
+        json_object_object_add(o, key, v);
+}
+
+static json_object *holder_json(const dirlock_owner *h, const char *kind)
+{
+        json_object *j = json_object_new_object();
+        add(j, "kind", json_object_new_string(kind));
+        add(j, "mode", json_object_new_string(mode_name(h->mode)));
+        add(j, "pid", json_object_new_int64(h->pid));
+        add(j, "start_time", json_object_new_uint64(h->start_time));
+        add(j, "host", json_object_new_string(h->host));
+        add(j, "token", h->token[0] ? json_object_new_string(h->token) : NULL);
+        add(j, "acquired", json_object_new_double(h->acquired));
+        add(j, "age", json_object_new_double(h->age));
+        add(j, "alive", alive_json(h->owner_alive));
+        add(j, "stale", json_object_new_boolean(h->stale));
+        add(j, "command", h->partner > 0 ? json_object_new_int64(h->partner) : NULL);
+        add(j, "permits", h->permits > 0 ? json_object_new_int64(h->permits) : NULL);
+        return j;
+}
+
+static json_object *range_json(const dirlock_range_info *r)
+{
+        json_object *j = json_object_new_object();
+        add(j, "lo", json_object_new_double(r->lo));
+        add(j, "hi", json_object_new_double(r->hi));
+        add(j, "mode", json_object_new_string(mode_name(r->mode)));
+        add(j, "waiting", json_object_new_boolean(r->waiting));
+        add(j, "upgrading", json_object_new_boolean(r->upgrading));
+        add(j, "pid", json_object_new_int64(r->pid));
+        add(j, "host", json_object_new_string(r->host));
+        add(j, "age", json_object_new_double(r->age));
+        return j;
+}
+
+static json_object *waiter_json(const dirlock_waiter *w, double now)
+{
+        json_object *j = json_object_new_object();
+        add(j, "kind", json_object_new_string(wait_kind_name(w->kind)));
+        add(j, "mode", json_object_new_string(mode_name(w->mode)));
+        add(j, "pid", json_object_new_int64(w->pid));
+        add(j, "tid", w->tid > 0 ? json_object_new_int64(w->tid) : NULL);
+        add(j, "start_time", json_object_new_uint64(w->start_time));
+        add(j, "host", json_object_new_string(w->host));
+        add(j, "since", json_object_new_double(w->since));
+        add(j, "waited", json_object_new_double(now - w->since));
+        add(j, "age", json_object_new_double(w->age));
+        add(j, "alive", alive_json(w->owner_alive));
+        add(j, "pending", json_object_new_boolean(w->pending));
+        json_object *range = NULL;
+        if (w->kind == DIRLOCK_WAIT_RANGE || (w->kind == DIRLOCK_WAIT_UPGRADE && w->lo < w->hi)) {
+                range = json_object_new_array();
+                json_object_array_add(range, json_object_new_double(w->lo));
+                json_object_array_add(range, json_object_new_double(w->hi));
+        }
+        add(j, "range", range);
+        add(j, "permits", w->permits > 0 ? json_object_new_int64(w->permits) : NULL);
+        return j;
+}
+
+/* One lock: its inspect record `o` (NULL: free), its holders, ranges and
+ * waiters. */
+static json_object *lock_json(const char *space, const char *name, const dirlock_owner *o, double stale,
+                              double now)
+{
+        json_object *j = json_object_new_object();
+        add(j, "name", json_object_new_string(name));
+        add(j, "fence", o != NULL && o->fence > 0 ? json_object_new_uint64(o->fence) : NULL);
+        add(j, "readers", json_object_new_int64(o != NULL ? o->readers : 0));
+        add(j, "permits", o != NULL && o->permits > 0 ? json_object_new_int64(o->permits) : NULL);
+        json_object *holders = json_object_new_array();
+        dirlock_owner *h;
+        size_t n;
+        if (o != NULL && dirlock_holders(space, name, stale, &h, &n, NULL) == DIRLOCK_OK) {
+                for (size_t i = 0; i < n; i++) {
+                        const char *kind = h[i].permits > 0 ? "permit"
+                                           : h[i].pid == o->pid && strcmp(h[i].token, o->token) == 0
+                                               ? "lock"
+                                               : "reader";
+                        json_object_array_add(holders, holder_json(&h[i], kind));
+                }
+                free(h);
+        }
+        add(j, "holders", holders);
+        json_object *ranges = json_object_new_array();
+        dirlock_range_info *r;
+        if (o != NULL && o->ranges > 0 && dirlock_ranges(space, name, &r, &n, NULL) == DIRLOCK_OK) {
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(ranges, range_json(&r[i]));
+                free(r);
+        }
+        add(j, "ranges", ranges);
+        json_object *waiters = json_object_new_array();
+        dirlock_waiter *w;
+        size_t nw = 0;
+        if (dirlock_waiters(space, name, &w, &nw, NULL) == DIRLOCK_OK) {
+                for (size_t i = 0; i < nw; i++)
+                        json_object_array_add(waiters, waiter_json(&w[i], now));
+                free(w);
+        }
+        add(j, "waiters", waiters);
+        add(j, "queue_length", json_object_new_int64((int64_t)nw));
+        return j;
+}
+
+static int status_json(int argc, char **argv, const char *space, double stale)
+{
+        dirlock_space_info info;
+        dirlock_error e;
+        if (dirlock_space_query(space, &info, &e) != DIRLOCK_OK) {
+                fprintf(stderr, "%s: %s\n", progname, e.message);
+                return EXIT_ERROR;
+        }
+        double now = wall_now();
+        /* Seconds to the microsecond: no 0.71160111299999995. */
+        json_c_set_serialization_double_format("%.6f", JSON_C_OPTION_THREAD);
+        json_object *doc = json_object_new_object();
+        add(doc, "format", json_object_new_string("dirlock-status/1"));
+        add(doc, "space", space_shown(space));
+        add(doc, "backend", json_object_new_string(info.backend));
+        add(doc, "time", json_object_new_double(now));
+        json_object *locks = json_object_new_array();
+        int status = 0;
+        if (argc == 0) {
+                dirlock_owner *owners;
+                size_t n;
+                if (dirlock_list(space, stale, &owners, &n, &e) != DIRLOCK_OK) {
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                        json_object_put(doc);
+                        json_object_put(locks);
+                        return EXIT_ERROR;
+                }
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(locks,
+                                              lock_json(space, owners[i].name, &owners[i], stale, now));
+                free(owners);
+        }
+        for (int i = 0; i < argc; i++) {
+                dirlock_owner o;
+                int rc = dirlock_inspect(space, argv[i], stale, &o, &e);
+                if (rc == DIRLOCK_OK || rc == DIRLOCK_ENOLOCK) {
+                        json_object_array_add(
+                            locks, lock_json(space, argv[i], rc == DIRLOCK_OK ? &o : NULL, stale, now));
+                } else {
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                        status = EXIT_ERROR;
+                }
+        }
+        add(doc, "locks", locks);
+        puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(doc);
+        return status;
+}
+
+int status_run(int argc, char **argv, const char *space, double stale, bool json)
+{
+        if (json)
+                return status_json(argc, argv, space, stale);
+        dirlock_error e;
+        if (argc == 0) {
+                dirlock_owner *owners;
+                size_t n;
+                if (dirlock_list(space, stale, &owners, &n, &e) != DIRLOCK_OK) {
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                        return EXIT_ERROR;
+                }
+                for (size_t i = 0; i < n; i++)
+                        print_lock(space, &owners[i], stale);
+                free(owners);
+                return 0;
+        }
+        int status = 0;
+        for (int i = 0; i < argc; i++) {
+                dirlock_owner o;
+                int rc = dirlock_inspect(space, argv[i], stale, &o, &e);
+                if (rc == DIRLOCK_OK) {
+                        print_lock(space, &o, stale);
+                } else if (rc == DIRLOCK_ENOLOCK) {
+                        printf("%-24s free\n", argv[i]);
+                } else {
+                        fprintf(stderr, "%s: %s\n", progname, e.message);
+                        status = EXIT_ERROR;
+                }
+        }
+        return status;
+}

@@ -1,0 +1,398 @@
+/* waits.c - the wait register of a directory space: every process that
+ * waits for a lock of D has an entry in D/.waits/ while it waits, so that
+ * dirlock_waiters() and `dirlock status` list every waiter -- for a whole
+ * lock in any mode, an upgrade, a range, a permit -- and deadlock
+ * detection (deadlock.c) can follow a waiting thread to what it waits for.
+ *
+ * ENTRIES (layout.h).  D/.waits/t.<B>.<NS>.<P>.<TID> is thread TID of
+ * process P (on the host whose boot id is B, in pid namespace NS) blocked
+ * in a wait: the name deadlock detection computes from a holder's owner
+ * record.  D/.waits/o.<T> is any other wait of handle T: a pending
+ * acquire's, which blocks no thread (the event loop runs on and may
+ * release what the thread holds), or one taken with DIRLOCK_NO_DEADLOCK;
+ * it is listed, never followed.  Each entry is a symlink whose target is
+ * the wait record (lib/wait_record.c): the lock, what kind of wait and
+ * mode, what blocks it, an id drawn for this one wait, and the waiter's
+ * owner record with the moment the wait began.
+ *
+ * INVARIANT W: an entry t.<...> holding a record with id I exists only
+ * while its thread is inside the one wait I names -- made after the wait's
+ * first failed try and before its first sleep, removed on every way out
+ * before the acquire returns -- and I is never used again.  So the same I
+ * read at two moments means that thread waited, for what the record says,
+ * all the time in between (deadlock.c builds on this).  A thread waits for
+ * one thing at a time; a stale entry of its own (left by a wait that did
+ * not end through dl_wait_end: a thread canceled mid-wait) is replaced.
+ *
+ * LIFE.  The waiter renews its entry every quarter of its stale age (as
+ * holders refresh locks, INVARIANT C of exclusive.c): an entry older than
+ * the stale age (the larger of the lister's and the one it recorded), or
+ * whose process is provably dead on this host, belongs to a dead waiter,
+ * and whoever lists the waiters or cleans up removes it.  The register is
+ * for seeing and never stands in a lock's way: nothing waits for it, an
+ * entry that cannot be made (a full disk) leaves the wait unlisted.
+ *
+ * On a network filesystem (netfs.c) every call goes through fsops.c, a
+ * listing is whole or an error, an entry's age breaks it only once this
+ * thread has also seen it unchanged (CLOCKS), and D/.waits, which others
+ * make entries in, is never removed (KEPT DIRECTORIES). */
+#include "dir.h"
+#include "fsops.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct dl_wreg {
+        char *path;         /* the entry while it waits, else NULL */
+        dl_wait_record rec; /* what it holds                        */
+        dl_time renewed;    /* made or last renewed                 */
+        dl_time checked;    /* the last deadlock check, or the wait's start */
+        bool node;          /* a thread's entry (t.<...>)           */
+        bool first_due;     /* no check yet: due DL_DEADLOCK_FIRST_MS in */
+};
+
+static double ms_since(const dl_time *then)
+{
+        dl_time now = dl_now();
+        return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
+}
+
+/* Write the entry: a symlink made aside and renamed onto `path`, so that
+ * a reader sees the old record or the new one, never none. */
+static int write_entry(const char *path, const char *text, const char *token, unsigned lockdir_mode)
+{
+        size_t n = strlen(path);
+        char *tmp = malloc(n + 2 + DIRLOCK_TOKEN_LEN + 1);
+        if (tmp == NULL)
+                return -1;
+        /* D/.waits/.n.<T>: a name no lister reads */
+        const char *slash = strrchr(path, '/');
+        size_t dir_len = (size_t)(slash - path);
+        snprintf(tmp, n + 2 + DIRLOCK_TOKEN_LEN + 1, "%.*s/.n%s", (int)dir_len, path, token);
+        int rc = -1;
+        for (int round = 0; round < 2 && rc != 0; round++) {
+                dl_fs_unlink(tmp);
+                if (dl_fs_symlink(text, tmp) == 0) {
+                        rc = dl_fs_rename(tmp, path);
+                        if (rc != 0)
+                                dl_fs_unlink(tmp);
+                } else if (errno == ENOENT && round == 0) {
+                        char *dir = strndup(path, dir_len);
+                        if (dir != NULL && dl_fs_mkdir_in(dir, lockdir_mode) != 0 && errno != EEXIST) {
+                                free(dir);
+                                break;
+                        }
+                        free(dir);
+                } else {
+                        break;
+                }
+        }
+        free(tmp);
+        return rc;
+}
+
+int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
+{
+        (void)err; /* the register is never in the way; the check comes later */
+        struct dl_dir *d = dl_dir_of(h);
+        if (d->wreg == NULL && (d->wreg = calloc(1, sizeof *d->wreg)) == NULL)
+                return DIRLOCK_OK; /* unlisted: never in the way */
+        struct dl_wreg *w = d->wreg;
+        DL_ASSERT(w->path == NULL); /* one wait at a time */
+        dl_wait_record *r = &w->rec;
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "%s", h->name);
+        r->kind = kind;
+        r->mode = mode;
+        r->target = (char)target;
+        r->permits = h->permits;
+        r->pending = dl_pending_kick_fd() >= 0;
+        if (h->ranged) {
+                r->lo = h->lo;
+                r->hi = h->hi;
+        }
+        dl_record_self(&r->who, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
+        w->node = !r->pending && !(h->opts.flags & DIRLOCK_NO_DEADLOCK);
+        if (!w->node)
+                r->who.tid = 0; /* nobody follows it: no thread to name */
+        char text[DL_WAIT_RECORD_MAX];
+        if (dl_random_token(r->id, NULL) != DIRLOCK_OK || dl_wait_record_format(r, text, sizeof text) < 0)
+                return DIRLOCK_OK;
+        w->path =
+            w->node ? dl_layout_wait_thread(d->lockdir, r->who.boot_id, r->who.pidns, r->who.pid, r->who.tid)
+                    : dl_layout_wait_other(d->lockdir, h->token);
+        if (w->path == NULL)
+                return DIRLOCK_OK;
+        if (write_entry(w->path, text, h->token, d->lockdir_mode) != 0) {
+                free(w->path);
+                w->path = NULL;
+                return DIRLOCK_OK;
+        }
+        w->renewed = w->checked = dl_now();
+        if (!w->node)
+                return DIRLOCK_OK;
+        /* The first check falls due a little later, when the wait still
+         * lasts (most waits for a lock in use end sooner: a check then
+         * would be work for nothing); the wait wakes for it. */
+        w->first_due = true;
+        dl_time at = w->checked;
+        at.tv_nsec += (long)(DL_DEADLOCK_FIRST_MS * 1e6);
+        if (at.tv_nsec >= 1000000000L) {
+                at.tv_sec++;
+                at.tv_nsec -= 1000000000L;
+        }
+        dl_waiter_wake_by(&at);
+        return DIRLOCK_OK;
+}
+
+int dl_wait_step(dirlock *h, dirlock_error *err)
+{
+        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        if (w == NULL || w->path == NULL)
+                return DIRLOCK_OK;
+        if (ms_since(&w->renewed) >= h->opts.stale_age * 1e3 / 4) {
+                dl_fs_touch(w->path);
+                w->renewed = dl_now();
+        }
+        if (!w->node ||
+            ms_since(&w->checked) < (w->first_due ? DL_DEADLOCK_FIRST_MS : DL_DEADLOCK_RECHECK_MS))
+                return DIRLOCK_OK;
+        if (w->first_due) {
+                w->first_due = false;
+                dl_waiter_wake_by(NULL); /* the rechecks ride on the waits' own */
+        }
+        w->checked = dl_now();
+        int rc = dl_deadlock_check(h, &w->rec, err);
+        if (rc != DIRLOCK_OK)
+                dl_wait_end(h);
+        return rc;
+}
+
+void dl_wait_end(dirlock *h)
+{
+        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        if (w == NULL || w->path == NULL)
+                return;
+        if (w->first_due)
+                dl_waiter_wake_by(NULL);
+        w->first_due = false;
+        dl_fs_unlink(w->path);
+        free(w->path);
+        w->path = NULL;
+}
+
+void dl_wait_free(dirlock *h)
+{
+        dl_wait_end(h);
+        free(dl_dir_of(h)->wreg);
+        dl_dir_of(h)->wreg = NULL;
+}
+
+/* ---- from outside the waiters ------------------------------------------- */
+
+/* Read entry `leaf` of the register `dir` (on `fs`): 1 a live waiter's
+ * (*w and its age filled), 0 not an entry or gone, and a dead waiter's
+ * removed -- dead when provably so on this host, or older than its stale
+ * age (on a network filesystem, also seen unchanged long enough: CLOCKS
+ * in netfs.c). */
+static int read_waiter(const char *dir, const char *leaf, const dl_fs *fs, dl_wait_record *w, double *age)
+{
+        if ((leaf[0] != DL_WAIT_THREAD && leaf[0] != DL_WAIT_OTHER) || leaf[1] != '.')
+                return 0;
+        char *path = dl_join(dir, leaf, NULL);
+        if (path == NULL)
+                return 0;
+        long long now = dl_wall_ns(); /* the clock first: INVARIANT C */
+        char text[DL_WAIT_RECORD_MAX];
+        ssize_t n = dl_fs_readlink(path, text, sizeof text);
+        struct stat st;
+        if (n < 0 || dl_fs_lstat(path, &st) != 0) {
+                free(path);
+                return 0;
+        }
+        long long m = dl_ts_ns(&st.st_mtim), c = dl_ts_ns(&st.st_ctim), changed = m > c ? m : c;
+        *age = (double)(now - changed) / 1e9;
+        bool readable = (size_t)n < sizeof text && dl_wait_record_parse(text, (size_t)n, w) == 0;
+        double limit = DIRLOCK_DEFAULT_STALE_AGE;
+        if (readable && (double)w->who.stale_ms / 1e3 > limit)
+                limit = (double)w->who.stale_ms / 1e3;
+        bool aged = dl_fs_aged_out(fs, readable ? w->who.token : "", changed, *age, limit);
+        bool dead = aged || (readable && dl_record_owner_alive(&w->who) == 0);
+        if (dead)
+                dl_fs_unlink(path);
+        free(path);
+        return readable && !dead;
+}
+
+/* Call fn for every live waiter of `name` (all when NULL). */
+static int each_waiter(const char *lockdir, const char *name,
+                       int (*fn)(const dl_wait_record *, double, void *), void *arg, dirlock_error *err)
+{
+        char *dir = dl_join(lockdir, DL_WAITS_DIR, NULL);
+        if (dir == NULL)
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
+        char **names;
+        size_t n;
+        int rc = dl_dir_names(dir, fs, &names, &n, err);
+        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
+                dl_wait_record w;
+                double age;
+                if (read_waiter(dir, names[i], fs, &w, &age) && (name == NULL || strcmp(w.name, name) == 0))
+                        rc = fn(&w, age, arg);
+        }
+        dl_dir_names_free(names, n);
+        free(dir);
+        return rc;
+}
+
+struct listing {
+        dirlock_waiter *v;
+        size_t n, cap;
+        dirlock_error *err;
+};
+
+static int add_waiter(const dl_wait_record *w, double age, void *arg)
+{
+        struct listing *l = arg;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 8;
+                dirlock_waiter *grown = realloc(l->v, cap * sizeof *grown);
+                if (grown == NULL)
+                        return dl_fail(l->err, DIRLOCK_ENOMEM, 0, "out of memory");
+                l->v = grown;
+                l->cap = cap;
+        }
+        dirlock_waiter *o = &l->v[l->n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%s", w->name);
+        o->kind = w->kind;
+        o->mode = w->mode;
+        o->lo = w->lo;
+        o->hi = w->hi;
+        o->permits = w->permits;
+        o->pid = w->who.pid;
+        o->tid = w->who.tid;
+        o->start_time = w->who.start_time;
+        snprintf(o->host, sizeof o->host, "%s", w->who.host);
+        o->since = (double)w->who.acquired_ns / 1e9;
+        o->age = age;
+        o->pending = w->pending;
+        o->owner_alive = dl_record_owner_alive(&w->who);
+        return DIRLOCK_OK;
+}
+
+static int by_since(const void *a, const void *b)
+{
+        double x = ((const dirlock_waiter *)a)->since, y = ((const dirlock_waiter *)b)->since;
+        return x < y ? -1 : x > y;
+}
+
+int dl_waits_list(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
+                  dirlock_error *err)
+{
+        struct listing l = {NULL, 0, 0, err};
+        int rc = each_waiter(lockdir, name, add_waiter, &l, err);
+        if (rc != DIRLOCK_OK) {
+                free(l.v);
+                return rc;
+        }
+        if (l.n > 1)
+                qsort(l.v, l.n, sizeof *l.v, by_since);
+        *out = l.v;
+        *count = l.n;
+        return DIRLOCK_OK;
+}
+
+static int count_one(const dl_wait_record *w, double age, void *arg)
+{
+        (void)w;
+        (void)age;
+        (*(unsigned *)arg)++;
+        return DIRLOCK_OK;
+}
+
+unsigned dl_waits_count(const char *lockdir, const char *name)
+{
+        unsigned n = 0;
+        return each_waiter(lockdir, name, count_one, &n, NULL) == DIRLOCK_OK ? n : 0;
+}
+
+struct names {
+        char **v;
+        size_t n, cap;
+};
+
+static int add_name(const dl_wait_record *w, double age, void *arg)
+{
+        (void)age;
+        struct names *l = arg;
+        for (size_t i = 0; i < l->n; i++)
+                if (strcmp(l->v[i], w->name) == 0)
+                        return DIRLOCK_OK;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 8;
+                char **grown = realloc(l->v, cap * sizeof *grown);
+                if (grown == NULL)
+                        return DIRLOCK_ENOMEM;
+                l->v = grown;
+                l->cap = cap;
+        }
+        if ((l->v[l->n] = strdup(w->name)) == NULL)
+                return DIRLOCK_ENOMEM;
+        l->n++;
+        return DIRLOCK_OK;
+}
+
+int dl_waits_names(const char *lockdir, char ***names, size_t *count)
+{
+        struct names l = {NULL, 0, 0};
+        int rc = each_waiter(lockdir, NULL, add_name, &l, NULL);
+        if (rc != DIRLOCK_OK) {
+                while (l.n > 0)
+                        free(l.v[--l.n]);
+                free(l.v);
+                return rc;
+        }
+        *names = l.v;
+        *count = l.n;
+        return DIRLOCK_OK;
+}
+
+void dl_waits_cleanup(const char *lockdir)
+{
+        unsigned n = 0;
+        each_waiter(lockdir, NULL, count_one, &n, NULL); /* removes the dead ones */
+        char *dir = dl_join(lockdir, DL_WAITS_DIR, NULL);
+        if (dir == NULL)
+                return;
+        /* Leftovers of a write cut short: .n.<T> older than any write. */
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
+        char **names;
+        size_t count;
+        if (dl_dir_names(dir, fs, &names, &count, NULL) == DIRLOCK_OK) {
+                long long now = dl_wall_ns();
+                for (size_t i = 0; i < count; i++) {
+                        if (strncmp(names[i], ".n", 2) != 0 || !dl_layout_is_token(names[i] + 2, true))
+                                continue;
+                        char *path = dl_join(dir, names[i], NULL);
+                        struct stat st;
+                        if (path != NULL && dl_fs_lstat(path, &st) == 0 &&
+                            (double)(now - dl_ts_ns(&st.st_ctim)) / 1e9 > DIRLOCK_DEFAULT_STALE_AGE)
+                                dl_fs_unlink(path);
+                        free(path);
+                }
+                dl_dir_names_free(names, count);
+        }
+        /* Only if empty; never on a network filesystem, where others make
+         * their entries in it (KEPT DIRECTORIES in netfs.c). */
+        if (!fs->network)
+                dl_fs_rmdir(dir);
+        free(dir);
+}
