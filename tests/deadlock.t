@@ -1,16 +1,27 @@
 #!/bin/bash
-# deadlock.t - deadlock detection across processes: 8 processes take 3
-# names in random orders for DEADLOCK_SECONDS (default 8; make
-# bench-deadlock runs 60) with the truth kept in shared memory
-# (tests/progs/deadlockstress.c): every DIRLOCK_EDEADLK matches a cycle of
-# waits that existed, and no cycle waits more than 1 s unreported; the
-# same processes taking their locks with DIRLOCK_NO_DEADLOCK leave cycles
-# unreported for seconds, which the checker sees (this test can fail);
-# and the command: nested dirlock commands taking P then Q against Q then
-# P -- one exits 4 saying "deadlock" at once and the other runs -- and a
-# command that asks for the lock its own dirlock holds for it.
+# deadlock.t - deadlock detection across processes, in a lock directory
+# and on a private Redis server (lib/redis/redis_deadlock.c): 8 processes
+# take 3 names in random orders for DEADLOCK_SECONDS (default 8 in the
+# directory, 2 on Redis; make bench-deadlock runs 60) with the truth kept
+# in shared memory (tests/progs/deadlockstress.c): every DIRLOCK_EDEADLK
+# matches a cycle of waits that existed, and no cycle waits more than 1 s
+# unreported; the same processes taking their locks with
+# DIRLOCK_NO_DEADLOCK leave cycles unreported for seconds, which the
+# checker sees (this test can fail); and the command: nested dirlock
+# commands taking P then Q against Q then P -- one exits 4 saying
+# "deadlock" at once and the other runs -- and a command that asks for the
+# lock its own dirlock holds for it.  On Redis also a cycle of three, and
+# one across two host names (a UTS namespace whose host is another).
 . "$(dirname "$0")/tap.sh"
-plan 9
+# shellcheck source=tests/redis-lib.sh
+. "$(dirname "$0")/redis-lib.sh"
+if redis_available; then
+	plan 18
+	redis_start || exit 1
+else
+	plan 9
+	diag "Redis: skipped: $REDIS_WHY"
+fi
 L="$T/locks"
 SECS=${DEADLOCK_SECONDS:-8}
 
@@ -26,10 +37,12 @@ is "$bad" 1 "without detection cycles wait out their timeouts, which the checker
 # ---- the command ----
 t0=$(date +%s%N)
 "$DIRLOCK" -d "$L" P -- sh -c "sleep 0.5; exec '$DIRLOCK' -d '$L' -w 5 Q -- echo first" >"$T/out1" 2>"$T/err1" &
+p1=$!
 "$DIRLOCK" -d "$L" Q -- sh -c "sleep 0.5; exec '$DIRLOCK' -d '$L' -w 5 P -- echo second" >"$T/out2" 2>"$T/err2" &
-wait %1
+p2=$!
+wait $p1
 st1=$?
-wait %2
+wait $p2
 st2=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 diag "statuses $st1 $st2 after $ms ms; $(cat "$T/err1" "$T/err2")"
@@ -49,3 +62,72 @@ is "$st" 4 "a command asking for the lock its own dirlock holds for it exits 4"
 cmp_num "$ms" -lt 1000 "... at once (${ms} ms): $(cat "$T/err")"
 "$DIRLOCK" -d "$L" -n other -- "$DIRLOCK" -d "$L" -n other -- true 2>/dev/null
 is "$?" 1 "with -n it is busy, as a try is"
+
+# ---- on a Redis server: across processes and hosts ----
+[ -n "$REDIS_PID" ] || exit 0
+R="$REDIS_SPACE"
+RSECS=${DEADLOCK_SECONDS:-2}
+out=$("$PROGS/deadlockstress" "$R" 8 3 "$RSECS" 2>"$T/err")
+st=$?
+ok $st "Redis: 8 processes x 3 names x ${RSECS} s: every report a real cycle, none unreported past 1 s ($out)"
+[ $st -ne 0 ] && sed 's/^/# /' "$T/err" | head -n 20
+out=$("$PROGS/deadlockstress" "$R?prefix=twin" 8 3 3 --no-check 2>/dev/null)
+diag "Redis, without detection: $out"
+case $out in *" unreported=0 "*) bad=0 ;; *) bad=1 ;; esac
+is "$bad" 1 "Redis: without detection cycles wait out their timeouts, which the checker reports: it can fail"
+
+# nested LOCK NEXT [HOSTNAME]: dirlock LOCK runs, half a second later, a
+# dirlock that waits for NEXT (in a UTS namespace named HOSTNAME, if given)
+nested() {
+	local pre=()
+	[ -n "${3:-}" ] && pre=(unshare --uts sh -c 'hostname "$0" && exec "$@"' "$3")
+	"${pre[@]}" "$DIRLOCK" -d "$R" "$1" -- sh -c "sleep 0.5; exec '$DIRLOCK' -d '$R' -w 5 '$2' -- echo '$1'"
+}
+# run_cycle NAME...: one nested dirlock per name, each waiting for the
+# next (the last for the first); sets statuses, ms, and $T/c.* files
+run_cycle() {
+	local i n=$# names=("$@") pids=()
+	rm -f "$T"/c.*
+	t0=$(date +%s%N)
+	for ((i = 0; i < n; i++)); do
+		nested "${names[$i]}" "${names[$(((i + 1) % n))]}" ${HOSTS[$i]:+"${HOSTS[$i]}"} \
+			>"$T/c.out$i" 2>"$T/c.err$i" &
+		pids+=($!)
+	done
+	statuses=""
+	for p in "${pids[@]}"; do
+		wait "$p"
+		statuses="$statuses $?"
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	diag "statuses$statuses after $ms ms; $(cat "$T"/c.err*)"
+	sorted=$(echo "$statuses" | tr ' ' '\n' | sort -n | tr '\n' ' ')
+}
+
+HOSTS=()
+run_cycle rP rQ
+[ "$sorted" = " 0 4 " ]
+ok $? "Redis: P then Q against Q then P: one nested dirlock exits 4, the other's command runs"
+cmp_num "$ms" -lt 2000 "... at once, not at the 5 s timeout (${ms} ms)"
+grep -q "deadlock: .* would wait for 'r[PQ]' held by pid [0-9]* on .* for its command, pid [0-9]*, which waits for 'r[PQ]'" "$T"/c.err*
+ok $? "... with the cycle named"
+
+run_cycle r1 r2 r3
+n4=$(echo "$statuses" | tr ' ' '\n' | grep -c '^4$')
+n0=$(echo "$statuses" | tr ' ' '\n' | grep -c '^0$')
+[ "$n4" -ge 1 ] && [ $((n4 + n0)) = 3 ] && [ "$ms" -lt 2000 ]
+ok $? "Redis: a cycle of three is reported at once (${ms} ms; statuses$statuses)"
+grep -q "which waits for 'r[123]' .*, which waits for 'r[123]' held for this process" "$T"/c.err*
+ok $? "... naming its three steps"
+
+if unshare --uts true 2>/dev/null; then
+	HOSTS=(dlhost-other "")
+	run_cycle hP hQ
+	[ "$sorted" = " 0 4 " ] && [ "$ms" -lt 2000 ]
+	ok $? "Redis: a cycle across two host names is reported at once (${ms} ms)"
+	grep -q "on dlhost-other" "$T"/c.err* && grep -q "on $(hostname)" "$T"/c.err*
+	ok $? "... naming the processes of both hosts"
+else
+	skip "unshare --uts needs root"
+	skip "unshare --uts needs root"
+fi

@@ -136,6 +136,7 @@ typedef enum dl_redis_script_id {
         DL_RS_PERMIT_CHECK,
         DL_RS_HOLDERS, /* the views: redis_backend.c */
         DL_RS_WAITERS,
+        DL_RS_DEADLOCK, /* deadlock detection: redis_deadlock.c */
         DL_RS_COUNT
 } dl_redis_script_id;
 
@@ -242,6 +243,9 @@ struct dl_redis_acquire {
          * counting lock held with another number of permits (the error
          * code, err filled). */
         int (*refused)(const dirlock *h, const redisReply *rep, dirlock_error *err);
+        /* 'q' (a whole lock) or 'p' (a permit): the wait is one deadlock
+         * detection follows, for a single name (redis_deadlock.c); 0: none */
+        char deadlock;
 };
 
 /* Take every lock of hs[0..n-1] -- one space, one token (hs[0]'s),
@@ -264,6 +268,21 @@ struct dl_redis_upgrade {
 };
 int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct dl_redis_upgrade *u,
                           dirlock_error *err);
+
+/* ---- deadlock detection (redis_deadlock.c) ---------------------------------- */
+
+/* How deep, and how wide, the DEADLOCK script searches (threads on one
+ * path; waits read in all), and how often a waiter checks again. */
+#define DL_REDIS_DEADLOCK_DEPTH      16
+#define DL_REDIS_DEADLOCK_VISITS     64
+#define DL_REDIS_DEADLOCK_RECHECK_MS 1000.0
+
+/* Whether h's wait (kind 'q' or 'p', queued under arrival number seq)
+ * closes a cycle of waits: DIRLOCK_EDEADLK naming it (*err), or
+ * DIRLOCK_OK -- no cycle proven, the check failed included (the wait goes
+ * on and checks again).  One round trip, by `deadline`. */
+int dl_redis_deadlock_check(dirlock *h, char kind, long long seq, const dl_time *deadline,
+                            dirlock_error *err);
 
 /* ---- whole locks (redis_whole.c) --------------------------------------------- */
 

@@ -7,7 +7,8 @@
 # with REDIS=0; without it only the placeholder is (redis_absent.c), and
 # redis:// spaces say that this build has none.
 
-REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_handle.c \
+REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_deadlock.c \
+	lib/redis/redis_handle.c \
 	lib/redis/redis_permits.c lib/redis/redis_range.c lib/redis/redis_scripts.c lib/redis/redis_url.c \
 	lib/redis/redis_wait.c lib/redis/redis_whole.c
 REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)

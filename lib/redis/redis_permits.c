@@ -90,7 +90,8 @@ int dl_redis_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *
                                                 .grants = true,
                                                 .args = permit_args,
                                                 .arg = n,
-                                                .refused = permit_refused};
+                                                .refused = permit_refused,
+                                                .deadlock = 'p'};
         return dl_redis_acquire(&h, 1, &permit, deadline, err);
 }
 

@@ -1056,6 +1056,162 @@ static const char permit_check_src[] = COMMON "local k, token = K(KEYS[1]), ARGV
                                               "if s and tonumber(s) > NOW then return 1 end\n"
                                               "return gone(k)\n";
 
+/* ---- deadlock detection: the protocol and its invariant D are at the top
+ * of redis_deadlock.c ---------------------------------------------------------- */
+
+/* DEADLOCK  KEYS: K, {P}   ARGV: kind ('q': a whole-lock wait, 'p': a
+ *           permit wait), token, arrival number, index ttl ms
+ * Read only but for the wait index ({P}:dw thread -> "<kind> <seq>
+ * <token> <name>", {P}:dwe thread by expiry).  {-1} when the token does
+ * not wait for K under that arrival number (granted, left, expired: E).
+ * Else notes the wait in the index and walks the graph: {0}, no cycle
+ * through the asker; or {1, asker's record, then per step the name
+ * waited for, the record of the hold in the way, and 't' (the hold is
+ * its thread's) or 'p' (its partner's)}, the last hold being the
+ * asker's. */
+static const char deadlock_src[] = COMMON
+    "local kind, token, seq, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+    "local DW, DWE = B .. ':dw', B .. ':dwe'\n"
+    "local DEPTH, VISITS = " DL_REDIS_XSTR(DL_REDIS_DEADLOCK_DEPTH) ", " DL_REDIS_XSTR(
+        DL_REDIS_DEADLOCK_VISITS) "\n"
+                                  /* THREADS: the threads a hold belongs to, "host boot pidns pid tid": */
+                                  /* its taker (only with a tid: none for DIRLOCK_NO_DEADLOCK and pending */
+                                  /* acquires) and then its partner's main thread */
+                                  "local function threads(rec)\n"
+                                  "  local out = {}\n"
+                                  "  local host = string.match(rec, ' host=(.*)$')\n"
+                                  "  local pid, boot = string.match(rec, ' pid=(%d+) '), string.match(rec, ' "
+                                  "boot=(%S+)')\n"
+                                  "  local ns, tid = string.match(rec, ' pidns=(%d+)'), string.match(rec, ' "
+                                  "tid=(%d+)')\n"
+                                  "  if not (host and pid and boot and ns and tid) or tid == '0' then return "
+                                  "out end\n"
+                                  "  local base = host .. ' ' .. boot .. ' ' .. ns .. ' '\n"
+                                  "  out[1] = {base .. pid .. ' ' .. tid, 't'}\n"
+                                  "  local partner = string.match(rec, ' partner=(%d+):')\n"
+                                  "  if partner then out[2] = {base .. partner .. ' ' .. partner, 'p'} end\n"
+                                  "  return out\n"
+                                  "end\n"
+                                  "local function live(z, t)\n"
+                                  "  local s = tonumber(redis.call('ZSCORE', z, t))\n"
+                                  "  return s ~= nil and s > NOW\n"
+                                  "end\n"
+                                  /* A WAIT as the server has it: token t queued for `name` under arrival */
+                                  /* number s, its entry unexpired (E), one name only; its thread `id`. */
+                                  "local function live_wait(wk, s, t, name, id)\n"
+                                  "  local k = K(B .. ':' .. name)\n"
+                                  "  local w = {k = k, kind = wk, token = t, name = name}\n"
+                                  "  if wk == 'q' then\n"
+                                  "    if tonumber(redis.call('ZSCORE', k.q, t)) ~= s or not live(k.qe, t) "
+                                  "then return nil end\n"
+                                  "    local m, p, n = string.match(redis.call('HGET', k.qm, t) or '', "
+                                  "'^(%d+) (%d+) %d+ (%d+) ')\n"
+                                  "    if not m or n ~= '1' then return nil end\n"
+                                  "    w.R, w.rec = request(t, tonumber(m), tonumber(p), 0, 1, 0, s), "
+                                  "redis.call('HGET', k.o, t)\n"
+                                  "  elseif wk == 'p' then\n"
+                                  "    if tonumber(redis.call('ZSCORE', k.pq, t)) ~= s or not live(k.pqe, t) "
+                                  "then return nil end\n"
+                                  "    w.n = tonumber(string.match(redis.call('HGET', k.pqm, t) or '', "
+                                  "'^(%d+) '))\n"
+                                  "    w.rec = redis.call('HGET', k.po, t)\n"
+                                  "    if not w.n or w.n < 1 then return nil end\n"
+                                  "  else\n"
+                                  "    return nil\n"
+                                  "  end\n"
+                                  "  local th = threads(w.rec or '')\n"
+                                  "  if not th[1] or (id and th[1][1] ~= id) then return nil end\n"
+                                  "  w.id = th[1][1]\n"
+                                  "  return w\n"
+                                  "end\n"
+                                  "local function wait_of(id)\n"
+                                  "  local wk, s, t, name = string.match(redis.call('HGET', DW, id) or '', "
+                                  "'^(%a) (%d+) (%S+) (.+)$')\n"
+                                  "  if not wk then return nil end\n"
+                                  "  return live_wait(wk, tonumber(s), t, name, id)\n"
+                                  "end\n"
+                                  /* BLOCKERS: the records of the unexpired holds that keep wait w out, */
+                                  /* and how many of them must stay for it to stay out: a whole request */
+                                  /* is kept out by W's holder when holder_blocks says so (M), by every */
+                                  /* reader when it is exclusive, by every held range (R2) -- any one; a */
+                                  /* permit wait by the permits held, while N of them stay (P) */
+                                  "local function blockers(w)\n"
+                                  "  local k, out = w.k, {}\n"
+                                  "  if w.kind == 'p' then\n"
+                                  "    for _, t in ipairs(redis.call('ZRANGEBYSCORE', k.p, '(' .. NOW, "
+                                  "'+inf')) do\n"
+                                  "      out[#out + 1] = redis.call('HGET', k.po, t) or ''\n"
+                                  "    end\n"
+                                  "    return out, w.n\n"
+                                  "  end\n"
+                                  "  local R, v = w.R, redis.call('GET', k.w)\n"
+                                  "  if v then\n"
+                                  "    local h = {w = w_token(v), readers = {}}\n"
+                                  "    h.wopen = w_mode(v) == 2 and redis.call('GET', k.u) ~= h.w\n"
+                                  "    if holder_blocks(h, R) then out[#out + 1] = w_record(v) end\n"
+                                  "  end\n"
+                                  "  if R.cls == 'X' then\n"
+                                  "    for _, t in ipairs(redis.call('ZRANGEBYSCORE', k.r, '(' .. NOW, "
+                                  "'+inf')) do\n"
+                                  "      if t ~= R.token then out[#out + 1] = redis.call('HGET', k.o, t) or "
+                                  "'' end\n"
+                                  "    end\n"
+                                  "  end\n"
+                                  "  for _, e in ipairs(range_entries(k)) do\n"
+                                  "    if e.state == 'h' and live(k.ge, e.token) then\n"
+                                  "      out[#out + 1] = redis.call('HGET', k.go, e.token) or ''\n"
+                                  "    end\n"
+                                  "  end\n"
+                                  "  return out, 1\n"
+                                  "end\n"
+                                  /* STUCK: wait w stays while `need` of its blocking holds belong to */
+                                  /* the asker X or to threads whose own waits are stuck; depth first, a */
+                                  /* thread never twice on one path.  The story of the first such hold. */
+                                  "local self = live_wait(kind, seq, token, K(KEYS[1]).name, nil)\n"
+                                  "if not self then return {-1} end\n"
+                                  "local X = self.id\n"
+                                  "for _, id in ipairs(redis.call('ZRANGEBYSCORE', DWE, '-inf', NOW)) do "
+                                  "redis.call('HDEL', DW, id) end\n"
+                                  "redis.call('ZREMRANGEBYSCORE', DWE, '-inf', NOW)\n"
+                                  "redis.call('HSET', DW, X, kind .. ' ' .. seq .. ' ' .. token .. ' ' .. "
+                                  "self.name)\n"
+                                  "redis.call('ZADD', DWE, NOW + ttl, X)\n"
+                                  /* E: the index goes on its own once no waiter writes it */
+                                  "redis.call('PEXPIRE', DW, ttl)\n"
+                                  "redis.call('PEXPIRE', DWE, ttl)\n"
+                                  "local onpath, visits = {[X] = true}, 0\n"
+                                  "local function stuck(w, depth)\n"
+                                  "  local recs, need = blockers(w)\n"
+                                  "  local found, story = 0, nil\n"
+                                  "  for _, rec in ipairs(recs) do\n"
+                                  "    for _, th in ipairs(threads(rec)) do\n"
+                                  "      local id, rest = th[1], nil\n"
+                                  "      if id == X then\n"
+                                  "        rest = {}\n"
+                                  "      elseif not onpath[id] and depth < DEPTH and visits < VISITS then\n"
+                                  "        visits = visits + 1\n"
+                                  "        local w2 = wait_of(id)\n"
+                                  "        if w2 then\n"
+                                  "          onpath[id] = true\n"
+                                  "          local s = stuck(w2, depth + 1)\n"
+                                  "          onpath[id] = nil\n"
+                                  "          if s then rest = {w2.name, unpack(s)} end\n"
+                                  "        end\n"
+                                  "      end\n"
+                                  "      if rest then\n"
+                                  "        found = found + 1\n"
+                                  "        story = story or {rec, th[2], unpack(rest)}\n"
+                                  "        break\n"
+                                  "      end\n"
+                                  "    end\n"
+                                  "    if found >= need then return story end\n"
+                                  "  end\n"
+                                  "  return nil\n"
+                                  "end\n"
+                                  "local story = stuck(self, 0)\n"
+                                  "if not story then return {0} end\n"
+                                  "return {1, self.rec, self.name, unpack(story)}\n";
+
 /* ---- the views: who holds and who waits (redis_backend.c) -------------------- */
 
 /* HOLDERS  KEYS: K, {P}
@@ -1163,6 +1319,7 @@ static const struct {
     [DL_RS_PERMIT_CHECK] = {"permit check", permit_check_src},
     [DL_RS_HOLDERS] = {"holders", holders_src},
     [DL_RS_WAITERS] = {"waiters", waiters_src},
+    [DL_RS_DEADLOCK] = {"deadlock", deadlock_src},
 };
 
 const char *dl_redis_script_source(dl_redis_script_id id)

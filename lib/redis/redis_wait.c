@@ -331,6 +331,12 @@ struct acquire {
         dl_backoff retry; /* while the server cannot be reached */
         struct dl_redis_owner_watch ow;
         struct dl_redis_blocker b; /* what the last attempt found in the way */
+        /* Deadlock detection (redis_deadlock.c): whether this wait is one
+         * it follows, when it checks next (0: at the first busy answer),
+         * and the cycle found, which the last attempt reports. */
+        bool follow, deadlocked;
+        dl_time recheck;
+        dirlock_error cycle;
 };
 
 /* Everything the attempts share, made once; q->keys NULL: out of memory. */
@@ -372,6 +378,10 @@ static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct
         q->may_queue = o->timeout != 0;
         dl_backoff_init(&q->retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, q->h->token);
         q->r->seq = 0;
+        /* A thread's wait, for one name (not a pending acquire's, nor one
+         * with DIRLOCK_NO_DEADLOCK: their records name no thread). */
+        q->follow =
+            a->deadlock != 0 && n == 1 && !(o->flags & DIRLOCK_NO_DEADLOCK) && dl_pending_kick_fd() < 0;
         return dl_redis_format_record(q->h, o->mode, q->record, sizeof q->record, err);
 }
 
@@ -426,6 +436,19 @@ static int read_answer(struct acquire *q, redisReply *rep, bool *taken, dirlock_
         }
         freeReplyObject(rep);
         return rc;
+}
+
+/* Deadlock detection, when due: a queued waiter checks at its first busy
+ * answer and then every DL_REDIS_DEADLOCK_RECHECK_MS (PROMPTNESS in
+ * redis_deadlock.c); a cycle found sets q->deadlocked, and the next
+ * attempt is the last. */
+static void check_deadlock(struct acquire *q)
+{
+        if (!q->follow || q->r->seq <= 0 || (q->recheck.tv_sec != 0 && !dl_deadline_passed(&q->recheck)))
+                return;
+        q->recheck = dl_deadline(DL_REDIS_DEADLOCK_RECHECK_MS / 1e3);
+        q->deadlocked = dl_redis_deadlock_check(q->h, q->a->deadlock, q->r->seq, q->deadline, &q->cycle) ==
+                        DIRLOCK_EDEADLK;
 }
 
 /* Wait for the entry in the way, q->b: DIRLOCK_OK to attempt again --
@@ -483,7 +506,7 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
         const dirlock_options *o = &q.h->opts;
         bool taken = false;
         while (rc == DIRLOCK_OK && !taken) {
-                bool last = q.canceled || dl_deadline_passed(deadline);
+                bool last = q.canceled || q.deadlocked || dl_deadline_passed(deadline);
                 redisReply *rep;
                 rc = attempt(&q, last, &rep, err);
                 if (rc == DIRLOCK_ESERVER && q.may_queue && !last) {
@@ -503,10 +526,19 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
                 if (!q.may_queue || last) {
                         if (break_dead(hs[q.b.index], &q.b, &rc, err))
                                 continue; /* the same try, or last attempt, again */
-                        rc = gave_up(err, o->timeout, q.canceled, hs[q.b.index]->name, &q.b);
+                        if (q.deadlocked) {
+                                if (err != NULL)
+                                        *err = q.cycle;
+                                rc = DIRLOCK_EDEADLK;
+                        } else {
+                                rc = gave_up(err, o->timeout, q.canceled, hs[q.b.index]->name, &q.b);
+                        }
                         break;
                 }
                 DL_ASSERT(q.may_queue && !last); /* only a queued waiter waits */
+                check_deadlock(&q);
+                if (q.deadlocked)
+                        continue; /* the last attempt: it leaves the queue */
                 rc = await_turn(&q, &taken, err);
         }
         return acquire_end(&q, rc, err);

@@ -51,7 +51,8 @@ int dl_redis_whole_acquire(dirlock **hs, size_t n, const dl_time *deadline, dirl
                                                .reply = "an acquire",
                                                .subject = "lock",
                                                .grants = n == 1,
-                                               .args = whole_args};
+                                               .args = whole_args,
+                                               .deadlock = n == 1 ? 'q' : 0};
         return dl_redis_acquire(hs, n, &whole, deadline, err);
 }
 

@@ -36,9 +36,11 @@ redis_space_prefix() {
 
 # Kept by design (the data model is at the top of redis_backend.c): each
 # name's fence counter ({P}:NAME:f), the arrival counter ({P}:seq) and the
-# set of names used ({P}:names, which dirlock cleanup trims).
+# set of names used ({P}:names, which dirlock cleanup trims), and the
+# wait index of deadlock detection ({P}:dw, {P}:dwe), which expires on its
+# own (redis_deadlock.c).
 redis_space_leftovers() {
-	redis_cli --scan --pattern "{$(redis_space_prefix "$1")}:*" | grep -vE ':(f|seq|names)$'
+	redis_cli --scan --pattern "{$(redis_space_prefix "$1")}:*" | grep -vE ':(f|seq|names|dw|dwe)$'
 	return 0
 }
 
