@@ -25,7 +25,7 @@ while read -r space; do
 	*) diag "$kind: skipped: no counting locks there" ;;
 	esac
 done < <(test_spaces)
-plan $((13 + 4 * ${#spaces[@]}))
+plan $((13 + 5 * ${#spaces[@]}))
 
 # What status --json says of lock js, in one line.
 json_summary='
@@ -65,6 +65,12 @@ for i in "${!spaces[@]}"; do
 		sleep 0.05
 	done
 	is "$got" "$json_want" "$kind: status --json lists the 2 permit holders and the waiter"
+	"$DIRLOCK" status -d "$sub" js >"$T/status" 2>&1
+	# Only the counting lock's line and its holders' and waiter's: no
+	# whole lock of js is shown, for there is none.
+	got="$(grep -c '^js  *permits=2 held=' "$T/status"):$(grep -v -c -e '^js  *permits=2 held=' \
+		-e '^  permit ' -e '^  waiter ' "$T/status")"
+	is "$got" "1:0" "$kind: status shows the counting lock and no whole lock ($(head -1 "$T/status"))"
 	wait "${pids[@]}"
 done
 
