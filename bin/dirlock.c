@@ -321,8 +321,14 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
         optind = 0; /* 0, not 1: glibc then starts a fresh scan */
         opterr = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "d:", subopts, NULL)) != -1) {
-                if (c == 'd') {
+        /* The leading ':' makes a missing argument ':', told apart from an
+         * unknown option ('?'). */
+        while ((c = getopt_long(argc, argv, ":d:", subopts, NULL)) != -1) {
+                if (c == ':') {
+                        fprintf(stderr, "%s %s: option '%s' needs an argument (see %s --help)\n", progname,
+                                sub->word, argv[optind - 1], progname);
+                        return EXIT_ERROR;
+                } else if (c == 'd') {
                         st->space = optarg;
                 } else if (c == OPT_STALE && sub->stale) {
                         if (parse_stale(optarg, &st->stale) != 0)
