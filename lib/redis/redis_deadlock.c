@@ -150,8 +150,9 @@ static int report(const redisReply *rep, dirlock_error *err)
                         tell(story, sizeof story, &len, " held by pid %ld (thread %ld) on %s", (long)rec.pid,
                              (long)rec.tid, rec.host);
                 else if (via == 'p')
-                        tell(story, sizeof story, &len, " held for this process by pid %ld on %s, which runs it",
-                             (long)rec.pid, rec.host);
+                        tell(story, sizeof story, &len,
+                             " held for this process by pid %ld on %s, which runs it", (long)rec.pid,
+                             rec.host);
                 else
                         tell(story, sizeof story, &len, " held by this thread");
         }
