@@ -6,7 +6,7 @@
 # a full tmpfs), the stale age's floor, and exclusion between two
 # commands.
 . "$(dirname "$0")/tap.sh"
-plan 29
+plan 31
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -156,3 +156,13 @@ grep -q "below the smallest" "$T/err"
 ok $? "... saying why: $(cat "$T/err")"
 "$DIRLOCK" --help | grep -q -- "--shared"
 ok $? "--help documents the options"
+
+# A subcommand's option given without its argument, or not its own.
+"$DIRLOCK" status -d 2>"$T/err"
+st=$?
+[ "$st" = 2 ] && grep -q "option '-d' needs an argument" "$T/err"
+ok $? "status -d without a space: status 2, saying the option needs an argument: $(cat "$T/err")"
+"$DIRLOCK" status --force -d "$L" 2>"$T/err"
+st=$?
+[ "$st" = 2 ] && grep -q "option '--force' is not valid here" "$T/err"
+ok $? "status --force: status 2, not an option of status: $(cat "$T/err")"
