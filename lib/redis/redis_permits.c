@@ -85,11 +85,13 @@ static int permit_refused(const dirlock *h, const redisReply *rep, dirlock_error
         const char *text = dl_redis_reply_str(rep->element[2]);
         dl_record rec;
         bool readable = text[0] != '\0' && dl_record_parse(text, strlen(text), &rec) == 0;
-        return dl_fail(err, DIRLOCK_EINVAL, 0,
-                       "counting lock '%s' is held with %lld permits (by pid %ld on %s), not %u: its holders "
-                       "must agree on the number",
-                       h->name, dl_redis_reply_int(rep->element[1]), readable ? (long)rec.pid : 0L,
-                       readable ? rec.host : "an unknown host", h->permits);
+        long long held = dl_redis_reply_int(rep->element[1]);
+        return dl_fail(
+            err, DIRLOCK_EINVAL, 0,
+            "counting lock '%s' is held with %lld permit%s (by pid %ld on %s), not %u: its holders "
+            "must agree on the number",
+            h->name, held, held == 1 ? "" : "s", readable ? (long)rec.pid : 0L,
+            readable ? rec.host : "an unknown host", h->permits);
 }
 
 int dl_redis_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)

@@ -151,6 +151,11 @@ static void test_other_n(void **state)
         assert_int_equal(dirlock_acquire_permit(space, "n", 2, &o, &a, &e), DIRLOCK_EINVAL);
         assert_non_null(strstr(e.message, "3 permits"));
         dirlock_release(b, NULL);
+        b = permit("n", 1, 0, NULL); /* one permit, in the singular */
+        assert_non_null(b);
+        assert_int_equal(dirlock_acquire_permit(space, "n", 2, &o, &a, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "held with 1 permit (by pid"));
+        dirlock_release(b, NULL);
 }
 
 /* A holder killed with SIGKILL gives its permit back at once. */
