@@ -7,7 +7,8 @@
  * among live holders too, to a waiter and a try, and fixing no N -- and a
  * stale one of another host after its stale age; a broken permit lost
  * (check, refresh, release: DIRLOCK_ELOST); reentrant handles; a pending
- * acquire; what inspect, list and dirlock_holders report; cleanup;
+ * acquire; a thread asking for one more of the N it holds (EDEADLK); what
+ * inspect, list and dirlock_holders report; cleanup;
  * and what is refused (numbers, modes, flock spaces, mode changes). */
 #include "space_fixture.h"
 
@@ -286,6 +287,34 @@ static void test_killed_other_n(void **state)
         dirlock_release(x, NULL);
 }
 
+/* A thread that holds all N permits and asks for one more through a new
+ * handle would wait for itself: DIRLOCK_EDEADLK at once.  Its twin, with
+ * DIRLOCK_NO_DEADLOCK, waits out its timeout. */
+static void test_self_all_permits(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *h[2];
+        for (int i = 0; i < 2; i++)
+                assert_int_equal(dirlock_acquire_permit(space, "self", 2, &o, &h[i], NULL), DIRLOCK_OK);
+        o.timeout = 2;
+        dirlock *x = NULL;
+        dirlock_error e;
+        double t0 = now_ms();
+        assert_int_equal(dirlock_acquire_permit(space, "self", 2, &o, &x, &e), DIRLOCK_EDEADLK);
+        double took = now_ms() - t0;
+        print_message("EDEADLK in %.1f ms: %s\n", took, e.message);
+        assert_true(took < 1000);
+        assert_null(x);
+        o.timeout = 0.3;
+        o.flags = DIRLOCK_NO_DEADLOCK;
+        assert_int_equal(dirlock_acquire_permit(space, "self", 2, &o, &x, &e), DIRLOCK_ETIMEDOUT);
+        for (int i = 0; i < 2; i++)
+                assert_int_equal(dirlock_release(h[i], NULL), DIRLOCK_OK);
+}
+
 /* A permit of another host, older than the stale age, is broken; a fresh
  * one is not. */
 static void test_stale_other_host(void **state)
@@ -544,6 +573,7 @@ int main(void)
             cmocka_unit_test_setup(test_killed_holder, fresh),
             cmocka_unit_test_setup(test_killed_among_holders, fresh),
             cmocka_unit_test_setup(test_killed_other_n, fresh),
+            cmocka_unit_test_setup(test_self_all_permits, fresh),
             cmocka_unit_test_setup(test_lost, fresh),
             cmocka_unit_test_setup(test_cancel, fresh),
             cmocka_unit_test_setup(test_reentrant, fresh),
