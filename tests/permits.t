@@ -9,7 +9,9 @@
 # processes run give their permits back (none is leaked: all 4 can be had
 # at the end); and the command: `dirlock --permits N`, -n, a holder asking
 # another N, status, a killed command's permit, and what it refuses; and
-# status --json in each space: the holders and the waiter of a counting lock.
+# in each space: status --json (the holders and the waiter of a counting
+# lock), and a holder killed among live ones (not the first to expire)
+# giving its permit back at once to a waiter and to -n.
 . "$(dirname "$0")/tap.sh"
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
@@ -25,7 +27,7 @@ while read -r space; do
 	*) diag "$kind: skipped: no counting locks there" ;;
 	esac
 done < <(test_spaces)
-plan $((13 + 5 * ${#spaces[@]}))
+plan $((13 + 7 * ${#spaces[@]}))
 
 # What status --json says of lock js, in one line.
 json_summary='
@@ -72,6 +74,40 @@ for i in "${!spaces[@]}"; do
 		-e '^  permit ' -e '^  waiter ' "$T/status")"
 	is "$got" "1:0" "$kind: status shows the counting lock and no whole lock ($(head -1 "$T/status"))"
 	wait "${pids[@]}"
+	# kill -9 of a holder (and its command) that is neither the first
+	# nor the last of three: a waiter queued before gets its permit at
+	# once; then the third's is taken by -n.
+	sub=$(space_sub "$space" "k$i")
+	hs=()
+	for k in 1 2 3; do
+		"$DIRLOCK" -d "$sub" --permits 3 dk -- sleep 6 &
+		hs+=($!)
+		sleep 0.1
+	done
+	"$DIRLOCK" -d "$sub" --permits 3 -w 5 dk -- sh -c "date +%s%N >'$T/in$i'; exec sleep 6" &
+	hs+=($!)
+	sleep 0.3
+	t0=$(date +%s%N)
+	pkill -KILL -P "${hs[1]}"
+	kill -KILL "${hs[1]}"
+	for _ in $(seq 40); do
+		[ -s "$T/in$i" ] && break
+		sleep 0.05
+	done
+	ms=$(($(cat "$T/in$i" 2>/dev/null || date +%s%N) / 1000000 - t0 / 1000000))
+	cmp_num "$ms" -lt 1000 "$kind: a waiter gets a killed holder's permit at once (${ms} ms)"
+	pkill -KILL -P "${hs[2]}"
+	kill -KILL "${hs[2]}"
+	t0=$(date +%s%N)
+	"$DIRLOCK" -n -d "$sub" --permits 3 dk -- true 2>"$T/err"
+	st=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	is "$st:$((ms < 1000))" "0:1" "$kind: and -n another's (${ms} ms) $(cat "$T/err")"
+	for p in "${hs[@]}"; do
+		pkill -KILL -P "$p"
+		kill -KILL "$p"
+	done 2>/dev/null
+	wait "${hs[@]}" 2>/dev/null
 done
 
 # ---- the command ----

@@ -375,11 +375,12 @@ static int other_groups(dirlock *h, dirlock_error *err)
                 if (live < 0)
                         rc = err->code;
                 else if (live > 0)
-                        rc = dl_fail(err, DIRLOCK_EINVAL, 0,
-                                     "counting lock '%s' is held with %u permits (by pid %ld on %s), not %u: "
-                                     "its holders must agree on the number",
-                                     h->name, m, (long)who.pid, who.host[0] ? who.host : "an unknown host",
-                                     p->n);
+                        rc =
+                            dl_fail(err, DIRLOCK_EINVAL, 0,
+                                    "counting lock '%s' is held with %u permit%s (by pid %ld on %s), not %u: "
+                                    "its holders must agree on the number",
+                                    h->name, m, m == 1 ? "" : "s", (long)who.pid,
+                                    who.host[0] ? who.host : "an unknown host", p->n);
         }
         dl_dir_names_free(names, n);
         return rc;

@@ -101,10 +101,13 @@ int dl_redis_send(dl_redis_conn *c, int argc, const char **argv, const size_t *a
  * (so the server never saw it). */
 bool dl_redis_unsent(const dl_redis_conn *c);
 /* Wait for the reply of dl_redis_send() by `deadline`, or until one of
- * `fds` (count n, entries < 0 ignored) polls readable: then *which is its
- * index, *reply NULL, and the caller must drop the connection or read the
- * reply later.  *which is -1 when the reply came.  DIRLOCK_ESERVER on a
- * broken connection or at the deadline (connection dropped). */
+ * `fds` (count n <= DL_REDIS_AWAIT_FDS_MAX: a waiter's cancel descriptor,
+ * its blocker's pidfd and those of its peers; entries < 0 ignored) polls
+ * readable: then *which is its index, *reply NULL, and the caller must
+ * drop the connection or read the reply later.  *which is -1 when the
+ * reply came.  DIRLOCK_ESERVER on a broken connection or at the deadline
+ * (connection dropped). */
+#define DL_REDIS_AWAIT_FDS_MAX (2 + DL_REDIS_PEERS_MAX)
 int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *fds, int n, int *which,
                          redisReply **reply, dirlock_error *err);
 
@@ -223,6 +226,11 @@ struct dl_redis_attempt {
         const char *qttl;      /* the queue ttl in ms                       */
 };
 #define DL_REDIS_ATTEMPT_ARGS 12
+
+/* The most holders of a counting lock on the waiter's host that one
+ * answer of PERMIT_ACQUIRE names (PEERS in redis_permits.c), and so the
+ * most pidfds a waiter watches besides its blocker's owner. */
+#define DL_REDIS_PEERS_MAX 32
 
 /* What differs between the acquires of whole locks and of ranges: their
  * script, how its arguments are ordered, and the words of messages.  The

@@ -254,9 +254,8 @@ int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *f
                 *which = -1;
         if (c->ctx == NULL)
                 return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: not connected", c->name);
-        struct pollfd p[8];
-        if (n > 7)
-                n = 7;
+        struct pollfd p[DL_REDIS_AWAIT_FDS_MAX + 1];
+        DL_ASSERT(n >= 0 && n <= DL_REDIS_AWAIT_FDS_MAX);
         for (;;) {
                 void *r = NULL;
                 if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK)

@@ -11,12 +11,22 @@
  * counting the waiters that arrived before it, so that nobody passes a
  * waiter -- or queues the waiter (K:pq by arrival number, K:pqe by
  * expiry, K:pqm) and names what it waits for: the holder whose permit
- * expires first, or the first waiter ahead.  A release (PERMIT_RELEASE),
+ * expires first, or the first waiter ahead; and its PEERS.  A release (PERMIT_RELEASE),
  * a break, and an expiry found by any script's purge give the permit
  * freed to the first waiter, taking it for it with its fence and pushing
  * "g<fence>" to its wake list, as a whole lock's release does (W in
  * redis_scripts.c); the wait loop then returns without another round
  * trip.  Refresh, check and fence are those of a whole lock, on K:p.
+ *
+ * PEERS.  Any holder may be the one that died, not only the one named:
+ * every busy answer, and the refusal of INVARIANT Q, also names the
+ * holders whose records give the waiter's own host, boot id and pid
+ * namespace (the only owners it can judge), first to expire first, at
+ * most DL_REDIS_PEERS_MAX of them.  The waiter (redis_wait.c) breaks, by
+ * token, every one whose owner is provably dead, and attempts again at
+ * once -- a try and a last attempt too, so `dirlock -n` is not kept out
+ * -- and, while it waits, watches a pidfd on each live one besides its
+ * blocker's owner: a death wakes it to attempt, and judge, again.
  *
  * INVARIANT P (never more than N): every script that adds a token to
  * K:p first counts K:p after its purge, in the same script, and adds only
@@ -25,15 +35,17 @@
  * count is never stale: at most N tokens are in K:p at any moment.  An
  * entry leaves K:p by release, break, or expiry (E): a holder that died
  * without releasing frees its permit at once when it was on the waiter's
- * host (its owner provably dead: BREAK by token) and otherwise after its
- * stale age, so no permit is leaked; and an entry is only ever removed by
+ * host (its owner provably dead: BREAK by token, whichever holder it was,
+ * as long as it is among the first DL_REDIS_PEERS_MAX of that host: PEERS)
+ * and otherwise after its stale age, so no permit is leaked; and an entry is only ever removed by
  * its own token's release or break or by its expiry, so no live holder
  * loses its permit while it refreshes in time (nothing is lost).
  *
  * INVARIANT Q (one N at a time): K:pn is set with every take and removed
  * when K:p empties; a request for another N while K:p holds anyone is
- * refused ({-3, N, a holder's record}: DIRLOCK_EINVAL), so "at most N"
- * holds for every holder.  A waiter for another N is woken by the grant
+ * refused ({-3, N, a holder's record, PEERS}: DIRLOCK_EINVAL, once the
+ * dead holders of the asker's host are broken -- a dead holder fixes no
+ * number), so "at most N" holds for every holder.  A waiter for another N is woken by the grant
  * to hear so, and nobody passes it.
  *
  * A lost reply to a release leaves the permit in place until its stale
@@ -64,19 +76,22 @@ static int permit_args(const struct dl_redis_attempt *t, const void *arg, const 
         return (int)(sizeof v / sizeof v[0]) + 1;
 }
 
-/* INVARIANT Q: {-3, their N, a holder's record}. */
+/* INVARIANT Q: {-3, their N, a holder's record, peers} (its dead
+ * holders of this host broken first: redis_wait.c). */
 static int permit_refused(const dirlock *h, const redisReply *rep, dirlock_error *err)
 {
-        if (rep->elements != 3)
+        if (rep->elements != 4)
                 return dl_redis_bad_reply(err, "a permit acquire");
         const char *text = dl_redis_reply_str(rep->element[2]);
         dl_record rec;
         bool readable = text[0] != '\0' && dl_record_parse(text, strlen(text), &rec) == 0;
-        return dl_fail(err, DIRLOCK_EINVAL, 0,
-                       "counting lock '%s' is held with %lld permits (by pid %ld on %s), not %u: its holders "
-                       "must agree on the number",
-                       h->name, dl_redis_reply_int(rep->element[1]), readable ? (long)rec.pid : 0L,
-                       readable ? rec.host : "an unknown host", h->permits);
+        long long held = dl_redis_reply_int(rep->element[1]);
+        return dl_fail(
+            err, DIRLOCK_EINVAL, 0,
+            "counting lock '%s' is held with %lld permit%s (by pid %ld on %s), not %u: its holders "
+            "must agree on the number",
+            h->name, held, held == 1 ? "" : "s", readable ? (long)rec.pid : 0L,
+            readable ? rec.host : "an unknown host", h->permits);
 }
 
 int dl_redis_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)

@@ -963,14 +963,37 @@ static const char range_list_src[] =
  *                 (server ms, 0: none), queue ttl ms
  * Purges the name (E) and grants what that freed (W).  A token that holds
  * a permit already takes it again (a lost reply, a grant).  Holders that
- * asked another N: {-3, their N, a holder's record} (Q; nothing taken,
- * the queue left).  Free -- fewer than N holders, counting the waiters
- * that arrived before us (FIFO: nobody passes a waiter) -- takes a permit
- * and draws a fence: {1, fence}.  Busy: queues as ACQUIRE does (or leaves
- * the queue: a try, a last attempt, LATE) and names the holder whose
- * permit expires first (kind p) or the first waiter ahead (q):
- * {0, seq, token, record, ms until it expires, 0, kind}. */
-static const char permit_acquire_src[] = COMMON PERMIT_COMMON
+ * asked another N: {-3, their N, a holder's record, peers} (Q; nothing
+ * taken, the queue left).  Free -- fewer than N holders, counting the
+ * waiters that arrived before us (FIFO: nobody passes a waiter) -- takes a
+ * permit and draws a fence: {1, fence}.  Busy: queues as ACQUIRE does (or
+ * leaves the queue: a try, a last attempt, LATE) and names the holder
+ * whose permit expires first (kind p) or the first waiter ahead (q):
+ * {0, seq, token, record, ms until it expires, 0, kind, peers}.  `peers`
+ * is PEERS (redis_permits.c): {token, record, ...} of the holders whose
+ * records give the host of ours (ARGV[4]: host name, boot id, pid
+ * namespace), first to expire first, at most DL_REDIS_PEERS_MAX of them
+ * (none when LATE). */
+#define PEERS_MAX_LUA "local PEERS_MAX = " DL_REDIS_XSTR(DL_REDIS_PEERS_MAX) "\n"
+static const char permit_acquire_src[] = COMMON PERMIT_COMMON PEERS_MAX_LUA
+    "local function where(rec)\n"
+    "  local b, ns = string.match(rec, ' boot=(%S+) pidns=(%d+) ')\n"
+    "  local h = string.match(rec, ' host=(.+)$')\n"
+    "  return b and h and (b .. ' ' .. ns .. ' ' .. h) or nil\n"
+    "end\n"
+    "local function p_peers(k, rec)\n"
+    "  local here, out = where(rec), {}\n"
+    "  if not here then return out end\n"
+    "  for _, t in ipairs(redis.call('ZRANGE', k.p, 0, -1)) do\n"
+    "    local r = redis.call('HGET', k.po, t) or ''\n"
+    "    if where(r) == here then\n"
+    "      out[#out + 1] = t\n"
+    "      out[#out + 1] = r\n"
+    "      if #out >= 2 * PEERS_MAX then break end\n"
+    "    end\n"
+    "  end\n"
+    "  return out\n"
+    "end\n"
     "local token, n, stale, record = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]\n"
     "local may_queue, seq, last = ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7] == '1'\n"
     "local NA, qttl = tonumber(ARGV[8]) or 0, tonumber(ARGV[9])\n"
@@ -989,7 +1012,7 @@ static const char permit_acquire_src[] = COMMON PERMIT_COMMON
     "if held > 0 and cur and cur ~= n then\n"
     "  local h = redis.call('ZRANGE', k.p, 0, 0)\n"
     "  if p_dequeue(k, token) then redis.call('HDEL', k.po, token); p_grant(k) end\n"
-    "  return {-3, cur, redis.call('HGET', k.po, h[1]) or ''}\n"
+    "  return {-3, cur, redis.call('HGET', k.po, h[1]) or '', p_peers(k, record)}\n"
     "end\n"
     "local ahead, first = 0, nil\n"
     "for _, A in ipairs(p_queue(k)) do\n"
@@ -1019,7 +1042,7 @@ static const char permit_acquire_src[] = COMMON PERMIT_COMMON
     "if left < 0 then left = 0 end\n"
     "if last or not may_queue then\n"
     "  if p_dequeue(k, token) then redis.call('HDEL', k.po, token); p_grant(k) end\n"
-    "  return {0, 0, bt, brec, left, 0, kind}\n"
+    "  return {0, 0, bt, brec, left, 0, kind, late and {} or p_peers(k, record)}\n"
     "end\n"
     "if seq == 0 then seq = redis.call('INCR', B .. ':seq') end\n"
     "redis.call('ZADD', k.pq, seq, token)\n"
@@ -1027,7 +1050,7 @@ static const char permit_acquire_src[] = COMMON PERMIT_COMMON
     "redis.call('HSET', k.pqm, token, string.format('%d %d %d', n, stale, qttl))\n"
     "redis.call('HSET', k.po, token, record)\n"
     "redis.call('SADD', B .. ':names', k.name)\n"
-    "return {0, seq, bt, brec, left, 0, kind}\n";
+    "return {0, seq, bt, brec, left, 0, kind, p_peers(k, record)}\n";
 
 /* PERMIT_RELEASE  KEYS: K, {P}   ARGV: token
  * Removes this token's permit and record, and grants the permit freed

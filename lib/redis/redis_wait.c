@@ -34,7 +34,10 @@
  * attempt, judge the entry in their way as a waiter does: an owner
  * provably dead on this host is broken by token and the same attempt is
  * made again, so a crashed holder does not keep `dirlock -n` out for its
- * stale age.  A server that cannot be
+ * stale age.  A permit's answer also names its PEERS (redis_permits.c):
+ * the holders of this host, any of which may be the one that died; each
+ * attempt breaks those provably dead and is made again at once, and the
+ * wait watches the pidfds of the live ones as well.  A server that cannot be
  * reached: a timed acquire tries again with backoff until its deadline
  * and then fails with DIRLOCK_ESERVER (not DIRLOCK_ETIMEDOUT: the lock's
  * state is unknown, not busy); an infinite wait keeps trying.  No round
@@ -95,6 +98,18 @@ struct dl_redis_owner_watch {
         pid_t pid;  /* its pid, 0: none */
 };
 
+/* The holders of a counting lock on this host that the last answer named
+ * (PEERS in redis_permits.c), each with the pidfd a waiter keeps on its
+ * owner meanwhile. */
+struct peer_watch {
+        char token[DIRLOCK_TOKEN_LEN + 1];
+        int pid_fd; /* or -1: not watched, judged again at the next answer */
+};
+struct peers {
+        struct peer_watch w[DL_REDIS_PEERS_MAX];
+        size_t n;
+};
+
 /* Who the blocker of an acquire is, for messages: "a reader, pid 812 on
  * www1" and the like. */
 static void describe_blocker(const struct dl_redis_blocker *b, char *out, size_t size)
@@ -108,11 +123,12 @@ static void describe_blocker(const struct dl_redis_blocker *b, char *out, size_t
         dl_record_describe(readable ? &rec : NULL, role, out, size);
 }
 
-/* Parse a busy answer {0, seq, token, record, left, index, kind}. */
+/* Parse a busy answer {0, seq, token, record, left, index, kind} (a
+ * permit's has its peers after them: judge_peers). */
 static int parse_busy(const redisReply *rep, size_t n, long long *seq, struct dl_redis_blocker *b,
                       dirlock_error *err)
 {
-        if (rep->elements != 7)
+        if (rep->elements != 7 && rep->elements != 8)
                 return dl_redis_bad_reply(err, "an acquire");
         *seq = dl_redis_reply_int(rep->element[1]);
         snprintf(b->token, sizeof b->token, "%s", dl_redis_reply_str(rep->element[2]));
@@ -213,20 +229,26 @@ static int wake_send(const dl_redis_server *srv, const char *wake_key, double *w
         return rc;
 }
 
-/* The answer to wake_send on c, watching cancel_fd and pid_fd meanwhile;
- * done with c after it. */
-static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, bool *granted,
-                        unsigned long long *fence, bool *canceled, bool *pid_fired, dirlock_error *err)
+/* The answer to wake_send on c, watching cancel_fd, pid_fd and the
+ * peers' pidfds (peers, or NULL) meanwhile: *pid_fired when pid_fd
+ * fired, and a peer's that fired is closed (-1: judged again); done with
+ * c after it. */
+static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, struct peers *peers,
+                        bool *granted, unsigned long long *fence, bool *canceled, bool *pid_fired,
+                        dirlock_error *err)
 {
         *granted = *canceled = *pid_fired = false;
         /* The server answers by wait_ms (never past our deadline); a server
          * that does not (stopped) is given DL_REDIS_GRACE_MS more, then
          * counts as unreachable. */
         dl_time until = dl_deadline((wait_ms + DL_REDIS_GRACE_MS) / 1e3);
-        int fds[2] = {cancel_fd, pid_fd};
+        int fds[DL_REDIS_AWAIT_FDS_MAX] = {cancel_fd, pid_fd};
+        int nfds = 2;
+        for (size_t i = 0; peers != NULL && i < peers->n; i++)
+                fds[nfds++] = peers->w[i].pid_fd;
         int which;
         redisReply *rep;
-        int rc = dl_redis_await_reply(c, &until, fds, 2, &which, &rep, err);
+        int rc = dl_redis_await_reply(c, &until, fds, nfds, &which, &rep, err);
         if (rc != DIRLOCK_OK) {
                 dl_redis_done(c);
                 return rc;
@@ -236,6 +258,10 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
                 dl_redis_done(c);
                 *canceled = which == 0;
                 *pid_fired = which == 1;
+                if (which >= 2) { /* a peer's owner ended: the next answer judges it */
+                        close(peers->w[which - 2].pid_fd);
+                        peers->w[which - 2].pid_fd = -1;
+                }
                 return DIRLOCK_OK;
         }
         if (dl_redis_reply_is(rep, REDIS_REPLY_ERROR)) {
@@ -257,7 +283,8 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
  * `breaker` (whose name it blocks), set *broke and return (attempt again
  * at once); otherwise watch b's owner (ow) and wait on `wake_key` for a
  * grant or a wake-up, b's expiry, a third of ttl_ms, the deadline, the
- * cancel descriptor or the owner's death.  DIRLOCK_OK (with *granted,
+ * cancel descriptor, the owner's death or that of a peer (peers: a
+ * permit's other holders on this host, or NULL).  DIRLOCK_OK (with *granted,
  * *fence), DIRLOCK_ESERVER (attempt again), or another error.
  *
  * The BLPOP goes out first and the blocker's owner is judged while it is
@@ -267,8 +294,8 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
  * then costs the connection (its BLPOP is in flight: a grant it pops is
  * found by the next attempt, which takes again what is already ours). */
 static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
-                        const char *wake_key, long long ttl_ms, const dl_time *deadline, int cancel_fd,
-                        bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
+                        struct peers *peers, const char *wake_key, long long ttl_ms, const dl_time *deadline,
+                        int cancel_fd, bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
                         dirlock_error *err)
 {
         *broke = *granted = false;
@@ -302,7 +329,8 @@ static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, stru
                 ow->pid = rec.pid;
         }
         bool pid_fired;
-        rc = wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, granted, fence, canceled, &pid_fired, err);
+        rc =
+            wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, peers, granted, fence, canceled, &pid_fired, err);
         if (pid_fired) { /* judge again; watch its partner if it has one */
                 close(ow->pid_fd);
                 ow->pid_fd = -1;
@@ -330,6 +358,7 @@ struct acquire {
         bool resynced;    /* an attempt came late once, and the clock was read again */
         dl_backoff retry; /* while the server cannot be reached */
         struct dl_redis_owner_watch ow;
+        struct peers peers;        /* a permit's holders on this host (PEERS) */
         struct dl_redis_blocker b; /* what the last attempt found in the way */
         /* Deadlock detection (redis_deadlock.c): whether this wait is one
          * it follows, when it checks next (0: at the first busy answer),
@@ -385,6 +414,68 @@ static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct
         return dl_redis_format_record(q->h, o->mode, q->record, sizeof q->record, err);
 }
 
+/* The pidfd kept on peer `token`, taken out of q->peers (-1: none). */
+static int take_peer_fd(struct acquire *q, const char *token)
+{
+        for (size_t i = 0; i < q->peers.n; i++)
+                if (q->peers.w[i].pid_fd >= 0 && strcmp(q->peers.w[i].token, token) == 0) {
+                        int fd = q->peers.w[i].pid_fd;
+                        q->peers.w[i].pid_fd = -1;
+                        return fd;
+                }
+        return -1;
+}
+
+static void close_peers(struct peers *p)
+{
+        for (size_t i = 0; i < p->n; i++)
+                if (p->w[i].pid_fd >= 0)
+                        close(p->w[i].pid_fd);
+        p->n = 0;
+}
+
+/* PEERS (redis_permits.c): the holders on this host that a permit's
+ * answer named (`list`: {token, record, ...}).  Break every one whose
+ * owner is provably dead, by token, and say so (the caller attempts
+ * again at once; *rc is the breaks' result, DIRLOCK_ESERVER counting as
+ * done: the next attempt says more).  Keep a pidfd on every live one for
+ * the wait -- one watched already is not judged again: its pidfd would
+ * have fired had it died -- and close those on holders no longer named. */
+static bool judge_peers(struct acquire *q, const redisReply *list, int *rc, dirlock_error *err)
+{
+        if (!dl_redis_reply_is(list, REDIS_REPLY_ARRAY)) {
+                *rc = dl_redis_bad_reply(err, q->a->reply);
+                return false;
+        }
+        struct peers next = {.n = 0};
+        bool broke = false;
+        for (size_t i = 0; i + 1 < list->elements && next.n < DL_REDIS_PEERS_MAX; i += 2) {
+                const char *token = dl_redis_reply_str(list->element[i]);
+                const char *text = dl_redis_reply_str(list->element[i + 1]);
+                int fd = take_peer_fd(q, token);
+                dl_record rec;
+                if (fd < 0 && (text[0] == '\0' || dl_record_parse(text, strlen(text), &rec) != 0))
+                        continue;
+                if (fd < 0 && dl_record_owner_alive(&rec) == 0) {
+                        int r = break_token(q->h, token, err);
+                        broke = true;
+                        if (r != DIRLOCK_OK && r != DIRLOCK_ESERVER) {
+                                *rc = r;
+                                break;
+                        }
+                        continue;
+                }
+                if (fd < 0)
+                        fd = dl_owner_pidfd(&rec, NULL);
+                struct peer_watch *w = &next.w[next.n++];
+                snprintf(w->token, sizeof w->token, "%s", token);
+                w->pid_fd = fd;
+        }
+        close_peers(&q->peers);
+        q->peers = next;
+        return broke;
+}
+
 /* One attempt (the last one never queues): the script's answer in *rep. */
 static int attempt(struct acquire *q, bool last, redisReply **rep, dirlock_error *err)
 {
@@ -413,15 +504,20 @@ static int attempt(struct acquire *q, bool last, redisReply **rep, dirlock_error
 
 /* The answer to an attempt: {1, fence...}, every name taken (the fences
  * kept, *taken), or busy (what is in the way in q->b, our arrival number
- * in q->r->seq). */
-static int read_answer(struct acquire *q, redisReply *rep, bool *taken, dirlock_error *err)
+ * in q->r->seq) -- or, for a permit, a provably dead holder on this host
+ * named and broken (*again: attempt again at once). */
+static int read_answer(struct acquire *q, redisReply *rep, bool *taken, bool *again, dirlock_error *err)
 {
-        *taken = false;
+        *taken = *again = false;
         int rc = DIRLOCK_OK;
         if (!dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) || rep->elements < 1) {
                 rc = dl_redis_bad_reply(err, q->a->reply);
         } else if (dl_redis_reply_int(rep->element[0]) == -3 && q->a->refused != NULL) {
-                rc = q->a->refused(q->h, rep, err);
+                /* Q: refused for the holders' N -- unless dead ones of
+                 * this host were among them (PEERS). */
+                *again = rep->elements == 4 && judge_peers(q, rep->element[3], &rc, err);
+                if (!*again)
+                        rc = q->a->refused(q->h, rep, err);
         } else if (dl_redis_reply_int(rep->element[0]) == 1) {
                 if (rep->elements != q->n + 1) {
                         rc = dl_redis_bad_reply(err, q->a->reply);
@@ -433,6 +529,8 @@ static int read_answer(struct acquire *q, redisReply *rep, bool *taken, dirlock_
                 }
         } else {
                 rc = parse_busy(rep, q->n, &q->r->seq, &q->b, err);
+                if (rc == DIRLOCK_OK && rep->elements == 8)
+                        *again = judge_peers(q, rep->element[7], &rc, err);
         }
         freeReplyObject(rep);
         return rc;
@@ -461,7 +559,7 @@ static int await_turn(struct acquire *q, bool *taken, dirlock_error *err)
         *taken = false;
         bool broke, granted;
         unsigned long long fence = 0;
-        int rc = wait_blocker(q->hs[q->b.index], &q->b, &q->ow, q->wake_key, q->ttl, q->deadline,
+        int rc = wait_blocker(q->hs[q->b.index], &q->b, &q->ow, &q->peers, q->wake_key, q->ttl, q->deadline,
                               q->h->opts.cancel_fd, &broke, &q->canceled, &granted, &fence, err);
         if (broke || rc == DIRLOCK_ESERVER)
                 return DIRLOCK_OK; /* at once; or the next attempt tries to reconnect */
@@ -481,6 +579,7 @@ static int acquire_end(struct acquire *q, int rc, dirlock_error *err)
 {
         if (q->ow.pid_fd >= 0)
                 close(q->ow.pid_fd);
+        close_peers(&q->peers);
         free(q->keys);
         q->r->seq = 0;
         if (rc == DIRLOCK_ESERVER) {
@@ -518,9 +617,12 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
                 if (rc != DIRLOCK_OK)
                         break;
                 dl_backoff_reset(&q.retry);
-                rc = read_answer(&q, rep, &taken, err);
+                bool again;
+                rc = read_answer(&q, rep, &taken, &again, err);
                 if (rc != DIRLOCK_OK || taken)
                         break;
+                if (again)
+                        continue; /* a dead holder of this host was broken: the same attempt */
                 if (late(&q.b, &q.resynced, o->timeout, q.h->name, &rc, err))
                         continue; /* rc: attempt again, or give up */
                 if (!q.may_queue || last) {
@@ -597,7 +699,7 @@ static int await_readers(struct upgrade *q, const struct dl_redis_blocker *b, di
 {
         bool broke, granted;
         unsigned long long ignored;
-        int rc = wait_blocker(q->h, b, &q->ow, q->wake_key, dl_redis_stale_ms(q->h), &q->deadline,
+        int rc = wait_blocker(q->h, b, &q->ow, NULL, q->wake_key, dl_redis_stale_ms(q->h), &q->deadline,
                               q->cancel_fd, &broke, &q->canceled, &granted, &ignored, err);
         if (rc == DIRLOCK_ESERVER && !dl_deadline_passed(&q->deadline))
                 return DIRLOCK_OK;

@@ -3,12 +3,16 @@
  * (lib/redis/redis_permits.c; space_fixture.h): N holders and no more, each
  * with its own token and fence; a try, a timeout, a cancel descriptor; a
  * release letting a waiter in; holders asking another N refused, and any
- * N once they are gone; a killed holder's permit given back at once and a
+ * N once they are gone; a killed holder's permit given back at once --
+ * among live holders too, to a waiter and a try, and fixing no N -- and a
  * stale one of another host after its stale age; a broken permit lost
  * (check, refresh, release: DIRLOCK_ELOST); reentrant handles; a pending
- * acquire; what inspect, list and dirlock_holders report; cleanup;
+ * acquire; a thread asking for one more of the N it holds (EDEADLK); what
+ * inspect, list and dirlock_holders report; cleanup;
  * and what is refused (numbers, modes, flock spaces, mode changes). */
 #include "space_fixture.h"
+
+#include <sys/prctl.h>
 
 static bool in_dir(void)
 {
@@ -148,6 +152,11 @@ static void test_other_n(void **state)
         assert_int_equal(dirlock_acquire_permit(space, "n", 2, &o, &a, &e), DIRLOCK_EINVAL);
         assert_non_null(strstr(e.message, "3 permits"));
         dirlock_release(b, NULL);
+        b = permit("n", 1, 0, NULL); /* one permit, in the singular */
+        assert_non_null(b);
+        assert_int_equal(dirlock_acquire_permit(space, "n", 2, &o, &a, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "held with 1 permit (by pid"));
+        dirlock_release(b, NULL);
 }
 
 /* A holder killed with SIGKILL gives its permit back at once. */
@@ -182,6 +191,128 @@ static void test_killed_holder(void **state)
         assert_non_null(h);
         assert_true(now_ms() - t0 < 1000);
         dirlock_release(h, NULL);
+}
+
+/* A child process that holds a permit of `name` (of n) until killed, or
+ * until this test process ends (a failed test leaves none behind). */
+static pid_t holder_child(const char *name, unsigned n)
+{
+        int ready[2];
+        assert_int_equal(pipe(ready), 0);
+        pid_t child = fork();
+        if (child == 0) {
+                close(ready[0]);
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || permit(name, n, 0, NULL) == NULL ||
+                    write(ready[1], "x", 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(ready[1]);
+        char c;
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+        return child;
+}
+
+static void kill_child(pid_t child)
+{
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+}
+
+struct waiter {
+        const char *name;
+        unsigned n;
+        dirlock *h;
+        int rc;
+        double done_ms;
+};
+
+static void *waiter_fn(void *arg)
+{
+        struct waiter *w = arg;
+        w->h = permit(w->name, w->n, 5, &w->rc);
+        w->done_ms = now_ms();
+        return NULL;
+}
+
+/* A killed holder gives its permit back at once while the other holders
+ * keep theirs -- whichever of them it was: here not the first, whose
+ * permit expires first.  A waiter queued before the kill gets it, and so
+ * does a try. */
+static void test_killed_among_holders(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        pid_t c[3];
+        for (int i = 0; i < 3; i++)
+                c[i] = holder_child("m", 3);
+        struct waiter w = {.name = "m", .n = 3};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, waiter_fn, &w), 0);
+        sleep_ms(200); /* it waits */
+        double t0 = now_ms();
+        kill_child(c[1]);
+        pthread_join(th, NULL);
+        assert_int_equal(w.rc, DIRLOCK_OK);
+        print_message("a waiter got a killed holder's permit in %.1f ms\n", w.done_ms - t0);
+        assert_true(w.done_ms - t0 < 1000);
+        kill_child(c[2]);
+        int rc;
+        t0 = now_ms();
+        dirlock *x = permit("m", 3, 0, &rc);
+        assert_int_equal(rc, DIRLOCK_OK);
+        assert_true(now_ms() - t0 < 1000);
+        assert_null(permit("m", 3, 0, &rc)); /* the first holder still has its own */
+        assert_int_equal(rc, DIRLOCK_EBUSY);
+        dirlock_release(x, NULL);
+        dirlock_release(w.h, NULL);
+        kill_child(c[0]);
+}
+
+/* A killed holder fixes the number of permits no longer: another N is
+ * let in at once, by a try too. */
+static void test_killed_other_n(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        pid_t c = holder_child("dn", 3);
+        int rc;
+        assert_null(permit("dn", 1, 0, &rc)); /* alive: its N stands */
+        assert_int_equal(rc, DIRLOCK_EINVAL);
+        kill_child(c);
+        dirlock *x = permit("dn", 1, 0, &rc);
+        assert_int_equal(rc, DIRLOCK_OK);
+        dirlock_release(x, NULL);
+}
+
+/* A thread that holds all N permits and asks for one more through a new
+ * handle would wait for itself: DIRLOCK_EDEADLK at once.  Its twin, with
+ * DIRLOCK_NO_DEADLOCK, waits out its timeout. */
+static void test_self_all_permits(void **state)
+{
+        (void)state;
+        NEED_SPACE();
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *h[2];
+        for (int i = 0; i < 2; i++)
+                assert_int_equal(dirlock_acquire_permit(space, "self", 2, &o, &h[i], NULL), DIRLOCK_OK);
+        o.timeout = 2;
+        dirlock *x = NULL;
+        dirlock_error e;
+        double t0 = now_ms();
+        assert_int_equal(dirlock_acquire_permit(space, "self", 2, &o, &x, &e), DIRLOCK_EDEADLK);
+        double took = now_ms() - t0;
+        print_message("EDEADLK in %.1f ms: %s\n", took, e.message);
+        assert_true(took < 1000);
+        assert_null(x);
+        o.timeout = 0.3;
+        o.flags = DIRLOCK_NO_DEADLOCK;
+        assert_int_equal(dirlock_acquire_permit(space, "self", 2, &o, &x, &e), DIRLOCK_ETIMEDOUT);
+        for (int i = 0; i < 2; i++)
+                assert_int_equal(dirlock_release(h[i], NULL), DIRLOCK_OK);
 }
 
 /* A permit of another host, older than the stale age, is broken; a fresh
@@ -440,6 +571,9 @@ int main(void)
             cmocka_unit_test_setup(test_wait_timeout_release, fresh),
             cmocka_unit_test_setup(test_other_n, fresh),
             cmocka_unit_test_setup(test_killed_holder, fresh),
+            cmocka_unit_test_setup(test_killed_among_holders, fresh),
+            cmocka_unit_test_setup(test_killed_other_n, fresh),
+            cmocka_unit_test_setup(test_self_all_permits, fresh),
             cmocka_unit_test_setup(test_lost, fresh),
             cmocka_unit_test_setup(test_cancel, fresh),
             cmocka_unit_test_setup(test_reentrant, fresh),
