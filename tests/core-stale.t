@@ -2,11 +2,13 @@
 # core-stale.t - short stale ages under stress: 16 processes take one lock
 # with stale ages of 0.1, 0.3 and 0.6 s, holding some critical sections
 # longer than the stale age and refreshing every quarter of it (within the
-# documented third).  A shared-memory checker counts overlaps, locks that
-# acquire returned already broken, and holders that lost a lock they kept
-# refreshing: all must be 0, for the exclusive lock, for a random mix of
-# readers, intent holders and writers under every policy (some FIFO), and
-# while another process runs dirlock_cleanup() in a loop.
+# documented third); a run lasts three stale ages, 2 s at the least (4 s
+# under TESTS_LONG=1; STRESS_SECONDS=N: N s).  A shared-memory checker
+# counts overlaps, locks that acquire returned already broken, and
+# holders that lost a lock they kept refreshing: all must be 0, for the
+# exclusive lock, for a random mix of readers, intent holders and writers
+# under every policy (some FIFO), and while another process runs
+# dirlock_cleanup() in a loop.
 # A holder kept by the scheduler from refreshing for most of the stale age
 # is a paused holder, which the protocol may treat as gone: the checker
 # reports such cases as "delayed" and excuses them.  The twin of each
@@ -18,7 +20,10 @@
 . "$(dirname "$0")/tap.sh"
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
-SECS=${STRESS_SECONDS:-4}
+secs() { # secs STALE -> how long a run at stale age STALE lasts
+	[ -n "${STRESS_SECONDS:-}" ] && { echo "$STRESS_SECONDS"; return; }
+	soak "$(awk -v s="$1" 'BEGIN { print (3 * s > 2 ? 3 * s : 2) }')" 4
+}
 DIR_STALES="0.1 0.3 0.6"
 SERVER_STALES="0.3"
 spaces_start || exit 1
@@ -39,7 +44,7 @@ run() { # run NAME STALE OPTIONS... -> one "ok" per run, in a space of its own
 	name=$1
 	stale=$2
 	shift 2
-	out=$("$PROGS/stress" "$(space_sub "$space" "$name")" "$stale" 16 "$SECS" "$@" 2>"$T/$i-$name.err")
+	out=$("$PROGS/stress" "$(space_sub "$space" "$name")" "$stale" 16 "$(secs "$stale")" "$@" 2>"$T/$i-$name.err")
 	st=$?
 	ok $st "$kind: stale $stale s, $name: $out"
 	grep -E 'VIOLATION|delayed|stress\[' "$T/$i-$name.err" | head -n 5 | while read -r l; do diag "$l"; done
