@@ -8,6 +8,8 @@
  *                  default: exclusive only
  *     --cleanup    one more process runs dirlock_cleanup() in a loop
  *     --hold MS    longest critical section (default: 2 x STALE)
+ *     --long P     the share of critical sections that may last up to --hold
+ *                  (default 0.1; the others last up to STALE / 10)
  *     --no-refresh holders do not refresh (they must lose long sections)
  *     --nolock     take no lock at all: the checker must see overlaps (the
  *                  twin that shows it can fail, wherever it runs)
@@ -73,6 +75,7 @@ static struct shared *s;
 static int procs, me;
 static int stop_fd = -1; /* readable (end of file) once the run ends */
 static double stale, lib_stale, delay_limit;
+static double long_share = 0.1; /* --long */
 
 static double now_s(void)
 {
@@ -217,9 +220,9 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                         continue;
                 }
                 enter(o.mode);
-                /* Mostly short critical sections, one in ten longer than the
-                 * stale age (up to --hold), kept only by refreshing. */
-                double span = unit() < 0.1 ? unit() * hold : unit() * stale / 10;
+                /* Mostly short critical sections, one in ten (--long) longer
+                 * than the stale age (up to --hold), kept only by refreshing. */
+                double span = unit() < long_share ? unit() * hold : unit() * stale / 10;
                 double end = now_s() + span, last = now_s(), gap = 0;
                 for (double t = last; t < end; t = now_s()) {
                         double nap =
@@ -269,7 +272,7 @@ int main(int argc, char **argv)
 {
         if (argc < 5) {
                 fprintf(stderr, "usage: stress LOCKDIR STALE PROCS SECONDS [--mix] [--cleanup] [--hold MS] "
-                                "[--no-refresh] [--nolock] [--also DIR] [--lib-stale S]\n");
+                                "[--long P] [--no-refresh] [--nolock] [--also DIR] [--lib-stale S]\n");
                 return 2;
         }
         const char *dir = argv[1];
@@ -290,6 +293,8 @@ int main(int argc, char **argv)
                         refresh = 0;
                 else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
                         hold = atof(argv[++i]) / 1e3;
+                else if (strcmp(argv[i], "--long") == 0 && i + 1 < argc)
+                        long_share = atof(argv[++i]);
                 else if (strcmp(argv[i], "--also") == 0 && i + 1 < argc)
                         also = argv[++i];
                 else if (strcmp(argv[i], "--lib-stale") == 0 && i + 1 < argc)
