@@ -1,10 +1,11 @@
 #!/bin/bash
-# core-counter.t - 16 processes x 2,000 read-modify-write increments of one
+# core-counter.t - 16 processes x 1,000 read-modify-write increments of one
 # counter file under the exclusive lock on each private server
-# (tests/spaces-lib.sh) must give exactly 32,000, and 16 x 1,000 in a lock
-# directory exactly 16,000 (half as many: a directory hand-off costs more
+# (tests/spaces-lib.sh) must give exactly 16,000, and 16 x 500 in a lock
+# directory exactly 8,000 (half as many: a directory hand-off costs more
 # on a loaded 2-core machine, and the suite's time is bounded; a server
-# whose hand-offs cost far more gets fewer: space_rounds); the same run
+# whose hand-offs cost far more gets fewer: space_rounds); twice as many
+# under TESTS_LONG=1 (COUNTER_N=N: N everywhere); the same run
 # without a lock must lose increments, and so must each server's run with
 # a test build whose locks take without looking (space_no_lock: Redis's
 # DIRLOCK_TEST_REDIS_NO_LOCK, ...): the test can fail.
@@ -12,8 +13,8 @@
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
 P=${COUNTER_PROCS:-16}
-N_DIR=${COUNTER_N:-1000}
-N_SERVER=${COUNTER_N:-2000}
+N_DIR=${COUNTER_N:-$(soak 500 1000)}
+N_SERVER=${COUNTER_N:-$(soak 1000 2000)}
 spaces_start || exit 1
 twins=1
 for space in $(test_spaces); do space_no_lock "$space" >/dev/null && twins=$((twins + 1)); done

@@ -23,7 +23,8 @@
 #                one member on one side, the two other members and the
 #                other host on the other) for 3 s
 #   member-cut   a minority member (a follower) cut off for 3 s
-#   pause        holders paused past their lease (as in `fenced`)
+#   pause        holders paused past their lease (as in `fenced`, and
+#                while `fenced` runs)
 #   restart-all  every member killed and started again
 # and the lease reset after a leader change (etcd #9395): a holder on h2
 # killed without releasing; a waiter on h1 (another host: it cannot judge
@@ -45,7 +46,10 @@ etcd_available || {
 	echo "1..0 # SKIP needs root (network namespaces)"
 	exit 0
 }
+# A run under a fault lasts SECS; without one (mutex, twin) SHORT_SECS,
+# enough for a few hundred hand-offs (TESTS_LONG=1: SECS too).
 SECS=${JEPSEN_SECONDS:-6}
+SHORT_SECS=${JEPSEN_SECONDS:-$(soak 3 6)}
 CLUSTER=$TOP/tools/etcd-cluster
 export RUN_DIR=$T/etcd ETCD_NS=dle$((10000 + RANDOM % 90000)) WATCH_PID=$$
 trap '"$CLUSTER" stop >/dev/null 2>&1; tap_cleanup' EXIT
@@ -68,24 +72,27 @@ esac
 EPS=$("$CLUSTER" endpoints)
 plan 18
 
-# run_case CASE WORKLOAD HOLD_MS [VAR=VALUE...]: 4 workers on each host for
-# $SECS s on lock "l" of prefix CASE, in the background; their histories
-# in $T/CASE/h1-N, $T/CASE/h2-N.  wait_case waits for them.
+# run_case CASE WORKLOAD HOLD_MS SECONDS [VAR=VALUE...]: 4 workers on each
+# host for SECONDS on lock "l" of prefix CASE, in the background; their
+# histories in $T/CASE/h1-N, $T/CASE/h2-N.  wait_case waits for them (and
+# for those of every case started before it since the last wait).
 run_case() {
-	local c=$1 w=$2 hold=$3 h k
+	local c=$1 w=$2 hold=$3 secs=$4 h k
 	mkdir -p "$T/$c/state"
 	: >"$T/$c/store"
-	workers=()
 	for h in h1 h2; do
 		for k in 1 2 3 4; do
-			"$CLUSTER" exec "$h" env "${@:4}" "$PROGS/histworker" "etcd://$EPS/$c" l "$SECS" "$hold" 1 "$w" \
+			"$CLUSTER" exec "$h" env "${@:5}" "$PROGS/histworker" "etcd://$EPS/$c" l "$secs" "$hold" 1 "$w" \
 				"$T/$c/store" "$T/$c/state" >"$T/$c/$h-$k" 2>>"$T/$c/errors" &
 			workers+=($!)
 		done
 	done
-	t_start=$(clock_ms)
 }
-wait_case() { wait "${workers[@]}" 2>/dev/null; }
+workers=()
+wait_case() {
+	wait "${workers[@]}" 2>/dev/null
+	workers=()
+}
 # clock_ms: CLOCK_MONOTONIC in ms, the workers' clock.
 clock_ms() { "$PROGS/histcheck" --now; }
 # check CASE [ARGS...]: histcheck over the case's histories; sets line, rc.
@@ -119,24 +126,34 @@ pause_holders() {
 }
 
 # ---- no faults ---------------------------------------------------------------
-run_case mutex mutex 20
+run_case mutex mutex 20 "$SHORT_SECS"
 wait_case
 check mutex
 is "$rc/$(field overlaps)" 0/0 "8 workers on two hosts, no faults: no two holders at once ($(field holds) acquisitions)"
-cmp_num "$(field holds)" -gt 50 "... and the lock went round ($(field holds) acquisitions in $SECS s)"
-run_case twin mutex 20 DIRLOCK_TEST_ETCD_NO_LOCK=1
+cmp_num "$(field holds)" -gt 50 "... and the lock went round ($(field holds) acquisitions in $SHORT_SECS s)"
+run_case twin mutex 20 "$SHORT_SECS" DIRLOCK_TEST_ETCD_NO_LOCK=1
 wait_case
 check twin
 cmp_num "$(field overlaps)" -gt 0 "the twin, takes that do not look at the queue: the checker sees overlaps ($(field overlaps)), so it can fail"
 
 # ---- the store without fences, and with ----------------------------------------
-run_case set set 50
+# `set` runs alone: its updates are lost only when others take the lock
+# and write while a holder is paused, which a busier cluster makes rarer.
+run_case set set 50 "$SECS"
 pause_holders set 3 2.5
 wait_case
 check set --store "$T/set/store"
 cmp_num "$(field lost)" -gt 0 "set without fences, holders paused past their lease: acknowledged updates are lost ($(field lost) of $(field acked)): the negative control"
-run_case fenced fenced 50
+# `fenced` and the fault case `pause` (checked below) run at once, on
+# locks of their own, each with its own pauses: what they assert (nothing
+# acknowledged lost, fences increasing) does not depend on how fast the
+# cluster answers.
+run_case fenced fenced 50 "$SECS"
+run_case pause fenced 50 "$SECS"
+pause_holders pause 2 2.5 &
+pauser=$!
 pause_holders fenced 3 2.5
+wait $pauser
 wait_case
 check fenced --store "$T/fenced/store"
 is "$(field lost)/$(field increasing)" 0/yes "fenced store, holders paused past their lease: no acknowledged update lost ($(field acked)), accepted fences strictly increasing ($(field fences))"
@@ -150,7 +167,7 @@ fault_checks() {
 	is "$(field lost)/$(field increasing)" 0/yes "$1: no acknowledged update lost ($(field acked)), fences strictly increasing"
 }
 
-run_case leader-kill fenced 50
+run_case leader-kill fenced 50 "$SECS"
 sleep 2
 leader=$("$CLUSTER" leader)
 t_kill=$(clock_ms)
@@ -163,7 +180,7 @@ gap=$(field gap_ms)
 fcmp "$gap" '<' 4000
 ok $? "leader ($leader) killed: the lock was held again within $gap ms (the hand-off after the leader's loss)"
 
-run_case host-cut fenced 50
+run_case host-cut fenced 50 "$SECS"
 sleep 2
 # A host with a holder, and one member beside it (not the leader, so that
 # the majority keeps its leader) on one side; the rest on the other.
@@ -183,7 +200,7 @@ wait_case
 fault_checks host-cut
 diag "table: host-cut: $host and $lone cut off from $rest$other for 3 s; longest time two holders both believed they held the lock: $(field stale_ms) ms"
 
-run_case member-cut fenced 50
+run_case member-cut fenced 50 "$SECS"
 sleep 2
 leader=$("$CLUSTER" leader)
 follower=e1
@@ -195,13 +212,11 @@ wait_case
 fault_checks member-cut
 is "$(field overlaps)" 0 "member-cut ($follower, a follower, cut off for 3 s): no two holders at once"
 
-run_case pause fenced 50
-pause_holders pause 2 2.5
-wait_case
+# (run with `fenced` above)
 fault_checks pause
 diag "table: pause: longest time two holders both believed they held the lock: $(field stale_ms) ms (a holder stopped 2.5 s, lease 1 s)"
 
-run_case restart-all fenced 50
+run_case restart-all fenced 50 "$SECS"
 sleep 2
 "$CLUSTER" restart-all
 wait_case

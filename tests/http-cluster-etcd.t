@@ -93,7 +93,9 @@ fault() {
 # host got a post acknowledged (ms).
 judge() {
 	local all st body s e
+	local -A copies=()
 	all=$(api_all "${URL[h1]}$2/")
+	count_bodies copies "$all"
 	during=0 acked=0 refused=0 lost=0 sent=0
 	while read -r s e st body; do
 		sent=$((sent + 1))
@@ -101,8 +103,7 @@ judge() {
 		[ "$st" = 303 ] || continue
 		acked=$((acked + 1))
 		[ "$s" -gt "$t_down" ] && [ "$e" -lt "$t_up" ] && during=$((during + 1))
-		[ "$(jq --arg b "$body" '[.messages[] | select(.body == $b)] | length' <<<"$all")" = 1 ] ||
-			lost=$((lost + 1))
+		[ "${copies[$body]:-0}" = 1 ] || lost=$((lost + 1))
 	done < <(cat "$T/$1-h1.out" "$T/$1-h2.out")
 	dups=$(jq '[.messages[].no] | length - (unique | length)' <<<"$all")
 	longest=$(cat "$T/$1-h1.out" "$T/$1-h2.out" | awk '{ d = $2 - $1; if (d > m) m = d } END { print m + 0 }')

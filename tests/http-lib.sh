@@ -206,6 +206,17 @@ api_all() {
 	jq -c '{messages: .}' <<<"$all"
 }
 
+# count_bodies ARRAY JSON: fills the associative array named ARRAY (the
+# caller's) with how many messages of JSON (api_all's) have each body;
+# a body no message has is not in it.
+count_bodies() {
+	local -n _counts=$1
+	local body
+	while IFS= read -r body; do
+		[ -z "$body" ] || _counts[$body]=$((${_counts[$body]:-0} + 1))
+	done < <(jq -r '.messages[].body' <<<"$2")
+}
+
 # smoke URL LABEL: list, post, read back, CSRF rejection: 7 TAP lines.
 smoke() {
 	local u=$1 l=$2 jar=$T/smoke-$RANDOM.jar tok code body

@@ -17,7 +17,8 @@
 # --one-client, exclusive locks are not; on GlusterFS both work.  And the
 # command: 4 shells, two on each client, each bumping a counter file 25
 # times under `dirlock`: every bump counted, no command failed.
-# STRESS_SECONDS sets each run's length [8].
+# A checker's run lasts 5 s (8 s under TESTS_LONG=1; STRESS_SECONDS=N:
+# N s), a twin's 2 s.
 set -u
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/glusterfs-lib.sh"
@@ -28,7 +29,7 @@ set -u
 }
 trap 'gfs_down; tap_cleanup' EXIT
 gfs_up
-SECS=${STRESS_SECONDS:-8}
+SECS=${STRESS_SECONDS:-$(soak 5 8)}
 
 # run NAME CMD...: runs a checker, keeps its last line (the counts) in
 # $T/NAME.out and what it said on stderr in $T/NAME.err; its status.
@@ -67,12 +68,12 @@ ok $? "range locks and whole locks across the clients: no overlap or error"
 show ranges
 
 d=$(gfs_dir twin)
-run twin "$PROGS/stress" "$GFS_M1/$d" 1 6 3 --nolock --also "$GFS_M2/$d"
+run twin "$PROGS/stress" "$GFS_M1/$d" 1 6 2 --nolock --also "$GFS_M2/$d"
 twin=$?
 show twin
 ok "$([ "$twin" -ne 0 ] && [ "$(count twin overlaps)" -gt 0 ] && echo 0 || echo 1)" \
 	"twin: without the lock the checker sees overlaps"
-run rtwin "$PROGS/rangestress" "$GFS_M1/$d" 6 3 --nolock --also "$GFS_M2/$d"
+run rtwin "$PROGS/rangestress" "$GFS_M1/$d" 6 2 --nolock --also "$GFS_M2/$d"
 rtwin=$?
 show rtwin
 ok "$([ "$rtwin" -ne 0 ] && [ "$(count rtwin violations)" -gt 0 ] && echo 0 || echo 1)" \

@@ -11,11 +11,12 @@
 # range locks.  All of it in a lock directory and on each private server
 # (tests/spaces-lib.sh); on Redis (lib/redis/redis_range.c) also the whole
 # lock busy while ranges are held, and a SIGKILLed range holder freed at
-# once.
+# once.  Each checker run lasts 2 s (4 s under TESTS_LONG=1;
+# RANGE_SECONDS=N: N s).
 . "$(dirname "$0")/tap.sh"
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
-SECS=${RANGE_SECONDS:-4}
+SECS=${RANGE_SECONDS:-$(soak 2 4)}
 TREE_DEMO=${TREE_DEMO:-$TOP/bin/dirlock-tree-demo}
 spaces_start || exit 1
 extra=0

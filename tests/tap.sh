@@ -31,6 +31,9 @@ cmp_num() { # cmp_num A OP B DESCRIPTION  (OP: -lt -le -gt -ge -eq -ne)
 }
 # Float comparison through awk: fcmp A '<' B
 fcmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
+# soak SHORT LONG: SHORT, or LONG under TESTS_LONG=1 (the same checks run
+# longer, as a soak).
+soak() { if [ "${TESTS_LONG:-0}" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/dirlock-test.XXXXXX")
 tap_cleanup() {

@@ -8,6 +8,8 @@
  *                  default: exclusive only
  *     --cleanup    one more process runs dirlock_cleanup() in a loop
  *     --hold MS    longest critical section (default: 2 x STALE)
+ *     --long P     the share of critical sections that may last up to --hold
+ *                  (default 0.1; the others last up to STALE / 10)
  *     --no-refresh holders do not refresh (they must lose long sections)
  *     --nolock     take no lock at all: the checker must see overlaps (the
  *                  twin that shows it can fail, wherever it runs)
@@ -19,7 +21,8 @@
  *                  holders refresh too late for their locks, which are then
  *                  broken under them -- violations the checker must report
  *
- * Each worker loops: acquire (60 s timeout); check at once (an OK for a
+ * Each worker loops: acquire (60 s timeout, canceled when the run ends:
+ * a waiter then leaves without taking the lock once more); check at once (an OK for a
  * lock that is already broken counts as "ok_lost"); enter the critical
  * section; hold it for a random time (one in ten up to --hold, the others
  * up to STALE / 10) while refreshing every STALE / 4 (within the
@@ -70,7 +73,9 @@ struct shared {
 
 static struct shared *s;
 static int procs, me;
+static int stop_fd = -1; /* readable (end of file) once the run ends */
 static double stale, lib_stale, delay_limit;
+static double long_share = 0.1; /* --long */
 
 static double now_s(void)
 {
@@ -188,6 +193,8 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                 dirlock_options o = DIRLOCK_OPTIONS_INIT;
                 o.timeout = 60;
                 o.stale_age = lib_stale;
+                o.flags |= DIRLOCK_CANCEL_FD;
+                o.cancel_fd = stop_fd;
                 if (mix) {
                         double u = unit();
                         o.mode = u < 0.5 ? DIRLOCK_SHARED : u < 0.7 ? DIRLOCK_INTENT : DIRLOCK_EXCLUSIVE;
@@ -199,7 +206,7 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                 dirlock_error e;
                 int rc = dirlock_acquire(dir, "stress", &o, &h, &e);
                 if (rc != DIRLOCK_OK) {
-                        if (rc != DIRLOCK_ETIMEDOUT || !atomic_load(&s->stop))
+                        if ((rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED) || !atomic_load(&s->stop))
                                 report("acquire", &e);
                         continue;
                 }
@@ -213,9 +220,9 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                         continue;
                 }
                 enter(o.mode);
-                /* Mostly short critical sections, one in ten longer than the
-                 * stale age (up to --hold), kept only by refreshing. */
-                double span = unit() < 0.1 ? unit() * hold : unit() * stale / 10;
+                /* Mostly short critical sections, one in ten (--long) longer
+                 * than the stale age (up to --hold), kept only by refreshing. */
+                double span = unit() < long_share ? unit() * hold : unit() * stale / 10;
                 double end = now_s() + span, last = now_s(), gap = 0;
                 for (double t = last; t < end; t = now_s()) {
                         double nap =
@@ -265,7 +272,7 @@ int main(int argc, char **argv)
 {
         if (argc < 5) {
                 fprintf(stderr, "usage: stress LOCKDIR STALE PROCS SECONDS [--mix] [--cleanup] [--hold MS] "
-                                "[--no-refresh] [--nolock] [--also DIR] [--lib-stale S]\n");
+                                "[--long P] [--no-refresh] [--nolock] [--also DIR] [--lib-stale S]\n");
                 return 2;
         }
         const char *dir = argv[1];
@@ -286,6 +293,8 @@ int main(int argc, char **argv)
                         refresh = 0;
                 else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
                         hold = atof(argv[++i]) / 1e3;
+                else if (strcmp(argv[i], "--long") == 0 && i + 1 < argc)
+                        long_share = atof(argv[++i]);
                 else if (strcmp(argv[i], "--also") == 0 && i + 1 < argc)
                         also = argv[++i];
                 else if (strcmp(argv[i], "--lib-stale") == 0 && i + 1 < argc)
@@ -312,6 +321,12 @@ int main(int argc, char **argv)
         memset(s, 0, sizeof *s);
         for (int i = 0; i < MAX_PROCS; i++)
                 s->slot[i].mode = -1;
+        /* The workers' cancel_fd: the read end of a pipe whose only write
+         * end the parent closes when the run ends. */
+        int stop_pipe[2];
+        if (pipe(stop_pipe) != 0)
+                return 2;
+        stop_fd = stop_pipe[0];
         int total = procs + clean;
         pid_t *pids = calloc((size_t)total, sizeof *pids);
         if (pids == NULL)
@@ -321,6 +336,7 @@ int main(int argc, char **argv)
                 if (pids[i] < 0)
                         return 2;
                 if (pids[i] == 0) {
+                        close(stop_pipe[1]);
                         me = i;
                         rng = (unsigned long long)getpid() * 0x9E3779B97F4A7C15ULL ^
                               (unsigned long long)time(NULL);
@@ -336,6 +352,7 @@ int main(int argc, char **argv)
         }
         sleep_s(seconds);
         atomic_store(&s->stop, 1);
+        close(stop_pipe[1]);
         for (int i = 0; i < total; i++)
                 waitpid(pids[i], NULL, 0);
         free(pids);
