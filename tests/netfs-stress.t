@@ -82,13 +82,22 @@ ok "$([ "$rtwin" -ne 0 ] && [ "$(count rtwin violations)" -gt 0 ] && echo 0 || e
 # ---- the command across the clients ---------------------------------------
 d=$(gfs_dir cli)
 echo 0 >"$GFS_M1/$d/counter"
+# Bounded: a command waits at most 20 s, and a shell still going after
+# 90 s counts the runs it has left as failures (a volume that stalls
+# fails the test instead of holding the suite).
 for i in 1 2 3 4; do
 	m=$([ $((i % 2)) = 1 ] && echo "$GFS_M1" || echo "$GFS_M2")
 	(
+		SECONDS=0
 		fails=0
 		for ((k = 0; k < 25; k++)); do
+			if [ "$SECONDS" -gt 90 ]; then
+				fails=$((fails + 25 - k))
+				echo "gave up after 90 s with $((25 - k)) runs left" >&2
+				break
+			fi
 			# shellcheck disable=SC2016 # the inner shell's
-			"$DIRLOCK" -d "$m/$d/locks" -w 60 c -- sh -c 'v=$(cat "$1"); echo $((v + 1)) >"$1"' sh "$m/$d/counter" ||
+			"$DIRLOCK" -d "$m/$d/locks" -w 20 c -- sh -c 'v=$(cat "$1"); echo $((v + 1)) >"$1"' sh "$m/$d/counter" ||
 				fails=$((fails + 1))
 		done
 		echo "$fails" >"$T/cli$i.fails"
