@@ -195,6 +195,16 @@ int dl_redis_bad_reply(dirlock_error *err, const char *what);
  * says; anything else is an entry that expired or was broken. */
 #define DL_REDIS_GONE (-2)
 int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer);
+/* Run script `id` on h's name, one that answers 1 while h's token still
+ * holds its entry: DIRLOCK_OK, DIRLOCK_ELOST (dl_redis_lost), or the
+ * server's error. */
+int dl_redis_while_held(const dirlock *h, dl_redis_script_id id, int nargs, const char **args,
+                        dirlock_error *err);
+/* Release h's entry with script `id` (ARGV: the token; it answers 1 when
+ * it removed the entry, else LOST).  `entry` names it for the message
+ * ("a permit", "a range") when a broken connection leaves unknown
+ * whether the release or an expiry removed it (DIRLOCK_ESERVER). */
+int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *entry, dirlock_error *err);
 bool dl_redis_reply_is(const redisReply *r, int type);
 long long dl_redis_reply_int(const redisReply *r);
 const char *dl_redis_reply_str(const redisReply *r);

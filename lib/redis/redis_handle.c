@@ -157,6 +157,40 @@ int dl_redis_lost(dirlock_error *err, const dirlock *h, long long answer)
                        what);
 }
 
+int dl_redis_while_held(const dirlock *h, dl_redis_script_id id, int nargs, const char **args,
+                        dirlock_error *err)
+{
+        redisReply *rep;
+        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return dl_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
+        freeReplyObject(rep);
+        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
+}
+
+int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *entry, dirlock_error *err)
+{
+        const char *args[1] = {h->token};
+        redisReply *rep;
+        bool resent;
+        int rc = dl_redis_run_on(h, id, 1, args, true, &resent, &rep, err);
+        if (rc != DIRLOCK_OK)
+                return dl_about(err, rc, h->name);
+        long long held = dl_redis_reply_int(rep);
+        freeReplyObject(rep);
+        if (held == 1)
+                return DIRLOCK_OK;
+        if (resent)
+                return dl_fail(
+                    err, DIRLOCK_ESERVER, 0,
+                    "lock '%s': the connection to the Redis server broke during the release of %s; "
+                    "it is not held any more, but whether it was released or had been lost cannot "
+                    "be told",
+                    h->name, entry);
+        return dl_redis_lost(err, h, held);
+}
+
 /* Run a script on lock `name` of space `spec` with the admin time budget. */
 int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
                           const char **args, redisReply **reply, dirlock_error *err)

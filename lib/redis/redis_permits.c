@@ -112,36 +112,7 @@ int dl_redis_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *
 
 int dl_redis_permit_release(dirlock *h, dirlock_error *err)
 {
-        const char *args[1] = {h->token};
-        redisReply *rep;
-        bool resent;
-        int rc = dl_redis_run_on(h, DL_RS_PERMIT_RELEASE, 1, args, true, &resent, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        if (held == 1)
-                return DIRLOCK_OK;
-        if (resent)
-                return dl_fail(err, DIRLOCK_ESERVER, 0,
-                               "counting lock '%s': the connection to the Redis server broke during the "
-                               "release; the permit is not held any more, but whether it was released or had "
-                               "been lost cannot be told",
-                               h->name);
-        return dl_redis_lost(err, h, held);
-}
-
-/* A script that answers 1 while h's token holds its permit. */
-static int while_held(const dirlock *h, dl_redis_script_id id, int nargs, const char **args,
-                      dirlock_error *err)
-{
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
+        return dl_redis_release_entry(h, DL_RS_PERMIT_RELEASE, "a permit", err);
 }
 
 int dl_redis_permit_refresh(dirlock *h, dirlock_error *err)
@@ -149,11 +120,11 @@ int dl_redis_permit_refresh(dirlock *h, dirlock_error *err)
         char stale[24];
         snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         const char *args[2] = {h->token, stale};
-        return while_held(h, DL_RS_PERMIT_REFRESH, 2, args, err);
+        return dl_redis_while_held(h, DL_RS_PERMIT_REFRESH, 2, args, err);
 }
 
 int dl_redis_permit_check(const dirlock *h, dirlock_error *err)
 {
         const char *args[1] = {h->token};
-        return while_held(h, DL_RS_PERMIT_CHECK, 1, args, err);
+        return dl_redis_while_held(h, DL_RS_PERMIT_CHECK, 1, args, err);
 }

@@ -139,23 +139,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
 
 int dl_redis_range_release(dirlock *h, dirlock_error *err)
 {
-        const char *args[1] = {h->token};
-        redisReply *rep;
-        bool resent;
-        int rc = dl_redis_run_on(h, DL_RS_RANGE_RELEASE, 1, args, true, &resent, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        if (held == 1)
-                return DIRLOCK_OK;
-        if (resent)
-                return dl_fail(err, DIRLOCK_ESERVER, 0,
-                               "lock '%s': the connection to the Redis server broke during the release of a "
-                               "range; it is not held any more, but whether it was released or had been lost "
-                               "cannot be told",
-                               h->name);
-        return dl_redis_lost(err, h, held);
+        return dl_redis_release_entry(h, DL_RS_RANGE_RELEASE, "a range", err);
 }
 
 /* Run a script that answers 1 (done) or 0 (the entry is gone). */

@@ -103,32 +103,18 @@ int dl_redis_whole_release_kept(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-/* Run a script that answers 1 while h's token still holds the lock:
- * DIRLOCK_OK, DIRLOCK_ELOST, or the server's error. */
-static int run_while_held(const dirlock *h, dl_redis_script_id id, int nargs, const char **args,
-                          dirlock_error *err)
-{
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
-}
-
 int dl_redis_whole_refresh(dirlock *h, dirlock_error *err)
 {
         char stale[24];
         snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         const char *args[2] = {h->token, stale};
-        return run_while_held(h, DL_RS_REFRESH, 2, args, err);
+        return dl_redis_while_held(h, DL_RS_REFRESH, 2, args, err);
 }
 
 int dl_redis_whole_check(const dirlock *h, dirlock_error *err)
 {
         const char *args[1] = {h->token};
-        return run_while_held(h, DL_RS_CHECK, 1, args, err);
+        return dl_redis_while_held(h, DL_RS_CHECK, 1, args, err);
 }
 
 /* Intent -> exclusive: set U, wait for the readers already in (the
@@ -155,7 +141,7 @@ int dl_redis_whole_downgrade(dirlock *h, dirlock_error *err)
         snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         snprintf(policy, sizeof policy, "%d", h->opts.policy);
         const char *args[4] = {h->token, stale, record, policy};
-        rc = run_while_held(h, DL_RS_DOWNGRADE, 4, args, err);
+        rc = dl_redis_while_held(h, DL_RS_DOWNGRADE, 4, args, err);
         if (rc == DIRLOCK_OK)
                 h->mode = DIRLOCK_SHARED;
         return rc;
@@ -168,7 +154,7 @@ int dl_redis_whole_downgrade_intent(dirlock *h, dirlock_error *err)
         char policy[8];
         snprintf(policy, sizeof policy, "%d", h->opts.policy);
         const char *args[2] = {h->token, policy};
-        int rc = run_while_held(h, DL_RS_DOWNGRADE_INTENT, 2, args, err);
+        int rc = dl_redis_while_held(h, DL_RS_DOWNGRADE_INTENT, 2, args, err);
         if (rc == DIRLOCK_OK)
                 h->mode = DIRLOCK_INTENT;
         return rc;
