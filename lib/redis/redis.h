@@ -202,9 +202,11 @@ int dl_redis_while_held(const dirlock *h, dl_redis_script_id id, int nargs, cons
                         dirlock_error *err);
 /* Release h's entry with script `id` (ARGV: the token; it answers 1 when
  * it removed the entry, else LOST).  `entry` names it for the message
- * ("a permit", "a range") when a broken connection leaves unknown
- * whether the release or an expiry removed it (DIRLOCK_ESERVER). */
-int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *entry, dirlock_error *err);
+ * ("the lock", "a permit", "a range") when a broken connection leaves
+ * unknown whether the release or an expiry removed it (DIRLOCK_ESERVER).
+ * *unanswered, unless NULL: no answer came (the entry may be in place). */
+int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *entry, bool *unanswered,
+                           dirlock_error *err);
 bool dl_redis_reply_is(const redisReply *r, int type);
 long long dl_redis_reply_int(const redisReply *r);
 const char *dl_redis_reply_str(const redisReply *r);

@@ -169,12 +169,15 @@ int dl_redis_while_held(const dirlock *h, dl_redis_script_id id, int nargs, cons
         return held == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, held);
 }
 
-int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *entry, dirlock_error *err)
+int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *entry, bool *unanswered,
+                           dirlock_error *err)
 {
         const char *args[1] = {h->token};
         redisReply *rep;
         bool resent;
         int rc = dl_redis_run_on(h, id, 1, args, true, &resent, &rep, err);
+        if (unanswered != NULL)
+                *unanswered = rc == DIRLOCK_ESERVER;
         if (rc != DIRLOCK_OK)
                 return dl_about(err, rc, h->name);
         long long held = dl_redis_reply_int(rep);

@@ -112,7 +112,7 @@ int dl_redis_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *
 
 int dl_redis_permit_release(dirlock *h, dirlock_error *err)
 {
-        return dl_redis_release_entry(h, DL_RS_PERMIT_RELEASE, "a permit", err);
+        return dl_redis_release_entry(h, DL_RS_PERMIT_RELEASE, "a permit", NULL, err);
 }
 
 int dl_redis_permit_refresh(dirlock *h, dirlock_error *err)

@@ -139,7 +139,7 @@ int dl_redis_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *e
 
 int dl_redis_range_release(dirlock *h, dirlock_error *err)
 {
-        return dl_redis_release_entry(h, DL_RS_RANGE_RELEASE, "a range", err);
+        return dl_redis_release_entry(h, DL_RS_RANGE_RELEASE, "a range", NULL, err);
 }
 
 /* Run a script that answers 1 (done) or 0 (the entry is gone). */

@@ -60,27 +60,9 @@ int dl_redis_whole_acquire(dirlock **hs, size_t n, const dl_time *deadline, dirl
 
 int dl_redis_whole_release(dirlock *h, dirlock_error *err)
 {
-        struct dl_redis *r = dl_redis_of(h);
-        const char *args[1] = {h->token};
-        redisReply *rep;
-        bool resent;
-        int rc = dl_redis_run_on(h, DL_RS_RELEASE, 1, args, true, &resent, &rep, err);
         /* No answer: the hold may be in place still, found by this token
          * alone; dl_redis_whole_release_kept tries again before a new token. */
-        r->release_pending = rc == DIRLOCK_ESERVER;
-        if (rc != DIRLOCK_OK)
-                return dl_about(err, rc, h->name);
-        long long held = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        if (held == 1)
-                return DIRLOCK_OK;
-        if (resent)
-                return dl_fail(
-                    err, DIRLOCK_ESERVER, 0,
-                    "lock '%s': the connection to the Redis server broke during the release; the lock "
-                    "is not held any more, but whether it was released or had been lost cannot be told",
-                    h->name);
-        return dl_redis_lost(err, h, held);
+        return dl_redis_release_entry(h, DL_RS_RELEASE, "the lock", &dl_redis_of(h)->release_pending, err);
 }
 
 /* A release that got no answer (the server unreachable) may have left
