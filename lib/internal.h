@@ -353,6 +353,13 @@ void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
  * gets that pid.  -1 when neither runs, when the record is another host's
  * (dl_record_same_host), or without pidfds. */
 int dl_owner_pidfd(const dl_record *rec, pid_t *followed);
+/* Whether this system gives pidfds at all (pidfd_open: Linux 5.3; not
+ * under valgrind 3.19).  Without them a waiter cannot be woken by a
+ * same-host owner's death and re-judges it every DL_RECHECK_MS instead. */
+bool dl_pidfd_supported(void);
+/* How often a waiter looks again when nothing can wake it (the safety
+ * net under inotify, and the owner check without pidfds), in ms. */
+#define DL_RECHECK_MS 100.0
 /* Also wake on deletions and renames in another directory (e.g. a readers'
  * directory).  0, or -1 when it cannot be watched (then back off). */
 int dl_waiter_watch_dir(dl_waiter *w, const char *dir);

@@ -10,7 +10,7 @@
  *     the waiter asked for (wake_name), or the removal of a watched entry
  *     (dl_waiter_watch_entry: the ticket of the waiter ahead in a queue);
  *   - the owner we were told to watch exits (a pidfd polls readable);
- *   - a re-check interval passes (RECHECK_MS, or a third of the stale age
+ *   - a re-check interval passes (DL_RECHECK_MS, or a third of the stale age
  *     when that is shorter), so that what sends no event is still noticed:
  *     a lock aging past its stale age, an owner that died before we
  *     watched it, a release on another NFS client; and so that the caller
@@ -47,7 +47,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define RECHECK_MS 100.0
 /* The backoff of a waiter that no notification wakes: its first and its
  * longest step. */
 #define POLL_FIRST_MS 1.0
@@ -75,7 +74,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
         w->listener.kick_fd = -1;
         w->pid_fd = -1;
         w->cancel_fd = -1;
-        w->recheck_ms = RECHECK_MS;
+        w->recheck_ms = DL_RECHECK_MS;
         double cap_ms = POLL_MAX_MS;
         if (stale_age > 0 && stale_age * 1e3 / 3 < w->recheck_ms) {
                 w->recheck_ms = stale_age * 1e3 / 3;
@@ -190,6 +189,25 @@ static int open_pidfd(pid_t pid, unsigned long long start)
         (void)pid;
         (void)start;
         return -1;
+#endif
+}
+
+bool dl_pidfd_supported(void)
+{
+#ifdef SYS_pidfd_open
+        /* -1 not known yet, 0 no, 1 yes; a race only asks twice. */
+        static int supported = -1;
+        int known = __atomic_load_n(&supported, __ATOMIC_RELAXED);
+        if (known < 0) {
+                int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+                known = fd >= 0 || (errno != ENOSYS && errno != EPERM);
+                if (fd >= 0)
+                        close(fd);
+                __atomic_store_n(&supported, known, __ATOMIC_RELAXED);
+        }
+        return known == 1;
+#else
+        return false;
 #endif
 }
 

@@ -284,7 +284,8 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
  * at once); otherwise watch b's owner (ow) and wait on `wake_key` for a
  * grant or a wake-up, b's expiry, a third of ttl_ms, the deadline, the
  * cancel descriptor, the owner's death or that of a peer (peers: a
- * permit's other holders on this host, or NULL).  DIRLOCK_OK (with *granted,
+ * permit's other holders on this host, or NULL) -- or, where the system
+ * has no pidfds, DL_RECHECK_MS, after which the owners are judged again.  DIRLOCK_OK (with *granted,
  * *fence), DIRLOCK_ESERVER (attempt again), or another error.
  *
  * The BLPOP goes out first and the blocker's owner is judged while it is
@@ -307,6 +308,11 @@ static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, stru
                 wait_ms = (double)b->left_ms + 2;
         if (wait_ms > (double)ttl_ms / 3)
                 wait_ms = (double)ttl_ms / 3;
+        /* Without pidfds a same-host owner's death wakes nobody: judge the
+         * owners again every DL_RECHECK_MS instead. */
+        bool unwatchable = (readable && dl_record_same_host(&rec)) || (peers != NULL && peers->n > 0);
+        if (unwatchable && wait_ms > DL_RECHECK_MS && !dl_pidfd_supported())
+                wait_ms = DL_RECHECK_MS;
         const struct dl_redis *r = dl_redis_of(breaker);
         dl_redis_conn *c;
         int rc = wake_send(&r->server, wake_key, &wait_ms, deadline, &c, err);
