@@ -11,9 +11,7 @@
 #define SPACE_FIXTURE_H
 
 #include "core_fixture.h"
-
-#include <sys/socket.h>
-#include <sys/un.h>
+#include "redis_server.h"
 
 static const char *space; /* the group's lock space */
 static char redis_space[400], redis_sock[300];
@@ -36,20 +34,6 @@ static inline int dir_setup(void **state)
         return rc;
 }
 
-static inline bool redis_answers(void)
-{
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un a = {.sun_family = AF_UNIX};
-        bool ok = fd >= 0 && strlen(redis_sock) < sizeof a.sun_path;
-        if (ok) {
-                memcpy(a.sun_path, redis_sock, strlen(redis_sock) + 1);
-                ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        }
-        if (fd >= 0)
-                close(fd);
-        return ok;
-}
-
 /* A private redis-server in the group's directory, or skip_why. */
 static inline int redis_setup(void **state)
 {
@@ -70,24 +54,7 @@ static inline int redis_setup(void **state)
                 skip_why = "the library was built without Redis support";
                 return 0;
         }
-        redis_server = fork();
-        if (redis_server == 0) {
-                execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", redis_sock,
-                       "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", lockdir,
-                       "--logfile", "redis.log", (char *)NULL);
-                _exit(127);
-        }
-        for (int i = 0; i < 500; i++) {
-                if (redis_answers())
-                        return 0;
-                int st;
-                if (waitpid(redis_server, &st, WNOHANG) == redis_server) {
-                        redis_server = -1;
-                        return -1;
-                }
-                sleep_ms(10);
-        }
-        return -1;
+        return redis_server_start(redis_sock, lockdir, &redis_server);
 }
 
 /* Before each test: an empty space, whatever a failed test left held. */

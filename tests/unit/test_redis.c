@@ -22,6 +22,7 @@
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/locking.h"
 #include "dirlock.h"
+#include "redis_server.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -67,42 +68,9 @@ static int cli(char *out, size_t size, const char *args)
         return pclose(p) == 0 ? 0 : -1;
 }
 
-static bool can_connect(void)
-{
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un a = {.sun_family = AF_UNIX};
-        if (strlen(sock) >= sizeof a.sun_path) {
-                close(fd);
-                return false;
-        }
-        memcpy(a.sun_path, sock, strlen(sock) + 1);
-        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        if (fd >= 0)
-                close(fd);
-        return ok;
-}
-
 static int start_server(void)
 {
-        unlink(sock);
-        server = fork();
-        if (server == 0) {
-                execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock,
-                       "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir,
-                       "--logfile", "redis.log", (char *)NULL);
-                _exit(127);
-        }
-        for (int i = 0; i < 500; i++) {
-                if (can_connect())
-                        return 0;
-                int st;
-                if (waitpid(server, &st, WNOHANG) == server) {
-                        server = -1;
-                        return -1;
-                }
-                sleep_ms(10);
-        }
-        return -1;
+        return redis_server_start(sock, dir, &server);
 }
 
 static void stop_server(void)
