@@ -746,23 +746,36 @@ static int do_upgrade(void *p, const dirlock_options *o, dirlock_error *err)
         return dirlock_upgrade(c->h, o, err);
 }
 
-static PyObject *Lock_upgrade(LockObject *self, PyObject *args, PyObject *kwds)
+/* The handle and options of an upgrade, from its keyword arguments
+ * (timeout, nonblocking, cancel_fd; `fmt` names the method for
+ * errors), and the cancel_fd object given (borrowed, or NULL): 0, or -1
+ * with an exception set. */
+static int upgrade_args(LockObject *self, PyObject *args, PyObject *kwds, const char *fmt, dirlock **h,
+                        dirlock_options *o, PyObject **cancel_given)
 {
         static const char *kw[] = {"timeout", "nonblocking", "cancel_fd", NULL};
         PyObject *timeout = NULL, *cancel = NULL;
         int nonblocking = 0;
-        if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OpO:upgrade", (char **)kw, &timeout, &nonblocking,
-                                         &cancel))
-                return NULL;
-        dirlock *h = single(self, "upgrade");
-        if (h == NULL)
-                return NULL;
-        dirlock_options o = self->opts;
-        o.flags &= ~DIRLOCK_CANCEL_FD;
-        o.cancel_fd = -1;
-        if ((timeout != NULL || nonblocking) && timeout_options(timeout, nonblocking, &o) < 0)
-                return NULL;
-        if (cancel_option(cancel, &o) < 0)
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, fmt, (char **)kw, &timeout, &nonblocking, &cancel))
+                return -1;
+        *cancel_given = cancel;
+        *h = single(self, "upgrade");
+        if (*h == NULL)
+                return -1;
+        *o = self->opts;
+        o->flags &= ~DIRLOCK_CANCEL_FD;
+        o->cancel_fd = -1;
+        if ((timeout != NULL || nonblocking) && timeout_options(timeout, nonblocking, o) < 0)
+                return -1;
+        return cancel_option(cancel, o);
+}
+
+static PyObject *Lock_upgrade(LockObject *self, PyObject *args, PyObject *kwds)
+{
+        dirlock *h;
+        dirlock_options o;
+        PyObject *cancel;
+        if (upgrade_args(self, args, kwds, "|$OpO:upgrade", &h, &o, &cancel) < 0)
                 return NULL;
         if (enter(self) < 0)
                 return NULL;
@@ -872,21 +885,10 @@ static PyObject *Lock_acquire_start(LockObject *self, PyObject *unused)
 
 static PyObject *Lock_upgrade_start(LockObject *self, PyObject *args, PyObject *kwds)
 {
-        static const char *kw[] = {"timeout", "nonblocking", "cancel_fd", NULL};
-        PyObject *timeout = NULL, *cancel = NULL;
-        int nonblocking = 0;
-        if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OpO:upgrade_async", (char **)kw, &timeout,
-                                         &nonblocking, &cancel))
-                return NULL;
-        dirlock *h = single(self, "upgrade");
-        if (h == NULL)
-                return NULL;
-        dirlock_options o = self->opts;
-        o.flags &= ~DIRLOCK_CANCEL_FD;
-        o.cancel_fd = -1;
-        if ((timeout != NULL || nonblocking) && timeout_options(timeout, nonblocking, &o) < 0)
-                return NULL;
-        if (cancel_option(cancel, &o) < 0)
+        dirlock *h;
+        dirlock_options o;
+        PyObject *cancel;
+        if (upgrade_args(self, args, kwds, "|$OpO:upgrade_async", &h, &o, &cancel) < 0)
                 return NULL;
         dirlock_pending *p = NULL;
         dirlock_error err;
