@@ -37,6 +37,9 @@
  *      free case succeeds, and of many concurrent renames at most one can
  *      find the target empty.  (Works the same over NFS, where rename is
  *      atomic on the server.)  Success makes the lock's age zero (C).
+ *      On a network filesystem the taker then looks up the old name
+ *      D/.NAME.<T>.new, expected absent: a GlusterFS brick may have kept
+ *      it for the lock directory (STALE NAMES in fsops.c).
  *      A judging attempt (dl_excl_try with judge) first looks up
  *      D/NAME.lock, and when it is there goes straight to 3 without the
  *      rename: a rename that fails still takes D's inode lock (and on
@@ -56,7 +59,10 @@
  * RELEASE (dl_excl_release):
  *   1. unlink(D/NAME.lock/owner.<T>).  By invariant B this succeeds only if
  *      our acquisition still holds the lock; ENOENT means it was broken as
- *      stale (DIRLOCK_ELOST) and whatever lock is there now is left alone.
+ *      stale (DIRLOCK_ELOST) and whatever lock is there now is left alone
+ *      (on a network filesystem only once the unlink, and refresh and
+ *      check likewise, failed again after a lookup of the old prepared
+ *      name: STALE NAMES in fsops.c).
  *      After the unlink the lock is free (invariant A): the directory is
  *      empty.
  *   2. rmdir(D/NAME.lock).  Tidies up and wakes waiters (inotify IN_DELETE).
@@ -667,7 +673,22 @@ static int take_once(dirlock *h, bool peek, dirlock_error *err)
         }
         dl_dir_of(h)->prep_made = false; /* it is the lock now, and its age is zero (C) */
         dl_dir_of(h)->excl_held = true;
+        if (dl_dir_of(h)->fs->network)
+                dl_fs_forget(dl_dir_of(h)->prep_path); /* STALE NAMES (fsops.c) */
         return DIRLOCK_OK;
+}
+
+/* Our entry could not be found (ENOENT) or reached (ESTALE) on a network
+ * filesystem: the server may have kept the lock directory under the name
+ * it had before our rename (STALE NAMES in fsops.c).  Look that name up
+ * so that it is dropped; true when the caller should try once more. */
+static bool forget_prep_name(const dirlock *h)
+{
+        const struct dl_dir *d = dl_dir_of(h);
+        if (!d->fs->network || d->prep_path == NULL || (errno != ENOENT && errno != ESTALE))
+                return false;
+        dl_fs_forget(d->prep_path);
+        return true;
 }
 
 int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
@@ -698,7 +719,10 @@ int dl_excl_release(dirlock *h, dirlock_error *err)
 {
         if (!dl_dir_of(h)->excl_held)
                 return DIRLOCK_OK;
-        if (dl_fs_unlink(dl_dir_of(h)->entry_path) != 0) {
+        int rc = dl_fs_unlink(dl_dir_of(h)->entry_path);
+        if (rc != 0 && forget_prep_name(h))
+                rc = dl_fs_unlink(dl_dir_of(h)->entry_path);
+        if (rc != 0) {
                 int e = errno;
                 /* Only ENOENT says the entry is gone; ESTALE that outlived
                  * its tries (fsops.c) is not a loss: the handle keeps it,
@@ -721,6 +745,8 @@ int dl_excl_refresh(dirlock *h, dirlock_error *err)
 {
         if (dl_fs_touch(dl_dir_of(h)->entry_path) == 0)
                 return DIRLOCK_OK;
+        if (forget_prep_name(h) && dl_fs_touch(dl_dir_of(h)->entry_path) == 0)
+                return DIRLOCK_OK;
         if (errno == ENOENT)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);
         return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh lock '%s'", dl_dir_of(h)->lock_path);
@@ -729,6 +755,10 @@ int dl_excl_refresh(dirlock *h, dirlock_error *err)
 int dl_excl_check(const dirlock *h, dirlock_error *err)
 {
         int present = dl_fs_present(dl_dir_of(h)->entry_path, dl_dir_of(h)->fs->network);
+        if (present == 0)
+                errno = ENOENT;
+        if (present != 1 && forget_prep_name(h))
+                present = dl_fs_present(dl_dir_of(h)->entry_path, dl_dir_of(h)->fs->network);
         if (present == 1)
                 return DIRLOCK_OK;
         if (present == 0)

@@ -43,7 +43,23 @@
  * makes the client drop such an entry (FUSE links every name a listing
  * returns).  So where "no such directory" decides something on a network
  * filesystem, it is asked of a listing of the parent (dl_fs_present,
- * dl_fs_open_dir_sure). */
+ * dl_fs_open_dir_sure).
+ *
+ * STALE NAMES.  A GlusterFS brick (10.3) resolves a directory by the
+ * path its own table of names gives it, and a directory renamed onto the
+ * lock (D/.NAME.<T>.new -> D/NAME.lock) under contention at times keeps
+ * its old name there: the brick's log shows it opening D/.NAME.<T>.new
+ * for NAME.lock right after the rename.  From then on every client gets
+ * ESTALE for NAME.lock and ENOENT for the entries in it, until the brick
+ * forgets the directory: the holder can neither check nor release what
+ * it holds (a false DIRLOCK_ELOST), and waiters cannot read it ("held by
+ * pid 0 on an unknown host").  Measured with dirlock(1), 4 shells on two
+ * clients: stuck in each of 3 runs, within 700 commands.  A
+ * lookup of the old name repairs it: the brick finds nothing there and
+ * drops the name from its table.  So whoever renamed a directory onto a
+ * lock looks its old name up once after (dl_fs_forget), and a holder
+ * whose own entry cannot be found or reached does so again before it
+ * believes that (exclusive.c); with both, 0 failures in 3,000 commands. */
 #include "fsops.h"
 #include "internal.h"
 
@@ -58,6 +74,11 @@ static void refresh_one(const char *path)
 {
         struct statx sx;
         (void)statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_INO, &sx);
+}
+
+void dl_fs_forget(const char *path)
+{
+        refresh_one(path);
 }
 
 void dl_fs_refresh(const char *path)

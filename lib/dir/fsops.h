@@ -49,6 +49,11 @@ int dl_fs_open_dir_sure(const char *path, bool network);
  * fsops.c): the next call on the path sees what is there now. */
 void dl_fs_refresh(const char *path);
 
+/* Look up `path`, a directory's name before it was renamed away, so that
+ * a server that kept that name for the directory drops it (STALE NAMES in
+ * fsops.c).  Nothing is said: the name is expected to be absent. */
+void dl_fs_forget(const char *path);
+
 /* The next entry of a listing: 1 and *de, 0 at its end, or -1 with errno
  * when the listing failed (ESTALE: the directory was removed or replaced
  * while we read it).  readdir(3) says both of the last with NULL. */
