@@ -433,8 +433,10 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                         char *aside = NULL;
                         if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
                                 aside = dl_layout_aside(lockdir, aside_token);
-                        if (aside != NULL && dl_fs_rename(path, aside) == 0)
+                        if (aside != NULL && dl_fs_rename(path, aside) == 0) {
+                                dl_fs_forget(path); /* STALE NAMES (fsops.c) */
                                 remove_flat_dir(aside);
+                        }
                         free(aside);
                 } else if (name == NULL &&
                            ((strncmp(leaf, DL_ASIDE_PREFIX, sizeof DL_ASIDE_PREFIX - 1) == 0 &&
