@@ -62,9 +62,9 @@
  * tests/model/deadlock.pml checks this with spin, and refutes the
  * detector that reports from one pass.
  *
- * PROMPTNESS.  A cycle is closed by the wait that starts last; that
- * thread makes its entry before it looks (waits.c), so of two threads
- * starting to wait at once, at least one sees the other's entry.  Every
+ * PROMPTNESS.  Every waiter makes its entry before its first check
+ * (WHEN in waits.c), so the waiter of a cycle whose first check comes
+ * last finds every other's entry in place.  Every
  * blocking waiter checks DL_DEADLOCK_FIRST_MS after it starts waiting
  * (its wait wakes for it; most waits for a lock in use are over by then,
  * and never pay for a check) and again every DL_DEADLOCK_RECHECK_MS

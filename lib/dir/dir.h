@@ -104,9 +104,10 @@ enum dl_wait_target {
         DL_FOR_PERMIT = 'p'         /* the holders of the permits asked (any one of N)        */
 };
 /* h starts waiting (after a failed try, before its first sleep): its
- * entry in D/.waits; a blocking thread's first deadlock check (deadlock.c)
- * falls due DL_DEADLOCK_FIRST_MS later, and its waits wake for it
- * (dl_waiter_wake_by).  `kind` is a dirlock_wait_kind, `mode` the mode
+ * entry in D/.waits -- a blocking thread's made DL_WAIT_LIST_MS later
+ * (WHEN in waits.c) -- and a blocking thread's first deadlock check
+ * (deadlock.c) falls due DL_DEADLOCK_FIRST_MS later; its waits wake for
+ * both (dl_waiter_wake_by).  `kind` is a dirlock_wait_kind, `mode` the mode
  * asked.  DIRLOCK_OK (or an error).  The register is for seeing, never in
  * the way: an entry that cannot be made leaves the wait unlisted. */
 int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
@@ -137,6 +138,9 @@ int dl_waits_names(const char *lockdir, char ***names, size_t *count);
  * catch a cycle whose check saw a lock change hands and proved nothing. */
 #define DL_DEADLOCK_FIRST_MS   10.0
 #define DL_DEADLOCK_RECHECK_MS 200.0
+/* When a blocked thread's wait gets its entry in the register: before
+ * its first check (WHEN in waits.c). */
+#define DL_WAIT_LIST_MS 5.0
 /* Whether h's wait (its entry just made, h's record `self`) closes a
  * cycle of waits: DIRLOCK_EDEADLK with the cycle in err, or DIRLOCK_OK
  * (none proven).  deadlock.c. */
