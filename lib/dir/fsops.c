@@ -202,30 +202,49 @@ int dl_fs_next(DIR *d, struct dirent **de)
         return errno == 0 ? 0 : -1;
 }
 
-/* One listing of path's directory looking for its last name (for
- * dl_fs_present); -1 with errno ESTALE when the directory was replaced
- * as we read it. */
-static int listed(const char *path)
+/* One listing of the directory of `path` and `other` (NULL, or a path
+ * in the same directory) looking for their last names (for
+ * dl_fs_present and dl_fs_present2): whether `path` is listed, and
+ * *other_found whether `other` is; -1 with errno ESTALE when the
+ * directory was replaced as we read it. */
+static int listed_with(const char *path, const char *other, int *other_found)
 {
         const char *slash = strrchr(path, '/');
-        if (slash == NULL || slash == path || (size_t)(slash - path) >= PATH_MAX) {
+        size_t dir_len = slash != NULL ? (size_t)(slash - path) : 0;
+        if (slash == NULL || slash == path || dir_len >= PATH_MAX ||
+            (other != NULL && (strncmp(other, path, dir_len + 1) != 0 || strchr(other + dir_len + 1, '/')))) {
                 errno = EINVAL;
                 return -1;
         }
         char dir[PATH_MAX];
-        memcpy(dir, path, (size_t)(slash - path));
-        dir[slash - path] = '\0';
+        memcpy(dir, path, dir_len);
+        dir[dir_len] = '\0';
+        const char *other_name = other != NULL ? other + dir_len + 1 : NULL;
+        int found = 0, found_other = 0;
+        if (other_found != NULL)
+                *other_found = 0;
         DIR *d = dl_fs_opendir(dir);
         if (d == NULL)
                 return errno == ENOENT ? 0 : -1;
         struct dirent *de;
-        int more, found = 0;
-        while (!found && (more = dl_fs_next(d, &de)) > 0)
-                found = strcmp(de->d_name, slash + 1) == 0;
+        int more = 0;
+        while ((!found || (other_name != NULL && !found_other)) && (more = dl_fs_next(d, &de)) > 0) {
+                found |= strcmp(de->d_name, slash + 1) == 0;
+                found_other |= other_name != NULL && strcmp(de->d_name, other_name) == 0;
+        }
         int e = errno;
         closedir(d);
         errno = e;
-        return found ? 1 : more < 0 ? -1 : 0;
+        if (more < 0 && !(found && (other_name == NULL || found_other)))
+                return -1;
+        if (other_found != NULL)
+                *other_found = found_other;
+        return found;
+}
+
+static int listed(const char *path)
+{
+        return listed_with(path, NULL, NULL);
 }
 
 int dl_fs_open_dir_sure(const char *path, bool network)
@@ -245,6 +264,20 @@ int dl_fs_open_dir_sure(const char *path, bool network)
                 fd = dl_fs_open_dir(path);
         }
         return fd;
+}
+
+int dl_fs_present2(const char *path, const char *other, bool ask_server, int *other_present)
+{
+        if (!ask_server) {
+                int rc = dl_fs_present(other, false);
+                if (rc < 0)
+                        return -1;
+                *other_present = rc;
+                return dl_fs_present(path, false);
+        }
+        int rc;
+        LOOK_AGAIN(rc, listed_with(path, other, other_present), path, (const char *)NULL);
+        return rc;
 }
 
 int dl_fs_present(const char *path, bool ask_server)

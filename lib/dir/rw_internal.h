@@ -24,6 +24,7 @@ struct dl_rw {
         const char *reader_entry;      /* r_path or a_path while reading      */
         bool up_held;                  /* up_path is ours                     */
         bool wq_held;                  /* wq_entry is ours                    */
+        bool ranges_absent_seen;       /* W taken, then no ranges_dir listed  */
 };
 
 /* Allocate h->rw (idempotent).  DIRLOCK_OK or DIRLOCK_ENOMEM. */

@@ -890,12 +890,23 @@ static int new_token_for_retry(dirlock *h, dirlock_error *err)
  * drained (we were paused past the stale age) is taken again. */
 static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
+        struct dl_rw *rw = dl_dir_of(h)->rw;
         for (;;) {
                 int rc = dl_take_w(h, deadline, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
-                rc = drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, DIRLOCK_WAIT_LOCK,
-                           err);
+                /* On a network filesystem "absent" is asked of a listing of
+                 * D (fsops.c): one listing answers for NAME.readers (the
+                 * drain's fast path) and NAME.ranges (wait_ranges_clear's),
+                 * a look after W was taken, as both require. */
+                int ranges = 1;
+                int readers = dl_dir_of(h)->fs->network
+                                  ? dl_fs_present2(rw->readers_dir, rw->ranges_dir, true, &ranges)
+                                  : -1;
+                rw->ranges_absent_seen = readers >= 0 && ranges == 0;
+                rc = readers == 0 ? DIRLOCK_OK
+                                  : drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR,
+                                          DIRLOCK_WAIT_LOCK, err);
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_excl_release(h, NULL);
@@ -1018,7 +1029,9 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         const char *dir = dl_dir_of(h)->rw->ranges_dir;
-        if (dl_fs_present(dir, dl_dir_of(h)->fs->network) == 0)
+        bool seen_absent = dl_dir_of(h)->rw->ranges_absent_seen;
+        dl_dir_of(h)->rw->ranges_absent_seen = false;
+        if (seen_absent || dl_fs_present(dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no ranges at all */
         struct dl_range_meta m;
         int rc =
@@ -1096,6 +1109,7 @@ int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
         if (rc != DIRLOCK_OK)
                 return rc;
         for (;;) {
+                dl_dir_of(h)->rw->ranges_absent_seen = false; /* only exclusive_acquire's own look */
                 rc = acquire_mode(h, deadline, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
