@@ -62,7 +62,9 @@
  *      stale (DIRLOCK_ELOST) and whatever lock is there now is left alone
  *      (on a network filesystem only once the unlink, and refresh and
  *      check likewise, failed again after a lookup of the old prepared
- *      name: STALE NAMES in fsops.c).
+ *      name: STALE NAMES in fsops.c; when that second try meets ESTALE
+ *      instead, the answer is DIRLOCK_EIO and the handle still holds, so
+ *      a later release tries again -- never a loss not proven).
  *      After the unlink the lock is free (invariant A): the directory is
  *      empty.
  *   2. rmdir(D/NAME.lock).  Tidies up and wakes waiters (inotify IN_DELETE).
@@ -416,6 +418,7 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
         DIR *d = dl_fs_opendir(lockdir);
         if (d == NULL)
                 return;
+        bool network = dl_fs_of(lockdir, NULL)->network;
         struct dirent *de;
         while (dl_fs_next(d, &de) > 0) {
                 const char *leaf = de->d_name;
@@ -434,7 +437,8 @@ void dl_sweep_preps(const char *lockdir, const char *name, double remote_age)
                         if (dl_random_token(aside_token, NULL) == DIRLOCK_OK)
                                 aside = dl_layout_aside(lockdir, aside_token);
                         if (aside != NULL && dl_fs_rename(path, aside) == 0) {
-                                dl_fs_forget(path); /* STALE NAMES (fsops.c) */
+                                if (network)
+                                        dl_fs_forget(path); /* STALE NAMES (fsops.c) */
                                 remove_flat_dir(aside);
                         }
                         free(aside);

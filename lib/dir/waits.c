@@ -1,5 +1,6 @@
 /* waits.c - the wait register of a directory space: every process that
- * waits for a lock of D has an entry in D/.waits/ while it waits, so that
+ * waits for a lock of D has an entry in D/.waits/ while it waits (a
+ * blocked thread's from DL_WAIT_LIST_MS into its wait: WHEN), so that
  * dirlock_waiters() and `dirlock status` list every waiter -- for a whole
  * lock in any mode, an upgrade, a range, a permit -- and deadlock
  * detection (deadlock.c) can follow a waiting thread to what it waits for.
