@@ -793,10 +793,11 @@ static void tidy_readers_dir(const dirlock *h)
  * the wait is for (dirlock_wait_kind: a lock or an upgrade).  DIRLOCK_ELOST
  * when W was broken while we waited. */
 static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit, int kind,
-                 dirlock_error *err)
+                 bool seen_there, dirlock_error *err)
 {
         struct dl_rw *rw = dl_dir_of(h)->rw;
-        if (dl_fs_present(rw->readers_dir, dl_dir_of(h)->fs->network) == 0)
+        /* (`seen_there`: the caller's own look since W found NAME.readers.) */
+        if (!seen_there && dl_fs_present(rw->readers_dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no readers at all */
         /* fair: the first scan admits the waiting readers and remembers
          * every reader it saw; one that withdraws later (its re-announce
@@ -890,8 +891,8 @@ static int new_token_for_retry(dirlock *h, dirlock_error *err)
  * drained (we were paused past the stale age) is taken again. */
 static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
         for (;;) {
+                struct dl_rw *rw = dl_dir_of(h)->rw; /* a retry's new token may remake it */
                 int rc = dl_take_w(h, deadline, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
@@ -906,7 +907,7 @@ static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error 
                 rw->ranges_absent_seen = readers >= 0 && ranges == 0;
                 rc = readers == 0 ? DIRLOCK_OK
                                   : drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR,
-                                          DIRLOCK_WAIT_LOCK, err);
+                                          DIRLOCK_WAIT_LOCK, readers == 1, err);
                 if (rc == DIRLOCK_OK)
                         return rc;
                 dl_excl_release(h, NULL);
@@ -1007,7 +1008,7 @@ static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
                             dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", dl_dir_of(h)->rw->up_path);
                 } else {
                         dl_dir_of(h)->rw->up_held = true;
-                        rc = drain(h, &h->opts, deadline, false, DIRLOCK_WAIT_LOCK, err);
+                        rc = drain(h, &h->opts, deadline, false, DIRLOCK_WAIT_LOCK, false, err);
                 }
                 if (rc == DIRLOCK_OK)
                         return rc;
@@ -1228,7 +1229,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
          * the length of the upgrade it is this call's. */
         int saved_cancel = lock->opts.cancel_fd;
         lock->opts.cancel_fd = (o.flags & DIRLOCK_CANCEL_FD) ? o.cancel_fd : -1;
-        rc = drain(lock, &o, &deadline, false, DIRLOCK_WAIT_UPGRADE, err);
+        rc = drain(lock, &o, &deadline, false, DIRLOCK_WAIT_UPGRADE, false, err);
         lock->opts.cancel_fd = saved_cancel;
         if (rc != DIRLOCK_OK) {
                 dl_fs_unlink(rw->up_path); /* keep the intent lock */
