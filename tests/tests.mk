@@ -18,7 +18,7 @@
 # tests/run-all runs every unit test and every .t and prints one closing
 # line "N passed, N failed".
 
-UNIT_TESTS := conn_cache core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale deadlock permits \
+UNIT_TESTS := conn_cache fsops core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale deadlock permits \
 	range rw space waiters redis_url redis etcd \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \

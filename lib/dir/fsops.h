@@ -6,6 +6,7 @@
 #define DIRLOCK_DIR_FSOPS_H
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -54,6 +55,13 @@ int dl_fs_open_dir_sure(const char *path, bool network);
 /* Ask the server about `path` and its directory again (ESTALE in
  * fsops.c): the next call on the path sees what is there now. */
 void dl_fs_refresh(const char *path);
+
+/* The last name of the first brick path in `info`, a GlusterFS client's
+ * glusterfs.pathinfo attribute ("<POSIX(BRICK):HOST:/BRICK/DIR/NAME>",
+ * within "(<DISTRIBUTE:...> ...)" on a volume of several bricks): the
+ * name the brick resolves the entry to (STALE NAMES in fsops.c).  1 and
+ * `name`, or 0 when `info` names none. */
+int dl_fs_pathinfo_name(const char *info, char name[NAME_MAX + 1]);
 
 /* Look up `path`, a directory's name before it was renamed away, so that
  * a server that kept that name for the directory drops it (STALE NAMES in

@@ -1,0 +1,66 @@
+/* test_fsops.c - the directory backend's reading of a GlusterFS client's
+ * glusterfs.pathinfo attribute (dl_fs_pathinfo_name, STALE NAMES in
+ * lib/dir/fsops.c): the name the brick resolves an entry to, taken from
+ * the answers a client gives, and nothing from what is not one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "dir/fsops.h"
+
+#include <string.h>
+
+static void one_brick(void **state)
+{
+        (void)state;
+        char name[NAME_MAX + 1];
+        /* what the stuck lock of docs/netfs.md answered */
+        assert_int_equal(dl_fs_pathinfo_name("<POSIX(/srv/brick/dlvol):vm:/srv/brick/dlvol/cli/locks/"
+                                             ".c.4067551bc4c98e6c579b77664381758f.new>",
+                                             name),
+                         1);
+        assert_string_equal(name, ".c.4067551bc4c98e6c579b77664381758f.new");
+        assert_int_equal(dl_fs_pathinfo_name("<POSIX(/b):h:/b/locks/c.lock>", name), 1);
+        assert_string_equal(name, "c.lock");
+}
+
+static void several_bricks(void **state)
+{
+        (void)state;
+        char name[NAME_MAX + 1];
+        assert_int_equal(dl_fs_pathinfo_name("((<DISTRIBUTE:v-dht> <POSIX(/b1):h1:/b1/d/x.lock> "
+                                             "<POSIX(/b2):h2:/b2/d/y.lock>) (v-dht-layout (v-client-0 0 1)))",
+                                             name),
+                         1);
+        assert_string_equal(name, "x.lock"); /* the first brick's */
+}
+
+static void not_a_path(void **state)
+{
+        (void)state;
+        char name[NAME_MAX + 1];
+        strcpy(name, "unchanged");
+        assert_int_equal(dl_fs_pathinfo_name("", name), 0);
+        assert_int_equal(dl_fs_pathinfo_name("(<DISTRIBUTE:v-dht>)", name), 0);
+        assert_int_equal(dl_fs_pathinfo_name("<POSIX(/b):h:/b/d/x", name), 0); /* cut short */
+        assert_int_equal(dl_fs_pathinfo_name("<POSIX(/b):h:/b/d/>", name), 0); /* no name */
+        assert_int_equal(dl_fs_pathinfo_name("<POSIX(x>", name), 0);           /* no slash */
+        char longer[NAME_MAX + 64] = "<POSIX(/b):h:/b/";
+        memset(longer + strlen(longer), 'n', NAME_MAX + 1);
+        strcpy(longer + strlen("<POSIX(/b):h:/b/") + NAME_MAX + 1, ">");
+        assert_int_equal(dl_fs_pathinfo_name(longer, name), 0); /* longer than a name can be */
+        assert_string_equal(name, "unchanged");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(one_brick),
+            cmocka_unit_test(several_bricks),
+            cmocka_unit_test(not_a_path),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
