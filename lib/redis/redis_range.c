@@ -142,30 +142,18 @@ int dl_redis_range_release(dirlock *h, dirlock_error *err)
         return dl_redis_release_entry(h, DL_RS_RANGE_RELEASE, "a range", NULL, err);
 }
 
-/* Run a script that answers 1 (done) or 0 (the entry is gone). */
-static int one_or_lost(dirlock *h, dl_redis_script_id id, int nargs, const char **args, dirlock_error *err)
-{
-        redisReply *rep;
-        int rc = dl_redis_run_on(h, id, nargs, args, true, NULL, &rep, err);
-        if (rc != DIRLOCK_OK)
-                return dl_about(err, rc, h->name);
-        long long done = dl_redis_reply_int(rep);
-        freeReplyObject(rep);
-        return done == 1 ? DIRLOCK_OK : dl_redis_lost(err, h, done);
-}
-
 int dl_redis_range_refresh(dirlock *h, dirlock_error *err)
 {
         char stale[24];
         snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         const char *args[2] = {h->token, stale};
-        return one_or_lost(h, DL_RS_RANGE_REFRESH, 2, args, err);
+        return dl_redis_while_held(h, DL_RS_RANGE_REFRESH, 2, args, err);
 }
 
 int dl_redis_range_check(const dirlock *h, dirlock_error *err)
 {
         const char *args[1] = {h->token};
-        return one_or_lost((dirlock *)h, DL_RS_RANGE_CHECK, 1, args, err);
+        return dl_redis_while_held(h, DL_RS_RANGE_CHECK, 1, args, err);
 }
 
 /* The caller (handle.c) checked that [lo, hi) is a part of the held range. */
@@ -177,7 +165,7 @@ int dl_redis_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
         end_text(his, hi);
         snprintf(stale, sizeof stale, "%lld", dl_redis_stale_ms(h));
         const char *args[4] = {h->token, los, his, stale};
-        int rc = one_or_lost(h, DL_RS_RANGE_SHRINK, 4, args, err);
+        int rc = dl_redis_while_held(h, DL_RS_RANGE_SHRINK, 4, args, err);
         if (rc == DIRLOCK_OK) {
                 h->lo = lo;
                 h->hi = hi;
@@ -189,7 +177,7 @@ int dl_redis_range_downgrade(dirlock *h, dirlock_error *err)
 {
         DL_ASSERT(h->ranged && h->mode != DIRLOCK_SHARED); /* the caller checked the mode */
         const char *args[1] = {h->token};
-        int rc = one_or_lost(h, DL_RS_RANGE_DOWNGRADE, 1, args, err);
+        int rc = dl_redis_while_held(h, DL_RS_RANGE_DOWNGRADE, 1, args, err);
         if (rc == DIRLOCK_OK)
                 h->mode = DIRLOCK_SHARED;
         return rc;
@@ -200,7 +188,7 @@ int dl_redis_range_downgrade_intent(dirlock *h, dirlock_error *err)
 {
         DL_ASSERT(h->ranged && h->mode == DIRLOCK_EXCLUSIVE && h->opts.mode == DIRLOCK_INTENT);
         const char *args[1] = {h->token};
-        int rc = one_or_lost(h, DL_RS_RANGE_DOWNGRADE_INTENT, 1, args, err);
+        int rc = dl_redis_while_held(h, DL_RS_RANGE_DOWNGRADE_INTENT, 1, args, err);
         if (rc == DIRLOCK_OK)
                 h->mode = DIRLOCK_INTENT;
         return rc;
