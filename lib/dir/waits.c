@@ -67,24 +67,20 @@ struct dl_wreg {
         bool node;          /* a thread's entry (t.<...>)           */
         bool first_due;     /* no check yet: due DL_DEADLOCK_FIRST_MS in */
         bool unwritten;     /* path chosen, entry not made yet (WHEN)    */
-        dl_time began;      /* the wait's start                     */
 };
-
-/* `then` plus `ms` milliseconds. */
-static dl_time later_by(dl_time then, double ms)
-{
-        then.tv_nsec += (long)(ms * 1e6);
-        while (then.tv_nsec >= 1000000000L) {
-                then.tv_sec++;
-                then.tv_nsec -= 1000000000L;
-        }
-        return then;
-}
 
 static double ms_since(const dl_time *then)
 {
         dl_time now = dl_now();
         return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
+}
+
+/* The moment `ms` milliseconds after the wait's start (`checked` until
+ * the first check), now at the earliest. */
+static dl_time since_start(const struct dl_wreg *w, double ms)
+{
+        double left = ms - ms_since(&w->checked);
+        return dl_deadline(left > 0 ? left / 1e3 : 0);
 }
 
 /* Write the entry: a symlink made aside and renamed onto `path`, so that
@@ -121,9 +117,9 @@ static int write_entry(const char *path, const char *text, const char *token, un
         return rc;
 }
 
-/* Make h's entry (w->path) now: DIRLOCK_OK always; the wait goes
- * unlisted when it cannot be made (the register is never in the way). */
-static int write_now(dirlock *h, struct dl_wreg *w)
+/* Make h's entry (w->path) now; the wait goes unlisted when it cannot
+ * be made (the register is never in the way). */
+static void write_now(dirlock *h, struct dl_wreg *w)
 {
         char text[DL_WAIT_RECORD_MAX];
         w->unwritten = false;
@@ -134,10 +130,9 @@ static int write_now(dirlock *h, struct dl_wreg *w)
                 w->first_due = false;
                 free(w->path);
                 w->path = NULL;
-                return DIRLOCK_OK;
+                return;
         }
         w->renewed = dl_now();
-        return DIRLOCK_OK;
 }
 
 int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
@@ -171,16 +166,18 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
                     : dl_layout_wait_other(d->lockdir, h->token);
         if (w->path == NULL)
                 return DIRLOCK_OK;
-        w->began = w->renewed = w->checked = dl_now();
-        if (!w->node)
-                return write_now(h, w);
+        w->renewed = w->checked = dl_now();
+        if (!w->node) {
+                write_now(h, w);
+                return DIRLOCK_OK;
+        }
         /* The entry once the wait has lasted DL_WAIT_LIST_MS, and the
          * first check a little later still (most waits for a lock in use
          * end sooner: both would be work for nothing); the wait wakes for
          * them. */
         w->unwritten = true;
         w->first_due = true;
-        dl_time at = later_by(w->began, DL_WAIT_LIST_MS);
+        dl_time at = since_start(w, DL_WAIT_LIST_MS);
         dl_waiter_wake_by(&at);
         return DIRLOCK_OK;
 }
@@ -191,12 +188,12 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
         if (w == NULL || w->path == NULL)
                 return DIRLOCK_OK;
         if (w->unwritten) {
-                if (ms_since(&w->began) < DL_WAIT_LIST_MS)
+                if (ms_since(&w->checked) < DL_WAIT_LIST_MS)
                         return DIRLOCK_OK;
                 write_now(h, w); /* WHEN: before the first check */
                 if (w->path == NULL)
                         return DIRLOCK_OK;
-                dl_time at = later_by(w->began, DL_DEADLOCK_FIRST_MS);
+                dl_time at = since_start(w, DL_DEADLOCK_FIRST_MS);
                 dl_waiter_wake_by(&at);
         }
         if (ms_since(&w->renewed) >= h->opts.stale_age * 1e3 / 4) {
