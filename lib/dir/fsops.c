@@ -83,6 +83,18 @@ static void refresh_one(const char *path)
         (void)statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_INO, &sx);
 }
 
+/* Path's directory into `dir`, and a pointer to path's last name; NULL
+ * when path has no directory part (no '/', or only the root's). */
+static const char *split_dir(const char *path, char dir[PATH_MAX])
+{
+        const char *slash = strrchr(path, '/');
+        if (slash == NULL || slash == path || (size_t)(slash - path) >= PATH_MAX)
+                return NULL;
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        return slash + 1;
+}
+
 void dl_fs_forget(const char *path)
 {
         refresh_one(path);
@@ -112,25 +124,22 @@ int dl_fs_pathinfo_name(const char *info, char name[NAME_MAX + 1])
  * attribute (ENODATA, ENOTSUP): nothing. */
 static void repair_name(const char *path)
 {
-        char info[PATH_MAX + 256], kept[NAME_MAX + 1], old[PATH_MAX];
+        char info[PATH_MAX + 256], kept[NAME_MAX + 1], dir[PATH_MAX], old[PATH_MAX];
         ssize_t n = getxattr(path, "glusterfs.pathinfo", info, sizeof info - 1);
         if (n <= 0)
                 return;
         info[n] = '\0';
-        const char *slash = strrchr(path, '/');
-        if (slash == NULL || !dl_fs_pathinfo_name(info, kept) || strcmp(kept, slash + 1) == 0)
+        const char *name = split_dir(path, dir);
+        if (name == NULL || !dl_fs_pathinfo_name(info, kept) || strcmp(kept, name) == 0)
                 return;
-        if (snprintf(old, sizeof old, "%.*s/%s", (int)(slash - path), path, kept) < (int)sizeof old)
+        if (snprintf(old, sizeof old, "%s/%s", dir, kept) < (int)sizeof old)
                 refresh_one(old);
 }
 
 void dl_fs_refresh(const char *path)
 {
-        const char *slash = strrchr(path, '/');
-        if (slash != NULL && slash > path && (size_t)(slash - path) < PATH_MAX) {
-                char dir[PATH_MAX];
-                memcpy(dir, path, (size_t)(slash - path));
-                dir[slash - path] = '\0';
+        char dir[PATH_MAX];
+        if (split_dir(path, dir) != NULL) {
                 refresh_one(dir);
                 repair_name(dir);
         }
@@ -254,17 +263,15 @@ int dl_fs_next(DIR *d, struct dirent **de)
  * directory was replaced as we read it. */
 static int listed_with(const char *path, const char *other, int *other_found)
 {
-        const char *slash = strrchr(path, '/');
-        size_t dir_len = slash != NULL ? (size_t)(slash - path) : 0;
-        if (slash == NULL || slash == path || dir_len >= PATH_MAX ||
-            (other != NULL && (strncmp(other, path, dir_len + 1) != 0 || strchr(other + dir_len + 1, '/')))) {
+        char dir[PATH_MAX];
+        const char *name = split_dir(path, dir);
+        size_t dir_len = name != NULL ? (size_t)(name - path) : 0; /* with its '/' */
+        if (name == NULL ||
+            (other != NULL && (strncmp(other, path, dir_len) != 0 || strchr(other + dir_len, '/')))) {
                 errno = EINVAL;
                 return -1;
         }
-        char dir[PATH_MAX];
-        memcpy(dir, path, dir_len);
-        dir[dir_len] = '\0';
-        const char *other_name = other != NULL ? other + dir_len + 1 : NULL;
+        const char *other_name = other != NULL ? other + dir_len : NULL;
         int found = 0, found_other = 0;
         if (other_found != NULL)
                 *other_found = 0;
@@ -274,7 +281,7 @@ static int listed_with(const char *path, const char *other, int *other_found)
         struct dirent *de;
         int more = 0;
         while ((!found || (other_name != NULL && !found_other)) && (more = dl_fs_next(d, &de)) > 0) {
-                found |= strcmp(de->d_name, slash + 1) == 0;
+                found |= strcmp(de->d_name, name) == 0;
                 found_other |= other_name != NULL && strcmp(de->d_name, other_name) == 0;
         }
         int e = errno;
@@ -311,15 +318,8 @@ int dl_fs_open_dir_sure(const char *path, bool network)
         return fd;
 }
 
-int dl_fs_present2(const char *path, const char *other, bool ask_server, int *other_present)
+int dl_fs_present2(const char *path, const char *other, int *other_present)
 {
-        if (!ask_server) {
-                int rc = dl_fs_present(other, false);
-                if (rc < 0)
-                        return -1;
-                *other_present = rc;
-                return dl_fs_present(path, false);
-        }
         int rc;
         LOOK_AGAIN(rc, listed_with(path, other, other_present), path, (const char *)NULL);
         return rc;

@@ -38,11 +38,11 @@ DIR *dl_fs_opendir(const char *path);
  * entry another client has removed (LISTINGS in fsops.c). */
 int dl_fs_present(const char *path, bool ask_server);
 
-/* dl_fs_present of `path` and of `other`, another entry of the same
- * directory (*other_present: 1 or 0), with one listing when `ask_server`:
- * one round trip to the server for the two questions.  -1 with errno
- * when either cannot be told. */
-int dl_fs_present2(const char *path, const char *other, bool ask_server, int *other_present);
+/* dl_fs_present(..., true) of `path` and of `other`, another entry of the
+ * same directory (*other_present: 1 or 0), with one listing: one round
+ * trip set to the server for the two questions.  -1 with errno when
+ * either cannot be told. */
+int dl_fs_present2(const char *path, const char *other, int *other_present);
 
 /* dl_fs_open_dir, where an ENOENT decides something (a scan that finds no
  * directory finds no entries): on a network filesystem (`network`) an

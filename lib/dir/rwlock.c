@@ -901,9 +901,8 @@ static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error 
                  * drain's fast path) and NAME.ranges (wait_ranges_clear's),
                  * a look after W was taken, as both require. */
                 int ranges = 1;
-                int readers = dl_dir_of(h)->fs->network
-                                  ? dl_fs_present2(rw->readers_dir, rw->ranges_dir, true, &ranges)
-                                  : -1;
+                int readers =
+                    dl_dir_of(h)->fs->network ? dl_fs_present2(rw->readers_dir, rw->ranges_dir, &ranges) : -1;
                 rw->ranges_absent_seen = readers >= 0 && ranges == 0;
                 rc = readers == 0 ? DIRLOCK_OK
                                   : drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR,
