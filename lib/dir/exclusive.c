@@ -501,10 +501,16 @@ static int prep_mkdir(dirlock *h, dirlock_error *err)
         int e = errno;
         if (e == ENOENT)
                 return dl_fail(err, DIRLOCK_EIO, e, "lock directory '%s' is missing", dl_dir_of(h)->lockdir);
+        /* Named by the lock and its directory: the prepared directory's
+         * name is ours alone, and means nothing to the caller. */
         if (e == EACCES || e == EPERM)
-                return dl_fail(err, DIRLOCK_EPERM, e, "cannot create '%s' (see docs/sharing.md)",
-                               dl_dir_of(h)->prep_path);
-        return dl_fail(err, DIRLOCK_EIO, e, "cannot create '%s'", dl_dir_of(h)->prep_path);
+                return dl_fail(err, DIRLOCK_EPERM, e,
+                               "cannot take lock '%s': no right to create entries in lock directory '%s' "
+                               "(see docs/sharing.md)",
+                               h->name, dl_dir_of(h)->lockdir);
+        return dl_fail(err, DIRLOCK_EIO, e,
+                       "cannot take lock '%s': cannot create an entry in lock directory '%s'", h->name,
+                       dl_dir_of(h)->lockdir);
 }
 
 /* Make sure the prepared directory exists with a young record: made when
