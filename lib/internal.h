@@ -24,6 +24,10 @@
 #define DL_ASSERT(c) ((void)0)
 #endif
 
+/* How a lock server's address with a bad port is refused: the same words
+ * for every scheme (redis_url.c, etcd_url.c). */
+#define DL_PORT_RULE "the port must be a whole number from 1 to 65535"
+
 /* ---- the handle -------------------------------------------------------- */
 
 struct dl_backend;

@@ -2,6 +2,7 @@
  * from its space string (the grammar is in etcd_url.h).  A pure parser: no
  * libcurl, no network. */
 #include "etcd_url.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static int parse_endpoint(const char *p, const char *end, dl_etcd_url *u, char *
                 while (p < end && *p >= '0' && *p <= '9' && port <= 65535)
                         port = port * 10 + (*p++ - '0');
                 if (p == digits || port < 1 || port > 65535)
-                        return fail(why, why_size, "a port is not a number from 1 to 65535");
+                        return fail(why, why_size, DL_PORT_RULE);
                 u->ep[i].port = (int)port;
         }
         if (p != end)

@@ -5,6 +5,7 @@
  * canonical form, which parses back to the same struct (the fuzz target
  * checks it). */
 #include "redis_url.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -256,7 +257,7 @@ static int parse_tcp(const char *s, const char *e, dl_redis_url *u, char *why, s
         if (host_end < authority_end) { /* ":PORT" */
                 long port;
                 if (parse_number(host_end + 1, authority_end, 65535, &port) != 0 || port == 0)
-                        return refuse(why, size, "the port must be a number, 1 to 65535");
+                        return refuse(why, size, DL_PORT_RULE);
                 u->port = (int)port;
         }
         if (slash != NULL && slash + 1 < rest_end) {
