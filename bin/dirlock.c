@@ -3,6 +3,7 @@
  * `cleanup` for looking after a lock directory from the shell.
  *
  *   dirlock [options] NAME [NAME...] -- COMMAND [ARGS...]
+ *   dirlock [options] NAME [NAME...] -c COMMAND-LINE   (run by /bin/sh -c)
  *   dirlock status  [-d SPACE] [--stale SECONDS] [--json] [NAME...]
  *   dirlock break   [-d SPACE] [--stale SECONDS] [--force] NAME
  *   dirlock cleanup [-d SPACE]
@@ -12,19 +13,23 @@
  * everything below works the same in each (lib/backend.h).
  *
  * Here: the options, the subcommands, and the checks of the lock-and-run
- * mode's arguments; taking the locks and running COMMAND under them is
- * run.c's. */
+ * mode's arguments (a usage mistake is one line and "Try 'dirlock
+ * --help'", as flock(1) says it); taking the locks and running COMMAND
+ * under them is run.c's. */
 #include "dirlock.h"
 #include "run.h"
 #include "status.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char *progname = DIRLOCK_COMMAND_NAME;
@@ -34,6 +39,7 @@ static void usage(FILE *to)
         fprintf(to,
                 "Usage:\n"
                 "  %s [options] NAME [NAME...] -- COMMAND [ARGS...]\n"
+                "  %s [options] NAME [NAME...] -c COMMAND-LINE\n"
                 "  %s [options] --range LO:HI NAME -- COMMAND [ARGS...]\n"
                 "  %s [options] --permits N NAME -- COMMAND [ARGS...]\n"
                 "  %s status  [-d SPACE] [--stale SECONDS] [--json] [NAME...]\n"
@@ -41,7 +47,8 @@ static void usage(FILE *to)
                 "  %s cleanup [-d SPACE]\n"
                 "\n"
                 "Take all the named locks at once (all or none, in a deadlock-free order), run\n"
-                "COMMAND, release them, and exit with COMMAND's status.\n"
+                "COMMAND (or COMMAND-LINE through /bin/sh -c), release them, and exit with its\n"
+                "status.  A lock directory is made if missing, but not its parents.\n"
                 "\n"
                 "Options:\n"
                 "  -d, --dir SPACE        lock space (default $DIRLOCK_DIR, else ./locks); one of the\n"
@@ -57,20 +64,35 @@ static void usage(FILE *to)
                 "      --policy POLICY    fair (default), writer, reader or simple\n"
                 "      --fifo             serve exclusive waiters in arrival order\n"
                 "      --range LO:HI      lock only the range [LO, HI) of NAME (one name)\n"
-                "      --one-client       every user of LOCKDIR is on this client of its network\n"
+                "      --one-client       every user of SPACE is on this client of its network\n"
                 "                         filesystem: allow shared, intent and range locks there\n"
                 "      --permits N        take one of N permits of counting lock NAME: at most N\n"
                 "                         commands hold NAME at once (one name)\n"
                 "  -q, --quiet            no message on conflict\n"
                 "  -h, --help             this help\n"
                 "  -V, --version          version\n",
-                progname, progname, progname, progname, progname, progname, DIRLOCK_DEFAULT_STALE_AGE);
+                progname, progname, progname, progname, progname, progname, progname,
+                DIRLOCK_DEFAULT_STALE_AGE);
         /* The lock spaces this build of the library knows (lib/space.c). */
         fprintf(to, "\nLock spaces:\n");
         const char *form;
         int built;
         for (size_t i = 0; (form = dirlock_space_form(i, &built)) != NULL; i++)
                 fprintf(to, "  %s%s\n", form, built ? "" : "  (not in this build)");
+}
+
+/* A usage mistake: one line saying what, and where the help is (as
+ * flock(1) and the other util-linux commands say it).  Returns EXIT_ERROR. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: ", progname);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+        return EXIT_ERROR;
 }
 
 static int parse_seconds(const char *s, double *out)
@@ -140,25 +162,69 @@ static int cmd_cleanup(int argc, char **argv, const struct settings *st)
         return 0;
 }
 
-/* Take the locks named before "--", run the command after it (run.c). */
+/* A lock directory (-d, or DIR of flock:DIR) that is missing is made by
+ * the library, but only when its parent is there: a mistyped path would
+ * otherwise become a whole new tree.  0, or EXIT_ERROR with a message. */
+static int check_space_parent(const char *space)
+{
+        dirlock_space_info info;
+        dirlock_error e;
+        if (dirlock_space_query(space, &info, &e) != DIRLOCK_OK || info.dir == NULL)
+                return 0; /* a bad space is reported by the acquire; a server's is not ours */
+        struct stat st;
+        if (stat(info.dir, &st) == 0 || errno != ENOENT)
+                return 0;
+        char *copy = strdup(info.dir);
+        if (copy == NULL)
+                return 0;
+        size_t n = strlen(copy);
+        while (n > 1 && copy[n - 1] == '/')
+                copy[--n] = '\0';
+        const char *parent = dirname(copy);
+        int rc = 0;
+        if (stat(parent, &st) != 0 && errno == ENOENT) {
+                fprintf(stderr,
+                        "%s: lock directory '%s' does not exist, nor does '%s': nothing was created (%s "
+                        "makes the lock directory itself, not its parents; check -d or DIRLOCK_DIR)\n",
+                        progname, info.dir, parent, progname);
+                rc = EXIT_ERROR;
+        }
+        free(copy);
+        return rc;
+}
+
+/* Take the locks named before "--" (or "-c"), run the command after it
+ * (run.c): COMMAND [ARGS...] as given, or "-c COMMAND-LINE" through
+ * /bin/sh -c, as flock(1) runs it. */
 static int cmd_run(int argc, char **argv, struct settings *st)
 {
         int sep = -1;
-        for (int i = 0; i < argc && sep < 0; i++)
-                if (strcmp(argv[i], "--") == 0)
+        bool shell = false;
+        for (int i = 0; i < argc && sep < 0; i++) {
+                if (strcmp(argv[i], "--") == 0) {
                         sep = i;
-        if (sep <= 0 || sep == argc - 1) {
-                fprintf(stderr, "%s: expected NAME [NAME...] -- COMMAND [ARGS...]\n", progname);
-                return EXIT_ERROR;
+                } else if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--command") == 0) {
+                        sep = i;
+                        shell = true;
+                }
         }
-        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged || st->permits > 0) && sep > 1) {
-                fprintf(stderr, "%s: shared, intent and range locks and permits take one name\n", progname);
-                return EXIT_ERROR;
-        }
-        if (st->permits > 0 && (st->ranged || st->opts.mode != DIRLOCK_EXCLUSIVE)) {
-                fprintf(stderr, "%s: --permits takes neither a range nor a mode\n", progname);
-                return EXIT_ERROR;
-        }
+        if (sep < 0)
+                return usage_error(
+                    "expected NAME [NAME...] -- COMMAND [ARGS...] (or NAME... -c COMMAND-LINE)");
+        if (sep == 0)
+                return usage_error("no lock name before '%s'", argv[0]);
+        if (shell && argc != sep + 2)
+                return usage_error("%s takes exactly one argument, the command line (quote it)", argv[sep]);
+        if (sep == argc - 1)
+                return usage_error("no command after '--'");
+        if ((st->opts.mode != DIRLOCK_EXCLUSIVE || st->ranged || st->permits > 0) && sep > 1)
+                return usage_error("shared, intent and range locks and permits take one name");
+        if (st->permits > 0 && (st->ranged || st->opts.mode != DIRLOCK_EXCLUSIVE))
+                return usage_error("--permits takes neither a range nor a mode");
+        int bad = check_space_parent(st->space);
+        if (bad)
+                return bad;
+        char *shell_command[] = {"/bin/sh", "-c", argv[sep + 1], NULL};
         struct run_request rq = {.space = st->space,
                                  .names = argv,
                                  .count = (size_t)sep,
@@ -169,7 +235,7 @@ static int cmd_run(int argc, char **argv, struct settings *st)
                                  .opts = st->opts,
                                  .quiet = st->quiet,
                                  .conflict_code = st->conflict_code,
-                                 .command = argv + sep + 1};
+                                 .command = shell ? shell_command : argv + sep + 1};
         rq.opts.timeout = st->timeout;
         rq.opts.stale_age = st->stale;
         return run_under_locks(&rq);
@@ -221,14 +287,14 @@ static int parse_policy(const char *s, int *policy)
                         *policy = values[i];
                         return 0;
                 }
-        fprintf(stderr, "%s: unknown policy '%s' (fair, writer, reader, simple)\n", progname, s);
+        usage_error("unknown policy '%s' (fair, writer, reader, simple)", s);
         return -1;
 }
 
 static int parse_stale(const char *s, double *stale)
 {
         if (parse_seconds(s, stale) != 0 || *stale <= 0) {
-                fprintf(stderr, "%s: invalid stale age '%s'\n", progname, s);
+                usage_error("invalid stale age '%s'", s);
                 return -1;
         }
         return 0;
@@ -245,7 +311,7 @@ static int take_option(int c, struct settings *st)
         case 'w':
                 if (parse_seconds(optarg, &st->timeout) == 0)
                         return 0;
-                fprintf(stderr, "%s: invalid timeout '%s'\n", progname, optarg);
+                usage_error("invalid timeout '%s'", optarg);
                 return -1;
         case 'n':
                 st->timeout = 0;
@@ -256,7 +322,7 @@ static int take_option(int c, struct settings *st)
                 char *end;
                 long v = strtol(optarg, &end, 10);
                 if (*optarg == '\0' || *end != '\0' || v < 0 || v > 255) {
-                        fprintf(stderr, "%s: invalid exit code '%s'\n", progname, optarg);
+                        usage_error("invalid exit code '%s' (0 to 255)", optarg);
                         return -1;
                 }
                 st->conflict_code = (int)v;
@@ -286,8 +352,8 @@ static int take_option(int c, struct settings *st)
                 errno = 0;
                 unsigned long v = strtoul(optarg, &end, 10);
                 if (errno != 0 || *optarg < '1' || *optarg > '9' || *end != '\0' || v > DIRLOCK_PERMITS_MAX) {
-                        fprintf(stderr, "%s: invalid number of permits '%s' (1 to %u)\n", progname, optarg,
-                                (unsigned)DIRLOCK_PERMITS_MAX);
+                        usage_error("invalid number of permits '%s' (1 to %u)", optarg,
+                                    (unsigned)DIRLOCK_PERMITS_MAX);
                         return -1;
                 }
                 st->permits = (unsigned)v;
@@ -303,9 +369,27 @@ static int take_option(int c, struct settings *st)
                 printf("dirlock %s\n", DIRLOCK_VERSION);
                 return 1;
         default:
-                usage(stderr);
-                return -1;
+                return -1; /* unknown or without its argument: said by bad_option() */
         }
+}
+
+/* What getopt_long() found wrong with argv[optind - 1] (it says nothing
+ * itself: opterr is 0, so no message carries argv[0]'s path). */
+static void bad_option(int c, char **argv)
+{
+        const char *arg = argv[optind - 1];
+        bool long_form = strncmp(arg, "--", 2) == 0;
+        if (c == ':' && long_form)
+                usage_error("option '%s' needs an argument", arg);
+        else if (c == ':')
+                usage_error("option '-%c' needs an argument", optopt);
+        else if (optopt == 'c')
+                usage_error("-c comes after the lock names, as in flock(1): %s NAME -c COMMAND-LINE",
+                            progname);
+        else if (optopt != 0 && !long_form)
+                usage_error("invalid option -- '%c'", optopt);
+        else
+                usage_error("unrecognized option '%s'", arg);
 }
 
 /* A subcommand's own options, after its word (argv[0]). */
@@ -386,18 +470,22 @@ int main(int argc, char **argv)
             {NULL, 0, NULL, 0},
         };
         int c;
-        /* '+': stop at the first non-option, so COMMAND's options stay its own. */
-        while ((c = getopt_long(argc, argv, "+d:w:nE:xsqhV", longopts, NULL)) != -1) {
+        opterr = 0;
+        /* '+': stop at the first non-option, so COMMAND's options stay its
+         * own; ':' tells a missing argument (':') from an unknown option. */
+        while ((c = getopt_long(argc, argv, "+:d:w:nE:xsqhV", longopts, NULL)) != -1) {
+                if (c == '?' || c == ':') {
+                        bad_option(c, argv);
+                        return EXIT_ERROR;
+                }
                 int r = take_option(c, &st);
                 if (r != 0)
                         return r > 0 ? 0 : EXIT_ERROR;
         }
         argc -= optind;
         argv += optind;
-        if (argc == 0) {
-                usage(stderr);
-                return EXIT_ERROR;
-        }
+        if (argc == 0)
+                return usage_error("no lock name given");
         for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
                 if (strcmp(argv[0], subcommands[i].word) == 0)
                         return run_subcommand(&subcommands[i], argc, argv, &st);
