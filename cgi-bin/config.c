@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "validate.h"
 
 /* The names of the write methods, by value. */
 static const char *const write_methods[] = {
@@ -309,7 +310,7 @@ static void set_defaults(struct board_config *cfg)
         cfg->max_messages = 1000;
         cfg->page_size = 20;
         cfg->min_post_interval = 0;
-        cfg->max_body = 65536;
+        cfg->max_body = validate_post_form_max_bytes(); /* what the form may send */
         cfg->group_commit = 1;
         cfg->delete_max_failures = 5;
         cfg->delete_failure_window = 60;

@@ -5,6 +5,7 @@
 
 #include "json.h"
 #include "utf8.h"
+#include "validate.h"
 
 void html_escape(struct buf *out, const char *s, size_t len)
 {
@@ -140,20 +141,28 @@ static void post_form(struct buf *out, const struct page_args *a)
         esc(out, a->cfg->base_path);
         buf_puts(out, "post\" accept-charset=\"utf-8\">\n");
         token_input(out, a);
-        buf_puts(out, "<p class=\"field\"><label for=\"name\">Name</label>\n"
-                      "<input id=\"name\" name=\"name\" maxlength=\"64\" autocomplete=\"nickname\" "
-                      "placeholder=\"anonymous\" value=\"");
+        buf_printf(out,
+                   "<p class=\"field\"><label for=\"name\">Name</label>\n"
+                   "<input id=\"name\" name=\"name\" maxlength=\"%d\" autocomplete=\"nickname\" "
+                   "placeholder=\"" MSG_DEFAULT_NAME "\" value=\"",
+                   MSG_NAME_MAX_CHARS);
         text_value(out, &a->name);
-        buf_puts(out, "\"></p>\n<p class=\"field\"><label for=\"subject\">Subject</label>\n"
-                      "<input id=\"subject\" name=\"subject\" maxlength=\"128\" value=\"");
+        buf_printf(out,
+                   "\"></p>\n<p class=\"field\"><label for=\"subject\">Subject</label>\n"
+                   "<input id=\"subject\" name=\"subject\" maxlength=\"%d\" value=\"",
+                   MSG_SUBJECT_MAX_CHARS);
         text_value(out, &a->subject);
-        buf_puts(out, "\"></p>\n<p class=\"field\"><label for=\"body\">Message</label>\n"
-                      "<textarea id=\"body\" name=\"body\" rows=\"6\" maxlength=\"8000\" required>\n");
+        buf_printf(out,
+                   "\"></p>\n<p class=\"field\"><label for=\"body\">Message</label>\n"
+                   "<textarea id=\"body\" name=\"body\" rows=\"6\" maxlength=\"%d\" required>\n",
+                   MSG_BODY_MAX_CHARS);
         text_value(out, &a->body);
-        buf_puts(out, "</textarea></p>\n<p class=\"field\"><label for=\"password\">Password for deleting "
-                      "(optional)</label>\n<input id=\"password\" name=\"password\" type=\"password\" "
-                      "maxlength=\"128\" autocomplete=\"new-password\"></p>\n"
-                      "<p><button type=\"submit\">Post</button></p>\n</form>\n</section>\n");
+        buf_printf(out,
+                   "</textarea></p>\n<p class=\"field\"><label for=\"password\">Password for deleting "
+                   "(optional)</label>\n<input id=\"password\" name=\"password\" type=\"password\" "
+                   "maxlength=\"%d\" autocomplete=\"new-password\"></p>\n"
+                   "<p><button type=\"submit\">Post</button></p>\n</form>\n</section>\n",
+                   MSG_PASSWORD_MAX_CHARS);
 }
 
 static void delete_form(struct buf *out, const struct page_args *a)
@@ -163,13 +172,14 @@ static void delete_form(struct buf *out, const struct page_args *a)
         esc(out, a->cfg->base_path);
         buf_puts(out, "delete\">\n");
         token_input(out, a);
-        buf_puts(out,
-                 "<p class=\"field\"><label for=\"del-no\">Message number</label>\n"
-                 "<input id=\"del-no\" name=\"no\" inputmode=\"numeric\" pattern=\"[0-9]+\" required></p>\n"
-                 "<p class=\"field\"><label for=\"del-pw\">Password</label>\n"
-                 "<input id=\"del-pw\" name=\"password\" type=\"password\" maxlength=\"128\" "
-                 "autocomplete=\"current-password\" required></p>\n"
-                 "<p><button type=\"submit\">Delete</button></p>\n</form>\n</section>\n");
+        buf_printf(out,
+                   "<p class=\"field\"><label for=\"del-no\">Message number</label>\n"
+                   "<input id=\"del-no\" name=\"no\" inputmode=\"numeric\" pattern=\"[0-9]+\" required></p>\n"
+                   "<p class=\"field\"><label for=\"del-pw\">Password</label>\n"
+                   "<input id=\"del-pw\" name=\"password\" type=\"password\" maxlength=\"%d\" "
+                   "autocomplete=\"current-password\" required></p>\n"
+                   "<p><button type=\"submit\">Delete</button></p>\n</form>\n</section>\n",
+                   MSG_PASSWORD_MAX_CHARS);
 }
 
 static void message(struct buf *out, const struct logrecord *m)

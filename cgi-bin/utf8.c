@@ -76,3 +76,11 @@ int utf8_check_text(const char *s, size_t len, int multiline, size_t *bad_pos)
         }
         return UTF8_OK;
 }
+
+size_t utf8_count(const char *s, size_t len)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < len; i++)
+                n += ((unsigned char)s[i] & 0xC0) != 0x80;
+        return n;
+}

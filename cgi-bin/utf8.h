@@ -20,4 +20,8 @@ int utf8_valid(const char *s, size_t len);
  * the offset of the first offending byte. */
 int utf8_check_text(const char *s, size_t len, int multiline, size_t *bad_pos);
 
+/* How many characters (code points) valid UTF-8 s[0..len) holds: its
+ * bytes that do not continue a sequence. */
+size_t utf8_count(const char *s, size_t len);
+
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csrf.h"
 #include "utf8.h"
 
 long long parse_decimal(const char *s, size_t len)
@@ -36,17 +37,44 @@ static int once(const struct form *f, const char *name, const struct form_field 
         return 0;
 }
 
-static int check_text(const char *label, const char *s, size_t len, size_t max, int multiline,
+/* The fields of the post form and their limits in characters; the
+ * token is hex, sent as it is. */
+static const struct {
+        const char *name;
+        size_t max_chars;
+} post_fields[] = {
+    {"name", MSG_NAME_MAX_CHARS},
+    {"subject", MSG_SUBJECT_MAX_CHARS},
+    {"body", MSG_BODY_MAX_CHARS},
+    {"password", MSG_PASSWORD_MAX_CHARS},
+};
+
+long validate_post_form_max_bytes(void)
+{
+        enum { UTF8_MAX = 4, PERCENT = 3 }; /* bytes per character; "%XX" per byte */
+        long n = (long)strlen("token=") + CSRF_TOKEN_LEN;
+        for (size_t i = 0; i < sizeof post_fields / sizeof post_fields[0]; i++)
+                n += 1 + (long)strlen(post_fields[i].name) + 1 +
+                     (long)(post_fields[i].max_chars * UTF8_MAX * PERCENT);
+        return n;
+}
+
+/* s[0..len): valid UTF-8, no control characters but TAB, LF and CR when
+ * multiline, and at most max characters (max_chars (size_t)-1: no limit
+ * checked here). */
+static int check_text(const char *label, const char *s, size_t len, size_t max_chars, int multiline,
                       struct board_error *err)
 {
-        if (len > max)
-                return board_fail(err, 400, "%s is too long: %zu bytes, at most %zu", label, len, max);
         size_t pos = 0;
         int rc = utf8_check_text(s, len, multiline, &pos);
         if (rc == UTF8_EINVALID)
                 return board_fail(err, 400, "%s is not valid UTF-8 (byte %zu)", label, pos + 1);
         if (rc == UTF8_ECONTROL)
                 return board_fail(err, 400, "%s contains a control character (byte %zu)", label, pos + 1);
+        size_t chars = utf8_count(s, len);
+        if (chars > max_chars)
+                return board_fail(err, 400, "%s is too long: %zu characters, at most %zu", label, chars,
+                                  max_chars);
         return 0;
 }
 
@@ -116,13 +144,13 @@ int validate_post(const struct form *f, struct post_input *in, struct board_erro
                 return -1;
         if (!body || body->value_len == 0)
                 return board_fail(err, 400, "Please write a message (the message field is empty)");
-        if (name && check_text("The name", name->value, name->value_len, MSG_NAME_MAX_BYTES, 0, err))
+        if (name && check_text("The name", name->value, name->value_len, MSG_NAME_MAX_CHARS, 0, err))
                 return -1;
         if (subject &&
-            check_text("The subject", subject->value, subject->value_len, MSG_SUBJECT_MAX_BYTES, 0, err))
+            check_text("The subject", subject->value, subject->value_len, MSG_SUBJECT_MAX_CHARS, 0, err))
                 return -1;
         if (password &&
-            check_text("The password", password->value, password->value_len, MSG_PASSWORD_MAX_BYTES, 0, err))
+            check_text("The password", password->value, password->value_len, MSG_PASSWORD_MAX_CHARS, 0, err))
                 return -1;
         /* Check the body as sent (UTF-8, controls), then its length once
          * line breaks are LF. */
@@ -134,9 +162,10 @@ int validate_post(const struct form *f, struct post_input *in, struct board_erro
                                   "or invisible characters)");
         if (normalize_newlines(body->value, body->value_len, &in->msg.body) < 0)
                 return board_fail(err, 500, "out of memory");
-        if (in->msg.body.len > MSG_BODY_MAX_BYTES) {
-                board_fail(err, 400, "The message is too long: %zu bytes, at most %d", in->msg.body.len,
-                           MSG_BODY_MAX_BYTES);
+        size_t chars = utf8_count(in->msg.body.ptr, in->msg.body.len);
+        if (chars > MSG_BODY_MAX_CHARS) {
+                board_fail(err, 400, "The message is too long: %zu characters, at most %d", chars,
+                           MSG_BODY_MAX_CHARS);
                 post_input_free(in);
                 return -1;
         }
@@ -170,7 +199,7 @@ int validate_delete(const struct form *f, long long *no, const char **password, 
                 return board_fail(err, 400, "The message number must be a whole number from 1");
         if (!pw || pw->value_len == 0)
                 return board_fail(err, 400, "Please give the message's password");
-        if (check_text("The password", pw->value, pw->value_len, MSG_PASSWORD_MAX_BYTES, 0, err))
+        if (check_text("The password", pw->value, pw->value_len, MSG_PASSWORD_MAX_CHARS, 0, err))
                 return -1;
         *password = pw->value;
         return 0;

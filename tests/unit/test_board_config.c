@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "../../cgi-bin/config.h"
+#include "../../cgi-bin/validate.h"
 
 static int parse(const char *text, struct board_config *cfg, struct board_error *err)
 {
@@ -36,7 +37,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.max_messages, 1000);
         assert_int_equal(c.page_size, 20);
         assert_int_equal(c.min_post_interval, 0);
-        assert_int_equal(c.max_body, 65536);
+        assert_int_equal(c.max_body, validate_post_form_max_bytes());
         assert_int_equal(c.group_commit, 1);
         assert_string_equal(c.lock_space, "/tmp/x/locks");
         assert_int_equal(c.max_waiting_posts, 0);

@@ -1,5 +1,7 @@
 /* test_board_validate.c - post and delete form checks: limits at their
- * edges, UTF-8, control characters, line breaks, defaults, duplicates. */
+ * edges, counted in characters whatever their UTF-8 length, UTF-8,
+ * control characters, line breaks, defaults, duplicates; and the request
+ * size a form at every limit needs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,8 @@
 #include <cmocka.h>
 
 #include "../../cgi-bin/buf.h"
+#include "../../cgi-bin/config.h"
+#include "../../cgi-bin/csrf.h"
 #include "../../cgi-bin/validate.h"
 
 /* Parse a form and validate it as a post. */
@@ -73,7 +77,7 @@ static void test_limits(void **state)
                         buf_free(&b);
                 }
         }
-        /* body: 8000 bytes after CRLF -> LF */
+        /* body: 8000 characters after CRLF -> LF */
         struct buf b = BUF_INIT;
         buf_puts(&b, "body=");
         for (int i = 0; i < 4000; i++)
@@ -87,6 +91,83 @@ static void test_limits(void **state)
         assert_int_equal(check_post(b.data, &in, &e), -1);
         assert_int_equal(e.status, 400);
         buf_free(&b);
+}
+
+/* n copies of the UTF-8 character ch, percent-encoded, after "&name=". */
+static void with_chars(struct buf *b, const char *name, const char *ch, size_t n)
+{
+        buf_printf(b, "&%s=", name);
+        for (size_t i = 0; i < n; i++)
+                for (const unsigned char *p = (const unsigned char *)ch; *p; p++)
+                        buf_printf(b, "%%%02X", *p);
+}
+
+/* Japanese (3 bytes a character) and emoji (4) are counted as the
+ * characters a person typed, up to each field's limit: 8,000 × "あ" is a
+ * message, 8,001 is one too many, and says so in characters. */
+static void test_limits_in_characters(void **state)
+{
+        (void)state;
+        struct {
+                const char *field;
+                size_t max;
+        } lim[] = {{"name", MSG_NAME_MAX_CHARS},
+                   {"subject", MSG_SUBJECT_MAX_CHARS},
+                   {"password", MSG_PASSWORD_MAX_CHARS},
+                   {"body", MSG_BODY_MAX_CHARS}};
+        const char *chars[] = {"\xE3\x81\x82" /* あ */, "\xF0\x9F\x98\x80" /* U+1F600 */, "\xC3\xA9" /* é */};
+        for (size_t k = 0; k < sizeof lim / sizeof lim[0]; k++)
+                for (size_t c = 0; c < sizeof chars / sizeof chars[0]; c++)
+                        for (int over = 0; over <= 1; over++) {
+                                struct buf b = BUF_INIT;
+                                buf_puts(&b, strcmp(lim[k].field, "body") == 0 ? "token=t" : "body=x");
+                                with_chars(&b, lim[k].field, chars[c], lim[k].max + (size_t)over);
+                                struct post_input in;
+                                struct board_error e = BOARD_ERROR_INIT;
+                                int rc = check_post(b.data, &in, &e);
+                                if (over) {
+                                        char want[64];
+                                        snprintf(want, sizeof want, "%zu characters, at most %zu",
+                                                 lim[k].max + 1, lim[k].max);
+                                        if (rc != -1 || strstr(e.msg, want) == NULL)
+                                                fail_msg(
+                                                    "%s: %zu x '%s' accepted or not said in characters: %s",
+                                                    lim[k].field, lim[k].max + 1, chars[c], e.msg);
+                                } else {
+                                        if (rc != 0)
+                                                fail_msg("%s: %zu x '%s' refused: %s", lim[k].field,
+                                                         lim[k].max, chars[c], e.msg);
+                                        post_input_free(&in);
+                                }
+                                buf_free(&b);
+                        }
+}
+
+/* A form with every field at its limit in 4-byte characters, as a
+ * browser urlencodes it, fits the request size the limits give, and that
+ * size is the board's default max_body. */
+static void test_form_max_bytes(void **state)
+{
+        (void)state;
+        struct buf b = BUF_INIT;
+        buf_puts(&b, "token=");
+        for (int i = 0; i < CSRF_TOKEN_LEN; i++)
+                buf_putc(&b, 'f');
+        with_chars(&b, "name", "\xF0\x9F\x98\x80", MSG_NAME_MAX_CHARS);
+        with_chars(&b, "subject", "\xF0\x9F\x98\x80", MSG_SUBJECT_MAX_CHARS);
+        with_chars(&b, "body", "\xF0\x9F\x98\x80", MSG_BODY_MAX_CHARS);
+        with_chars(&b, "password", "\xF0\x9F\x98\x80", MSG_PASSWORD_MAX_CHARS);
+        assert_int_equal((long)b.len, validate_post_form_max_bytes());
+        struct post_input in;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(check_post(b.data, &in, &e), 0);
+        post_input_free(&in);
+        buf_free(&b);
+        struct board_config c;
+        const char *text = "data_dir = /tmp/x\n";
+        assert_int_equal(config_parse(text, strlen(text), "t.conf", &c, &e), 0);
+        assert_int_equal(c.max_body, validate_post_form_max_bytes());
+        config_free(&c);
 }
 
 static void test_rejects(void **state)
@@ -159,6 +240,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_defaults_and_newlines),
             cmocka_unit_test(test_limits),
+            cmocka_unit_test(test_limits_in_characters),
+            cmocka_unit_test(test_form_max_bytes),
             cmocka_unit_test(test_rejects),
             cmocka_unit_test(test_delete_form),
         };
