@@ -225,6 +225,26 @@ static void log_error(const struct board_config *cfg, char *const *envp, int sta
                      env_get(envp, "REQUEST_METHOD"), u, msg);
 }
 
+/* An error message as a visitor sees it: the server log gets full
+ * paths; the page names data_dir and lock_space only (a lock space may be
+ * a URL with a password). */
+static void shown_error(struct buf *out, const struct board_config *cfg, const char *msg)
+{
+        size_t dl = strlen(cfg->data_dir);
+        size_t ll = cfg->lock_space ? strlen(cfg->lock_space) : 0;
+        for (const char *p = msg; *p;) {
+                if (dl && strncmp(p, cfg->data_dir, dl) == 0) {
+                        buf_puts(out, "data_dir");
+                        p += dl;
+                } else if (ll && strncmp(p, cfg->lock_space, ll) == 0) {
+                        buf_puts(out, "lock_space");
+                        p += ll;
+                } else {
+                        buf_putc(out, *p++);
+                }
+        }
+}
+
 /* A page with a heading and a message. */
 static void message_page(struct resp *r, const struct board_config *cfg, const struct board_error *e)
 {
@@ -254,24 +274,10 @@ static void message_page(struct resp *r, const struct board_config *cfg, const s
         r->status = e->status;
         r->retry_after = e->retry_after;
         buf_reset(&r->body);
-        /* The server log gets full paths; the page names data_dir and
-         * lock_space only (a lock space may be a URL with a password). */
         struct buf shown = BUF_INIT;
         if (e->status >= 500 && e->status != 503)
                 buf_puts(&shown, "The board could not complete the request: ");
-        size_t dl = strlen(cfg->data_dir);
-        size_t ll = cfg->lock_space ? strlen(cfg->lock_space) : 0;
-        for (const char *p = e->msg; *p;) {
-                if (dl && strncmp(p, cfg->data_dir, dl) == 0) {
-                        buf_puts(&shown, "data_dir");
-                        p += dl;
-                } else if (ll && strncmp(p, cfg->lock_space, ll) == 0) {
-                        buf_puts(&shown, "lock_space");
-                        p += ll;
-                } else {
-                        buf_putc(&shown, *p++);
-                }
-        }
+        shown_error(&shown, cfg, e->msg);
         render_message(&r->body, cfg, heading, shown.data ? shown.data : "");
         if (shown.oom)
                 r->body.oom = 1;
@@ -377,6 +383,23 @@ static void fail(struct req *q, struct resp *r, const struct board_error *e)
         message_page(r, q->cfg, e);
 }
 
+/* A post refused for now (503 busy, 429 too soon) and certainly not
+ * stored: the board again, saying so, with what was typed back in the
+ * form, so that sending it again is one click.  A 503 is logged as every
+ * 5xx is. */
+static void not_posted(struct req *q, struct resp *r, const struct board_error *e, const struct form *typed)
+{
+        if (e->status >= 500)
+                log_error(q->cfg, q->envp, e->status, e->msg);
+        struct buf said = BUF_INIT;
+        buf_puts(&said, "Your message was not posted: ");
+        shown_error(&said, q->cfg, e->msg);
+        buf_puts(&said, ". It is still in the form below; send it again when you are ready.");
+        show_board(q, r, e->status, said.oom ? e->msg : said.data, typed);
+        r->retry_after = e->retry_after;
+        buf_free(&said);
+}
+
 static void handle_post(struct req *q, struct resp *r, const struct buf *body)
 {
         struct form typed, strict;
@@ -433,8 +456,8 @@ static void handle_post(struct req *q, struct resp *r, const struct buf *body)
         post_input_free(&in);
         if (rc == 0)
                 redirect_home(q, r);
-        else if (e.status == 429)
-                message_page(r, q->cfg, &e);
+        else if ((e.status == 429 || e.status == 503) && !e.maybe_done)
+                not_posted(q, r, &e, &typed);
         else
                 fail(q, r, &e); /* logs every 5xx, 503 included */
         form_free(&typed);

@@ -13,6 +13,7 @@ int board_fail(struct board_error *e, int status, const char *fmt, ...)
                 return -1;
         e->status = status;
         e->retry_after = 0;
+        e->maybe_done = 0;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
@@ -27,6 +28,7 @@ void board_error_clear(struct board_error *e)
         e->status = 0;
         e->retry_after = 0;
         e->msg[0] = '\0';
+        e->maybe_done = 0;
 }
 
 const char *storage_hint(int sys_errno)

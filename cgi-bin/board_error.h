@@ -8,11 +8,16 @@ struct board_error {
         int status;      /* HTTP status to answer with (0 = no error) */
         int retry_after; /* seconds for Retry-After, 0 = none          */
         char msg[768];   /* always NUL-terminated, truncated if longer */
+        /* The change may have been made after all (a post that a lock
+         * holder had claimed before this request stopped waiting): the
+         * answer must not say that nothing was done.  board_fail() clears
+         * it. */
+        int maybe_done;
 };
 
 #define BOARD_ERROR_INIT                                                                                     \
         {                                                                                                    \
-                0, 0, ""                                                                                     \
+                0, 0, "", 0                                                                                  \
         }
 
 /* Fill *e (when not NULL) and return -1, so callers can

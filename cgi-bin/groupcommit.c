@@ -101,6 +101,7 @@ int group_commit_post(const struct group_commit *g, struct logrecord *msg, const
                                     "this one stopped waiting, so it may appear shortly; please look at "
                                     "the board before sending it again");
                                 err->retry_after = 1;
+                                err->maybe_done = 1;
                         }
                         break;
                 }

@@ -13,9 +13,13 @@
 static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de,
                       struct board_error *err)
 {
-        (void)cfg;
         if (code == DIRLOCK_ETIMEDOUT || code == DIRLOCK_EBUSY) {
-                board_fail(err, 503, "busy, please try again (the board's lock was held by another request)");
+                /* Not only posts hold it: any program working on the
+                 * board's data may (dirlock(1) from a shell, a backup). */
+                board_fail(err, 503,
+                           "busy, please try again (the board's lock was held for all of the %g s wait, by "
+                           "another post or delete, or by a program working on the board's data)",
+                           cfg->lock_timeout);
                 err->retry_after = 1;
                 return -1;
         }

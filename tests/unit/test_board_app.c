@@ -301,6 +301,8 @@ static void rate_limit(const char *extra)
         assert_int_equal(post(&w, "body=one", &out), 303);
         assert_int_equal(post(&w, "body=two", &out), 429);
         assert_non_null(strstr(out.data, "Retry-After: "));
+        assert_non_null(strstr(out.data, "Your message was not posted"));
+        assert_non_null(strstr(out.data, "required>\ntwo</textarea>"));
         assert_int_equal(request(&w, "GET", "/b/api/messages", NULL, NULL, NULL, &out, NULL), 200);
         assert_non_null(strstr(out.data, "one"));
         assert_null(strstr(out.data, "two"));
@@ -351,6 +353,11 @@ static void hold_in_space_and_post(const char *mode, int lock_kind, const char *
         assert_int_equal(post(&w, "body=blocked", &out), 503);
         assert_non_null(strstr(out.data, "Retry-After: 1\r\n"));
         assert_non_null(strstr(out.data, "busy, please try again"));
+        /* The page says the message was not posted, gives it back in
+         * the form, and does not guess that a request held the lock. */
+        assert_non_null(strstr(out.data, "Your message was not posted"));
+        assert_non_null(strstr(out.data, "required>\nblocked</textarea>"));
+        assert_null(strstr(out.data, "another request"));
         assert_int_equal(dirlock_release(h, &de), DIRLOCK_OK);
         assert_int_equal(post(&w, "body=free", &out), 303);
         buf_free(&out);
