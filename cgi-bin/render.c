@@ -81,6 +81,36 @@ static const char *write_label(enum board_write_method method)
         }
 }
 
+/* What a board made to show a failure demonstrates, said on every page
+ * of it (a torn board's 500s are its point, not a fault); NULL for a
+ * board that locks as it should.  Read from the lock mode's row
+ * (lockmode.h) and the write method. */
+static const char *demonstrates(const struct board_config *cfg)
+{
+        if (cfg->store != BOARD_STORE_LOG)
+                return NULL;
+        const struct board_lock_mode_row *row = board_lock_mode_row(cfg->lock_mode);
+        if (cfg->write_method == BOARD_WRITE_INPLACE && row->read == BOARD_LOCK_NOTHING)
+                return "This board demonstrates torn reads: it rewrites its message log in place, a piece "
+                       "at a time, and its page views read the log without a lock, so a view (or a post) may "
+                       "catch it half written and answer 500 \"line N does not parse\". That is what it is "
+                       "here to show, not a fault; the same board with a reader-writer lock (lock mode rw) "
+                       "never shows a torn log.";
+        if (cfg->write_method == BOARD_WRITE_INPLACE)
+                return "This board rewrites its message log in place, a piece at a time, to show what a "
+                       "reader-writer lock is for: page views take the shared lock and posts the exclusive "
+                       "one while they write, so no view ever sees the log half written.";
+        if (row->write == BOARD_LOCK_NOTHING)
+                return "This board demonstrates lost updates: it takes no lock, so two posts sent at the "
+                       "same moment read the same log, and the later write throws the earlier message away "
+                       "although both were answered \"stored\".";
+        if (row->write_after_read)
+                return "This board demonstrates a lock in the wrong place: it locks only around the write, "
+                       "so two posts sent at the same moment still read the same old log, and one of the "
+                       "messages is lost although both were answered \"stored\".";
+        return NULL;
+}
+
 static void head(struct buf *out, const struct board_config *cfg, const char *title)
 {
         buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -90,7 +120,8 @@ static void head(struct buf *out, const struct board_config *cfg, const char *ti
                 buf_puts(out, " - ");
                 esc(out, cfg->title);
         }
-        buf_puts(out, "</title>\n<link rel=\"stylesheet\" href=\"/static/style.css\">\n</head>\n<body>\n"
+        buf_puts(out, "</title>\n<link rel=\"stylesheet\" href=\"/static/style.css\">\n"
+                      "<link rel=\"icon\" href=\"/favicon.ico\">\n</head>\n<body>\n"
                       "<header class=\"site\">\n<h1><a href=\"");
         esc(out, cfg->base_path);
         buf_puts(out, "\">");
@@ -107,7 +138,14 @@ static void head(struct buf *out, const struct board_config *cfg, const char *ti
         default:
                 board_bug_unknown("store", (int)cfg->store);
         }
-        buf_puts(out, "</p>\n</header>\n<main>\n");
+        buf_puts(out, "</p>\n");
+        const char *demo = demonstrates(cfg);
+        if (demo) {
+                buf_puts(out, "<p class=\"demo\">");
+                esc(out, demo);
+                buf_puts(out, "</p>\n");
+        }
+        buf_puts(out, "</header>\n<main>\n");
 }
 
 static void foot(struct buf *out)
