@@ -38,6 +38,15 @@ my %conf = (
 );
 my %modes = map { $_ => 1 } qw(none seed dirlock);
 
+# The longest each field may be, in characters (the limit a person sees,
+# whatever script they write in): the form's maxlength, the checks of a
+# post and the largest request a post may be all come from here.
+my %max_chars = (name => 64, subject => 128, body => 8000);
+# That request: every character 4 bytes of UTF-8, each byte "%XX", plus
+# the names, '=', '&' and the token (64 hex digits).
+my $max_request = length('token=') + 64;
+$max_request += length($_) + 2 + 12 * $max_chars{$_} for keys %max_chars;
+
 sub read_conf {
         my $file = $ENV{BOARD_CONF} or die "BOARD_CONF is not set\n";
         open my $fh, '<', $file or die "$file: $!\n";
@@ -72,8 +81,9 @@ sub page {
         my $t = html($conf{title});
         answer($status, 'text/html; charset=utf-8', <<"EOF", @headers);
 <!DOCTYPE html>
-<html lang="ja"><head><meta charset="utf-8"><title>$t</title>
-<link rel="stylesheet" href="/static/style.css"></head>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>$t</title>
+<link rel="stylesheet" href="/static/style.css"><link rel="icon" href="/favicon.ico"></head>
 <body><header class="site"><h1><a href="$conf{base_path}">$t</a></h1>
 <p class="mode">lock_mode = $conf{lock_mode}</p></header>
 <main><h2>$title</h2>
@@ -83,7 +93,8 @@ EOF
 }
 
 # One line per error answer, as the C board writes them: time, board,
-# status, method, URI, process, cause.
+# status, method, URI, process, cause; the page shows $visible (HTML),
+# else the cause, escaped.
 sub fail {
         my ($status, $cause, $visible, @headers) = @_;
         if (defined $conf{error_log} && open my $log, '>>', $conf{error_log}) {
@@ -95,14 +106,14 @@ sub fail {
                 print {$log} $line;
                 close $log;
         }
-        page($status, html($visible // $cause), '<p><a href="' . $conf{base_path} . '">back</a></p>', @headers);
+        page($status, $visible // html($cause), '<p><a href="' . $conf{base_path} . '">back</a></p>', @headers);
 }
 
 # The seed's "busy, please wait" (只今混雑しています。しばらくお待ちください。).
 sub busy {
         my ($cause) = @_;
         fail('503 Service Unavailable', "busy, please try again ($cause)",
-                '只今混雑しています。しばらくお待ちください。 Busy, please wait a moment and try again.',
+                '<span lang="ja">只今混雑しています。しばらくお待ちください。</span> Busy, please wait a moment and try again.',
                 'Retry-After: 1');
 }
 
@@ -206,7 +217,7 @@ sub post {
 
 sub form_fields {
         my ($len) = ($ENV{CONTENT_LENGTH} // '') =~ /^(\d+)$/;
-        fail('413 Content Too Large', 'request body too large') if ($len // 0) > 65536;
+        fail('413 Content Too Large', "request body larger than $max_request bytes") if ($len // 0) > $max_request;
         my $data = '';
         read(STDIN, $data, $len) if $len;
         my %f;
@@ -262,9 +273,10 @@ sub show_list {
         page('200 OK', 'Messages', <<"EOF" . ($list || "<p>No messages yet.</p>\n"), @set);
 <form method="post" action="$conf{base_path}post">
 <input type="hidden" name="token" value="$tok">
-<p><label>Name <input name="name" maxlength="64"></label>
-<label>Subject <input name="subject" maxlength="128"></label></p>
-<p><textarea name="body" rows="4" cols="60" required></textarea></p>
+<p class="field"><label for="name">Name</label> <input id="name" name="name" maxlength="$max_chars{name}"></p>
+<p class="field"><label for="subject">Subject</label> <input id="subject" name="subject" maxlength="$max_chars{subject}"></p>
+<p class="field"><label for="body">Message</label>
+<textarea id="body" name="body" rows="4" maxlength="$max_chars{body}" required></textarea></p>
 <p><button>Post</button></p>
 </form>
 EOF
@@ -283,8 +295,10 @@ sub do_post {
                 $msg{$k} = $v;
         }
         fail('400 Bad Request', 'the message is empty') if $msg{body} !~ /\S/;
-        fail('400 Bad Request', 'a field is too long')
-            if length $msg{name} > 64 || length $msg{subject} > 128 || length $msg{body} > 8000;
+        for my $k (sort keys %max_chars) {
+                fail('400 Bad Request', "$k is too long: " . length($msg{$k}) . " characters, at most $max_chars{$k}")
+                    if length $msg{$k} > $max_chars{$k};
+        }
         $msg{name} = 'anonymous' if $msg{name} eq '';
         $msg{time} = strftime('%Y-%m-%dT%H:%M:%SZ', gmtime);
         utf8::encode($msg{$_}) for qw(name subject body);
