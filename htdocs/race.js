@@ -167,7 +167,11 @@
 
   /* ---- drawing --------------------------------------------------------- */
 
-  var BAR_X = 118, BAR_W = 420, ROW_H = 26, TOP = 6;
+  /* The chart is drawn in CSS pixels: its viewBox is as wide as the
+   * chart is on the page (layout(), again when the window changes), so
+   * its text is 14 px on a phone as on a desktop, and the bars take what
+   * the labels and the numbers leave. */
+  var BAR_X = 118, VALUE_W = 44, ROW_H = 26, TOP = 6, HEIGHT = TOP * 2 + ROW_H * KINDS.length;
 
   function card(board) {
     var sec = el('section', { 'class': 'race-board', 'data-board': board.name });
@@ -179,18 +183,20 @@
     h.appendChild(el('span', { 'class': 'race-meta' }, meta.join(', ')));
     sec.appendChild(h);
     var svg = svgEl('svg', {
-      'class': 'race-bars', viewBox: '0 0 640 ' + (TOP * 2 + ROW_H * KINDS.length),
+      'class': 'race-bars', viewBox: '0 0 640 ' + HEIGHT,
       role: 'img', 'aria-label': board.name + ': waiting'
     });
+    board.barW = 640 - BAR_X - VALUE_W;
+    board.sent = 0;
     KINDS.forEach(function (kind, i) {
       var y = TOP + i * ROW_H;
       svg.appendChild(svgEl('text', { x: 0, y: y + 17, 'class': 'race-label' }, kind));
-      svg.appendChild(svgEl('rect', { x: BAR_X, y: y + 3, width: BAR_W, height: ROW_H - 8, 'class': 'bar-track' }));
+      svg.appendChild(svgEl('rect', { x: BAR_X, y: y + 3, width: board.barW, height: ROW_H - 8, 'class': 'bar-track' }));
       svg.appendChild(svgEl('rect', {
         x: BAR_X, y: y + 3, width: 0, height: ROW_H - 8,
         'class': 'bar bar-' + kind, 'data-kind': kind, 'data-value': 0
       }));
-      svg.appendChild(svgEl('text', { x: BAR_X + BAR_W + 8, y: y + 17, 'class': 'race-value', 'data-kind': kind }, ''));
+      svg.appendChild(svgEl('text', { x: BAR_X + 8, y: y + 17, 'class': 'race-value', 'data-kind': kind }, ''));
     });
     sec.appendChild(svg);
     sec.appendChild(el('p', { 'class': 'race-why' }, 'Waiting for its turn.'));
@@ -202,11 +208,37 @@
   function setBar(board, kind, value, sent) {
     var rect = board.card.querySelector('rect.bar[data-kind="' + kind + '"]');
     var text = board.card.querySelector('text.race-value[data-kind="' + kind + '"]');
-    var w = sent > 0 ? (BAR_W * value) / sent : 0;
+    board.sent = sent;
+    var w = sent > 0 ? (board.barW * value) / sent : 0;
     rect.setAttribute('width', w.toFixed(2));
     rect.setAttribute('data-value', String(value));
     text.setAttribute('x', String(BAR_X + w + 8));
     text.textContent = value === null ? '' : String(value);
+  }
+
+  /* Fit a board's chart to the width it has on the page (its card is in
+   * the document): one viewBox unit per CSS pixel. */
+  function layout(board) {
+    var svg = board.card.querySelector('svg');
+    var width = Math.round(svg.getBoundingClientRect().width);
+    if (!(width > 0)) return;
+    width = Math.max(width, BAR_X + VALUE_W + 60);
+    svg.setAttribute('viewBox', '0 0 ' + width + ' ' + HEIGHT);
+    board.barW = width - BAR_X - VALUE_W;
+    board.card.querySelectorAll('rect.bar-track').forEach(function (t) { t.setAttribute('width', board.barW); });
+    KINDS.forEach(function (kind) {
+      var rect = board.card.querySelector('rect.bar[data-kind="' + kind + '"]');
+      var text = board.card.querySelector('text.race-value[data-kind="' + kind + '"]');
+      var value = Number(rect.getAttribute('data-value')) || 0;
+      var w = board.sent > 0 ? (board.barW * value) / board.sent : 0;
+      rect.setAttribute('width', w.toFixed(2));
+      text.setAttribute('x', String(BAR_X + w + 8));
+    });
+  }
+
+  function show(list, board) {
+    list.appendChild(card(board));
+    layout(board);
   }
 
   function say(board, text) { board.card.querySelector('.race-why').textContent = text; }
@@ -338,7 +370,7 @@
     while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
     var list = $('boards');
     while (list.firstChild) list.removeChild(list.firstChild);
-    boards.forEach(function (b) { list.appendChild(card(b)); });
+    boards.forEach(function (b) { show(list, b); });
     var failures = 0;
     for (var i = 0; i < boards.length; i++) {
       var b = boards[i];
@@ -365,7 +397,12 @@
     boards = found.filter(function (b) { return b !== null; });
     describeDelay();
     var list = $('boards');
-    boards.forEach(function (b) { list.appendChild(card(b)); });
+    boards.forEach(function (b) { show(list, b); });
+    var pending = null;
+    window.addEventListener('resize', function () {
+      if (pending) cancelAnimationFrame(pending);
+      pending = requestAnimationFrame(function () { boards.forEach(layout); });
+    });
     $('race-form').addEventListener('submit', function (ev) {
       ev.preventDefault();
       clients.value = clamp(clients.value, LIMITS.clients);

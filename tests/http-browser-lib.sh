@@ -4,7 +4,12 @@
 #   browser_need             skips the whole script without chromium/chromedriver
 #   browser_start [W,H]      chromedriver on a free port and a session ($S),
 #                            both stopped by the exit trap; one TAP line;
-#                            three tries, each failure explained
+#                            three tries, each failure explained; with
+#                            BROWSER_PHONE=1, a phone of W x H CSS pixels
+#                            (Chromium's mobile emulation: a touch screen
+#                            at twice the density, which honours a page's
+#                            viewport and lays out one without it 980 px
+#                            wide, as phones do)
 #   wd METHOD PATH [JSON]    one WebDriver command, prints the response
 #   wd_go URL                load URL in the session
 #   wd_find CSS              the element id of the first match
@@ -73,6 +78,10 @@ browser_try_session() {
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
 			"--disable-dev-shm-usage", "--user-data-dir=" + $prof, "--window-size=" + $size,
 			"--lang=en-US"]}}}}')
+	if [ "${BROWSER_PHONE:-0}" = 1 ]; then
+		caps=$(jq --argjson w "${size%,*}" --argjson h "${size#*,}" '.capabilities.alwaysMatch["goog:chromeOptions"].mobileEmulation =
+			{deviceMetrics: {width: $w, height: $h, pixelRatio: 2, mobile: true, touch: true}}' <<<"$caps")
+	fi
 	dport=$(free_port) || bail_out "no free port"
 	log=$T/chromedriver.$try.log
 	HOME=$T "$CHROMEDRIVER" --port="$dport" --allowed-ips=127.0.0.1 --log-path="$log" >/dev/null 2>&1 &
