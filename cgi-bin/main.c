@@ -1,6 +1,7 @@
 /* main.c - the board's process: FastCGI accept loop or a single plain CGI
  * request, and shutdown on SIGTERM/SIGINT (an idle process exits at once,
- * a busy one after finishing its request).
+ * a busy one after finishing its request); and `board --check`, which
+ * says whether a configuration can run where its data directory is.
  *
  * The handler only sets a flag and, while the process serves FastCGI,
  * puts /dev/null in place of its listening socket (dup2, in this process
@@ -31,6 +32,7 @@
 
 #include "app.h"
 #include "cgi.h"
+#include "config.h"
 #include "dirlock.h"
 
 extern char **environ;
@@ -100,13 +102,48 @@ static int serve_fastcgi(struct app *app)
         return 0;
 }
 
+/* Exit statuses of `board --check` (check_only). */
+enum { CHECK_OK = 0, CHECK_BAD_CONFIG = 1, CHECK_USAGE = 2, CHECK_NOT_HERE = 3 };
+
+/* board --check: read the configuration BOARD_CONF names and judge its
+ * data directory as a start would (config_check_storage: a network
+ * filesystem refuses the sqlite store, and group commit when it is
+ * asked for), creating nothing and serving nothing, so that a deployment
+ * (tools/deploy) can start the boards that can run and say why the
+ * others cannot: CHECK_OK; CHECK_BAD_CONFIG, a mistake in the file;
+ * CHECK_NOT_HERE, a sound configuration this data directory cannot
+ * hold.  The reason goes to stderr, one line. */
+static int check_only(void)
+{
+        const char *conf = getenv("BOARD_CONF");
+        if (!conf || !*conf) {
+                fprintf(stderr, "board: BOARD_CONF is not set\n");
+                return CHECK_USAGE;
+        }
+        struct board_config cfg;
+        struct board_error e = BOARD_ERROR_INIT;
+        if (config_load(conf, &cfg, &e) < 0) {
+                fprintf(stderr, "board: %s\n", e.msg);
+                return CHECK_BAD_CONFIG;
+        }
+        int rc = CHECK_OK;
+        if (config_check_storage(conf, &cfg, &e) < 0) {
+                fprintf(stderr, "board: %s\n", e.msg);
+                rc = CHECK_NOT_HERE;
+        }
+        config_free(&cfg);
+        return rc;
+}
+
 int main(int argc, char **argv)
 {
-        (void)argv;
+        if (argc == 2 && strcmp(argv[1], "--check") == 0)
+                return check_only();
         if (argc > 1) {
                 fprintf(stderr, "usage: board (run by a web server as FastCGI or CGI; configuration file "
-                                "named by BOARD_CONF)\n");
-                return 2;
+                                "named by BOARD_CONF)\n       board --check (is BOARD_CONF's board able to "
+                                "run on its data directory: 0 yes, 1 bad configuration, 3 not there)\n");
+                return CHECK_USAGE;
         }
         if (install_signals() < 0) {
                 fprintf(stderr, "board: cannot install signal handlers: %s\n", strerror(errno));
