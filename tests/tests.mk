@@ -9,6 +9,8 @@
 #                           their libraries.
 #   tests/progs/NAME.c      helper programs of the multi-process tests
 #                           (TEST_PROGS), built to $(BUILD)/tests/progs/NAME.
+#   docs/examples/counter.c the C example, built to
+#                           $(BUILD)/tests/examples/counter.
 #   tests/*.t               TAP scripts (shell), run by prove; they find the
 #                           helpers through $BUILD_DIR and the tree through
 #                           $TOP.
@@ -79,7 +81,14 @@ $(BUILD)/tests/progs/dirlock-hooks: $(DIRLOCK_SRCS:%.c=$(BUILD)/hooks/%.o) $(HOO
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(DIRLOCK_LIBS)
 
-test-build: all $(UNIT_BINS) $(PROG_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
+# The C example of docs/examples/ (tests/http-cgi-examples.t runs each
+# example as a CGI program).
+EXAMPLE_BINS := $(BUILD)/tests/examples/counter
+$(BUILD)/tests/examples/counter: docs/examples/counter.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -lpthread
+
+test-build: all $(UNIT_BINS) $(PROG_BINS) $(EXAMPLE_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
 # The bindings' suites run against the normal build only (tests/run-all).
 ifneq ($(SANITIZE),1)
 test-build: bindings
