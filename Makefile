@@ -47,6 +47,19 @@ include tests/fuzz/fuzz.mk   # fuzz
 include tests/model/model.mk # verify
 include bench/bench.mk       # bench
 
+# make install: every fragment adds its install-NAME; once they are done,
+# what a shell needs to use what is in PREFIX (tools/install-paths: PATH,
+# PKG_CONFIG_PATH, PERL5LIB, PYTHONPATH; none for /usr/local on Debian,
+# never LD_LIBRARY_PATH).  make install-env prints only that, as lines a
+# shell can eval.
+install_env = PERL=$(PERL) PYTHON=$(PYTHON) tools/install-paths env $(PREFIX) $(LIBDIR)
+install:
+	@[ -n "$(DESTDIR)" ] || { env=$$($(install_env)) && [ -z "$$env" ] || \
+		printf 'make install: to use what is in %s, a shell needs:\n%s\n' "$(PREFIX)" "$$env"; }
+install-env:
+	@$(install_env)
+.PHONY: install install-env
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<

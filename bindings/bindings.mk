@@ -17,7 +17,8 @@
 # every object of the build) is linked into each binding, so a binding
 # built here needs no libdirlock.so at run time, installed or not.
 #   provides: BINDINGS_PC, PERL, PYTHON, NODE, NODE_GYP
-#   uses:     BUILD, LIB_A, LIB_LIBS, PC_REQUIRES (lib/lib.mk), PREFIX, DESTDIR
+#   uses:     BUILD, LIB_A, LIB_LIBS, PC_REQUIRES (lib/lib.mk), MANDIR (man/man.mk),
+#             PREFIX, DESTDIR
 
 PERL ?= perl
 # Debian's interpreter by default: the one python3-dev, python3-pytest and
@@ -84,23 +85,22 @@ bindings-node: $(BINDINGS_NODE)
 
 bindings: bindings-perl bindings-python bindings-node
 
-# Perl: into the site directories of PREFIX (MakeMaker's PREFIX, given to
-# Makefile.PL for the install and taken back after), under DESTDIR.
-# Python: into PREFIX's directory on that Python's path when it has one
-# (/usr/local/lib/python3.N/dist-packages on Debian), else
-# PREFIX/lib/python3.N/site-packages; by pip, from this directory, with no
-# package index and no build isolation (nothing is downloaded).
-python_site = $(shell $(PYTHON) -c 'import site, sys, sysconfig; p = sys.argv[1].rstrip("/") + "/"; \
-	print(next((d for d in site.getsitepackages() if d.startswith(p)), None) or \
-	sysconfig.get_path("platlib", "posix_prefix", {"base": p, "platbase": p}))' $(PREFIX))
-
+# Perl: from the module built here, with MakeMaker's own install
+# (Makefile.PL is not run again), into the directory tools/install-paths
+# names for PREFIX, its .pm beside its XS library, and its page in
+# MANDIR/man3.  Python: by pip, from this directory, with no package index
+# and no build isolation (nothing is downloaded: Debian's setuptools and
+# wheel build it), into the directory tools/install-paths names.  Both
+# under DESTDIR.
 install: install-bindings
 install-bindings: bindings
-	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL PREFIX=$(PREFIX) INSTALLDIRS=site >/dev/null
-	$(bindings_make) -C bindings/perl pure_install DESTDIR=$(DESTDIR)
-	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL >/dev/null
+	dir=$$(PERL=$(PERL) tools/install-paths perl $(PREFIX)) && \
+	$(bindings_make) -C bindings/perl pure_site_install DESTDIR=$(DESTDIR) \
+		INSTALLSITEARCH="$$dir" INSTALLSITELIB="$$dir" INSTALLSITEBIN=$(PREFIX)/bin \
+		INSTALLSITESCRIPT=$(PREFIX)/bin INSTALLSITEMAN1DIR=$(MANDIR)/man1 INSTALLSITEMAN3DIR=$(MANDIR)/man3
+	dir=$$(PYTHON=$(PYTHON) tools/install-paths python $(PREFIX)) && \
 	PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) -m pip install --quiet --no-index --no-build-isolation \
-		--no-deps --upgrade --root-user-action=ignore --target $(DESTDIR)$(python_site) ./bindings/python
+		--no-deps --upgrade --root-user-action=ignore --target "$(DESTDIR)$$dir" ./bindings/python
 
 endif
 

@@ -2,14 +2,16 @@
 # section 3, one page per group of the library's calls (lib/dirlock.h);
 # their installation, with a link for every other name a page's NAME
 # section gives (man/links), and their lint (man/lint, mandoc).
-#   provides: MAN1_PAGES, MAN3_PAGES, install-man, lint-man
+#   provides: MAN1_PAGES, MAN3_PAGES, MANDIR (where pages are installed:
+#             PREFIX/share/man unless given), install-man, lint-man
 #   uses:     PREFIX, DESTDIR (Makefile)
 # tests/man-pages.t lints every page and checks the pages against the
 # header (names, codes, flags, examples that compile) and this install.
 
 MAN1_PAGES := man/dirlock.1
 MAN3_PAGES := $(sort $(wildcard man/*.3))
-MAN_DIR = $(DESTDIR)$(PREFIX)/share/man
+MANDIR ?= $(PREFIX)/share/man
+MAN_DIR = $(DESTDIR)$(MANDIR)
 
 install: install-man
 install-man:
