@@ -1,26 +1,41 @@
 """setup.py - builds and installs the dirlock Python package: the C
 extension dirlock._dirlock over the dirlock library, found with
 pkg-config, and the pure-Python dirlock/__init__.py with its type hints.
+pyproject.toml names setuptools as the build backend (PEP 517).
 
     python3 -m pip install ./bindings/python        (from the top of the tree)
     python3 setup.py build_ext --inplace            (make bindings does this)
 
-There is deliberately no pyproject.toml: with one, pip builds in an
-isolated environment and fetches setuptools from a package index; without
-it, pip builds with the setuptools (and wheel) already installed, Debian's
-python3-setuptools, so the install needs no network at all.
+pip builds in an isolated environment into which it installs setuptools
+(and, below setuptools 70.1, wheel); with no package index it takes them
+from Debian's python3-setuptools-whl and python3-wheel-whl:
+
+    python3 -m pip install --no-index --find-links /usr/share/python-wheels ./bindings/python
+
+or, under an interpreter that has both (Debian's python3 with
+python3-setuptools and python3-wheel), without the isolation:
+
+    python3 -m pip install --no-index --no-build-isolation ./bindings/python
+
+A build here writes nothing into this directory: setuptools' build and
+egg-info directories are made in a temporary directory, removed when it
+is done (make bindings names its own --build-temp).
 
 pkg-config looks in PKG_CONFIG_PATH as given first, then, when this
 directory sits in a built dirlock source tree, in the tree's uninstalled
 build/pkgconfig (the top-level `make bindings` makes it), then in the
 system's places (after the library's `make install`).  A static archive in
 its answer (the tree's build/libdirlock.a) is linked into the extension,
-which then needs no libdirlock.so at run time.
+which then needs no libdirlock.so at run time; an installed library's
+dirlock.pc gives the runpath that finds it, where one is needed.
 """
+import atexit
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import Extension, setup
 
@@ -66,6 +81,11 @@ for word in pkg_config("--libs"):
         extra_link.append(word)
 depends = [os.path.join(d, "dirlock.h") for d in include_dirs if os.path.exists(os.path.join(d, "dirlock.h"))]
 
+# What setuptools makes on the way (build/, dirlock.egg-info/), made away
+# from the source directory: installing leaves it as it was.
+scratch = tempfile.mkdtemp(prefix="dirlock-setup.")
+atexit.register(shutil.rmtree, scratch, True)
+
 setup(
     name="dirlock",
     version="1.0.0",
@@ -89,4 +109,5 @@ setup(
         )
     ],
     zip_safe=False,
+    options={"build": {"build_base": scratch}, "egg_info": {"egg_base": scratch}},
 )
