@@ -75,7 +75,7 @@ bindings-python: $(BINDINGS_PC) $(LIB_A)
 # rebuild, not build: node-gyp's makefile does not know the library's
 # archive, and a new one must be linked in.
 $(BINDINGS_NODE): bindings/node/binding.gyp bindings/node/src/dirlock_node.c bindings/node/tools/dirlock-config.js \
-		$(BINDINGS_PC) $(LIB_A)
+		bindings/node/tools/source-tree.js $(BINDINGS_PC) $(LIB_A)
 	@[ -n "$(node_gyp_js)" ] || { echo "make bindings-node: no node-gyp (apt-get install npm; docs/bindings.md)" >&2; exit 2; }
 	@[ -f "$(NODE_DIR)/include/node/node_api.h" ] || \
 		{ echo "make bindings-node: no Node.js headers in $(NODE_DIR)/include/node (apt-get install npm; NODE_DIR=...)" >&2; exit 2; }

@@ -19,8 +19,8 @@ try {
 } catch (e) {
   if (e.code !== 'MODULE_NOT_FOUND') throw e
   throw new Error(
-    'dirlock: the addon is not built (build/Release/dirlock.node): run `make bindings` at the top of ' +
-      'the dirlock tree, or `npm install` here with the dirlock library installed',
+    'dirlock: the addon is not built (build/Release/dirlock.node): in the dirlock source tree, run ' +
+      '`make bindings-node` at its top; in a project, `npm rebuild dirlock` (docs/bindings.md)',
     { cause: e }
   )
 }
