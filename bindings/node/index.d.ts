@@ -53,8 +53,8 @@ export interface Release {
   /** Release the lock (LockError ELOST when it had been broken meanwhile; EBALANCE the second time). */
   (): void
   readonly released: boolean
-  /** The name, or the names of a set in name order. */
-  readonly name: string | string[]
+  /** The name, or the names of a set in name order; null for a lock within this process. */
+  readonly name: string | string[] | null
   /** As held now (upgrades and downgrades change it); null once released. */
   readonly mode: Mode | null
   /** The 128-bit random token of this acquisition (hex); null for a set. */
@@ -83,8 +83,16 @@ export class Lock {
    * a directory, 'flock:DIR', or 'redis://...'.
    */
   constructor(space: string, name: string | string[], options?: LockOptions)
-  readonly space: string
-  readonly name: string | string[]
+  /**
+   * Seed 004's `new Lock()`: a lock within this process, its acquires
+   * served in arrival order; not shared with other processes or worker
+   * threads.  Its release function has no fence, modes or range.
+   */
+  constructor(options?: Pick<LockOptions, 'blocking' | 'timeout'>)
+  /** null for a lock within this process. */
+  readonly space: string | null
+  /** null for a lock within this process. */
+  readonly name: string | string[] | null
   /** True while an acquire of this Lock holds the lock. */
   readonly locked: boolean
   /** How many acquires of this Lock are waiting. */

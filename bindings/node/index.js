@@ -12,6 +12,7 @@
 // Times are milliseconds, as everywhere in Node (timeout, staleAge); the
 // library takes seconds, converted here and nowhere else.
 'use strict'
+const { ProcessQueue } = require('./process-lock')
 
 let native
 try {
@@ -148,6 +149,10 @@ function pending (startFn, signal, what, undo) {
   })
 }
 
+// The options a lock within this process takes: new Lock() or new
+// Lock({ blocking, timeout }).
+const PROCESS_LOCK_OPTIONS = ['blocking', 'timeout']
+
 /**
  * A lock named `name` (or, for an array of names, a set of them, taken
  * all or none) in lock space `space`: a directory, "flock:DIR", or a lock
@@ -156,8 +161,15 @@ function pending (startFn, signal, what, undo) {
  * policy ('fair', 'writer', 'reader', 'simple'), fifo, staleAge (ms),
  * noMkdir, noNotify, range ([lo, hi] or 'LO:HI'), and blocking and timeout
  * (ms), the defaults of every acquire.
+ *
+ * With no space and no name -- seed 004's `new Lock()`, or `new Lock({
+ * blocking, timeout })` -- a lock within this process: its own queue,
+ * served in arrival order (process-lock.js), with the same acquire(),
+ * runExclusive(), release function and errors, and nothing shared with
+ * other processes or worker threads.
  */
 class Lock {
+  #local = null
   #space
   #names
   #isSet
@@ -169,7 +181,16 @@ class Lock {
   #waiting = 0
 
   constructor (space, name, options) {
-    if (typeof space !== 'string' || space === '') throw new TypeError('space must be a non-empty string')
+    if (name === undefined && options === undefined && (space === undefined || isPlainObject(space))) {
+      const o = optionsObject(space, PROCESS_LOCK_OPTIONS, 'new Lock() (a lock within this process)')
+      this.#local = new ProcessQueue(lockError)
+      this.#blocking = boolOption(o.blocking, 'blocking')
+      this.#timeout = msOption(o.timeout, 'timeout')
+      return
+    }
+    if (typeof space !== 'string' || space === '') {
+      throw new TypeError('space must be a non-empty string (or new Lock() with no space and no name: a lock within this process)')
+    }
     this.#space = space
     if (typeof name === 'string') {
       this.#names = [name]
@@ -210,13 +231,15 @@ class Lock {
     this.#timeout = msOption(o.timeout, 'timeout')
   }
 
-  /** The lock space. */
+  /** The lock space; null for a lock within this process. */
   get space () {
-    return this.#space
+    return this.#local ? null : this.#space
   }
 
-  /** The name given (an array of them for a set). */
+  /** The name given (an array of them for a set); null for a lock within
+   * this process. */
   get name () {
+    if (this.#local) return null
     return this.#isSet ? [...this.#names] : this.#names[0]
   }
 
@@ -224,12 +247,12 @@ class Lock {
    * Whether another process holds it: inspect(), or acquire({ blocking:
    * false }). */
   get locked () {
-    return this.#held > 0
+    return this.#local ? this.#local.held : this.#held > 0
   }
 
   /** How many acquires of this Lock are waiting. */
   get waiting () {
-    return this.#waiting
+    return this.#local ? this.#local.waiting : this.#waiting
   }
 
   /**
@@ -245,6 +268,7 @@ class Lock {
       const blocking = boolOption(o.blocking, 'blocking') ?? this.#blocking ?? true
       const timeout = msOption(o.timeout, 'timeout') ?? this.#timeout
       const signal = signalOption(o.signal)
+      if (this.#local) return this.#local.take(blocking, timeout, signal, 'acquire()').then(() => this.#holdLocal())
       const spec = { ...this.#spec, timeout: waitSeconds(blocking, timeout) }
       const kind = this.#isSet ? KIND_MANY : this.#range ? KIND_RANGE : KIND_ONE
       const [lo, hi] = this.#range ?? [0, 0]
@@ -368,6 +392,52 @@ class Lock {
     }
     return release
   }
+
+  // The release function of a hold of a lock within this process: the
+  // same function, carrying what such a lock has (no fence, no modes, no
+  // range; it cannot be broken, so check() is true until released).
+  #holdLocal () {
+    const local = this.#local
+    let released = false
+    const release = function release () {
+      if (released) throw lockError('EBALANCE', 'release(): the lock was released already')
+      released = true
+      local.give()
+    }
+    const ifHeld = (what, result) => () => {
+      if (released) throw lockError('EBALANCE', `${what}: the lock was released already`)
+      return result
+    }
+    const none = what => () => {
+      throw lockError('EINVAL', `${what}: a lock within this process (new Lock()) has none; new Lock(space, name) has`)
+    }
+    Object.defineProperties(release, {
+      released: { get: () => released, enumerable: true },
+      name: { value: null, enumerable: true },
+      mode: { get: () => (released ? null : 'exclusive'), enumerable: true },
+      token: { value: null, enumerable: true },
+      range: { value: null, enumerable: true },
+      check: { value: ifHeld('check()', true) },
+      refresh: { value: ifHeld('refresh()', undefined) },
+      fence: { value: none('fence()') },
+      downgrade: { value: none('downgrade()') },
+      downgradeIntent: { value: none('downgradeIntent()') },
+      shrink: { value: none('shrink()') },
+      upgrade: { value: () => Promise.reject(lockError('EINVAL', 'upgrade(): a lock within this process (new Lock()) has no modes')) }
+    })
+    if (typeof Symbol.dispose === 'symbol') {
+      Object.defineProperty(release, Symbol.dispose, {
+        value: () => {
+          if (!released) release()
+        }
+      })
+    }
+    return release
+  }
+}
+
+function isPlainObject (x) {
+  return typeof x === 'object' && x !== null && !Array.isArray(x)
 }
 
 /**

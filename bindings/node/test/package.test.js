@@ -26,7 +26,7 @@ test('npm pack takes the sources, not the build', { skip: !haveNpm && 'npm is no
   const [report] = JSON.parse(npm(['pack', '--dry-run', '--json', '--cache', cache], { cwd: PKG }))
   assert.strictEqual(report.name, 'dirlock')
   assert.deepStrictEqual(report.files.map(f => f.path).sort(), [
-    'README.md', 'binding.gyp', 'index.d.ts', 'index.js', 'package.json', 'src/dirlock_node.c',
+    'README.md', 'binding.gyp', 'index.d.ts', 'index.js', 'package.json', 'process-lock.js', 'src/dirlock_node.c',
     'tools/dirlock-config.js', 'tools/install.js', 'tools/source-tree.js'
   ])
 })
