@@ -70,7 +70,7 @@ bindings-perl: bindings/perl/Makefile $(LIB_A)
 
 bindings-python: $(BINDINGS_PC) $(LIB_A)
 	cd bindings/python && PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) setup.py -q build_ext --inplace \
-		--build-temp $(CURDIR)/$(BUILD)/bindings/python
+		--build-temp $(CURDIR)/$(BUILD)/bindings/python --build-lib $(CURDIR)/$(BUILD)/bindings/python/lib
 
 # rebuild, not build: node-gyp's makefile does not know the library's
 # archive, and a new one must be linked in.
