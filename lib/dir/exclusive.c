@@ -759,9 +759,15 @@ int dl_excl_refresh(dirlock *h, dirlock_error *err)
                 return DIRLOCK_OK;
         if (forget_prep_name(h) && dl_fs_touch(dl_dir_of(h)->entry_path) == 0)
                 return DIRLOCK_OK;
-        if (errno == ENOENT)
+        int e = errno;
+        /* ENOENT is a loss only when the entry is gone: a filesystem that
+         * sets a symbolic link's times through the link (sshfs: refused
+         * by netfs.c) answers ENOENT for the owner record it points to. */
+        int present = e == ENOENT ? dl_fs_present(dl_dir_of(h)->entry_path, dl_dir_of(h)->fs->network) : -1;
+        if (present == 0)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);
-        return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh lock '%s'", dl_dir_of(h)->lock_path);
+        return dl_fail(err, DIRLOCK_EIO, e, "cannot refresh lock '%s'%s", dl_dir_of(h)->lock_path,
+                       present == 1 ? ": its owner entry is there, but its times cannot be set" : "");
 }
 
 int dl_excl_check(const dirlock *h, dirlock_error *err)
