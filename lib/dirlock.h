@@ -620,17 +620,23 @@ const char *dirlock_space_form(size_t i, int *built);
 
 /* What the library knows of the filesystem a lock directory is on, and
  * what it allows there among processes of several clients (lib/netfs.c,
- * docs/netfs.md).  Exclusive locks (FIFO or not) are safe on all. */
+ * docs/netfs.md).  What is not ok is refused with DIRLOCK_ENETFS unless
+ * the caller passes DIRLOCK_ONE_CLIENT; where `usable` is 0 (sshfs)
+ * every lock is refused. */
 typedef struct dirlock_fs_info {
         char type[32];    /* as the mount table names it: "ext4", "tmpfs",
                              "fuse.glusterfs", "nfs4", ... ("" unknown)        */
-        char kind[32];    /* "local", "glusterfs", "nfs", "smb", "fuse", ...  */
+        char kind[32];    /* "local", "glusterfs", "nfs", "smb", "sshfs",
+                             "fuse" (another FUSE filesystem), ...             */
         int network;      /* a network filesystem: its clients may be hosts  */
         int notify;       /* waiters are woken by inotify (else they poll)   */
         int shared_ok;    /* shared and intent locks are safe across clients */
         int ranges_ok;    /* range locks are safe across clients             */
         double cache_lag; /* seconds a client may show an entry's times late;
                              judging a lock stale takes that much longer     */
+        int exclusive_ok; /* exclusive locks (FIFO or not) are safe across
+                             clients                                         */
+        int usable;       /* some lock is safe here, on one client at least  */
 } dirlock_fs_info;
 
 /* Look at directory `dir` (it must exist): DIRLOCK_OK and *info, or

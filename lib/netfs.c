@@ -19,9 +19,12 @@
  * 0, performance.nl-cache off), a listing is never served from a cache,
  * rename(2), mkdir(2) and symlink(2) are atomic at the server, and
  * flock(2) is the server's.  So:
- *   - the exclusive lock (and its FIFO queue) needs only the atomic
- *     rename and listings: safe across clients of every network
- *     filesystem here; its check asks the server (a listing, dir/);
+ *   - the exclusive lock (and its FIFO queue) needs the atomic rename,
+ *     a rename onto a held lock that fails as such (ENOTEMPTY, EEXIST),
+ *     a symbolic link's own times set by its refresh, listings that ask
+ *     the server (its check, dir/), and times late by no more than the
+ *     row's cache_lag: measured on GlusterFS, NFS and SMB documented so,
+ *     so safe across their clients;
  *   - shared and intent locks and range locks need, besides, that a look
  *     sees an entry another client has just made (rwlock.c's handshake,
  *     range.c's scans): true of GlusterFS as above (measured with the
@@ -29,6 +32,18 @@
  *     that a name does not exist, so there they are refused
  *     (DIRLOCK_ENETFS) unless the caller says every process using the
  *     lock directory runs on one client (DIRLOCK_ONE_CLIENT);
+ *   - sshfs has none of the exclusive lock's needs but the rename
+ *     (measured, two mounts of one directory, default options): SFTP
+ *     sets a symbolic link's times through the link (its target is no
+ *     file, so a holder's refresh fails with ENOENT and its lock's time
+ *     never moves), answers a rename onto a held lock with a bare
+ *     failure (EPERM), and each client keeps names, listings and times
+ *     for its cache_timeout (20 s: a name another client made was listed
+ *     after 22 s).  No lock is safe there, DIRLOCK_ONE_CLIENT or not:
+ *     refused;
+ *   - of another FUSE filesystem nothing is known (sshfs is one): every
+ *     lock is refused unless the caller says that every process using the
+ *     lock directory runs on this one client (DIRLOCK_ONE_CLIENT);
  *   - no filesystem here lets inotify hear other clients: waiters poll.
  *
  * KEPT DIRECTORIES.  A client may also make an entry in a directory that
@@ -75,20 +90,33 @@
 
 /* ---- the table --------------------------------------------------------- */
 
-enum { FS_LOCAL, FS_GLUSTER, FS_NFS, FS_SMB, FS_FUSE, FS_CLUSTER, FS_COUNT };
+enum { FS_LOCAL, FS_GLUSTER, FS_NFS, FS_SMB, FS_SSHFS, FS_FUSE, FS_CLUSTER, FS_COUNT };
+
+/* Why a row refuses what it refuses (WHAT HOLDS above). */
+#define WHY_NEGATIVE "a client may not see an entry another one has just made"
+#define WHY_SSHFS                                                                                            \
+        "SFTP sets a symbolic link's times through the link, so a holder cannot refresh its lock, it "       \
+        "answers a rename onto a held lock with a bare failure, and each client keeps names and times "      \
+        "for 20 s"
+#define WHY_FUSE                                                                                             \
+        "the library does not know how its clients keep names and times (sshfs's keep them for 20 s, "       \
+        "which breaks live holders)"
 
 /* Cache lags: GlusterFS's metadata cache keeps attributes for its
  * md-cache-timeout (1 s by default) even when the kernel's cache is
  * bypassed (AT_STATX_FORCE_SYNC); NFS and SMB answer such a statx from
  * the server, but an attribute reply may be in flight; the others are not
- * measured here and get GlusterFS's figure. */
+ * measured here and get GlusterFS's figure (one client's FUSE process
+ * sees its own changes at once). */
 static const dl_fs rows[FS_COUNT] = {
-    [FS_LOCAL] = {"local", false, true, true, true, 0.0},
-    [FS_GLUSTER] = {"glusterfs", true, false, true, true, 2.0},
-    [FS_NFS] = {"nfs", true, false, false, false, 2.0},
-    [FS_SMB] = {"smb", true, false, false, false, 2.0},
-    [FS_FUSE] = {"fuse", true, false, false, false, 2.0},
-    [FS_CLUSTER] = {"cluster filesystem", true, false, false, false, 2.0},
+    /*              name          network notify usable excl   shared ranges lag  why */
+    [FS_LOCAL] = {"local", false, true, true, true, true, true, 0.0, NULL},
+    [FS_GLUSTER] = {"glusterfs", true, false, true, true, true, true, 2.0, NULL},
+    [FS_NFS] = {"nfs", true, false, true, true, false, false, 2.0, WHY_NEGATIVE},
+    [FS_SMB] = {"smb", true, false, true, true, false, false, 2.0, WHY_NEGATIVE},
+    [FS_SSHFS] = {"sshfs", true, false, false, false, false, false, 20.0, WHY_SSHFS},
+    [FS_FUSE] = {"fuse", true, false, true, false, false, false, 2.0, WHY_FUSE},
+    [FS_CLUSTER] = {"cluster filesystem", true, false, true, true, false, false, 2.0, WHY_NEGATIVE},
 };
 
 /* mountinfo's type -> row; a type starting with "fuse" (fuse, fuseblk,
@@ -98,6 +126,7 @@ static const struct {
         int row;
 } types[] = {
     {"fuse.glusterfs", FS_GLUSTER},
+    {"fuse.sshfs", FS_SSHFS},
     {"nfs", FS_NFS},
     {"nfs4", FS_NFS},
     {"cifs", FS_SMB},
@@ -208,19 +237,23 @@ const dl_fs *dl_fs_named(const char *name)
 int dl_fs_allows(const dl_fs *fs, const char *dir, int mode, int policy, bool ranged, unsigned flags,
                  dirlock_error *err)
 {
+        if (!fs->usable)
+                return dl_fail(err, DIRLOCK_ENETFS, 0,
+                               "'%s' is on %s, where no lock is safe: %s; keep the lock directory on a "
+                               "filesystem of the host that runs the processes, see docs/netfs.md",
+                               dir, fs->name, fs->why);
         if (!fs->network || (flags & DIRLOCK_ONE_CLIENT))
                 return DIRLOCK_OK;
         /* A `simple` whole lock is the exclusive lock in every mode. */
         bool reads = mode != DIRLOCK_EXCLUSIVE && policy != DIRLOCK_POLICY_SIMPLE;
-        const char *what = ranged ? "range locks" : reads ? "shared and intent locks" : NULL;
-        if (what == NULL || (ranged ? fs->ranges_ok : fs->shared_ok))
+        const char *what = ranged ? "range locks" : reads ? "shared and intent locks" : "exclusive locks";
+        if (ranged ? fs->ranges_ok : reads ? fs->shared_ok : fs->excl_ok)
                 return DIRLOCK_OK;
         return dl_fail(err, DIRLOCK_ENETFS, 0,
                        "'%s' is on a network filesystem (%s) where %s are not safe among processes of "
-                       "several clients: a client may not see an entry another one has just made; use "
-                       "exclusive locks, or say that every process using this lock directory runs on this "
-                       "one client (DIRLOCK_ONE_CLIENT, dirlock --one-client), see docs/netfs.md",
-                       dir, fs->name, what);
+                       "several clients: %s; %ssay that every process using this lock directory runs on "
+                       "this one client (DIRLOCK_ONE_CLIENT, dirlock --one-client), see docs/netfs.md",
+                       dir, fs->name, what, fs->why, fs->excl_ok ? "use exclusive locks, or " : "");
 }
 
 /* ---- sightings --------------------------------------------------------- */
@@ -296,6 +329,8 @@ int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err)
         snprintf(info->kind, sizeof info->kind, "%s", fs->name);
         info->network = fs->network;
         info->notify = fs->notify;
+        info->usable = fs->usable;
+        info->exclusive_ok = fs->excl_ok;
         info->shared_ok = fs->shared_ok;
         info->ranges_ok = fs->ranges_ok;
         info->cache_lag = fs->cache_lag;

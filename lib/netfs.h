@@ -13,9 +13,12 @@ typedef struct dl_fs {
         const char *name; /* the row: "local", "glusterfs", "nfs", ...          */
         bool network;     /* its clients may be other hosts                    */
         bool notify;      /* inotify hears other processes' changes           */
+        bool usable;      /* some lock is safe here (with DIRLOCK_ONE_CLIENT) */
+        bool excl_ok;     /* the exclusive lock is safe across clients        */
         bool shared_ok;   /* shared and intent locks are safe across clients  */
         bool ranges_ok;   /* range locks are safe across clients              */
         double cache_lag; /* seconds a client may show an entry's times late  */
+        const char *why;  /* what makes the modes refused here unsafe        */
 } dl_fs;
 
 /* The row of the filesystem `dir` is on (cached per thread for the last
@@ -27,9 +30,10 @@ const dl_fs *dl_fs_of(const char *dir, char type[32]);
 /* The row named `name` ("local", "glusterfs", ...), NULL when none is. */
 const dl_fs *dl_fs_named(const char *name);
 
-/* DIRLOCK_ENETFS (and err) when lock mode `mode` under `policy` (a range
- * lock when `ranged`) is not safe across the clients of `fs` and `flags`
- * lacks DIRLOCK_ONE_CLIENT; else DIRLOCK_OK. */
+/* DIRLOCK_ENETFS (and err) when no lock is safe on `fs` (sshfs), or when
+ * lock mode `mode` under `policy` (a range lock when `ranged`) is not safe
+ * across the clients of `fs` and `flags` lacks DIRLOCK_ONE_CLIENT; else
+ * DIRLOCK_OK. */
 int dl_fs_allows(const dl_fs *fs, const char *dir, int mode, int policy, bool ranged, unsigned flags,
                  dirlock_error *err);
 

@@ -11,10 +11,8 @@
 # (With a library stale age far below what the holders refresh for -- the
 # twin on a local filesystem -- the library breaks nothing here: a judge
 # must first see an entry unchanged for a while, and these holders keep
-# changing theirs.)  And the
-# refusal: on a FUSE filesystem the library does not know (bindfs of a
-# local directory), shared locks are refused with a message unless
-# --one-client, exclusive locks are not; on GlusterFS both work.  And the
+# changing theirs.)  Shared locks are taken on GlusterFS without
+# --one-client (other FUSE filesystems: tests/netfs-fuse.t).  And the
 # command: 4 shells, two on each client, each bumping a counter file 50
 # times under `dirlock`: every bump counted, no command failed (and its
 # twin without dirlock loses bumps).
@@ -45,7 +43,7 @@ show() {
 	sed 's/^/#   /' "$T/$1.err" | head -n 5
 }
 
-plan 16
+plan 11
 
 d=$(gfs_dir excl)
 run excl "$PROGS/stress" "$GFS_M1/$d" 1 6 "$SECS" --also "$GFS_M2/$d"
@@ -124,27 +122,9 @@ d=$(gfs_dir clitwin)
 bump_across "$d" 50 nolock
 cmp_num "$(cat "$GFS_M1/$d/counter")" -lt 200 "twin: the same shells without dirlock lose bumps ($(cat "$GFS_M1/$d/counter") of 200 counted)"
 
-# ---- which modes the library allows where --------------------------------
+# ---- which modes the library allows where (other FUSE: netfs-fuse.t) ------
 d=$(gfs_dir modes)
 "$DIRLOCK" -d "$GFS_M1/$d" -s -w 5 name -- true 2>"$T/gl.err"
 ok $? "GlusterFS: a shared lock is taken"
 
-if command -v bindfs >/dev/null && mkdir -p "$T/under" "$T/fuse" && bindfs "$T/under" "$T/fuse" 2>"$T/bindfs.err"; then
-	trap 'fusermount -u "$T/fuse" 2>/dev/null || umount -l "$T/fuse" 2>/dev/null; gfs_down; tap_cleanup' EXIT
-	rc=0
-	"$DIRLOCK" -d "$T/fuse/locks" -s -w 5 name -- true 2>"$T/refused.err" || rc=$?
-	is "$rc" 2 "another FUSE filesystem (bindfs): a shared lock is refused"
-	grep -q 'network filesystem (fuse) where shared and intent locks are not safe' "$T/refused.err"
-	ok $? "... and the message says why and what to do"
-	diag "$(cat "$T/refused.err")"
-	"$DIRLOCK" -d "$T/fuse/locks" -s -w 5 --one-client name -- true
-	ok $? "... and taken with --one-client"
-	"$DIRLOCK" -d "$T/fuse/locks" -x -w 5 name -- true
-	ok $? "... while an exclusive lock is taken without it"
-	rc=0
-	"$DIRLOCK" -d "$T/fuse/locks" --range 0:1 -w 5 name -- true 2>/dev/null || rc=$?
-	is "$rc" 2 "... and a range lock is refused"
-else
-	for i in 1 2 3 4 5; do skip "bindfs cannot mount here: $(head -c 200 "$T/bindfs.err" 2>/dev/null)"; done
-fi
 exit $((tap_failed > 0))

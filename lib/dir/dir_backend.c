@@ -227,8 +227,16 @@ static int dir_break(const char *lockdir, const char *name, double stale_age, in
         if (rc != DIRLOCK_OK)
                 return rc;
         const char *lock_path = dl_dir_of(h)->lock_path;
+        const dl_fs *fs = dl_dir_of(h)->fs;
         dl_lock_view v;
-        if (dl_lock_look(lock_path, dl_dir_of(h)->fs, &v) != 0) {
+        if (!force && !fs->usable) {
+                /* No holder there can refresh, nor a judge see it do so
+                 * (netfs.c): every lock would look stale. */
+                rc = dl_fail(err, DIRLOCK_ENETFS, 0,
+                             "'%s' is on %s, where no lock's age can be judged: %s; not broken (force "
+                             "breaks it whatever its age), see docs/netfs.md",
+                             dl_dir_of(h)->lockdir, fs->name, fs->why);
+        } else if (dl_lock_look(lock_path, fs, &v) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", lock_path);
         } else if (v.state == DL_LOCK_ABSENT || v.state == DL_LOCK_EMPTY) {
                 dl_fs_rmdir(lock_path); /* an empty directory is a free lock: tidy it */
