@@ -41,6 +41,14 @@ endif
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
+# look_enoent.so: a preload of the tests (tests/progs/look_enoent.c),
+# never built with a sanitizer (a test preloads ASan's runtime before it
+# where the program has one).
+PRELOADS := $(BUILD)/tests/progs/look_enoent.so
+$(BUILD)/tests/progs/%.so: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -fPIC -shared -o $@ $< -ldl
+
 # Test seams (the list, and which test uses each: lib/test_hooks.h) exist
 # only in a second build of the library, compiled with DIRLOCK_TEST_HOOKS,
 # that the shipped library and programs never link: lockworker, histworker
@@ -88,7 +96,7 @@ $(BUILD)/tests/examples/counter: docs/examples/counter.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIB_LIBS) -lpthread
 
-test-build: all $(UNIT_BINS) $(PROG_BINS) $(EXAMPLE_BINS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
+test-build: all $(UNIT_BINS) $(PROG_BINS) $(EXAMPLE_BINS) $(PRELOADS) $(BUILD)/tests/progs/board-hooks $(BUILD)/tests/progs/dirlock-hooks
 # The bindings' suites run against the normal build only (tests/run-all).
 ifneq ($(SANITIZE),1)
 test-build: bindings

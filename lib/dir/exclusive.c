@@ -243,7 +243,9 @@ int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *r
 /* ---- looking into a lock directory ----------------------------------- */
 
 /* One look (dl_lock_look); -1 with ESTALE when the directory was removed
- * or replaced while we read it. */
+ * or replaced while we read it: once it is open, a network filesystem
+ * says so with ESTALE or ENOENT (the server no longer has what the client
+ * opened), both "changed under us". */
 static int lock_look_once(const char *lock_path, const dl_fs *fs, dl_lock_view *v)
 {
         memset(v, 0, sizeof *v);
@@ -259,14 +261,14 @@ static int lock_look_once(const char *lock_path, const dl_fs *fs, dl_lock_view *
         if (dir == NULL) {
                 int e = errno;
                 close(dfd);
-                errno = e;
+                errno = e == ENOENT ? ESTALE : e;
                 return -1;
         }
         long long changed; /* the rename that took it, at least */
         if (changed_at(dfd, "", &changed) != 0) {
                 int e = errno;
                 closedir(dir);
-                errno = e;
+                errno = e == ENOENT ? ESTALE : e;
                 return -1;
         }
         bool foreign = false;
@@ -283,7 +285,7 @@ static int lock_look_once(const char *lock_path, const dl_fs *fs, dl_lock_view *
         if (more < 0) {
                 int e = errno;
                 closedir(dir);
-                errno = e;
+                errno = e == ENOENT ? ESTALE : e;
                 return -1;
         }
         v->state = v->leaf[0] ? DL_LOCK_OWNED : foreign ? DL_LOCK_FOREIGN : DL_LOCK_EMPTY;
@@ -581,8 +583,11 @@ enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token
                 holder_token[0] = '\0';
         dl_lock_view v;
         if (dl_lock_look(dl_dir_of(h)->lock_path, dl_dir_of(h)->fs, &v) != 0) {
-                if (errno == ESTALE)
-                        return DL_HELD; /* changing hands as we looked (fsops.c): held, look later */
+                /* Changing hands as we looked (fsops.c; a client that
+                 * caches "no such name" says ENOENT for it): held, look
+                 * later. */
+                if (errno == ESTALE || (errno == ENOENT && dl_dir_of(h)->fs->network))
+                        return DL_HELD;
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", dl_dir_of(h)->lock_path);
                 return DL_ERROR;
         }
