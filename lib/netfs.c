@@ -305,12 +305,17 @@ double dl_fs_unchanged_for(const char *token, long long changed_ns)
         return 0;
 }
 
+double dl_fs_watch(const dl_fs *fs, double limit)
+{
+        return limit / 3 + fs->cache_lag;
+}
+
 bool dl_fs_aged_out(const dl_fs *fs, const char *token, long long changed_ns, double age, double limit)
 {
         if (!fs->network)
                 return age > limit;
         double seen = dl_fs_unchanged_for(token, changed_ns);
-        if (seen < limit / 3 + fs->cache_lag)
+        if (seen < dl_fs_watch(fs, limit))
                 return false;
         return age > limit || seen >= limit + fs->cache_lag;
 }

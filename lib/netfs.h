@@ -50,4 +50,9 @@ double dl_fs_unchanged_for(const char *token, long long changed_ns);
  * that lag).  See CLOCKS in netfs.c. */
 bool dl_fs_aged_out(const dl_fs *fs, const char *token, long long changed_ns, double age, double limit);
 
+/* The watch of dl_fs_aged_out on a network filesystem: how long a judge
+ * must have seen an entry unchanged before its age may break it, limit /
+ * 3 plus the cache lag (CLOCKS in netfs.c). */
+double dl_fs_watch(const dl_fs *fs, double limit);
+
 #endif

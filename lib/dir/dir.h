@@ -17,15 +17,21 @@ struct dl_wreg;    /* a wait's entry in the wait register, owned by waits.c */
 
 /* A handle's state in a directory space (h->impl). */
 struct dl_dir {
-        char *lockdir;          /* absolute path of the lock directory          */
-        unsigned lockdir_mode;  /* its st_mode: new directories in it follow it */
-        const dl_fs *fs;        /* the filesystem it is on (netfs.c)            */
-        char *lock_path;        /* <lockdir>/<name>.lock                        */
-        char *entry_path;       /* <lock_path>/owner.<token>                    */
-        char *prep_path;        /* <lockdir>/.<name>.<token>.new (acquire only) */
-        long long prep_ns;      /* when the prepared owner record was written   */
-        bool prep_made;         /* prep_path exists                             */
-        bool excl_held;         /* we hold <name>.lock                          */
+        char *lockdir;         /* absolute path of the lock directory          */
+        unsigned lockdir_mode; /* its st_mode: new directories in it follow it */
+        const dl_fs *fs;       /* the filesystem it is on (netfs.c)            */
+        char *lock_path;       /* <lockdir>/<name>.lock                        */
+        char *entry_path;      /* <lock_path>/owner.<token>                    */
+        char *prep_path;       /* <lockdir>/.<name>.<token>.new (acquire only) */
+        long long prep_ns;     /* when the prepared owner record was written   */
+        bool prep_made;        /* prep_path exists                             */
+        bool excl_held;        /* we hold <name>.lock                          */
+        /* When the last change of our owner entry began (the rename that
+         * took the lock, or the last refresh), and whether each refresh
+         * came within a third of the stale age of the change before it:
+         * RELEASE 1 on a network filesystem (exclusive.c). */
+        dl_time changed;
+        bool kept_young;
         struct dl_rw *rw;       /* reader-writer state or NULL                  */
         struct dl_range *range; /* a range lock's state, or NULL               */
         /* A counting lock's state, or NULL; lock_path and entry_path are

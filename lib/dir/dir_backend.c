@@ -205,7 +205,7 @@ static bool stale_for_break(dirlock *h, dl_lock_view *v)
         char token[DIRLOCK_TOKEN_LEN + 1];
         snprintf(token, sizeof token, "%s", v->token);
         long long changed = v->rec.changed_ns;
-        dl_time deadline = dl_deadline(limit / 3 + fs->cache_lag + 0.5);
+        dl_time deadline = dl_deadline(dl_fs_watch(fs, limit) + 0.5);
         while (!dl_deadline_passed(&deadline)) {
                 struct timespec nap = {0, 100000000L};
                 nanosleep(&nap, NULL);
