@@ -87,11 +87,12 @@ cmp_num "$off" -ge 55 "a refresh (utimensat to now) through it carries its clock
 diag "table: | renamed directory, refreshed entry: the clock of the client that made the change |"
 
 # hold NAME SECONDS: a live holder on an unskewed host (mount 1),
-# refreshing every 0.6 s; its lines to $T/NAME.hold.  Waits until it holds.
+# refreshing every 0.6 s; its lines to $T/NAME.hold.  Waits (up to 20 s)
+# until it holds.
 hold() {
 	"$PROGS/lockworker" hold "$GFS_M1/$d" "$1" "$2" "$STALE" 0.6 >"$T/$1.hold" 2>&1 &
 	local i
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 400; i++)); do
 		grep -q '^held' "$T/$1.hold" && return 0
 		sleep 0.05
 	done
@@ -119,7 +120,7 @@ dead() {
 	unshare --uts sh -c 'hostname dirlock-other-host && exec "$0" "$@"' \
 		"$PROGS/lockworker" hold "$GFS_M1/$d" "$1" 60 "$STALE" 0 >"$T/$1.hold" 2>&1 &
 	local pid=$! i
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 400; i++)); do
 		grep -q '^held' "$T/$1.hold" && break
 		sleep 0.05
 	done
@@ -135,10 +136,12 @@ for s in -60 -1 +1 +60; do
 	# Behind: the clock never says stale; the watch alone takes it, after
 	# the stale age and the cache lag.  Ahead: the clock says stale at
 	# once; the watch takes it after a third of the stale age and the lag.
-	limit=$(awk -v s="$STALE" -v w="$WINDOW" -v k="$s" 'BEGIN { print (k < 0 ? s + 2 : w) + 1.5 }')
+	# The bound above allows 4 s more for a busy machine; the one below is
+	# the promise.
+	limit=$(awk -v s="$STALE" -v w="$WINDOW" -v k="$s" 'BEGIN { print (k < 0 ? s + 2 : w) + 4 }')
 	least=$(awk -v w="$WINDOW" 'BEGIN { print w - 0.2 }')
 	ok "$(awk -v ms="$ms" -v lo="$least" -v hi="$limit" 'BEGIN { exit !(ms / 1000 >= lo && ms / 1000 <= hi) }' && echo 0 || echo 1)" \
-		"judge $s s: after the watch ($least s) and within $limit s of the first look"
+		"judge $s s: after the watch ($least s) and within $limit s of the first look ($ms ms)"
 	diag "table: | judge $s s, holder on another host killed | taken after $ms ms |"
 done
 exit $((tap_failed > 0))

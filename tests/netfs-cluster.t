@@ -22,7 +22,11 @@
 # volume is away.  Each prints its "# table:" lines.  FAULTS="kill cut"
 # runs some of them (the demonstration always runs).  Boards: stale_age 2
 # s, lock_timeout 8 s; "slow" has delay_ms 1500 so that a request holds
-# the lock long enough to be hit while it does.  Needs root and
+# the lock long enough to be hit while it does, and "none" 200 so that
+# its read-modify-write windows overlap (it must lose posts) even when a
+# busy machine spreads the clients' requests out.  A check that fails
+# says what it saw; bounds on how long something takes are generous,
+# for a busy machine (load 5-10).  Needs root and
 # /dev/fuse; skips in one line where either is missing.
 set -eu
 # shellcheck source=tests/http-lib.sh
@@ -56,7 +60,7 @@ export CLUSTER_ID PORT RUN_DIR=$T/run FS=glusterfs DELAY_MS=20 WORKERS=3 STALE_A
 export GLUSTER_RUN_DIR=$GFS_RUN GLUSTER_ID=$GFS_ID GLUSTER_K=10 VOLUME_DIR=cluster-$CLUSTER_ID
 export CLUSTER_BOARDS=$T/boards.list DIRLOCK_TEST_STOP_AFTER_CHECK=$ARM FRESH=1
 cat >"$CLUSTER_BOARDS" <<'EOF2'
-none  lock_mode=none  store=log
+none  lock_mode=none  store=log delay_ms=200
 mkdir lock_mode=mkdir store=log
 rw    lock_mode=rw    store=log
 flock lock_mode=flock store=log
@@ -126,15 +130,15 @@ refusal() {
 }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-# holding BOARD: waits (up to 5 s) until somebody holds BOARD's lock (its
+# holding BOARD: waits (up to 20 s) until somebody holds BOARD's lock (its
 # lock directory on the volume, read through h1's mount).
 holding() {
 	local i
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 400; i++)); do
 		ls "$DATA_H1/.locks/$1/messages.lock/" 2>/dev/null | grep -q '^owner\.' && return 0
 		sleep 0.05
 	done
-	diag "nobody took the lock of $1 within 5 s"
+	diag "nobody took the lock of $1 within 20 s"
 	return 1
 }
 # The watch a judge keeps on a lock before it breaks it on a network
@@ -146,8 +150,10 @@ WINDOW=$(awk -v s="$STALE_AGE" 'BEGIN { print s / 3 + 2 }')
 lu=0
 "$TOP/tests/lost-update" -q --expect-loss -c 6 -n 10 -m "none mkdir rw flock redis" -o "$T/lu" \
 	--host "h1=${URL[h1]}" --host "h2=${URL[h2]}" >"$T/lu.out" 2>&1 || lu=$?
-ok $lu "lost-update on both hosts, data on GlusterFS: none loses posts; mkdir, rw, flock and redis lose none, and no post is answered with an error and stored anyway"
+why=$(sed -n '/^FAIL:/,$p' "$T/lu.out" | sed -n 's/^  //p' | paste -sd ';' -)
+ok $lu "lost-update on both hosts, data on GlusterFS: none loses posts; mkdir, rw, flock and redis lose none, and no post is answered with an error and stored anyway${why:+ (failed: $why)}"
 sed -n '/^mode/,/^$/p' "$T/lu.out" | sed -e '/^$/d' -e 's/^/# table: /'
+[ "$lu" -eq 0 ] || sed -e 's/^/# lost-update: /' "$T/lu.out" | tail -n 20
 errs=$(awk -F, 'NR > 1 && $1 != "none" && $7 != "-" && $7 != "" { print $1 ": " $7 }' "$T/lu/summary.csv")
 is "$errs" "" "no locked board answered any error on a healthy volume"
 
@@ -280,11 +286,11 @@ fi
 if want fence; then
 	touch "$ARM"
 	hpost_bg P h2 fence "fence: P on h2 late"
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 400; i++)); do
 		[ -e "$ARM" ] || break
 		sleep 0.05
 	done
-	okif "$i" -lt 100 "fence: the holder on h2 passed its check and stopped before the rename"
+	okif "$i" -lt 400 "fence: the holder on h2 passed its check and stopped before the rename (within $((i * 5 / 100)) s of 20)"
 	stopped=
 	for pid in $(tr "\n" " " <"$RUN_DIR/h2/pid/fence.pid"); do
 		[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = T ] && stopped=$pid
@@ -317,8 +323,9 @@ if want kill; then
 	got=$(awk -v t="$tL" 'BEGIN { printf "%.1f", t - 1.5 }') # minus h2's own delay
 	is "$stL" 303 "host killed: the other host posts"
 	fcmp_ok "$got" '>=' "$((STALE_AGE - 1))" "host killed: not before the stale age: h2 took the lock ${got} s after the kill"
-	fcmp_ok "$got" '<=' "$(awk -v s="$STALE_AGE" -v w="$WINDOW" 'BEGIN { print s + w + 1.5 }')" \
-		"host killed: within the stale age and the judge's watch (${got} s)"
+	# The stale age, the judge's watch, and 4 s for a busy machine.
+	most=$(awk -v s="$STALE_AGE" -v w="$WINDOW" 'BEGIN { print s + w + 4 }')
+	fcmp_ok "$got" '<=' "$most" "host killed: within the stale age and the judge's watch (${got} s, bound $most s)"
 	nK=$(stored slow 'kill: K on h1 holding' h2)
 	is "$nK" 0 "host killed: the killed holder's post is not in the log (read through h2)"
 	is "$(stored slow 'kill: L on h2' h2)" 1 "host killed: the other host's post is stored"
