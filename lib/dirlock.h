@@ -25,7 +25,8 @@
  * Threads and processes.  Separate handles may be used from separate
  * threads; one handle must not be used by two threads at once.  A handle
  * belongs to the process that acquired it: after fork() the child's copy
- * refuses to release, refresh, check or upgrade (DIRLOCK_ENOTOWNER).  A
+ * refuses to release, refresh, check or upgrade (DIRLOCK_ENOTOWNER),
+ * unless the child adopts it (dirlock_adopt: a keeper).  A
  * child should dirlock_free() the handles it inherited and does not use:
  * a reentrant flock handle keeps its lock file open, and the child's copy
  * of that open file would keep a lock its parent takes later alive after
@@ -306,6 +307,17 @@ int dirlock_refresh(dirlock *lock, dirlock_error *err);
 /* DIRLOCK_OK while we still hold the lock, DIRLOCK_ELOST otherwise
  * (DIRLOCK_ENOTOWNER in a child after fork(), as for release). */
 int dirlock_check(const dirlock *lock, dirlock_error *err);
+
+/* For a keeper process: in a child forked from the process that holds
+ * `lock`, make the child's copy of the handle the child's own, so that it
+ * may refresh, check, fence and release the hold the two copies now
+ * share.  Either may refresh it; only one may release it (the other's
+ * copy then finds it lost, and must be freed).  bin/dirlock's keeper
+ * goes on refreshing the command's locks with it if dirlock itself is
+ * killed or stopped.  A reentrant handle's holds are counted per copy.
+ * DIRLOCK_EINVAL in the process that owns it already, or for a handle
+ * that holds nothing. */
+int dirlock_adopt(dirlock *lock, dirlock_error *err);
 
 /* Reentrant locks (DIRLOCK_REENTRANT): count one more hold on the handle;
  * each needs its own dirlock_release(), the last one releases the lock.  On

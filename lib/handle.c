@@ -401,6 +401,26 @@ int dirlock_check(const dirlock *lock, dirlock_error *err)
         return rc != DIRLOCK_OK ? rc : lock->be->check(lock, err);
 }
 
+/* A copy forked off with the hold becomes its process's too: nothing of a
+ * backend's state in the handle belongs to a process (tokens, paths,
+ * lease ids, a flock descriptor shared with the parent); what does --
+ * connections, the inotify hub -- is per thread and made again in a
+ * forked child (see dirlock.h). */
+int dirlock_adopt(dirlock *lock, dirlock_error *err)
+{
+        if (lock == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock handle");
+        pid_t self = dl_self_pid();
+        if (lock->pid == self)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "lock '%s' is this process's already: nothing to adopt", lock->name);
+        if (lock->holds == 0)
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' holds nothing to adopt", lock->name);
+        lock->pid = self;
+        dl_ok(err);
+        return DIRLOCK_OK;
+}
+
 int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
 {
         int rc = handle_held(lock, err);

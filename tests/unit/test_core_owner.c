@@ -1,6 +1,6 @@
 /* test_core_owner.c - unit tests of ownership: owner records (text form,
  * parsing, liveness, partners) and a child after fork() that does not
- * own its parent's lock and records its own pid. */
+ * own its parent's lock unless it adopts it, and records its own pid. */
 #include "core_fixture.h"
 
 static void test_record_round_trip(void **state)
@@ -153,6 +153,35 @@ static void test_fork_child_check(void **state)
         assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
 }
 
+/* A child that adopts its copy (dirlock_adopt, as the command's keeper
+ * does) holds the lock with its parent: both refresh it, the child
+ * releases it, and the parent's copy then finds it lost.  Adopting in
+ * the owner itself is refused. */
+static void test_fork_child_adopts(void **state)
+{
+        (void)state;
+        dirlock *a = take("adopted", 0);
+        assert_non_null(a);
+        assert_int_equal(dirlock_adopt(a, NULL), DIRLOCK_EINVAL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int steps = dirlock_adopt(a, NULL) == DIRLOCK_OK;
+                steps += dirlock_adopt(a, NULL) == DIRLOCK_EINVAL;
+                steps += dirlock_refresh(a, NULL) == DIRLOCK_OK;
+                steps += dirlock_check(a, NULL) == DIRLOCK_OK;
+                steps += dirlock_release(a, NULL) == DIRLOCK_OK;
+                _exit(steps == 5 ? 0 : 10 + steps);
+        }
+        assert_int_equal(dirlock_refresh(a, NULL), DIRLOCK_OK);
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(dirlock_check(a, NULL), DIRLOCK_ELOST);
+        assert_int_equal(dirlock_release(a, NULL), DIRLOCK_ELOST);
+}
+
 /* A lock taken in a child after fork() (and in its own child) records
  * that process's pid and start time, not the pid its parent had already
  * looked up; the parent's handle names the child's pid in its refusal. */
@@ -209,6 +238,7 @@ int main(void)
             cmocka_unit_test(test_record_text_form),
             cmocka_unit_test(test_fork_child_cannot_release),
             cmocka_unit_test(test_fork_child_check),
+            cmocka_unit_test(test_fork_child_adopts),
             cmocka_unit_test(test_fork_child_records_its_own_pid),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
