@@ -7,7 +7,7 @@ DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
 all: $(DIRLOCK_BIN)
 
-DIRLOCK_SRCS := bin/dirlock.c bin/run.c bin/status.c
+DIRLOCK_SRCS := bin/dirlock.c bin/hold.c bin/keeper.c bin/run.c bin/status.c
 DIRLOCK_LIBS := -ljson-c # `dirlock status --json` (bin/status.c)
 
 $(DIRLOCK_BIN): $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)

@@ -4,13 +4,19 @@
  * COMMAND is forked first and waits on a pipe; the locks are then taken
  * with COMMAND as their partner (dirlock_options.partner_pid), and only
  * then does COMMAND run.  While it runs, dirlock stays its parent,
- * refreshes the locks every stale/3 seconds and passes on every signal it
- * can catch (all but SIGKILL, SIGSTOP, the job-control signals, which stop
- * and continue both, and the fault signals): the locks cannot end before
- * COMMAND does.  If dirlock itself is killed (SIGKILL, the OOM killer),
- * the owner records still name COMMAND: judges on this host keep the locks
- * held until it exits, as flock(1) does; judges on other hosts break them
- * after the stale age, since nobody refreshes them any more.
+ * refreshes the locks every stale/3 seconds (hold.c) and passes on every
+ * signal it can catch (all but SIGKILL, SIGSTOP, the job-control signals,
+ * which stop and continue both, and the fault signals): the locks cannot
+ * end before COMMAND does.  Its keeper (keeper.c), forked right before
+ * COMMAND is let run, refreshes them too, and goes on doing so if dirlock
+ * is killed or stopped, until COMMAND exits: the locks are COMMAND's for
+ * as long as it lives, as with flock(1).
+ *
+ * LOST.  If the locks are found lost while COMMAND runs (broken, expired,
+ * gone from their server, or not refreshed for a whole stale age: hold.h),
+ * dirlock says so at once and sends COMMAND SIGTERM: it no longer runs
+ * alone, and must not go on as if it did.  dirlock then exits with the
+ * conflict code once COMMAND has ended.
  *
  * SIGNALS.  The signals to pass on are blocked from the start, so none
  * is lost and no handler races with anything.  Until COMMAND is let run,
@@ -22,8 +28,10 @@
  * locks -- is read from the signalfd right before it, and ends dirlock
  * the same way, releasing the locks; one that comes after it stays
  * pending, and run_locked passes it on to COMMAND, which by then is let
- * run.  Nothing is lost in between, and no lock outlives dirlock. */
+ * run.  Nothing is lost in between, and no lock outlives COMMAND. */
 #include "run.h"
+#include "hold.h"
+#include "keeper.h"
 #include "test_hooks.h"
 
 #include <errno.h>
@@ -203,40 +211,13 @@ static int end_by_signal(int sig, bool quiet)
         return EXIT_SIGNAL + sig;
 }
 
-/* What the command runs under: a set of whole locks, or one range lock
- * or permit. */
-struct held {
-        dirlock_set *set;
-        dirlock *one;
-};
-
-static size_t held_count(const struct held *hl)
-{
-        return hl->one ? 1 : dirlock_set_count(hl->set);
-}
-
-static dirlock *held_lock(const struct held *hl, size_t i)
-{
-        return hl->one ? hl->one : dirlock_set_lock(hl->set, i);
-}
-
-static int held_refresh(struct held *hl, dirlock_error *e)
-{
-        return hl->one ? dirlock_refresh(hl->one, e) : dirlock_refresh_many(hl->set, e);
-}
-
-static int held_release(struct held *hl, dirlock_error *e)
-{
-        return hl->one ? dirlock_release(hl->one, e) : dirlock_release_many(hl->set, e);
-}
-
 /* Take the locks, watching `sfd` (ending_signals) through the library's
  * cancel descriptor: a wait ends at once when a signal that ends dirlock
  * comes (*ended = its number) or the pending command dies (*ended = -1),
  * holding nothing.  A SIGCHLD of a command stopped or continued only
  * starts the wait again, for the time left. */
-static int take_locks(struct run_request *rq, int sfd, struct pending_command *pc, struct held *hl,
-                      int *ended, dirlock_error *e)
+static int take_locks(struct run_request *rq, int sfd, struct pending_command *pc, dirlock_set **set,
+                      dirlock **one, int *ended, dirlock_error *e)
 {
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -251,12 +232,12 @@ static int take_locks(struct run_request *rq, int sfd, struct pending_command *p
                                                  (double)(now.tv_nsec - start.tv_nsec) / 1e9);
                         rq->opts.timeout = left > 0 ? left : 0;
                 }
-                int rc = rq->ranged        ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi,
-                                                                   &rq->opts, &hl->one, e)
-                         : rq->permits > 0 ? dirlock_acquire_permit(rq->space, rq->names[0], rq->permits,
-                                                                    &rq->opts, &hl->one, e)
-                                           : dirlock_acquire_many(rq->space, (const char *const *)rq->names,
-                                                                  rq->count, &rq->opts, &hl->set, e);
+                int rc = rq->ranged ? dirlock_acquire_range(rq->space, rq->names[0], rq->lo, rq->hi,
+                                                            &rq->opts, one, e)
+                         : rq->permits > 0
+                             ? dirlock_acquire_permit(rq->space, rq->names[0], rq->permits, &rq->opts, one, e)
+                             : dirlock_acquire_many(rq->space, (const char *const *)rq->names, rq->count,
+                                                    &rq->opts, set, e);
                 if (rc != DIRLOCK_ECANCELED)
                         return rc;
                 *ended = signals_taken(sfd, pc);
@@ -271,14 +252,14 @@ static int take_locks(struct run_request *rq, int sfd, struct pending_command *p
  * the error of a fence that could not be drawn, in *e, with the lock it
  * was for in *which: a command whose store compares fences must not run
  * without one, so it does not run at all. */
-static int go_message(const struct held *hl, char *buf, size_t size, const char **which, dirlock_error *e)
+static int go_message(const struct hold *hl, char *buf, size_t size, const char **which, dirlock_error *e)
 {
         int n = snprintf(buf, size, "g");
         char fences[4096] = "";
         size_t used = 0;
         unsigned long long first = 0;
-        for (size_t i = 0; i < held_count(hl); i++) {
-                dirlock *h = held_lock(hl, i);
+        for (size_t i = 0; i < hold_count(hl); i++) {
+                dirlock *h = hold_lock(hl, i);
                 unsigned long long f;
                 if (dirlock_fence(h, &f, e) != DIRLOCK_OK) {
                         if (e->code == DIRLOCK_EINVAL) /* this space has no fences */
@@ -298,12 +279,22 @@ static int go_message(const struct held *hl, char *buf, size_t size, const char 
         return n > 0 && (size_t)n < size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
 }
 
+/* The locks were found lost while the command runs: say so, and stop
+ * the command (LOST at the top of this file). */
+static void lost_while_running(const struct hold *hl, pid_t child)
+{
+        fprintf(stderr,
+                "%s: a lock was lost while the command ran: %s; sending the command (pid %ld) SIGTERM\n",
+                progname, hl->why.message, (long)child);
+        kill(child, SIGTERM);
+}
+
 /* Let the command run and wait for it.  SIGCHLD and the forwarded signals
  * are blocked and taken with sigtimedwait(): the command's exit is seen
  * at once, a signal is passed on at once, and between them the locks are
  * refreshed every stale/3 seconds.  No handler runs, so nothing races. */
 static int run_locked(struct pending_command *pc, const sigset_t *wait_for, const sigset_t *old,
-                      struct held *hl, double stale, int lost_code)
+                      struct hold *hl, int lost_code)
 {
         pid_t child = pc->pid;
         char go[8192];
@@ -314,28 +305,36 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                 fprintf(stderr, "%s: no fence for lock '%s', so the command was not run: %s\n", progname,
                         which, e.message);
                 abandon_command(pc);
-                held_release(hl, NULL);
+                hold_release(hl, NULL);
                 return EXIT_NO_FENCE;
         }
+        struct keeper keeper;
+        if (rc == DIRLOCK_OK && keeper_init(&keeper, child) != 0) {
+                fprintf(stderr, "%s: cannot start the keeper of the locks: %s\n", progname, strerror(errno));
+                rc = DIRLOCK_EIO;
+        }
+        if (rc == DIRLOCK_OK)
+                keeper_start(&keeper, hl, pc->go_fd);
         if (rc != DIRLOCK_OK || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
                 int why = errno;
-                held_release(hl, NULL);
+                if (rc != DIRLOCK_EIO) {
+                        keeper_stop(&keeper);
+                        keeper_close(&keeper);
+                }
+                hold_release(hl, NULL);
                 abandon_command(pc);
                 if (rc == DIRLOCK_OK && why == EPIPE) /* it died in the moment since the last look */
                         return died_before_running(pc);
-                fprintf(stderr, "%s: cannot start the command: %s\n", progname,
-                        rc != DIRLOCK_OK ? "its locks' fences do not fit its environment" : strerror(why));
+                if (rc != DIRLOCK_EIO)
+                        fprintf(stderr, "%s: cannot start the command: %s\n", progname,
+                                rc != DIRLOCK_OK ? "its locks' fences do not fit its environment"
+                                                 : strerror(why));
                 return EXIT_CANNOT_RUN;
         }
         close(pc->go_fd);
         const char *stop_at = dl_test_hook(STOP_AT); /* test builds: right after the go */
         if (stop_at != NULL && strcmp(stop_at, "started") == 0)
                 raise(SIGSTOP);
-        double refresh_every = stale / 3.0;
-        struct timespec last;
-        clock_gettime(CLOCK_MONOTONIC, &last);
-        bool lost = false;
-        dirlock_error lost_why; /* the first lost lock's error, for the last word */
         int status = 0;
         for (;;) {
                 pid_t r = waitpid(child, &status, WNOHANG);
@@ -345,40 +344,30 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                         status = EXIT_CANNOT_RUN << 8;
                         break;
                 }
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                double since =
-                    (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9;
-                if (since >= refresh_every) {
-                        rc = held_refresh(hl, &e);
-                        if (rc != DIRLOCK_OK && !lost)
-                                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-                        if (rc == DIRLOCK_ELOST && !lost) {
-                                lost = true;
-                                lost_why = e;
-                        }
-                        last = now;
-                        since = 0;
-                }
-                double nap = refresh_every - since;
+                keeper_check(&keeper, hl);
+                if (hold_tend(hl, false))
+                        lost_while_running(hl, child);
+                double nap = hl->lost ? 3600 : hold_due_in(hl);
                 struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
                 int sig = sigtimedwait(wait_for, NULL, &ts);
                 if (sig > 0 && sig != SIGCHLD)
                         kill(child, sig);
         }
+        /* The keeper first: it must not refresh what is released next. */
+        keeper_stop(&keeper);
+        keeper_close(&keeper);
         sigprocmask(SIG_SETMASK, old, NULL);
-        rc = held_release(hl, &e);
-        if (rc == DIRLOCK_ELOST && !lost) {
-                lost = true;
-                lost_why = e;
-        } else if (rc != DIRLOCK_OK && !lost) {
+        bool lost_before = hl->lost;
+        rc = hold_release(hl, &e);
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-        }
-        if (lost) {
-                /* The command ran partly unprotected: say so, and why (broken
-                 * as stale, or gone from a lock server), in the status too. */
-                fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
-                        lost_why.message);
+        if (hl->lost) {
+                /* The command ran partly unprotected: say so (once), and
+                 * why (broken as stale, gone from a lock server, not
+                 * refreshed), in the status too. */
+                if (!lost_before)
+                        fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
+                                hl->why.message);
                 return lost_code;
         }
         if (WIFEXITED(status))
@@ -410,10 +399,13 @@ int run_under_locks(struct run_request *rq)
                 return EXIT_ERROR;
         }
         rq->opts.partner_pid = pc.pid;
-        struct held hl = {NULL, NULL};
+        dirlock_set *set = NULL;
+        dirlock *one = NULL;
         dirlock_error e;
         int ended;
-        int rc = take_locks(rq, sfd, &pc, &hl, &ended, &e);
+        int rc = take_locks(rq, sfd, &pc, &set, &one, &ended, &e);
+        struct hold hl;
+        hold_init(&hl, set, one, rq->opts.stale_age);
         /* Test builds: between taking the locks and the look at the
          * signals that came meanwhile. */
         const char *stop_at = dl_test_hook(STOP_AT);
@@ -429,7 +421,7 @@ int run_under_locks(struct run_request *rq)
         close(sfd);
         if (ended != 0) {
                 if (rc == DIRLOCK_OK)
-                        held_release(&hl, NULL);
+                        hold_release(&hl, NULL);
                 abandon_command(&pc);
                 return ended > 0 ? end_by_signal(ended, rq->quiet) : died_before_running(&pc);
         }
@@ -440,5 +432,5 @@ int run_under_locks(struct run_request *rq)
                         fprintf(stderr, "%s: %s\n", progname, e.message);
                 return conflict ? rq->conflict_code : rc == DIRLOCK_EDEADLK ? EXIT_DEADLOCK : EXIT_ERROR;
         }
-        return run_locked(&pc, &wait_for, &old, &hl, rq->opts.stale_age, rq->conflict_code);
+        return run_locked(&pc, &wait_for, &old, &hl, rq->conflict_code);
 }

@@ -77,15 +77,13 @@ is "$?" 0 "break --force breaks it (its lease is revoked)"
 is "$?" 0 "... and the lock is free"
 kill -TERM $holder
 wait $holder 2>/dev/null
-# A holder killed with its command: its entry stays until its lease ends,
+# A holder killed with its keeper and command: its entry stays until its
+# lease ends,
 # or until cleanup finds its owner dead on this host.
 "$DIRLOCK" -d "$S" dead -- sleep 30 &
 d=$!
 wait_held dead $d
-c=$(pgrep -P $d)
-kill -KILL $d
-[ -n "$c" ] && kill -KILL "$c"
-wait $d 2>/dev/null
+kill_holder $d
 "$DIRLOCK" status -d "$S" dead >"$T/st0" 2>&1
 before=$?
 "$DIRLOCK" cleanup -d "$S"

@@ -66,14 +66,12 @@ is "$?" 0 "\$DIRLOCK_DIR names a Redis space"
 DIRLOCK_DIR="$U" "$DIRLOCK" status | grep -q . && st=1 || st=0
 is "$st" 0 "... and status through it lists nothing once everything is released"
 
-# A dead owner: dirlock and its command killed (SIGKILL) while holding.
+# A dead owner: dirlock, its keeper and its command killed (SIGKILL) while
+# holding.
 "$DIRLOCK" -d "$U" dead -- sleep 30 &
 d=$!
 sleep 0.4
-c=$(pgrep -P $d)
-kill -KILL $d # dirlock first: else it would see its command end and release
-kill -KILL $c
-wait $d 2>/dev/null
+kill_holder $d
 sleep 0.1
 "$DIRLOCK" status -d "$U" dead | grep -q "owner=dead STALE"
 ok $? "status shows the owner as dead: $("$DIRLOCK" status -d "$U" dead)"
@@ -93,20 +91,14 @@ is "$?/$(grep -c "a lock was lost while the command ran: lock 'forced' was lost:
 "$DIRLOCK" -d "$U" dead3 -- sleep 30 &
 d=$!
 sleep 0.4
-c=$(pgrep -P $d)
-kill -KILL $d
-kill -KILL $c
-wait $d 2>/dev/null
+kill_holder $d
 "$DIRLOCK" -d "$U" -n dead3 -- true 2>"$T/err"
 is "$?" 0 "-n takes the lock of a dirlock killed with its command $(cat "$T/err")"
 
 "$DIRLOCK" -d "$U" dead2 -- sleep 30 &
 d=$!
 sleep 0.4
-c=$(pgrep -P $d)
-kill -KILL $d
-kill -KILL $c
-wait $d 2>/dev/null
+kill_holder $d
 before=$("$DIRLOCK" status -d "$U" dead2)
 "$DIRLOCK" cleanup -d "$U"
 after=$("$DIRLOCK" status -d "$U" dead2)

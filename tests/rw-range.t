@@ -106,10 +106,7 @@ until "$DIRLOCK" status -d "$L" tree 2>/dev/null | grep -q "range \[0, 10)"; do
 	k=$((k + 1))
 	[ $k -lt 100 ] || break
 done
-c=$(pgrep -P $d)
-kill -KILL $d # dirlock first: else it would see its command end and release
-[ -n "$c" ] && kill -KILL "$c"
-wait $d 2>/dev/null
+kill_holder $d
 start=$(date +%s%N)
 "$DIRLOCK" -d "$L" -w 20 --range 5:6 tree -- true
 rc=$?

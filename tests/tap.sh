@@ -74,3 +74,25 @@ start_time() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $20}'; }
 dead_pid() {
 	sh -c 'echo $$' 
 }
+
+# kill_holder PID: SIGKILL a dirlock that runs its command, its keeper
+# (bin/keeper.c) and the command, as a crash of all three would: dirlock
+# first (else it would see its command end and release), then the keeper
+# (else it would release once the command ended), then the command.  Waits
+# up to 5 s for the keeper, which dirlock starts right after it takes its
+# locks.  Prints nothing.
+kill_holder() {
+	_k="" _i=0
+	while [ "$_i" -lt 100 ]; do
+		_k=$(pgrep -P "$1" -x dirlock-keeper) && break
+		_i=$((_i + 1))
+		sleep 0.05
+	done
+	_c=$(pgrep -P "$1" | grep -vx "${_k:-none}")
+	kill -KILL "$1"
+	[ -n "$_k" ] && kill -KILL "$_k"
+	# shellcheck disable=SC2086 # one pid, or none
+	[ -n "$_c" ] && kill -KILL $_c
+	wait "$1" 2>/dev/null
+	return 0
+}
