@@ -237,5 +237,9 @@ int dl_etcd_cleanup(const char *spec, dirlock_error *err);
 int dl_etcd_list(const char *spec, char ***names, size_t *count, dirlock_error *err);
 int dl_etcd_ranges(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
                    dirlock_error *err);
+int dl_etcd_holders(const char *spec, const char *name, double stale_age, dirlock_owner **out, size_t *count,
+                    dirlock_error *err);
+int dl_etcd_waiters(const char *spec, const char *name, dirlock_waiter **out, size_t *count,
+                    dirlock_error *err);
 
 #endif

@@ -1,9 +1,10 @@
 /* etcd_admin.c - an etcd space from outside its holders (backend.h):
- * inspect (the holder's owner record and age), break (revoke the
- * holder's lease), list (the names with holders or waiters), cleanup
- * (revoke the leases of owners provably dead on this host) and the range
- * holders and waiters of a name.  Every change is a lease revoked: the
- * cluster removes that acquisition's keys, and nobody else's. */
+ * inspect (the holder's owner record and age, the counts, the last
+ * fence), break (revoke the holder's lease), list (the names with holders
+ * or waiters), cleanup (revoke the leases of owners provably dead on this
+ * host), and who holds and who waits: every holder of a name, its range
+ * holders and waiters, and its waiters.  Every change is a lease revoked:
+ * the cluster removes that acquisition's keys, and nobody else's. */
 #include "etcd.h"
 
 #include <stdio.h>
@@ -47,6 +48,79 @@ static int look(const dl_etcd_url *u, const char *name, struct view *v, dirlock_
         return DIRLOCK_OK;
 }
 
+static int mode_of(char letter)
+{
+        return letter == 's' ? DIRLOCK_SHARED : letter == 'x' ? DIRLOCK_EXCLUSIVE : DIRLOCK_INTENT;
+}
+
+/* Seconds since the lease of an entry was granted or last kept alive:
+ * its age; 0 when the cluster does not say (a lease gone meanwhile). */
+static double lease_age(const dl_etcd_url *u, long long lease)
+{
+        long long granted = -1, left = -1;
+        dl_time io = admin_io();
+        if (dl_etcd_lease_ttl(u, lease, &io, &granted, &left, NULL) == DIRLOCK_OK && granted > 0 && left >= 0)
+                return (double)(granted - left);
+        return 0;
+}
+
+/* An intent holder upgrading (mode u) while a reader is still in its
+ * way: it waits for the readers to leave. */
+static bool upgrading(const dl_etcd_queue *q, const dl_etcd_entry *e)
+{
+        return e->state == 'h' && e->mode == 'u' && dl_etcd_reader_in_way(q, e) >= 0;
+}
+
+/* The waiters of q (name `name`) appended to *v (*n of them, room for
+ * *cap): entries still waiting, and upgrades waiting for readers; those
+ * provably dead on this host are left out (their leases expire).  With
+ * `ages` false the cluster is not asked how old each entry is. */
+static int queue_waiters(const dl_etcd_url *u, const char *name, const dl_etcd_queue *q, bool ages,
+                         dirlock_waiter **v, size_t *n, size_t *cap, dirlock_error *err)
+{
+        for (size_t i = 0; i < q->n; i++) {
+                const dl_etcd_entry *e = &q->e[i];
+                bool up = upgrading(q, e);
+                if (e->state != 'w' && !up)
+                        continue;
+                dl_record rec;
+                bool readable = dl_record_parse(e->record, strlen(e->record), &rec) == 0;
+                if (readable && dl_record_owner_alive(&rec) == 0)
+                        continue;
+                if (*n == *cap) {
+                        size_t grown_cap = *cap ? *cap * 2 : 8;
+                        dirlock_waiter *grown = realloc(*v, grown_cap * sizeof *grown);
+                        if (grown == NULL)
+                                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                        *v = grown;
+                        *cap = grown_cap;
+                }
+                dirlock_waiter *w = &(*v)[(*n)++];
+                memset(w, 0, sizeof *w);
+                snprintf(w->name, sizeof w->name, "%s", name);
+                w->kind = up ? DIRLOCK_WAIT_UPGRADE : e->ranged ? DIRLOCK_WAIT_RANGE : DIRLOCK_WAIT_LOCK;
+                w->mode = up ? DIRLOCK_EXCLUSIVE : mode_of(e->mode);
+                if (e->ranged) {
+                        w->lo = e->lo;
+                        w->hi = e->hi;
+                }
+                double now = (double)dl_wall_ns() / 1e9;
+                if (readable) {
+                        w->pid = rec.pid;
+                        w->tid = rec.tid;
+                        w->start_time = rec.start_time;
+                        snprintf(w->host, sizeof w->host, "%s", rec.host);
+                        w->since = (double)rec.acquired_ns / 1e9;
+                        w->owner_alive = dl_record_owner_alive(&rec);
+                } else {
+                        w->owner_alive = -1;
+                        w->since = now;
+                }
+                w->age = ages ? lease_age(u, e->lease) : 0;
+        }
+        return DIRLOCK_OK;
+}
+
 int dl_etcd_inspect(const char *spec, const char *name, double stale_age, dirlock_owner *owner,
                     dirlock_error *err)
 {
@@ -60,16 +134,29 @@ int dl_etcd_inspect(const char *spec, const char *name, double stale_age, dirloc
                 return rc;
         owner->readers = v.readers;
         owner->ranges = v.ranges;
+        owner->fence = v.q.last;
+        dirlock_waiter *ws = NULL;
+        size_t nw = 0, cap = 0;
+        rc = queue_waiters(&u, name, &v.q, false, &ws, &nw, &cap, err);
+        free(ws);
+        if (rc != DIRLOCK_OK) {
+                dl_etcd_queue_free(&v.q);
+                return rc;
+        }
+        owner->waiters = (unsigned)nw;
         if (v.holder < 0) {
                 dl_etcd_queue_free(&v.q);
-                if (v.readers == 0 && v.ranges == 0)
+                /* As in the other spaces: shared only when read or
+                 * ranged; a name with only waiters has nobody to show. */
+                if (v.readers == 0 && v.ranges == 0 && nw == 0)
                         return dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-                owner->mode = DIRLOCK_SHARED;
+                if (v.readers > 0 || v.ranges > 0)
+                        owner->mode = DIRLOCK_SHARED;
                 return DIRLOCK_OK;
         }
         const dl_etcd_entry *e = &v.q.e[v.holder];
         snprintf(owner->token, sizeof owner->token, "%s", e->token);
-        owner->mode = e->mode == 's' ? DIRLOCK_SHARED : e->mode == 'x' ? DIRLOCK_EXCLUSIVE : DIRLOCK_INTENT;
+        owner->mode = mode_of(e->mode);
         dl_record rec;
         if (dl_record_parse(e->record, strlen(e->record), &rec) != 0) {
                 owner->owner_alive = -1;
@@ -78,12 +165,91 @@ int dl_etcd_inspect(const char *spec, const char *name, double stale_age, dirloc
                 return DIRLOCK_OK;
         }
         dl_record_to_owner(&rec, owner);
-        long long granted = -1, left = -1;
-        dl_time io = admin_io();
-        if (dl_etcd_lease_ttl(&u, e->lease, &io, &granted, &left, NULL) == DIRLOCK_OK && granted > 0)
-                owner->age = (double)(granted - left);
+        owner->age = lease_age(&u, e->lease);
         owner->stale = owner->owner_alive == 0;
         dl_etcd_queue_free(&v.q);
+        return DIRLOCK_OK;
+}
+
+int dl_etcd_holders(const char *spec, const char *name, double stale_age, dirlock_owner **out, size_t *count,
+                    dirlock_error *err)
+{
+        (void)stale_age; /* an entry older than its holder's lease is gone already */
+        *out = NULL;
+        *count = 0;
+        dl_etcd_url u;
+        int rc = dl_etcd_parse_space(spec, &u, err);
+        dl_etcd_queue q = {0};
+        dl_time io = admin_io();
+        if (rc == DIRLOCK_OK)
+                rc = dl_etcd_read_queue(&u, name, &io, &q, err);
+        if (rc != DIRLOCK_OK)
+                return dl_about(err, rc, name);
+        dirlock_owner *v = calloc(q.n ? q.n : 1, sizeof *v);
+        if (v == NULL) {
+                dl_etcd_queue_free(&q);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < q.n; i++) {
+                const dl_etcd_entry *e = &q.e[i];
+                if (e->state != 'h' || e->ranged) /* ranges: dirlock_ranges */
+                        continue;
+                dirlock_owner *o = &v[n++];
+                snprintf(o->token, sizeof o->token, "%s", e->token);
+                dl_record rec;
+                if (dl_record_parse(e->record, strlen(e->record), &rec) != 0) {
+                        o->owner_alive = -1;
+                        snprintf(o->host, sizeof o->host, "%s", "(no owner record)");
+                } else {
+                        dl_record_to_owner(&rec, o);
+                        o->age = lease_age(&u, e->lease);
+                        o->stale = o->owner_alive == 0;
+                }
+                o->mode = mode_of(e->mode);
+                o->fence = e->fence;
+        }
+        dl_etcd_queue_free(&q);
+        *out = v;
+        *count = n;
+        return DIRLOCK_OK;
+}
+
+int dl_etcd_waiters(const char *spec, const char *name, dirlock_waiter **out, size_t *count,
+                    dirlock_error *err)
+{
+        *out = NULL;
+        *count = 0;
+        dl_etcd_url u;
+        int rc = dl_etcd_parse_space(spec, &u, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        char **names = NULL;
+        size_t nn = 0;
+        if (name == NULL)
+                rc = dl_etcd_list(spec, &names, &nn, err);
+        dirlock_waiter *v = NULL;
+        size_t n = 0, cap = 0;
+        for (size_t i = 0; i < (name != NULL ? 1 : nn) && rc == DIRLOCK_OK; i++) {
+                const char *nm = name != NULL ? name : names[i];
+                dl_etcd_queue q = {0};
+                dl_time io = admin_io();
+                rc = dl_etcd_read_queue(&u, nm, &io, &q, err);
+                if (rc == DIRLOCK_OK)
+                        rc = queue_waiters(&u, nm, &q, true, &v, &n, &cap, err);
+                else
+                        dl_about(err, rc, nm);
+                dl_etcd_queue_free(&q);
+        }
+        for (size_t i = 0; i < nn; i++)
+                free(names[i]);
+        free(names);
+        if (rc != DIRLOCK_OK) {
+                free(v);
+                return rc;
+        }
+        *out = v; /* dirlock_waiters puts them in order */
+        *count = n;
         return DIRLOCK_OK;
 }
 

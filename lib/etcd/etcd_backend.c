@@ -1122,5 +1122,7 @@ const dl_backend dl_etcd_backend = {
     .break_lock = dl_etcd_break,
     .cleanup = dl_etcd_cleanup,
     .ranges = dl_etcd_ranges,
+    .holders = dl_etcd_holders,
+    .waiters = dl_etcd_waiters,
     .list = dl_etcd_list,
 };

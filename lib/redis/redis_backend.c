@@ -466,10 +466,11 @@ static int redis_inspect(const char *spec, const char *name, double stale_age, d
         owner->readers = (unsigned)v.readers;
         owner->ranges = (unsigned)v.ranges;
         if (v.token[0] == '\0') {
-                if (v.readers == 0 && v.ranges == 0 && owner->permit_holders == 0)
+                if (v.readers == 0 && v.ranges == 0 && owner->permit_holders == 0 && owner->waiters == 0)
                         return dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
                 /* As in a directory space: shared only when read or ranged;
-                 * a name with only permits has no whole lock to show. */
+                 * a name with only permits or waiters has no whole lock to
+                 * show. */
                 if (v.readers > 0 || v.ranges > 0)
                         owner->mode = DIRLOCK_SHARED;
                 return DIRLOCK_OK;
