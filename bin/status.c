@@ -3,7 +3,10 @@
  * waiter under it) or, with --json, for monitoring: one JSON document,
  * made with json-c, whose fields are listed in man/dirlock.1 (STATUS AS
  * JSON) -- the one place they are described; a field is never renamed or
- * given another meaning, only added. */
+ * given another meaning, only added.  Both show the same holders and
+ * waiters, read through the same calls; a list that cannot be read is an
+ * error (status 2), never an empty list, and the document is printed only
+ * whole. */
 #include "status.h"
 
 #include <json-c/json.h>
@@ -83,43 +86,64 @@ static void print_owner(const dirlock_owner *o)
         print_record(o);
 }
 
-static void print_ranges(const char *space, const char *name)
+/* A list that could not be read: said on stderr; the status ends 2. */
+static int list_failed(const dirlock_error *e)
+{
+        fprintf(stderr, "%s: %s\n", progname, e->message);
+        return EXIT_ERROR;
+}
+
+/* Seconds waited by a waiter that began at `since`, at `now` (both wall
+ * clock): never negative, though a waiter of another host whose clock is
+ * ahead of ours may seem to have begun after now. */
+static double waited(double now, double since)
+{
+        return now > since ? now - since : 0;
+}
+
+static int print_ranges(const char *space, const char *name)
 {
         dirlock_range_info *r;
         size_t n;
-        if (dirlock_ranges(space, name, &r, &n, NULL) != DIRLOCK_OK)
-                return;
+        dirlock_error e;
+        if (dirlock_ranges(space, name, &r, &n, &e) != DIRLOCK_OK)
+                return list_failed(&e);
         for (size_t i = 0; i < n; i++)
                 printf("  range [%g, %g) %s%s pid=%ld host=%s age=%.1fs%s\n", r[i].lo, r[i].hi,
                        mode_name(r[i].mode), r[i].upgrading ? " (upgrading)" : "", (long)r[i].pid, r[i].host,
                        r[i].age, r[i].waiting ? " waiting" : "");
         free(r);
+        return 0;
 }
 
-static void print_permits(const char *space, const dirlock_owner *o, double stale)
+static int print_permits(const char *space, const dirlock_owner *o, double stale)
 {
         printf("%-24s permits=%u held=%u\n", o->name, o->permits, o->permit_holders);
         dirlock_owner *h;
         size_t n;
-        if (dirlock_holders(space, o->name, stale, &h, &n, NULL) != DIRLOCK_OK)
-                return;
+        dirlock_error e;
+        if (dirlock_holders(space, o->name, stale, &h, &n, &e) != DIRLOCK_OK)
+                return list_failed(&e);
         for (size_t i = 0; i < n; i++)
                 if (h[i].permits > 0) {
                         printf("  permit ");
                         print_record(&h[i]);
                 }
         free(h);
+        return 0;
 }
 
-static void print_waiters(const char *space, const dirlock_owner *o)
+static int print_waiters(const char *space, const dirlock_owner *o)
 {
         dirlock_waiter *w;
         size_t n;
-        if (dirlock_waiters(space, o->name, &w, &n, NULL) != DIRLOCK_OK)
-                return;
+        dirlock_error e;
+        if (dirlock_waiters(space, o->name, &w, &n, &e) != DIRLOCK_OK)
+                return list_failed(&e);
+        /* Taken after the list was read: no waiter began after it. */
+        double now = wall_now();
         if (n > 0 && o->pid == 0 && !o->readers && !o->ranges && !o->permit_holders)
                 printf("%-24s free, %zu waiting\n", o->name, n);
-        double now = wall_now();
         for (size_t i = 0; i < n; i++) {
                 char when[32];
                 utc(w[i].since, when);
@@ -131,21 +155,25 @@ static void print_waiters(const char *space, const dirlock_owner *o)
                         printf(" [%g, %g)", w[i].lo, w[i].hi);
                 if (w[i].kind == DIRLOCK_WAIT_PERMIT)
                         printf(" of %u", w[i].permits);
-                printf(" waiting=%.1fs since=%s%s%s\n", now - w[i].since, when,
+                printf(" waiting=%.1fs since=%s%s%s\n", waited(now, w[i].since), when,
                        w[i].pending ? " pending" : "", w[i].owner_alive == 0 ? " dead" : "");
         }
         free(w);
+        return 0;
 }
 
-static void print_lock(const char *space, const dirlock_owner *o, double stale)
+/* A lock's lines: 0, or EXIT_ERROR when a list could not be read. */
+static int print_lock(const char *space, const dirlock_owner *o, double stale)
 {
+        int status = 0;
         print_owner(o);
-        if (o->ranges)
-                print_ranges(space, o->name);
-        if (o->permit_holders)
-                print_permits(space, o, stale);
-        if (o->waiters)
-                print_waiters(space, o);
+        if (o->ranges && print_ranges(space, o->name) != 0)
+                status = EXIT_ERROR;
+        if (o->permit_holders && print_permits(space, o, stale) != 0)
+                status = EXIT_ERROR;
+        if (o->waiters && print_waiters(space, o) != 0)
+                status = EXIT_ERROR;
+        return status;
 }
 
 /* ---- for monitoring (--json) -------------------------------------------------- */
@@ -212,7 +240,7 @@ static json_object *range_json(const dirlock_range_info *r)
         return j;
 }
 
-static json_object *waiter_json(const dirlock_waiter *w, double now)
+static json_object *waiter_json(const dirlock_waiter *w)
 {
         json_object *j = json_object_new_object();
         add(j, "kind", json_object_new_string(wait_kind_name(w->kind)));
@@ -222,7 +250,7 @@ static json_object *waiter_json(const dirlock_waiter *w, double now)
         add(j, "start_time", json_object_new_uint64(w->start_time));
         add(j, "host", json_object_new_string(w->host));
         add(j, "since", json_object_new_double(w->since));
-        add(j, "waited", json_object_new_double(now - w->since));
+        add(j, "waited", NULL); /* filled in once the document's time is known (fill_waited) */
         add(j, "age", json_object_new_double(w->age));
         add(j, "alive", alive_json(w->owner_alive));
         add(j, "pending", json_object_new_boolean(w->pending));
@@ -238,19 +266,23 @@ static json_object *waiter_json(const dirlock_waiter *w, double now)
 }
 
 /* One lock: its inspect record `o` (NULL: free), its holders, ranges and
- * waiters. */
-static json_object *lock_json(const char *space, const char *name, const dirlock_owner *o, double stale,
-                              double now)
+ * waiters; NULL when one of those lists could not be read (said on
+ * stderr). */
+static json_object *lock_json(const char *space, const char *name, const dirlock_owner *o, double stale)
 {
+        dirlock_error e;
         json_object *j = json_object_new_object();
         add(j, "name", json_object_new_string(name));
         add(j, "fence", o != NULL && o->fence > 0 ? json_object_new_uint64(o->fence) : NULL);
         add(j, "readers", json_object_new_int64(o != NULL ? o->readers : 0));
         add(j, "permits", o != NULL && o->permits > 0 ? json_object_new_int64(o->permits) : NULL);
         json_object *holders = json_object_new_array();
+        add(j, "holders", holders);
         dirlock_owner *h;
         size_t n;
-        if (o != NULL && dirlock_holders(space, name, stale, &h, &n, NULL) == DIRLOCK_OK) {
+        if (o != NULL) {
+                if (dirlock_holders(space, name, stale, &h, &n, &e) != DIRLOCK_OK)
+                        goto failed;
                 for (size_t i = 0; i < n; i++) {
                         const char *kind = h[i].permits > 0 ? "permit"
                                            : h[i].pid == o->pid && strcmp(h[i].token, o->token) == 0
@@ -260,28 +292,53 @@ static json_object *lock_json(const char *space, const char *name, const dirlock
                 }
                 free(h);
         }
-        add(j, "holders", holders);
         json_object *ranges = json_object_new_array();
+        add(j, "ranges", ranges);
         dirlock_range_info *r;
-        if (o != NULL && o->ranges > 0 && dirlock_ranges(space, name, &r, &n, NULL) == DIRLOCK_OK) {
+        if (o != NULL && o->ranges > 0) {
+                if (dirlock_ranges(space, name, &r, &n, &e) != DIRLOCK_OK)
+                        goto failed;
                 for (size_t i = 0; i < n; i++)
                         json_object_array_add(ranges, range_json(&r[i]));
                 free(r);
         }
-        add(j, "ranges", ranges);
         json_object *waiters = json_object_new_array();
+        add(j, "waiters", waiters);
         dirlock_waiter *w;
         size_t nw = 0;
-        if (dirlock_waiters(space, name, &w, &nw, NULL) == DIRLOCK_OK) {
-                for (size_t i = 0; i < nw; i++)
-                        json_object_array_add(waiters, waiter_json(&w[i], now));
-                free(w);
-        }
-        add(j, "waiters", waiters);
+        if (dirlock_waiters(space, name, &w, &nw, &e) != DIRLOCK_OK)
+                goto failed;
+        for (size_t i = 0; i < nw; i++)
+                json_object_array_add(waiters, waiter_json(&w[i]));
+        free(w);
         add(j, "queue_length", json_object_new_int64((int64_t)nw));
         return j;
+failed:
+        fprintf(stderr, "%s: %s\n", progname, e.message);
+        json_object_put(j);
+        return NULL;
 }
 
+/* Each waiter's "waited", until the document's time `now`, taken once
+ * every list was read: no waiter of this host began after it. */
+static void fill_waited(json_object *locks, double now)
+{
+        for (size_t i = 0; i < json_object_array_length(locks); i++) {
+                json_object *waiters;
+                if (!json_object_object_get_ex(json_object_array_get_idx(locks, i), "waiters", &waiters))
+                        continue;
+                for (size_t k = 0; k < json_object_array_length(waiters); k++) {
+                        json_object *w = json_object_array_get_idx(waiters, k), *since;
+                        if (json_object_object_get_ex(w, "since", &since))
+                                add(w, "waited",
+                                    json_object_new_double(waited(now, json_object_get_double(since))));
+                }
+        }
+}
+
+/* The document, printed only when it is whole: any lock that cannot be
+ * read (a bad name, a server that does not answer) prints nothing on
+ * stdout, the error on stderr, and ends with status 2. */
 static int status_json(int argc, char **argv, const char *space, double stale)
 {
         dirlock_space_info info;
@@ -290,43 +347,54 @@ static int status_json(int argc, char **argv, const char *space, double stale)
                 fprintf(stderr, "%s: %s\n", progname, e.message);
                 return EXIT_ERROR;
         }
-        double now = wall_now();
         /* Seconds to the microsecond: no 0.71160111299999995. */
         json_c_set_serialization_double_format("%.6f", JSON_C_OPTION_THREAD);
         json_object *doc = json_object_new_object();
         add(doc, "format", json_object_new_string("dirlock-status/1"));
         add(doc, "space", space_shown(space));
         add(doc, "backend", json_object_new_string(info.backend));
-        add(doc, "time", json_object_new_double(now));
+        add(doc, "time", NULL); /* once every list was read */
         json_object *locks = json_object_new_array();
+        add(doc, "locks", locks);
         int status = 0;
         if (argc == 0) {
                 dirlock_owner *owners;
                 size_t n;
                 if (dirlock_list(space, stale, &owners, &n, &e) != DIRLOCK_OK) {
                         fprintf(stderr, "%s: %s\n", progname, e.message);
-                        json_object_put(doc);
-                        json_object_put(locks);
-                        return EXIT_ERROR;
+                        status = EXIT_ERROR;
+                        n = 0;
+                        owners = NULL;
                 }
-                for (size_t i = 0; i < n; i++)
-                        json_object_array_add(locks,
-                                              lock_json(space, owners[i].name, &owners[i], stale, now));
+                for (size_t i = 0; i < n && status == 0; i++) {
+                        json_object *l = lock_json(space, owners[i].name, &owners[i], stale);
+                        if (l == NULL)
+                                status = EXIT_ERROR;
+                        else
+                                json_object_array_add(locks, l);
+                }
                 free(owners);
         }
-        for (int i = 0; i < argc; i++) {
+        for (int i = 0; i < argc && status == 0; i++) {
                 dirlock_owner o;
                 int rc = dirlock_inspect(space, argv[i], stale, &o, &e);
-                if (rc == DIRLOCK_OK || rc == DIRLOCK_ENOLOCK) {
-                        json_object_array_add(
-                            locks, lock_json(space, argv[i], rc == DIRLOCK_OK ? &o : NULL, stale, now));
-                } else {
+                json_object *l = NULL;
+                if (rc == DIRLOCK_OK || rc == DIRLOCK_ENOLOCK)
+                        l = lock_json(space, argv[i], rc == DIRLOCK_OK ? &o : NULL, stale);
+                else
                         fprintf(stderr, "%s: %s\n", progname, e.message);
+                if (l == NULL)
                         status = EXIT_ERROR;
-                }
+                else
+                        json_object_array_add(locks, l);
         }
-        add(doc, "locks", locks);
-        puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        if (status == 0) {
+                double now = wall_now();
+                add(doc, "time", json_object_new_double(now));
+                fill_waited(locks, now);
+                puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE));
+        }
         json_object_put(doc);
         return status;
 }
@@ -343,17 +411,20 @@ int status_run(int argc, char **argv, const char *space, double stale, bool json
                         fprintf(stderr, "%s: %s\n", progname, e.message);
                         return EXIT_ERROR;
                 }
+                int status = 0;
                 for (size_t i = 0; i < n; i++)
-                        print_lock(space, &owners[i], stale);
+                        if (print_lock(space, &owners[i], stale) != 0)
+                                status = EXIT_ERROR;
                 free(owners);
-                return 0;
+                return status;
         }
         int status = 0;
         for (int i = 0; i < argc; i++) {
                 dirlock_owner o;
                 int rc = dirlock_inspect(space, argv[i], stale, &o, &e);
                 if (rc == DIRLOCK_OK) {
-                        print_lock(space, &o, stale);
+                        if (print_lock(space, &o, stale) != 0)
+                                status = EXIT_ERROR;
                 } else if (rc == DIRLOCK_ENOLOCK) {
                         printf("%-24s free\n", argv[i]);
                 } else {
