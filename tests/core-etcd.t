@@ -12,6 +12,9 @@
 #   - the leader killed under a holder and a waiter: the holder refreshes
 #     and releases, the waiter gets the lock (the hand-off is timed);
 #   - every member restarted while a lock is held: the holder still holds;
+#   - every member stopped past the stale age under a running command:
+#     the lock counts as lost, the command gets SIGTERM, dirlock exits 1;
+#   - no majority: SIGTERM ends a waiting dirlock at once;
 #   - no member answering: a timed acquire says DIRLOCK_ESERVER at its
 #     timeout (the lock's state is unknown), not DIRLOCK_ETIMEDOUT;
 #   - a restore from an old snapshot (etcd 3.4 never bumps revisions):
@@ -25,7 +28,7 @@ etcd_available || {
 	echo "1..0 # SKIP $ETCD_WHY"
 	exit 0
 }
-plan 18
+plan 20
 ESERVER=15
 CLUSTER=$TOP/tools/etcd-cluster
 R=$(mktemp -d /tmp/dirlock-etcd.XXXXXX)
@@ -145,7 +148,54 @@ wait $hpid
 grep -q released "$T/h2" && ! grep -q refresh-failed "$T/h2"
 ok $? "every member restarted under a holder: it still holds, refreshes and releases ($(tr '\n' ' ' <"$T/h2"))"
 
-# ---- nobody answering ---------------------------------------------------------
+# ---- no majority, nobody answering --------------------------------------------
+# Every member stopped (SIGSTOP) for longer than the stale age under a
+# running command: no refresh gets through, the lease may have expired,
+# so the lock counts as lost: the command gets SIGTERM, dirlock exits 1.
+S=$("$CLUSTER" space silent)
+# shellcheck disable=SC2016 # the command's own script
+"$DIRLOCK" -d "$S" --stale 1 q -- sh -c 'trap "touch \"$1\"; exit 7" TERM; touch "$2"; while :; do sleep 0.05; done' \
+	sh "$T/q.term" "$T/q.ready" 2>"$T/q.err" &
+d=$!
+until_ms() { # until_ms MS COMMAND...
+	local t0
+	t0=$(ms)
+	until "${@:2}"; do
+		[ $(($(ms) - t0)) -lt "$1" ] || return 1
+		sleep 0.05
+	done
+}
+until_ms 10000 test -e "$T/q.ready"
+for n in 1 2 3; do "$CLUSTER" pause $n; done
+t0=$(ms)
+until_ms 20000 test -e "$T/q.term"
+took=$(($(ms) - t0))
+for n in 1 2 3; do "$CLUSTER" resume $n; done
+until_ms 20000 eval '! kill -0 $d 2>/dev/null'
+kill -KILL $d 2>/dev/null
+wait $d
+st=$?
+[ "$st" = 1 ] && [ -e "$T/q.term" ] && grep -q "no refresh got through for .* the stale age" "$T/q.err"
+ok $? "every member stopped past the stale age (1 s) under a command: SIGTERM after $took ms, exit $st (want 1): $(tr '\n' ' ' <"$T/q.err")"
+
+# No majority (two members of three killed): SIGTERM ends a waiting
+# dirlock at once, though its requests get no answer (each would take a
+# member a second, and the call three).
+"$CLUSTER" kill 1
+"$CLUSTER" kill 2
+S=$("$CLUSTER" space nomaj)
+"$DIRLOCK" -d "$S" nm -- true 2>"$T/nm.err" &
+d=$!
+until_ms 5000 eval '[ -n "$(pgrep -P $d)" ]'
+sleep 1 # its requests under way
+t0=$(ms)
+kill -TERM $d
+wait $d
+st=$?
+took=$(($(ms) - t0))
+[ "$st" = 143 ] && [ "$took" -lt 1500 ]
+ok $? "no majority: SIGTERM ends a waiting dirlock in $took ms (want < 1500), exit $st (want 143): $(cat "$T/nm.err")"
+
 for n in 1 2 3; do "$CLUSTER" kill $n; done
 read -r code took < <("$PROGS/lockworker" wait "$S" z 1)
 is "$code" "$ESERVER" "no member answering: a 1 s acquire says DIRLOCK_ESERVER (after $took ms)"

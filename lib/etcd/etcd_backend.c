@@ -274,14 +274,15 @@ int dl_etcd_read_queue(const dl_etcd_url *u, const char *name, const dl_time *de
         return read_set(hs, 1, deadline, q, err);
 }
 
-/* Revoke the lease of h (if any): DIRLOCK_OK whether it was there or not;
- * no answer leaves it pending. */
-static int revoke_quietly(dirlock *h, dirlock_error *err)
+/* Revoke the lease of h (if any) by `deadline` (NULL: as long as one
+ * request may take): DIRLOCK_OK whether it was there or not; no answer
+ * leaves it pending (it expires after its TTL). */
+static int revoke_quietly(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_etcd *e = E(h);
         if (e->lease == 0)
                 return DIRLOCK_OK;
-        dl_time never = dl_deadline(-1), io = dl_etcd_io_deadline(&never);
+        dl_time never = dl_deadline(-1), io = dl_etcd_io_deadline(deadline != NULL ? deadline : &never);
         bool found, resent;
         int rc = dl_etcd_lease_revoke(&e->url, e->lease, &io, &found, &resent, err);
         e->revoke_pending = rc == DIRLOCK_ESERVER;
@@ -361,7 +362,7 @@ static int grant_lease(dirlock *h, const dl_time *deadline, dirlock_error *err)
                 return rc;
         }
         if (granted > e->ttl) {
-                (void)revoke_quietly(h, NULL);
+                (void)revoke_quietly(h, NULL, NULL);
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "stale age %.3g s is below the smallest lease of this etcd cluster, %lld s "
                                "(its election timeout decides it)",
@@ -532,7 +533,7 @@ static int keep_alive(struct attempt *a, bool *lost, dirlock_error *err)
 static int renew(struct attempt *a, dirlock_error *err)
 {
         for (size_t i = 0; i < a->n; i++) {
-                (void)revoke_quietly(a->hs[i], NULL);
+                (void)revoke_quietly(a->hs[i], NULL, NULL);
                 E(a->hs[i])->revoke_pending = false;
                 E(a->hs[i])->seq = 0;
         }
@@ -680,9 +681,28 @@ static int join(struct attempt *a, bool *joined, dirlock_error *err)
         return rc;
 }
 
+/* Every request of the set's handles ends when `fd` polls readable (-1:
+ * none): the cancel descriptor of a wait, which the handles must not keep
+ * after it (the caller owns it). */
+static void cancel_with(dirlock **hs, size_t n, int fd)
+{
+        for (size_t i = 0; i < n; i++)
+                E(hs[i])->url.cancel_fd = fd;
+}
+
+/* A wait that was canceled gives its last try, and the revoke on the
+ * way out, the least one request is given: a cluster that does not
+ * answer (no majority) must not hold up the caller that gave up. */
+static void cut_short(dl_time *until)
+{
+        dl_time grace = dl_deadline(DL_ETCD_GRACE_MS / 1e3);
+        if (dl_deadline_never(until) || dl_remaining(until) > dl_remaining(&grace))
+                *until = grace;
+}
+
 /* Take every lock of hs[0..n-1] (one space, distinct names) by the
  * deadline, all or none. */
-static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_error *err)
+static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dirlock_error *err)
 {
         dirlock *h = hs[0];
         const dirlock_options *o = &h->opts;
@@ -697,19 +717,27 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 E(hs[i])->names = (int)n;
                 E(hs[i])->seq = 0;
         }
+        dl_time until = *wait_deadline; /* after a cancel: the last try's (cut_short) */
+        const dl_time *deadline = &until;
         struct attempt a = {.hs = hs,
                             .n = n,
                             .deadline = deadline,
                             .may_queue = o->timeout != 0,
                             .qs = qs,
                             .blocked = blocked};
-        bool canceled = false, taken = false, fresh = true;
+        bool canceled = false, taken = false, fresh = true, cut = false;
+        cancel_with(hs, n, o->cancel_fd);
         dl_backoff retry;
         dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
         int pid_fd = -1;
         pid_t pid_watched = 0;
         int rc;
         for (;;) {
+                if (canceled && !cut) {
+                        cancel_with(hs, n, -1);
+                        cut_short(&until);
+                        cut = true;
+                }
                 bool last = canceled || dl_deadline_passed(deadline) || !a.may_queue;
                 /* Steps 1 and 2 (fresh), or a new read. */
                 if (fresh) {
@@ -767,6 +795,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                         break;
                 dl_backoff_reset(&retry);
         }
+        cancel_with(hs, n, -1);
         if (pid_fd >= 0)
                 close(pid_fd);
         for (size_t i = 0; i < n; i++)
@@ -779,8 +808,10 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *deadline, dirlock_
                 return DIRLOCK_OK;
         }
         /* Out: our leases go, and with them every key we made. */
+        if (canceled)
+                cut_short(&until);
         for (size_t i = 0; i < n; i++)
-                (void)revoke_quietly(hs[i], NULL);
+                (void)revoke_quietly(hs[i], canceled ? &until : NULL, NULL);
         if (rc == DIRLOCK_ESERVER) {
                 char what[DIRLOCK_NAME_MAX + 16];
                 snprintf(what, sizeof what, "lock '%s'", h->name);
@@ -1043,7 +1074,14 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         a.keepalive_due = dl_deadline((double)e->ttl / 3);
         dl_backoff retry;
         dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
+        bool cut = false;
+        cancel_with(hs, 1, cancel_fd);
         for (;;) {
+                if (canceled && !cut) {
+                        cancel_with(hs, 1, -1);
+                        cut_short(&deadline);
+                        cut = true;
+                }
                 bool last = canceled || o.timeout == 0 || dl_deadline_passed(&deadline);
                 rc = read_set(hs, 1, &deadline, &q, err);
                 if (rc == DIRLOCK_ESERVER && !last) {
@@ -1089,6 +1127,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                 if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
                         break;
         }
+        cancel_with(hs, 1, -1);
         if (pid_fd >= 0)
                 close(pid_fd);
         dl_etcd_queue_free(&q);

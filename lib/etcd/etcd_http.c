@@ -49,7 +49,10 @@
  * called back (its socket and timer callbacks), and drive() waits for
  * those, the caller's cancel descriptor and pidfd, and the deadline, with
  * dl_poll -- so that a pending acquire suspends there instead of
- * blocking its loop. */
+ * blocking its loop.  A request watches the cancel descriptor its
+ * address carries (dl_etcd_url.cancel_fd, set by a waiting acquire): a
+ * cluster that holds it without an answer (no majority) does not hold up
+ * a canceled wait. */
 #include "etcd.h"
 
 #include <curl/curl.h>
@@ -513,8 +516,17 @@ static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char 
         dl_time until = dl_deadline(limit_ms / 1e3 + 0.05);
         int which;
         CURLcode result;
-        enum driven how = transfer(c, &s, &until, NULL, 0, &which, &result);
+        int cancel[1] = {u->cancel_fd};
+        enum driven how = transfer(c, &s, &until, cancel, 1, &which, &result);
         *next = true;
+        if (how == FD_FIRED) {
+                /* The caller's wait was canceled: no other member either. */
+                free(s.buf);
+                *next = false;
+                *sent = true; /* it may have gone out */
+                return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: canceled before it answered",
+                               url + 7);
+        }
         long status = 0;
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
         long request_bytes = 0;
@@ -606,8 +618,10 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                         break;
                 if (tried > 0 && tried % u->n == 0) {
                         /* Every member said no (an election under way): a
-                         * short pause, then round again until the deadline. */
-                        (void)dl_nap_ms(pause, deadline, -1);
+                         * short pause, then round again until the deadline
+                         * (or the caller's cancel). */
+                        if (dl_nap_ms(pause, deadline, u->cancel_fd) == 1)
+                                break;
                         pause = pause * 2 > ATTEMPT_MS / 4 ? ATTEMPT_MS / 4 : pause * 2;
                         if (dl_deadline_passed(deadline))
                                 break;

@@ -34,6 +34,11 @@ typedef struct dl_etcd_url {
                 int port;
         } ep[DL_ETCD_ENDPOINTS_MAX];
         char prefix[DL_ETCD_PREFIX_MAX + 1];
+        /* Not part of the address: while >= 0, a descriptor whose
+         * readability ends every call made through this copy (the cancel
+         * descriptor of the acquire that owns it, for the length of its
+         * wait: etcd_backend.c).  The parser sets -1. */
+        int cancel_fd;
 } dl_etcd_url;
 
 /* Parse the `len` bytes at `s` (the whole space string, scheme included,
