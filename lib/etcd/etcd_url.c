@@ -86,6 +86,12 @@ int dl_etcd_url_parse(const char *s, size_t len, dl_etcd_url *u, char *why, size
         p += sl;
         const char *slash = memchr(p, '/', (size_t)(end - p));
         const char *hosts_end = slash ? slash : end;
+        if (memchr(p, '@', (size_t)(hosts_end - p)) != NULL)
+                return fail(
+                    why, why_size,
+                    "a user name or password (USER:PASSWORD@) is not supported: dirlock does not log in "
+                    "to etcd, so it needs a cluster that lets it in without (etcd's authentication "
+                    "off, as it is by default)");
         if (p == hosts_end)
                 return fail(why, why_size,
                             "no endpoint given (etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX])");

@@ -7,18 +7,21 @@
  *   etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX]
  *
  * HOST is a name of [A-Za-z0-9.-], a dotted IPv4 address or an IPv6
- * address in brackets; PORT 1..65535 (default 2379); 1 to
+ * address in brackets; PORT 1..65535 (default 2379, etcd's client port,
+ * which etcdctl's default endpoint uses too); 1 to
  * DL_ETCD_ENDPOINTS_MAX endpoints, each the client URL of a member of one
  * cluster; PREFIX 1..64 characters of [A-Za-z0-9._-] (default "dirlock"):
  * every key of the space starts with "PREFIX/", so two prefixes on one
- * cluster are two separate spaces. */
+ * cluster are two separate spaces.  No user name or password: the
+ * library does not log in to etcd (a "USER:PASSWORD@" is refused, saying
+ * so). */
 #ifndef DIRLOCK_ETCD_URL_H
 #define DIRLOCK_ETCD_URL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define DL_ETCD_SPACE_FORMS    "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]"
+#define DL_ETCD_SPACE_FORMS    "etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX]"
 #define DL_ETCD_SCHEME         "etcd://"
 #define DL_ETCD_DEFAULT_PORT   2379
 #define DL_ETCD_DEFAULT_PREFIX "dirlock"

@@ -80,6 +80,15 @@ static void test_url(void **state)
                         fail_msg("'%s' was accepted", bad[i]);
                 assert_true(why[0] != '\0');
         }
+        /* Credentials: refused, saying what is wrong (not "a port is not a
+         * number"). */
+        const char *creds[] = {"etcd://user:pw@h:2379", "etcd://user@h", "etcd://h:1,u:p@h:2/p"};
+        for (size_t i = 0; i < sizeof creds / sizeof creds[0]; i++) {
+                why[0] = '\0';
+                assert_int_equal(parse(creds[i], &u, why), -1);
+                if (strstr(why, "user name or password") == NULL)
+                        fail_msg("'%s': %s", creds[i], why);
+        }
         char long_prefix[100] = "etcd://h/";
         memset(long_prefix + 9, 'p', 65);
         assert_int_equal(parse(long_prefix, &u, why), -1);
