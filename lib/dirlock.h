@@ -426,7 +426,9 @@ int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err);
  * real intervals, and a double has room for 52 levels of bisection.
  * The handle is released, refreshed, checked, fenced, upgraded (intent ->
  * exclusive) and downgraded as a whole lock's; it is not reentrant.
- * Directory spaces: lib/dir/range.c; Redis spaces: lib/redis/redis_range.c. */
+ * Directory spaces: lib/dir/range.c; Redis spaces: lib/redis/redis_range.c;
+ * etcd spaces keep ranges in the name's queue (lib/etcd/etcd_queue.c);
+ * flock spaces have none (DIRLOCK_EINVAL). */
 int dirlock_acquire_range(const char *lockdir, const char *name, double lo, double hi,
                           const dirlock_options *opts, dirlock **out, dirlock_error *err);
 /* A range written as text, as the dirlock command's --range takes it and

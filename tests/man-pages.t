@@ -2,8 +2,10 @@
 # man-pages.t - the manual pages in man/: each passes man/lint (mandoc
 # -Tlint, every message down to style), which is first shown failing on
 # pages with deliberate mistakes; the section-3 pages name exactly the
-# functions lib/dirlock.h declares; their references to the project's
-# pages lead somewhere; dirlock_strerror(3) lists exactly the header's
+# functions lib/dirlock.h declares; dirlock(1)'s table of what each kind
+# of space offers, and its address forms, say what the library says;
+# their references to the
+# project's pages lead somewhere; dirlock_strerror(3) lists exactly the header's
 # error codes and dirlock_acquire(3) exactly its flags; the structures
 # in the synopses have the header's fields; every example compiles
 # against the header; and make install-man installs every page and a
@@ -19,7 +21,7 @@ HEADER=lib/dirlock.h
 pages=(man/*.[0-9])
 pages3=(man/*.3)
 mapfile -t with_examples < <(grep -l '^\.Sh EXAMPLES' "${pages3[@]}")
-plan $((2 + ${#pages[@]} + 6 + ${#with_examples[@]} + 3))
+plan $((2 + ${#pages[@]} + 8 + ${#with_examples[@]} + 3))
 
 # ---- the lint can fail ------------------------------------------------
 
@@ -126,6 +128,64 @@ sed -n 's/^\.It Xr \(dirlock_[a-z_]*\) 3$/\1/p' man/dirlock.3 | sort >"$T/listed
 diff "$T/others" "$T/listed" >"$T/diff"
 ok $? "dirlock(3) lists every other section-3 page"
 sed 's/^/  /' "$T/diff" | while read -r line; do diag "$line"; done
+
+# dirlock(1)'s LOCK SPACES table says what dirlock_space_query says of
+# each kind of space this build has: ranges, permits, fences, owner
+# records (status, break).
+cat >"$T/query.c" <<'EOF'
+#include "dirlock.h"
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+        const char *form;
+        for (size_t i = 0; argc == 1 && (form = dirlock_space_form(i, NULL)) != NULL; i++)
+                printf("%s\n", form);
+        for (int i = 1; i < argc; i++) {
+                dirlock_space_info q;
+                if (dirlock_space_query(argv[i], &q, NULL) != DIRLOCK_OK) {
+                        printf("absent\n");
+                        continue;
+                }
+                printf("%s %s %s %s\n", q.ranges ? "yes" : "no", q.permits ? "yes" : "no",
+                       q.fences ? "yes" : "no", q.owner_records ? "yes" : "no");
+        }
+        return 0;
+}
+EOF
+# The table's rows, as "KIND yes no ...": the first cell names the kind.
+mandoc -Tutf8 man/dirlock.1 | col -b | sed -n '/^LOCK SPACES/,/^SUBCOMMANDS/p' |
+	awk '$1 == "lockdir" || $1 ~ /^(flock|redis|etcd):/ { $1 = $1; print }' >"$T/table"
+if "$CC" -std=c11 -D_GNU_SOURCE -Ilib -o "$T/query" "$T/query.c" -L"$BUILD_DIR" -ldirlock \
+	-Wl,-rpath,"$BUILD_DIR" 2>"$T/cc.err"; then
+	bad=
+	while read -r kind cells; do
+		case $kind in
+		lockdir) space=$T/spaces ;;
+		flock:*) space=flock:$T/spaces ;;
+		redis:*) space=redis://127.0.0.1:1/ ;;
+		etcd:*) space=etcd://127.0.0.1:1 ;;
+		esac
+		said=$("$T/query" "$space")
+		[ "$said" = absent ] && continue # not in this build
+		[ "$said" = "$cells" ] || bad="$bad $kind(table: $cells; library: $said)"
+	done <"$T/table"
+	[ "$(wc -l <"$T/table")" = 4 ] && [ -z "$bad" ]
+	ok $? "dirlock(1)'s LOCK SPACES table says what dirlock_space_query says ($(wc -l <"$T/table") rows)${bad:+; differ:$bad}"
+	# Every server's address form the library lists (dirlock --help
+	# shows them) is the one dirlock(1) gives under -d, case aside.
+	mandoc -Tutf8 man/dirlock.1 | col -b | sed -n '/^ *-d, --dir/,/^ *-w, --timeout/p' | tr -d ' \t\n' |
+		tr 'A-Z' 'a-z' >"$T/dir-text"
+	bad=
+	while read -r form; do
+		case $form in *://*) ;; *) continue ;; esac
+		grep -qF "$(echo "$form" | tr 'A-Z' 'a-z')" "$T/dir-text" || bad="$bad $form"
+	done < <("$T/query")
+	[ -z "$bad" ]
+	ok $? "dirlock(1) gives every server address form the library lists, as it lists it${bad:+; not:$bad}"
+else
+	ok 1 "dirlock(1)'s LOCK SPACES table: the query program did not build: $(cat "$T/cc.err")"
+	ok 1 "dirlock(1)'s address forms: the query program did not build"
+fi
 
 # ---- the examples compile ----------------------------------------------
 
