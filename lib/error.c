@@ -66,6 +66,17 @@ int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *wh
                        who);
 }
 
+int dl_gave_up_ahead(dirlock_error *err, double timeout, bool canceled, const char *what, const char *ahead)
+{
+        if (timeout == 0)
+                return dl_fail(err, DIRLOCK_EBUSY, 0, "%s goes first to a waiter ahead, %s", what, ahead);
+        if (canceled)
+                return dl_fail(err, DIRLOCK_ECANCELED, 0,
+                               "canceled waiting for %s (a waiter ahead, %s, goes first)", what, ahead);
+        return dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
+                       "timed out after %.3g s: %s goes first to a waiter ahead, %s", timeout, what, ahead);
+}
+
 int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
                            const char *server)
 {

@@ -86,6 +86,9 @@ void dl_ok(dirlock_error *err);
  * WHAT is held by WHO".  `what` names the lock ("lock 'x'"), `who` what
  * holds it (dl_record_describe, or "3 readers"). */
 int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who);
+/* The same when nobody holds WHAT but a waiter ahead goes first: "WHAT
+ * goes first to a waiter ahead, AHEAD" (never "held by" a waiter). */
+int dl_gave_up_ahead(dirlock_error *err, double timeout, bool canceled, const char *what, const char *ahead);
 /* An acquire (or upgrade) of `what` that ended because `server` (a
  * lock server, "the etcd cluster") could not be reached, err saying why
  * (DIRLOCK_ESERVER): DIRLOCK_ECANCELED when its cancel descriptor fired

@@ -4,7 +4,8 @@
 # (tests/spaces-lib.sh): with a holder, an exclusive and a shared waiter,
 # the plain status has the holder's line and one line per waiter, and the
 # document the same holder, the same waiters, the queue's length and the
-# last fence.  While waiters come and go under it, no waiter of the
+# last fence; one more that times out behind them (FIFO or not) names the
+# holder, not a waiter ahead.  While waiters come and go under it, no waiter of the
 # document has waited a negative time (the document's time is taken once
 # everything was read).  A name that cannot be read (an invalid one)
 # prints no document at all: an error on stderr, status 2.
@@ -17,7 +18,7 @@ command -v jq >/dev/null || {
 }
 spaces_start || exit 1
 mapfile -t spaces < <(test_spaces)
-plan $((4 * ${#spaces[@]} + 2))
+plan $((5 * ${#spaces[@]} + 2))
 
 # until_ms MS COMMAND...: until COMMAND succeeds, at most MS ms (status 1 then).
 until_ms() {
@@ -47,6 +48,9 @@ for s in "${spaces[@]}"; do
 	st1=$?
 	"$DIRLOCK" status -d "$s" --json st >"$T/json-$kind" 2>"$T/json-err-$kind"
 	st2=$?
+	# One more that gives up: it names the holder, not a waiter ahead of it.
+	"$DIRLOCK" -d "$s" -w 0.3 st -- true 2>"$T/late-$kind"
+	"$DIRLOCK" -d "$s" --fifo -w 0.3 st -- true 2>>"$T/late-$kind"
 	touch "$T/go-$kind"
 	wait $h $w1 $w2
 	plain="$(grep -c "^st .*pid=$h " "$T/plain-$kind") $(grep "^  waiter " "$T/plain-$kind" | sed 's/.*pid=\([0-9]*\) .* \(exclusive\|shared\) .*/\1:\2/' | tr '\n' ' ')"
@@ -54,6 +58,8 @@ for s in "${spaces[@]}"; do
 	got=$(jq -r '.locks[0] | [(.holders | map("\(.kind):\(.pid)") | join(",")),
 		(.waiters | map("\(.pid):\(.mode)") | join(",")), .queue_length, (.fence != null)] | join(" ")' "$T/json-$kind" 2>&1)
 	is "$st2/$got" "0/lock:$h $w1:exclusive,$w2:shared 2 true" "$kind: status --json shows the same holder, the same waiters, the queue's length and the fence $(cat "$T/json-err-$kind")"
+	[ "$(grep -c "lock 'st' is held by pid $h on " "$T/late-$kind")" = 2 ] && ! grep -q "pid \($w1\|$w2\) " "$T/late-$kind"
+	ok $? "$kind: a waiter that times out behind queued ones names the holder, pid $h (not $w1 or $w2): $(tr '\n' ' ' <"$T/late-$kind")"
 
 	# Waiters that come and go while the document is made: none of them
 	# has waited a negative time.

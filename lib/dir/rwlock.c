@@ -658,6 +658,47 @@ static int w_busy(dirlock *h, int code, const char *prefix, const dl_record *hol
                        (long)holder->pid, host);
 }
 
+/* Who holds W now, for a message: W's owner, or for a counting lock one
+ * of its permits' holders.  False when nobody does (the lock is between
+ * holders) or the record cannot be read. */
+static bool w_holder_now(dirlock *h, dl_record *holder)
+{
+        struct dl_dir *d = dl_dir_of(h);
+        if (h->permits > 0) {
+                dirlock_owner *o = NULL;
+                size_t n = 0, cap = 0;
+                bool found = dl_permit_holders(d->lockdir, h->name, h->opts.stale_age, &o, &n, &cap, NULL) ==
+                                 DIRLOCK_OK &&
+                             n > 0;
+                if (found) {
+                        memset(holder, 0, sizeof *holder);
+                        holder->pid = o[0].pid;
+                        snprintf(holder->host, sizeof holder->host, "%s", o[0].host);
+                }
+                free(o);
+                return found;
+        }
+        dl_lock_view v;
+        if (dl_lock_look(d->lock_path, d->fs, &v) != 0 || v.state != DL_LOCK_OWNED || v.rec.pid <= 0)
+                return false;
+        *holder = v.rec;
+        return true;
+}
+
+/* Why a waiter gave up or a try failed (`code`): W's holder -- never the
+ * waiter ahead in the queue, which is only in the way -- or, when W is
+ * between holders, the waiter ahead that goes first. */
+static int w_refused(dirlock *h, int code, const char *prefix, const dl_record *ahead, dirlock_error *err)
+{
+        dl_record holder;
+        if (w_holder_now(h, &holder))
+                return w_busy(h, code, prefix, &holder, err);
+        if (ahead->pid <= 0)
+                return dl_fail(err, code, 0, "%slock '%s' is held", prefix, h->name);
+        return dl_fail(err, code, 0, "%slock '%s' goes first to a waiter ahead, pid %ld on %s", prefix,
+                       h->name, (long)ahead->pid, ahead->host[0] ? ahead->host : "an unknown host");
+}
+
 /* The wait ended without W (`waited`: timed out or canceled): one last
  * judging try, else the error naming who holds it. */
 static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *err)
@@ -666,7 +707,7 @@ static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *e
         int rc = w_try(h, &ww->holder, true, err);
         if (rc == DIRLOCK_EBUSY) {
                 snprintf(prefix, sizeof prefix, "%s: ", gave_up(waited, h->opts.timeout, why));
-                rc = w_busy(h, waited, prefix, &ww->holder, err);
+                rc = w_refused(h, waited, prefix, &ww->holder, err);
         }
         return rc;
 }
@@ -711,7 +752,7 @@ int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         if (rc != DIRLOCK_EBUSY)
                 return rc;
         if (dl_deadline_passed(deadline))
-                return w_busy(h, timeout_code(h, &h->opts), "", &ww.holder, err);
+                return w_refused(h, timeout_code(h, &h->opts), "", &ww.holder, err);
         /* Waiting from here on: seen in the wait register (waits.c),
          * and checked for a cycle as it goes on (deadlock.c). */
         rc = h->permits > 0 ? dl_wait_begin(h, DL_FOR_PERMIT, DIRLOCK_WAIT_PERMIT, h->mode, err)

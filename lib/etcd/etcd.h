@@ -202,6 +202,11 @@ long dl_etcd_queue_find(const dl_etcd_queue *q, const char *t);
  * of etcd_queue.c).  No: *blocker the index of the entry to watch -- the
  * nearest one ahead of me that keeps me out, else the first behind. */
 bool dl_etcd_may_hold(const dl_etcd_queue *q, const dl_etcd_entry *me, size_t *blocker);
+/* For messages: a holder that `me` waits behind -- the first held entry
+ * that overlaps it and keeps it out (*conflicts), else the first that
+ * overlaps it at all (it waits behind a waiter then) -- or -1 when
+ * nobody holds what it asks for. */
+long dl_etcd_holder_of(const dl_etcd_queue *q, const dl_etcd_entry *me, bool *conflicts);
 /* An intent holder upgrading: the index of a reader still in its way
  * (a held shared entry that overlaps it), or -1. */
 long dl_etcd_reader_in_way(const dl_etcd_queue *q, const dl_etcd_entry *me);

@@ -556,6 +556,31 @@ static int gave_up(dirlock_error *err, double timeout, bool canceled, const char
         return dl_gave_up(err, timeout, canceled, what, who);
 }
 
+/* The same for request `me` of queue q kept out by entry b: when b is a
+ * waiter ahead, the message names the holder (never the waiter as one),
+ * and the waiter as the one that goes first. */
+static int gave_up_in(dirlock_error *err, double timeout, bool canceled, const char *name,
+                      const dl_etcd_queue *q, const dl_etcd_entry *me, const dl_etcd_entry *b)
+{
+        if (b->state != 'w')
+                return gave_up(err, timeout, canceled, name, b);
+        char what[DIRLOCK_NAME_MAX + 16], ahead[300], who[700];
+        snprintf(what, sizeof what, "lock '%s'", name);
+        dl_record rec;
+        bool readable = dl_record_parse(b->record, strlen(b->record), &rec) == 0;
+        dl_record_describe(readable ? &rec : NULL, "", ahead, sizeof ahead);
+        bool conflicts;
+        long k = dl_etcd_holder_of(q, me, &conflicts);
+        if (k < 0)
+                return dl_gave_up_ahead(err, timeout, canceled, what, ahead);
+        describe(&q->e[k], who, sizeof who);
+        if (!conflicts) {
+                size_t used = strlen(who);
+                snprintf(who + used, sizeof who - used, ", and a waiter ahead goes first (%s)", ahead);
+        }
+        return dl_gave_up(err, timeout, canceled, what, who);
+}
+
 /* Step 4: wait for entry b of name i (in our way).  *again: look at once
  * (its owner was dead and is revoked). */
 static int wait_for(struct attempt *a, size_t i, const dl_etcd_entry *b, int *pid_fd, pid_t *pid_watched,
@@ -773,7 +798,10 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dir
                                 if (rc == DIRLOCK_OK)
                                         continue;
                         } else if (rc == DIRLOCK_OK && !taken && last) {
-                                rc = gave_up(err, o->timeout, canceled, hs[which]->name, &blocker);
+                                dl_etcd_entry me;
+                                self_entry(hs[which], &me);
+                                rc = gave_up_in(err, o->timeout, canceled, hs[which]->name, &qs[which], &me,
+                                                &blocker);
                         } else if (rc == DIRLOCK_OK && !taken && n > 1 &&
                                    (rc = join(&a, &joined, err)) == DIRLOCK_OK && joined) {
                                 continue; /* read again, with our new entries */

@@ -196,6 +196,24 @@ static bool blocks(const dl_etcd_entry *a, const dl_etcd_entry *b, bool ahead)
                a->policy != DIRLOCK_POLICY_WRITER;
 }
 
+long dl_etcd_holder_of(const dl_etcd_queue *q, const dl_etcd_entry *me, bool *conflicts)
+{
+        long any = -1;
+        for (size_t i = 0; i < q->n; i++) {
+                const dl_etcd_entry *o = &q->e[i];
+                if (o->state != 'h' || strcmp(o->token, me->token) == 0 || !overlap(o, me))
+                        continue;
+                if (!admits(o, me)) {
+                        *conflicts = true;
+                        return (long)i;
+                }
+                if (any < 0)
+                        any = (long)i;
+        }
+        *conflicts = false;
+        return any;
+}
+
 bool dl_etcd_may_hold(const dl_etcd_queue *q, const dl_etcd_entry *me, size_t *blocker)
 {
         if (dl_test_hook(ETCD_NO_LOCK) != NULL)
