@@ -211,6 +211,20 @@ static int end_by_signal(int sig, bool quiet)
         return EXIT_SIGNAL + sig;
 }
 
+/* The lock server has not answered the wait for a while, or answers
+ * again (dirlock_options.server_notice): said on stderr, so that a wait
+ * without end on a server that is down, or misspelt, is never silent.
+ * The wait goes on. */
+static void server_notice(int answering, const char *message, void *arg)
+{
+        (void)arg;
+        if (answering)
+                fprintf(stderr, "%s: %s\n", progname, message);
+        else
+                fprintf(stderr, "%s: no answer from the lock server for %g s or more (%s); still trying\n",
+                        progname, DIRLOCK_SERVER_NOTICE_MS / 1e3, message);
+}
+
 /* Take the locks, watching `sfd` (ending_signals) through the library's
  * cancel descriptor: a wait ends at once when a signal that ends dirlock
  * comes (*ended = its number) or the pending command dies (*ended = -1),
@@ -222,8 +236,9 @@ static int take_locks(struct run_request *rq, int sfd, struct pending_command *p
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
         double timeout = rq->opts.timeout;
-        rq->opts.flags |= DIRLOCK_CANCEL_FD;
+        rq->opts.flags |= DIRLOCK_CANCEL_FD | DIRLOCK_SERVER_NOTICE;
         rq->opts.cancel_fd = sfd;
+        rq->opts.server_notice = server_notice;
         *ended = 0;
         for (;;) {
                 if (timeout > 0) {

@@ -211,6 +211,13 @@ typedef enum dirlock_policy {
  * than the one that takes it may release (deadlock detection counts a
  * lock as held by the thread that took it; lib/dir/deadlock.c). */
 #define DIRLOCK_NO_DEADLOCK (1u << 6)
+/* Tell the caller, through opts->server_notice, when a wait on a lock
+ * server goes on without answers, and when answers come again. */
+#define DIRLOCK_SERVER_NOTICE (1u << 7)
+
+/* How long a lock server may leave a waiting acquire without an answer
+ * before its server_notice is called (milliseconds). */
+#define DIRLOCK_SERVER_NOTICE_MS 1000
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
@@ -235,12 +242,25 @@ typedef struct dirlock_options {
          * still break it after the stale age.  The partner cannot release
          * or refresh; bin/dirlock passes the command it runs. */
         pid_t partner_pid;
+        /* With DIRLOCK_SERVER_NOTICE: called from inside an acquire that
+         * waits on a lock server (Redis, etcd), in its thread, when the
+         * server has not answered it for DIRLOCK_SERVER_NOTICE_MS or more
+         * -- `answering` 0, `message` the last error, naming the server --
+         * and once it answers again after that (`answering` 1).  It only
+         * tells: the wait goes on either way (its timeout and cancel
+         * descriptor end it), and a try (timeout 0) never calls it.  For a
+         * program that waits without end and must not do so silently
+         * (bin/dirlock says so on stderr).  Without the flag neither field
+         * is read. */
+        void (*server_notice)(int answering, const char *message, void *arg);
+        void *server_notice_arg;
 } dirlock_options;
 
 /* Defaults: wait forever, stale after 180 s, exclusive, fair. */
 #define DIRLOCK_OPTIONS_INIT                                                                                 \
         {                                                                                                    \
-                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, -1, 0           \
+                -1.0, DIRLOCK_DEFAULT_STALE_AGE, 0u, DIRLOCK_EXCLUSIVE, DIRLOCK_POLICY_FAIR, -1, 0, NULL,    \
+                    NULL                                                                                     \
         }
 void dirlock_options_init(dirlock_options *opts);
 

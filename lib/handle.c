@@ -38,7 +38,7 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
         unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY |
-                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK;
+                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK | DIRLOCK_SERVER_NOTICE;
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
         if (out->flags & DIRLOCK_CANCEL_FD) {
@@ -48,6 +48,13 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
                                        out->cancel_fd);
         } else {
                 out->cancel_fd = -1;
+        }
+        if (!(out->flags & DIRLOCK_SERVER_NOTICE)) {
+                out->server_notice = NULL;
+                out->server_notice_arg = NULL;
+        } else if (out->server_notice == NULL) {
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "DIRLOCK_SERVER_NOTICE without a server_notice function");
         }
         if (out->partner_pid < 0)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "partner_pid %ld is not a process id",

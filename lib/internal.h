@@ -239,6 +239,21 @@ long long dl_wall_ns(void);
 /* Nanoseconds since the epoch of a timestamp. */
 long long dl_ts_ns(const struct timespec *ts);
 
+/* ---- a lock server that does not answer a wait (server_notice.c) ------- */
+
+/* One waiting acquire's view of its server: since when it has had no
+ * answer, and whether its caller was told (dirlock_options.server_notice). */
+typedef struct dl_silence {
+        dl_time since; /* the wait's start, or the last answer */
+        bool told;
+} dl_silence;
+void dl_silence_begin(dl_silence *s);
+/* An attempt of h's wait got no answer (why: its error): tell the caller
+ * once the silence has lasted DIRLOCK_SERVER_NOTICE_MS. */
+void dl_silence_failed(dl_silence *s, const dirlock *h, const dirlock_error *why);
+/* An attempt was answered: tell the caller, if it was told of silence. */
+void dl_silence_answered(dl_silence *s, const dirlock *h);
+
 /* ---- the one wait primitive and pending acquires (pending.c) ----------- */
 
 /* Every wait of the library goes through here: ppoll(2) without a signal

@@ -15,7 +15,8 @@
 #   - every member stopped past the stale age under a running command:
 #     the lock counts as lost, the command gets SIGTERM, dirlock exits 1;
 #   - no majority: SIGTERM ends a waiting dirlock at once;
-#   - no member answering: a timed acquire says DIRLOCK_ESERVER at its
+#   - no member answering: a wait without end says so on stderr, and when
+#     they answer again; a timed acquire says DIRLOCK_ESERVER at its
 #     timeout (the lock's state is unknown), not DIRLOCK_ETIMEDOUT;
 #   - a restore from an old snapshot (etcd 3.4 never bumps revisions):
 #     revisions go back -- the new holder's key has a lower
@@ -28,7 +29,7 @@ etcd_available || {
 	echo "1..0 # SKIP $ETCD_WHY"
 	exit 0
 }
-plan 20
+plan 21
 ESERVER=15
 CLUSTER=$TOP/tools/etcd-cluster
 R=$(mktemp -d /tmp/dirlock-etcd.XXXXXX)
@@ -196,6 +197,21 @@ took=$(($(ms) - t0))
 [ "$st" = 143 ] && [ "$took" -lt 1500 ]
 ok $? "no majority: SIGTERM ends a waiting dirlock in $took ms (want < 1500), exit $st (want 143): $(cat "$T/nm.err")"
 
+for n in 1 2 3; do "$CLUSTER" kill $n; done
+# A wait without end says so on stderr within a second or two, and again
+# when the cluster answers; then it takes the lock.
+t0=$(ms)
+"$DIRLOCK" -d "$S" back -- touch "$T/ran-back" 2>"$T/back.err" &
+d=$!
+until_ms 5000 grep -q "no answer from the lock server" "$T/back.err"
+told=$(($(ms) - t0))
+for n in 1 2 3; do "$CLUSTER" start-member $n; done
+until_ms 20000 eval '! kill -0 $d 2>/dev/null'
+kill -KILL $d 2>/dev/null
+wait $d
+st=$?
+[ "$st" = 0 ] && [ -e "$T/ran-back" ] && [ "$told" -le 3000 ] && grep -q "answers again" "$T/back.err"
+ok $? "no member answering a wait without end: said on stderr after $told ms (want at most 3 s), and when they answer again; then it runs: exit $st: $(tr '\n' ' ' <"$T/back.err")"
 for n in 1 2 3; do "$CLUSTER" kill $n; done
 read -r code took < <("$PROGS/lockworker" wait "$S" z 1)
 is "$code" "$ESERVER" "no member answering: a 1 s acquire says DIRLOCK_ESERVER (after $took ms)"

@@ -5,7 +5,9 @@
 # 128+N; the holder keeps its lock and nothing is left behind.  In a lock
 # directory, on a private Redis server, and with no server at all (a port
 # where nothing listens).  A server stopped with SIGSTOP ends the wait
-# once the request in flight gives up (bounded: 2 s a round trip).  Also:
+# once the request in flight gives up (bounded: 2 s a round trip).  A wait
+# without end on a server that is not there says so on stderr within a
+# second or two, and again when one answers there.  Also:
 # a signal ignored when dirlock started (nohup's SIGHUP) and the SIGCHLD
 # of its command stopped and continued (^Z, fg) do not end the wait; a
 # command killed before it could run ends it with the command's status.
@@ -19,7 +21,7 @@
 HOOKED=$PROGS/dirlock-hooks
 if redis_available; then
 	redis=yes
-	plan 20
+	plan 23
 else
 	plan 11
 	diag "Redis: $REDIS_WHY"
@@ -202,6 +204,26 @@ port=$(redis_free_port) || {
 no_server "redis://127.0.0.1:$port/0" TERM nosrv-term
 no_server "redis://127.0.0.1:$port/0" INT nosrv-int
 no_server "redis://127.0.0.1:$port/0" HUP nosrv-hup
+
+# The same wait without end says on stderr, within a second or two, that
+# the server does not answer, keeps trying, and says when one answers
+# there; then it takes the lock and runs its command.
+t0=$(date +%s%N)
+"$DIRLOCK" -d "redis://127.0.0.1:$port/0" back -- touch "$T/ran-back" 2>"$T/err-back" &
+waiter=$!
+for ((i = 0; i < 250; i++)); do
+	grep -q "no answer from the lock server" "$T/err-back" && break
+	sleep 0.02
+done
+told=$((($(date +%s%N) - t0) / 1000000))
+grep -q "no answer from the lock server for 1 s or more (Redis server redis://127.0.0.1:$port/0.*Connection refused); still trying" "$T/err-back"
+ok $? "no server where the space points: dirlock says so on stderr after $told ms (want 1 to 3 s): $(cat "$T/err-back")"
+redis_start -p "$port" || exit 1
+ends_within 10000 $waiter
+[ "$st" = 0 ] && [ -e "$T/ran-back" ] && grep -q "the lock server of lock .back. answers again" "$T/err-back"
+ok $? "... and once a server answers there, says so, takes the lock and runs its command: exit $st: $(tr '\n' ' ' <"$T/err-back")"
+cmp_num "$told" -le 3000 "... the first word came within 3 s ($told ms)"
+redis_stop
 
 redis_start || exit 1
 lock_free=0

@@ -29,6 +29,16 @@
 
 /* ---- calls to the gateway (etcd_http.c) ------------------------------------- */
 
+/* An acquire's wait, which the calls made through its handles' addresses
+ * (dl_etcd_url.wait) serve while it lasts: its cancel descriptor (-1:
+ * none) ends a call at once, and a call that goes on without an answer
+ * tells the caller as the wait would (its silence, for its handle h). */
+struct dl_etcd_wait {
+        int cancel_fd;
+        dl_silence *silence;
+        const dirlock *h;
+};
+
 /* A reply: the parsed JSON body, or the gateway's error. */
 typedef struct dl_etcd_reply {
         json_object *body; /* owned; NULL on error */

@@ -706,13 +706,12 @@ static int join(struct attempt *a, bool *joined, dirlock_error *err)
         return rc;
 }
 
-/* Every request of the set's handles ends when `fd` polls readable (-1:
- * none): the cancel descriptor of a wait, which the handles must not keep
- * after it (the caller owns it). */
-static void cancel_with(dirlock **hs, size_t n, int fd)
+/* The calls of the set's handles serve wait w (NULL: none, as after the
+ * wait: the caller owns its cancel descriptor). */
+static void serve(dirlock **hs, size_t n, const struct dl_etcd_wait *w)
 {
         for (size_t i = 0; i < n; i++)
-                E(hs[i])->url.cancel_fd = fd;
+                E(hs[i])->url.wait = w;
 }
 
 /* A wait that was canceled gives its last try, and the revoke on the
@@ -751,15 +750,18 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dir
                             .qs = qs,
                             .blocked = blocked};
         bool canceled = false, taken = false, fresh = true, cut = false;
-        cancel_with(hs, n, o->cancel_fd);
         dl_backoff retry;
         dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
+        dl_silence silence; /* the caller is told of a cluster that does not answer */
+        dl_silence_begin(&silence);
+        struct dl_etcd_wait wait = {.cancel_fd = o->cancel_fd, .silence = &silence, .h = h};
+        serve(hs, n, &wait);
         int pid_fd = -1;
         pid_t pid_watched = 0;
         int rc;
         for (;;) {
                 if (canceled && !cut) {
-                        cancel_with(hs, n, -1);
+                        wait.cancel_fd = -1; /* the last try is not cut */
                         cut_short(&until);
                         cut = true;
                 }
@@ -811,10 +813,13 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dir
                                               err);
                         }
                 }
+                if (rc == DIRLOCK_OK)
+                        dl_silence_answered(&silence, h);
                 if (taken && rc == DIRLOCK_OK)
                         break;
                 if (rc == DIRLOCK_ESERVER && !last) {
                         /* Unreachable: try again, with backoff, until the deadline. */
+                        dl_silence_failed(&silence, h, err);
                         if (dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1)
                                 canceled = true;
                         continue;
@@ -823,7 +828,7 @@ static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dir
                         break;
                 dl_backoff_reset(&retry);
         }
-        cancel_with(hs, n, -1);
+        serve(hs, n, NULL);
         if (pid_fd >= 0)
                 close(pid_fd);
         for (size_t i = 0; i < n; i++)
@@ -1103,10 +1108,11 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
         dl_backoff retry;
         dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
         bool cut = false;
-        cancel_with(hs, 1, cancel_fd);
+        struct dl_etcd_wait wait = {.cancel_fd = cancel_fd, .silence = NULL, .h = h};
+        serve(hs, 1, &wait);
         for (;;) {
                 if (canceled && !cut) {
-                        cancel_with(hs, 1, -1);
+                        wait.cancel_fd = -1; /* the last try is not cut */
                         cut_short(&deadline);
                         cut = true;
                 }
@@ -1155,7 +1161,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                 if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
                         break;
         }
-        cancel_with(hs, 1, -1);
+        serve(hs, 1, NULL);
         if (pid_fd >= 0)
                 close(pid_fd);
         dl_etcd_queue_free(&q);

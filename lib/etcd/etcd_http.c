@@ -49,10 +49,11 @@
  * called back (its socket and timer callbacks), and drive() waits for
  * those, the caller's cancel descriptor and pidfd, and the deadline, with
  * dl_poll -- so that a pending acquire suspends there instead of
- * blocking its loop.  A request watches the cancel descriptor its
- * address carries (dl_etcd_url.cancel_fd, set by a waiting acquire): a
- * cluster that holds it without an answer (no majority) does not hold up
- * a canceled wait. */
+ * blocking its loop.  A request of a waiting acquire (dl_etcd_url.wait)
+ * watches its cancel descriptor, so a cluster that holds it without an
+ * answer (no majority) does not hold up a canceled wait, and tells the
+ * caller as soon as the silence has lasted DIRLOCK_SERVER_NOTICE_MS,
+ * though a call goes on for up to DL_ETCD_IO_MS. */
 #include "etcd.h"
 
 #include <curl/curl.h>
@@ -516,7 +517,7 @@ static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char 
         dl_time until = dl_deadline(limit_ms / 1e3 + 0.05);
         int which;
         CURLcode result;
-        int cancel[1] = {u->cancel_fd};
+        int cancel[1] = {u->wait != NULL ? u->wait->cancel_fd : -1};
         enum driven how = transfer(c, &s, &until, cancel, 1, &which, &result);
         *next = true;
         if (how == FD_FIRED) {
@@ -620,7 +621,7 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                         /* Every member said no (an election under way): a
                          * short pause, then round again until the deadline
                          * (or the caller's cancel). */
-                        if (dl_nap_ms(pause, deadline, u->cancel_fd) == 1)
+                        if (dl_nap_ms(pause, deadline, u->wait != NULL ? u->wait->cancel_fd : -1) == 1)
                                 break;
                         pause = pause * 2 > ATTEMPT_MS / 4 ? ATTEMPT_MS / 4 : pause * 2;
                         if (dl_deadline_passed(deadline))
@@ -636,6 +637,8 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                         *current = i;
                 else if (reached)
                         *sent = true;
+                if (rc == DIRLOCK_ESERVER && u->wait != NULL && u->wait->silence != NULL)
+                        dl_silence_failed(u->wait->silence, u->wait->h, err);
                 if (!next)
                         break;
                 *current = (i + 1) % u->n;

@@ -78,7 +78,6 @@ static int parse_endpoint(const char *p, const char *end, dl_etcd_url *u, char *
 int dl_etcd_url_parse(const char *s, size_t len, dl_etcd_url *u, char *why, size_t why_size)
 {
         memset(u, 0, sizeof *u);
-        u->cancel_fd = -1;
         const char *end = s + len, *p = s;
         size_t sl = strlen(DL_ETCD_SCHEME);
         if (len < sl || memcmp(s, DL_ETCD_SCHEME, sl) != 0)

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct dl_etcd_wait;
+
 #define DL_ETCD_SPACE_FORMS    "etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX]"
 #define DL_ETCD_SCHEME         "etcd://"
 #define DL_ETCD_DEFAULT_PORT   2379
@@ -37,11 +39,10 @@ typedef struct dl_etcd_url {
                 int port;
         } ep[DL_ETCD_ENDPOINTS_MAX];
         char prefix[DL_ETCD_PREFIX_MAX + 1];
-        /* Not part of the address: while >= 0, a descriptor whose
-         * readability ends every call made through this copy (the cancel
-         * descriptor of the acquire that owns it, for the length of its
-         * wait: etcd_backend.c).  The parser sets -1. */
-        int cancel_fd;
+        /* Not part of the address: NULL, or while an acquire waits, that
+         * wait, which the calls made through this copy of its handle serve
+         * (struct dl_etcd_wait in etcd.h).  The parser sets NULL. */
+        const struct dl_etcd_wait *wait;
 } dl_etcd_url;
 
 /* Parse the `len` bytes at `s` (the whole space string, scheme included,

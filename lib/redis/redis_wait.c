@@ -358,11 +358,12 @@ struct acquire {
         const char **keys; /* the names' bases, then the space's */
         char record[DL_RECORD_MAX], mode[8], policy[8], stale[24], qttl[24], seq[24];
         char wake_key[DL_REDIS_PREFIX_MAX + 3 + 48];
-        long long ttl;    /* the queue ttl, ms */
-        bool may_queue;   /* not a try (timeout 0) */
-        bool canceled;    /* the cancel descriptor fired: the next attempt is the last */
-        bool resynced;    /* an attempt came late once, and the clock was read again */
-        dl_backoff retry; /* while the server cannot be reached */
+        long long ttl;      /* the queue ttl, ms */
+        bool may_queue;     /* not a try (timeout 0) */
+        bool canceled;      /* the cancel descriptor fired: the next attempt is the last */
+        bool resynced;      /* an attempt came late once, and the clock was read again */
+        dl_backoff retry;   /* while the server cannot be reached */
+        dl_silence silence; /* ... which the caller is told of (server_notice.c) */
         struct dl_redis_owner_watch ow;
         struct peers peers;        /* a permit's holders on this host (PEERS) */
         struct dl_redis_blocker b; /* what the last attempt found in the way */
@@ -412,6 +413,7 @@ static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct
         snprintf(q->wake_key, sizeof q->wake_key, "%s:wake:%s", q->r->space, q->h->token);
         q->may_queue = o->timeout != 0;
         dl_backoff_init(&q->retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, q->h->token);
+        dl_silence_begin(&q->silence);
         q->r->seq = 0;
         /* A thread's wait, for one name (not a pending acquire's, nor one
          * with DIRLOCK_NO_DEADLOCK: their records name no thread). */
@@ -616,6 +618,7 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
                 rc = attempt(&q, last, &rep, err);
                 if (rc == DIRLOCK_ESERVER && q.may_queue && !last) {
                         /* Unreachable: try again, with backoff, until the deadline. */
+                        dl_silence_failed(&q.silence, q.h, err);
                         q.canceled = dl_nap_ms(dl_backoff_next(&q.retry), deadline, o->cancel_fd) == 1;
                         rc = DIRLOCK_OK;
                         continue;
@@ -623,6 +626,7 @@ int dl_redis_acquire(dirlock **hs, size_t n, const struct dl_redis_acquire *a, c
                 if (rc != DIRLOCK_OK)
                         break;
                 dl_backoff_reset(&q.retry);
+                dl_silence_answered(&q.silence, q.h);
                 bool again;
                 rc = read_answer(&q, rep, &taken, &again, err);
                 if (rc != DIRLOCK_OK || taken)

@@ -58,7 +58,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const char prefc[] = "abcXYZ019._-";
         struct fuzz_in in = {data, size};
         memset(&u, 0, sizeof u);
-        u.cancel_fd = -1; /* as the parser leaves it */
         u.n = 1 + (size_t)(fuzz_u64(&in, 1) % DL_ETCD_ENDPOINTS_MAX);
         for (size_t e = 0; e < u.n; e++) {
                 u.ep[e].ipv6 = fuzz_u64(&in, 1) & 1;

@@ -52,6 +52,11 @@ static void test_errors_have_text(void **state)
         o = (dirlock_options)DIRLOCK_OPTIONS_INIT;
         o.flags = 1u << 20;
         assert_int_equal(dirlock_acquire(lockdir, "x", &o, &h, &e), DIRLOCK_EINVAL);
+        /* A notice asked for with nobody to tell. */
+        o = (dirlock_options)DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_SERVER_NOTICE;
+        assert_int_equal(dirlock_acquire(lockdir, "x", &o, &h, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "server_notice"));
 }
 
 /* Each code has a distinct name, the one written in the header after
