@@ -182,15 +182,19 @@ void keeper_check(struct keeper *k, struct hold *h)
         int status;
         if (k->pid <= 0 || waitpid(k->pid, &status, WNOHANG) != k->pid)
                 return;
-        char how[32];
-        const char *sig = WIFSIGNALED(status) ? sigabbrev_np(WTERMSIG(status)) : NULL;
-        if (WIFSIGNALED(status))
-                snprintf(how, sizeof how, "was killed by SIG%s", sig ? sig : "?");
-        else
-                snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
-        fprintf(stderr, "%s: warning: the keeper of the locks (pid %ld) %s; starting another\n", progname,
-                (long)k->pid, how);
+        long pid = (long)k->pid;
         k->pid = 0;
+        if (!WIFSIGNALED(status)) {
+                /* It gave up on its own (and said why): another would too. */
+                fprintf(stderr, "%s: warning: the keeper of the locks (pid %ld) exited with status %d\n",
+                        progname, pid, WEXITSTATUS(status));
+                k->failed = true;
+                return;
+        }
+        const char *sig = sigabbrev_np(WTERMSIG(status));
+        fprintf(stderr,
+                "%s: warning: the keeper of the locks (pid %ld) was killed by SIG%s; starting another\n",
+                progname, pid, sig ? sig : "?");
         keeper_start(k, h, -1);
 }
 

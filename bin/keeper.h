@@ -27,8 +27,9 @@ int keeper_init(struct keeper *k, pid_t command);
  * dirlock's that it must not keep open (the command's go pipe).  On
  * failure dirlock says so and goes on without one. */
 void keeper_start(struct keeper *k, struct hold *h, int other_fd);
-/* In dirlock's loop, after a SIGCHLD: when the keeper died (it is
- * reaped), say so and start another. */
+/* In dirlock's loop, after a SIGCHLD: when the keeper was killed (it is
+ * reaped), say so and start another; one that gave up on its own is not
+ * started again. */
 void keeper_check(struct keeper *k, struct hold *h);
 /* Stop the keeper (SIGKILL: it does nothing to the locks, whatever it was
  * doing) and reap it, before dirlock releases the locks itself. */
