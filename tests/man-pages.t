@@ -154,13 +154,13 @@ int main(int argc, char **argv)
 EOF
 # The table's rows, as "KIND yes no ...": the first cell names the kind.
 mandoc -Tutf8 man/dirlock.1 | col -b | sed -n '/^LOCK SPACES/,/^SUBCOMMANDS/p' |
-	awk '$1 == "lockdir" || $1 ~ /^(flock|redis|etcd):/ { $1 = $1; print }' >"$T/table"
+	awk '$1 == "directory" || $1 ~ /^(flock|redis|etcd):/ { $1 = $1; print }' >"$T/table"
 if "$CC" -std=c11 -D_GNU_SOURCE -Ilib -o "$T/query" "$T/query.c" -L"$BUILD_DIR" -ldirlock \
 	-Wl,-rpath,"$BUILD_DIR" 2>"$T/cc.err"; then
 	bad=
 	while read -r kind cells; do
 		case $kind in
-		lockdir) space=$T/spaces ;;
+		directory) space=$T/spaces ;;
 		flock:*) space=flock:$T/spaces ;;
 		redis:*) space=redis://127.0.0.1:1/ ;;
 		etcd:*) space=etcd://127.0.0.1:1 ;;
