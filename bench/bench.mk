@@ -24,6 +24,8 @@
 #   make bench-redis   lock spaces on a private redis-server, against bare
 #                      SET NX PX + DEL and the seed article's INCRBY lock
 #                      (bench/redis-run)
+#   make bench-redis-deadlock  what deadlock detection costs a contended
+#                      Redis lock (bench/redis-run deadlock) [DEADLOCK_ROUNDS=9]
 #   make bench-netfs   every locker on a private GlusterFS volume across two
 #                      clients: updates lost, failures, ops/s, waits, a
 #                      holder's host dying, hand-off (bench/netfs-run;
@@ -95,6 +97,8 @@ bench-range: $(RANGE_BENCH)
 	BUILD_DIR=$(BUILD) bench/range-run
 bench-redis: all $(REDIS_BENCH)
 	BUILD_DIR=$(BUILD) bench/redis-run
+bench-redis-deadlock: all $(REDIS_BENCH)
+	BUILD_DIR=$(BUILD) bench/redis-run deadlock
 bench-etcd: all $(ETCD_BENCH)
 	BUILD_DIR=$(BUILD) bench/etcd-run
 
@@ -137,4 +141,4 @@ bench:
 	$(MAKE) bench-wait-profile
 
 .PHONY: bench bench-async bench-core bench-deadlock bench-overload bench-rw bench-range bench-peers bench-board bench-view-profile \
-	bench-wait-profile bench-redis bench-bindings bench-netfs bench-etcd
+	bench-wait-profile bench-redis bench-redis-deadlock bench-bindings bench-netfs bench-etcd

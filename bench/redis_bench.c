@@ -8,7 +8,7 @@
  * baseline; bench/redis-run turns them into ratios.
  *
  *   redis_bench uncontended SPACE SECONDS
- *   redis_bench contended SPACE SECONDS CS_MS PROCS dirlock|seed   (PROCS <= 64)
+ *   redis_bench contended SPACE SECONDS CS_MS PROCS dirlock|nodetect|seed   (PROCS <= 64)
  *   redis_bench handoff SPACE WAITERS SECONDS dirlock|seed|list
  *   redis_bench kill SPACE dirlock|seed
  * Each prints one line of numbers.
@@ -225,6 +225,8 @@ static void contender(const char *space, const char *locking, double cs_s, struc
                 if (c == NULL) {
                         dirlock_options o = DIRLOCK_OPTIONS_INIT;
                         o.timeout = 10;
+                        if (strcmp(locking, "nodetect") == 0)
+                                o.flags |= DIRLOCK_NO_DEADLOCK; /* what detection costs */
                         if (dirlock_acquire(space, "bench", &o, &h, NULL) != DIRLOCK_OK) {
                                 __sync_fetch_and_add(&sh->busy, 1);
                                 continue;
