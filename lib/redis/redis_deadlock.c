@@ -68,16 +68,20 @@
  * blocked in a wait takes no lock and changes no hold's mode (a grant
  * ends its wait; a pending acquire's record has no thread), so the holds
  * of every thread of a cycle are in place before its wait starts, and
- * the cycle is complete when its last thread starts to wait.  That thread
- * runs the script after the script queued it -- after every other thread
- * of the cycle ran its own, which wrote its index entry -- so it finds
- * the cycle: one round trip after its first busy answer.  Waiters check
- * again every DL_REDIS_DEADLOCK_RECHECK_MS (at their next attempt, which
- * comes at least every third of the queue ttl): that keeps their index
- * entries fresh, and finds a cycle whose first check proved nothing (the
- * server could not be reached, the search outgrew its bounds, a thread of
- * this host was gone).  Two waits that close a cycle at once may both
- * report it: each saw the whole cycle, which did exist. */
+ * the cycle is complete when its last thread starts to wait.  Each queued
+ * waiter first checks DL_REDIS_DEADLOCK_FIRST_MS after its first busy
+ * answer (most waits for a lock in use end sooner, and never pay for a
+ * check: what detection costs a contended lock, bench/README.md), its
+ * wait waking for it; the check that comes last, after every other
+ * thread of the cycle ran its own and wrote its index entry, finds the
+ * cycle.  Waiters check again every DL_REDIS_DEADLOCK_RECHECK_MS (their
+ * waits wake for it): that keeps their index entries fresh, and finds a
+ * cycle whose first check proved nothing (the server could not be
+ * reached, the search outgrew its bounds, a thread of this host was
+ * gone) within a recheck.  A server wakes a blocked client at its own
+ * pace (10 times a second at its default hz), so the checks come that
+ * much later.  Two waits that close a cycle at once may both report it:
+ * each saw the whole cycle, which did exist. */
 #include "redis.h"
 
 #include <stdarg.h>

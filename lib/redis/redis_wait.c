@@ -22,7 +22,8 @@
  *     poll() also watches the cancel descriptor and, for a live owner on
  *     this host, its pidfd.  The reply "g<fence>" means the releaser's
  *     script took the lock for us: done, without another round trip.
- *     Anything else: attempt again.  A wait abandoned while BLPOP is in
+ *     Anything else: attempt again.  A waiter that redis_deadlock.c
+ *     follows also wakes when its next deadlock check falls due.  A wait abandoned while BLPOP is in
  *     flight (cancel, pidfd, a dead owner) closes the connection, so no
  *     reply is left unread on a reused one (a grant popped that way is
  *     found by the next attempt: a token that already holds the lock
@@ -282,11 +283,13 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
  * b's owner is provably dead on this host, break it by token through
  * `breaker` (whose name it blocks), set *broke and return (attempt again
  * at once); otherwise watch b's owner (ow) and wait on `wake_key` for a
- * grant or a wake-up, b's expiry, a third of ttl_ms, the deadline, the
- * cancel descriptor, the owner's death or that of a peer (peers: a
- * permit's other holders on this host, or NULL) -- or, where the system
- * has no pidfds, DL_RECHECK_MS, after which the owners are judged again.  DIRLOCK_OK (with *granted,
- * *fence), DIRLOCK_ESERVER (attempt again), or another error.
+ * grant or a wake-up, b's expiry, a third of ttl_ms, the deadline,
+ * `wake_by` (a deadlock check due; NULL: none), the cancel descriptor,
+ * the owner's death or that of a peer (peers: a permit's other holders
+ * on this host, or NULL) -- or, where the system has no pidfds,
+ * DL_RECHECK_MS, after which the owners are judged again.  DIRLOCK_OK
+ * (with *granted, *fence), DIRLOCK_ESERVER (attempt again), or another
+ * error.
  *
  * The BLPOP goes out first and the blocker's owner is judged while it is
  * in flight: a release that comes meanwhile hands the lock over at once
@@ -296,8 +299,8 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
  * found by the next attempt, which takes again what is already ours). */
 static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
                         struct peers *peers, const char *wake_key, long long ttl_ms, const dl_time *deadline,
-                        int cancel_fd, bool *broke, bool *canceled, bool *granted, unsigned long long *fence,
-                        dirlock_error *err)
+                        const dl_time *wake_by, int cancel_fd, bool *broke, bool *canceled, bool *granted,
+                        unsigned long long *fence, dirlock_error *err)
 {
         *broke = *granted = false;
         DL_ASSERT(ow->pid_fd < 0 || ow->pid > 0); /* a watched owner has its pid */
@@ -308,6 +311,8 @@ static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, stru
                 wait_ms = (double)b->left_ms + 2;
         if (wait_ms > (double)ttl_ms / 3)
                 wait_ms = (double)ttl_ms / 3;
+        if (wake_by != NULL && wait_ms > dl_remaining(wake_by))
+                wait_ms = dl_remaining(wake_by);
         /* Without pidfds a same-host owner's death wakes nobody: judge the
          * owners again every DL_RECHECK_MS instead. */
         bool unwatchable = (readable && dl_record_same_host(&rec)) || (peers != NULL && peers->n > 0);
@@ -368,9 +373,9 @@ struct acquire {
         struct peers peers;        /* a permit's holders on this host (PEERS) */
         struct dl_redis_blocker b; /* what the last attempt found in the way */
         /* Deadlock detection (redis_deadlock.c): whether this wait is one
-         * it follows, when it checks next (0: at the first busy answer),
+         * it follows, whether a check falls due (`checking`: at `recheck`),
          * and the cycle found, which the last attempt reports. */
-        bool follow, deadlocked;
+        bool follow, deadlocked, checking;
         dl_time recheck;
         dirlock_error cycle;
 };
@@ -544,13 +549,21 @@ static int read_answer(struct acquire *q, redisReply *rep, bool *taken, bool *ag
         return rc;
 }
 
-/* Deadlock detection, when due: a queued waiter checks at its first busy
- * answer and then every DL_REDIS_DEADLOCK_RECHECK_MS (PROMPTNESS in
+/* Deadlock detection, when due: a queued waiter checks
+ * DL_REDIS_DEADLOCK_FIRST_MS after its first busy answer (its wait wakes
+ * for it), then every DL_REDIS_DEADLOCK_RECHECK_MS (PROMPTNESS in
  * redis_deadlock.c); a cycle found sets q->deadlocked, and the next
  * attempt is the last. */
 static void check_deadlock(struct acquire *q)
 {
-        if (!q->follow || q->r->seq <= 0 || (q->recheck.tv_sec != 0 && !dl_deadline_passed(&q->recheck)))
+        if (!q->follow || q->r->seq <= 0)
+                return;
+        if (!q->checking) {
+                q->checking = true;
+                q->recheck = dl_deadline(DL_REDIS_DEADLOCK_FIRST_MS / 1e3);
+                return;
+        }
+        if (!dl_deadline_passed(&q->recheck))
                 return;
         q->recheck = dl_deadline(DL_REDIS_DEADLOCK_RECHECK_MS / 1e3);
         q->deadlocked = dl_redis_deadlock_check(q->h, q->a->deadlock, q->r->seq, q->deadline, &q->cycle) ==
@@ -568,7 +581,8 @@ static int await_turn(struct acquire *q, bool *taken, dirlock_error *err)
         bool broke, granted;
         unsigned long long fence = 0;
         int rc = wait_blocker(q->hs[q->b.index], &q->b, &q->ow, &q->peers, q->wake_key, q->ttl, q->deadline,
-                              q->h->opts.cancel_fd, &broke, &q->canceled, &granted, &fence, err);
+                              q->checking ? &q->recheck : NULL, q->h->opts.cancel_fd, &broke, &q->canceled,
+                              &granted, &fence, err);
         if (broke || rc == DIRLOCK_ESERVER)
                 return DIRLOCK_OK; /* at once; or the next attempt tries to reconnect */
         /* W, R3: a releaser takes the lock (and pushes its fence) only for
@@ -709,7 +723,7 @@ static int await_readers(struct upgrade *q, const struct dl_redis_blocker *b, di
 {
         bool broke, granted;
         unsigned long long ignored;
-        int rc = wait_blocker(q->h, b, &q->ow, NULL, q->wake_key, dl_redis_stale_ms(q->h), &q->deadline,
+        int rc = wait_blocker(q->h, b, &q->ow, NULL, q->wake_key, dl_redis_stale_ms(q->h), &q->deadline, NULL,
                               q->cancel_fd, &broke, &q->canceled, &granted, &ignored, err);
         if (rc == DIRLOCK_ESERVER && !dl_deadline_passed(&q->deadline))
                 return DIRLOCK_OK;
