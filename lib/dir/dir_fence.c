@@ -1,17 +1,21 @@
-/* dir_fence.c - fences in a directory space (dirlock_fence, docs/fencing.md).
+/* dir_fence.c - fences in a directory space (dirlock_fence, docs/fencing.md),
+ * and the counter they are drawn from, which others may use too.
  *
- * COUNTER.  D/NAME.fence/ holds one empty file whose name is the last fence
- * drawn for lock NAME (DL_FENCE_DIGITS digits, so names sort as numbers).
+ * COUNTER.  A directory holding one empty file whose name is a number
+ * (DL_FENCE_DIGITS digits, so names sort as numbers): D/NAME.fence/ holds
+ * the last fence drawn for lock NAME.  It is made holding 0 by renaming a
+ * prepared directory into place (of two makers exactly one rename
+ * succeeds), never made again while it exists, and only ever moves by
+ * rename(N, M), which succeeds only while it still holds N: a
+ * compare-and-swap on the name (ENOENT: someone else moved it first).
  *
  * DRAW (while holding the lock):
  *   1. Read the counter: the largest number N named in D/NAME.fence/.
- *      Missing: make it, holding 0 (a prepared directory renamed into
- *      place, as a lock is: of two makers exactly one rename succeeds).
+ *      Missing: make it, holding 0.
  *   2. F = max(N + 1, the wall clock in microseconds).
- *   3. rename(D/NAME.fence/N, D/NAME.fence/F): a compare-and-swap on the
- *      name.  It succeeds only while the counter still holds N; ENOENT
- *      means another drawer advanced it first: go to 1.  So the counter
- *      only ever grows, whoever races, paused or not.
+ *   3. rename(D/NAME.fence/N, D/NAME.fence/F), the compare-and-swap:
+ *      ENOENT means another drawer advanced it first: go to 1.  So the
+ *      counter only ever grows, whoever races, paused or not.
  *   4. Check that we still hold the lock.  If we do, we held it without a
  *      break from our acquisition to here, so every acquisition after ours
  *      draws after step 3 and gets more than F; every earlier one drew
@@ -38,12 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The counter in directory `dir`: 1 and *n, the largest number named in
- * it; 0 when the directory is missing or empty; -1 on error (errno); -2
- * when it names a number past DIRLOCK_FENCE_MAX, or only things that are
- * no number -- data dirlock did not write (a counter holds one name,
- * DL_FENCE_DIGITS digits, from the moment it is made). */
-static int counter_read(const char *dir, unsigned long long *n)
+int dl_counter_read(const char *dir, unsigned long long *n)
 {
         DIR *d = dl_fs_opendir(dir);
         if (d == NULL)
@@ -83,30 +82,56 @@ static char *counter_entry(const char *dir, unsigned long long n)
         return dl_join(dir, leaf, NULL);
 }
 
-/* Make the counter, holding 0, unless someone else does first. */
-static int counter_make(const dirlock *h, const char *dir, dirlock_error *err)
+int dl_counter_make(const char *dir, const char *prep, unsigned lockdir_mode, dirlock_error *err)
 {
-        const struct dl_dir *d = dl_dir_of(h);
-        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DIRLOCK_TOKEN_LEN + sizeof ".new"];
-        snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_FENCE ".%s.new", h->name, h->token);
-        char *prep = dl_join(d->lockdir, leaf, NULL);
-        char *zero = prep ? counter_entry(prep, 0) : NULL;
+        char *zero = counter_entry(prep, 0);
         int rc = DIRLOCK_OK;
         if (zero == NULL) {
                 rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        } else if (dl_fs_mkdir_in(prep, d->lockdir_mode) != 0) {
+        } else if (dl_fs_mkdir_in(prep, lockdir_mode) != 0) {
                 rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", prep);
         } else {
                 int fd = open(zero, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
                 if (fd < 0 || close(fd) != 0) {
                         rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", zero);
                 } else if (dl_fs_rename(prep, dir) != 0 && errno != ENOTEMPTY && errno != EEXIST) {
-                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create fence counter '%s'", dir);
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create counter '%s'", dir);
                 }
-                dl_fs_unlink(zero); /* still there when another maker won */
-                dl_fs_rmdir(prep);
         }
         free(zero);
+        dl_counter_prep_remove(prep); /* still there when another maker won */
+        return rc;
+}
+
+void dl_counter_prep_remove(const char *prep)
+{
+        char *zero = counter_entry(prep, 0);
+        if (zero != NULL)
+                dl_fs_unlink(zero);
+        free(zero);
+        dl_fs_rmdir(prep);
+}
+
+int dl_counter_swap(const char *dir, unsigned long long from, unsigned long long to)
+{
+        char *a = counter_entry(dir, from), *b = counter_entry(dir, to);
+        int rc = a != NULL && b != NULL ? dl_fs_rename(a, b) : -1;
+        int e = a != NULL && b != NULL ? errno : ENOMEM;
+        free(a);
+        free(b);
+        errno = e;
+        return rc;
+}
+
+/* Make lock h's fence counter, holding 0, unless someone else does first. */
+static int fence_counter_make(const dirlock *h, const char *dir, dirlock_error *err)
+{
+        const struct dl_dir *d = dl_dir_of(h);
+        char leaf[1 + DIRLOCK_NAME_MAX + sizeof DL_SUFFIX_FENCE + 1 + DIRLOCK_TOKEN_LEN + sizeof ".new"];
+        snprintf(leaf, sizeof leaf, ".%s" DL_SUFFIX_FENCE ".%s.new", h->name, h->token);
+        char *prep = dl_join(d->lockdir, leaf, NULL);
+        int rc = prep != NULL ? dl_counter_make(dir, prep, d->lockdir_mode, err)
+                              : dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         free(prep);
         return rc;
 }
@@ -119,7 +144,7 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
         int rc = DIRLOCK_EIO;
         for (int round = 0; round < 100; round++) {
                 unsigned long long n = 0;
-                int found = counter_read(dir, &n);
+                int found = dl_counter_read(dir, &n);
                 if (found == -1 && errno == ESTALE) {
                         dl_fs_refresh(dir); /* replaced as we read it (fsops.c): again */
                         continue;
@@ -137,7 +162,7 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
                         break;
                 }
                 if (found == 0) {
-                        rc = counter_make(h, dir, err);
+                        rc = fence_counter_make(h, dir, err);
                         if (rc != DIRLOCK_OK)
                                 break;
                         /* never DIRLOCK_OK without a fence, even after the last round */
@@ -156,11 +181,8 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
                         break;
                 }
                 unsigned long long next = n + 1 > now ? n + 1 : now;
-                char *from = counter_entry(dir, n), *to = counter_entry(dir, next);
-                int moved = from && to ? dl_fs_rename(from, to) : -1;
-                int e = from && to ? errno : ENOMEM;
-                free(from);
-                free(to);
+                int moved = dl_counter_swap(dir, n, next);
+                int e = errno;
                 if (moved == 0) {
                         /* Step 4: still ours?  Then `next` is this acquisition's. */
                         rc = held(h, err);
@@ -189,7 +211,7 @@ unsigned long long dl_dir_fence_last(const char *lockdir, const char *name)
 {
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_FENCE);
         unsigned long long n = 0;
-        int found = dir != NULL ? counter_read(dir, &n) : 0;
+        int found = dir != NULL ? dl_counter_read(dir, &n) : 0;
         free(dir);
         return found == 1 ? n : 0;
 }
