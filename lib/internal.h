@@ -209,6 +209,7 @@ typedef struct dl_wait_record {
         double lo, hi;                   /* DIRLOCK_WAIT_RANGE               */
         unsigned permits;                /* DIRLOCK_WAIT_PERMIT: N           */
         bool pending;                    /* a pending acquire's: no thread blocked */
+        bool told;                       /* its thread is being told DIRLOCK_EDEADLK */
         dl_record who;                   /* the waiter; who.acquired_ns: since */
 } dl_wait_record;
 

@@ -6,14 +6,17 @@
  *
  * Text (one line, fields separated by single spaces):
  *   dirlock-wait1 lock=<name> kind=<0-3> mode=<0-2> for=<letter> id=<32 hex>
- *                 [range=<lo>:<hi>] [permits=<N>] [pending] | <owner record>
+ *                 [range=<lo>:<hi>] [permits=<N>] [pending] [told] | <owner record>
  * kind is a dirlock_wait_kind, mode the dirlock_mode asked; `for` is the
  * backend's letter for what blocks the wait; id is drawn for this one wait
  * and never used again (a renewed entry keeps it); lo and hi are the IEEE
  * 754 bits of a range's ends in hex (exact); `pending` marks a pending
- * acquire (dirlock_acquire_start), which blocks no thread.  The owner
- * record (owner.c) is the waiter's own: pid, thread, host, the token of
- * the handle that waits, and as `acquired` the moment the wait began. */
+ * acquire (dirlock_acquire_start), which blocks no thread; `told` a wait
+ * whose deadlock check found it the victim of a knot of waits (ONE VICTIM
+ * in lib/dir/deadlock.c): it is leaving, and is followed no more.  The
+ * owner record (owner.c) is the waiter's own: pid, thread, host, the
+ * token of the handle that waits, and as `acquired` the moment the wait
+ * began. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -37,7 +40,9 @@ int dl_wait_record_format(const dl_wait_record *w, char *buf, size_t size)
         if (w->permits > 0)
                 used += (size_t)snprintf(extra + used, sizeof extra - used, " permits=%u", w->permits);
         if (w->pending)
-                snprintf(extra + used, sizeof extra - used, " pending");
+                used += (size_t)snprintf(extra + used, sizeof extra - used, " pending");
+        if (w->told)
+                snprintf(extra + used, sizeof extra - used, " told");
         int n = snprintf(buf, size, WAIT_MAGIC "lock=%s kind=%d mode=%d for=%c id=%s%s | %s", w->name,
                          w->kind, w->mode, w->target, w->id, extra, owner);
         if (n < 0 || (size_t)n >= size) {
@@ -129,6 +134,8 @@ int dl_wait_record_parse(const char *buf, size_t len, dl_wait_record *w)
                         w->permits = (unsigned)v;
                 } else if (strcmp(field, "pending") == 0) {
                         w->pending = true;
+                } else if (strcmp(field, "told") == 0) {
+                        w->told = true;
                 } else {
                         return -1;
                 }

@@ -159,8 +159,9 @@ space_sub() {
 	fi
 }
 
-# A directory keeps by design each lock's fence counter (NAME.fence/) and
-# range meta-lock file (.NAME.rmeta); lib/dir/layout.h has its names.
+# A directory keeps by design each lock's fence counter (NAME.fence/),
+# range meta-lock file (.NAME.rmeta) and, once a deadlock was reported,
+# the verdict counter (.waits/verdicts/); lib/dir/layout.h has its names.
 space_leftovers() {
 	local p
 	if p=$(spaces_plugin "$1"); then
@@ -168,7 +169,7 @@ space_leftovers() {
 	else
 		# the wait register is kept for the next waiter; not its entries
 		find "$1" -mindepth 1 -maxdepth 1 ! -name '*.fence' ! -name '.*.rmeta' ! -name .waits -printf '%f\n' 2>/dev/null
-		find "$1/.waits" -mindepth 1 -maxdepth 1 -printf '.waits/%f\n' 2>/dev/null
+		find "$1/.waits" -mindepth 1 -maxdepth 1 ! -name verdicts -printf '.waits/%f\n' 2>/dev/null
 	fi
 	return 0
 }

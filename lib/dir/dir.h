@@ -122,6 +122,10 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
  * wait began, then every DL_DEADLOCK_RECHECK_MS).
  * DIRLOCK_OK or DIRLOCK_EDEADLK. */
 int dl_wait_step(dirlock *h, dirlock_error *err);
+/* Mark h's entry told, or no longer (deadlock.c, ONE VICTIM): rewritten
+ * at once, by the same atomic rename.  0, or -1 (not marked: nothing was
+ * written, or no entry is made yet). */
+int dl_wait_told(dirlock *h, bool told);
 /* The wait is over (whatever its outcome): the entry goes. */
 void dl_wait_end(dirlock *h);
 /* The handle goes: its entry, if any, and the register's state. */

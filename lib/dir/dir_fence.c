@@ -1,5 +1,6 @@
 /* dir_fence.c - fences in a directory space (dirlock_fence, docs/fencing.md),
- * and the counter they are drawn from, which others may use too.
+ * and the counter they are drawn from, which deadlock detection's verdict
+ * counter (deadlock.c, ONE VICTIM) is too.
  *
  * COUNTER.  A directory holding one empty file whose name is a number
  * (DL_FENCE_DIGITS digits, so names sort as numbers): D/NAME.fence/ holds

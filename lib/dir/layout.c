@@ -72,6 +72,18 @@ char *dl_layout_wait_other(const char *lockdir, const char *token)
         return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
 }
 
+char *dl_layout_verdicts(const char *lockdir)
+{
+        return dl_join(lockdir, DL_WAITS_DIR "/", DL_WAITS_VERDICTS);
+}
+
+char *dl_layout_verdicts_prep(const char *lockdir, const char *token)
+{
+        char leaf[sizeof DL_WAITS_PREP + DIRLOCK_TOKEN_LEN];
+        snprintf(leaf, sizeof leaf, DL_WAITS_PREP "%s", token);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
 char *dl_layout_permit_group(const char *permits_dir, unsigned n)
 {
         char leaf[sizeof DL_PERMITS_GROUP + 10];

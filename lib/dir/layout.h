@@ -28,6 +28,9 @@
  *                             TID of process P (of the host whose boot
  *                             id is B, pid namespace NS) waits
  *   D/.waits/o.<T>            another wait (a pending acquire's, ...)
+ *   D/.waits/verdicts/<N>     the deadlock verdict counter (deadlock.c,
+ *                             ONE VICTIM; a COUNTER of dir_fence.c); kept
+ *   D/.waits/.v<T>            the counter being made
  *   D/NAME.fence/<N>          the lock's fence counter: one empty file
  *                             named by the last fence drawn (dir_fence.c)
  *   D/.NAME.fence.<T>.new/    a fence counter being made
@@ -58,6 +61,8 @@
 #define DL_WAITS_DIR        ".waits"
 #define DL_WAIT_THREAD      't'
 #define DL_WAIT_OTHER       'o'
+#define DL_WAITS_VERDICTS   "verdicts"
+#define DL_WAITS_PREP       ".v"
 #define DL_RANGE_SEQ_DIGITS 20
 #define DL_FENCE_DIGITS     20
 #define DL_INFIX_UP         ".up."
@@ -103,6 +108,9 @@ char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned l
                             pid_t tid);
 /* D/.waits/o.<T> */
 char *dl_layout_wait_other(const char *lockdir, const char *token);
+/* D/.waits/verdicts, and D/.waits/.v<T> */
+char *dl_layout_verdicts(const char *lockdir);
+char *dl_layout_verdicts_prep(const char *lockdir, const char *token);
 /* PERMITS_DIR/n<N> (PERMITS_DIR is D/NAME.permits) */
 char *dl_layout_permit_group(const char *permits_dir, unsigned n);
 

@@ -22,7 +22,10 @@
  * on every way out before the acquire returns -- and I is never used
  * again.  So the same I
  * read at two moments means that thread waited, for what the record says,
- * all the time in between (deadlock.c builds on this).  A thread waits for
+ * all the time in between (deadlock.c builds on this).  Within the wait
+ * only the record's `told` mark changes (dl_wait_told: the thread's own
+ * deadlock check, ONE VICTIM in deadlock.c), by the same atomic rename.
+ * A thread waits for
  * one thing at a time; a stale entry of its own (left by a wait that did
  * not end through dl_wait_end: a thread canceled mid-wait) is replaced.
  *
@@ -212,6 +215,22 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
         if (rc != DIRLOCK_OK)
                 dl_wait_end(h);
         return rc;
+}
+
+int dl_wait_told(dirlock *h, bool told)
+{
+        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        if (w == NULL || w->path == NULL || w->unwritten || !w->node)
+                return -1;
+        char text[DL_WAIT_RECORD_MAX];
+        w->rec.told = told;
+        if (dl_wait_record_format(&w->rec, text, sizeof text) < 0 ||
+            write_entry(w->path, text, h->token, dl_dir_of(h)->lockdir_mode) != 0) {
+                w->rec.told = false;
+                return -1;
+        }
+        w->renewed = dl_now();
+        return 0;
 }
 
 void dl_wait_end(dirlock *h)
@@ -414,20 +433,27 @@ void dl_waits_cleanup(const char *lockdir)
         char *dir = dl_join(lockdir, DL_WAITS_DIR, NULL);
         if (dir == NULL)
                 return;
-        /* Leftovers of a write cut short: .n.<T> older than any write. */
+        /* Leftovers of a write cut short, older than any write: .n<T>, and
+         * .v<T>, a verdict counter being made (deadlock.c), with its 0. */
         const dl_fs *fs = dl_fs_of(lockdir, NULL);
         char **names;
         size_t count;
         if (dl_dir_names(dir, fs, &names, &count, NULL) == DIRLOCK_OK) {
                 long long now = dl_wall_ns();
                 for (size_t i = 0; i < count; i++) {
-                        if (strncmp(names[i], ".n", 2) != 0 || !dl_layout_is_token(names[i] + 2, true))
+                        bool entry = strncmp(names[i], ".n", 2) == 0;
+                        if ((!entry && strncmp(names[i], DL_WAITS_PREP, 2) != 0) ||
+                            !dl_layout_is_token(names[i] + 2, true))
                                 continue;
                         char *path = dl_join(dir, names[i], NULL);
                         struct stat st;
                         if (path != NULL && dl_fs_lstat(path, &st) == 0 &&
-                            (double)(now - dl_ts_ns(&st.st_ctim)) / 1e9 > DIRLOCK_DEFAULT_STALE_AGE)
-                                dl_fs_unlink(path);
+                            (double)(now - dl_ts_ns(&st.st_ctim)) / 1e9 > DIRLOCK_DEFAULT_STALE_AGE) {
+                                if (entry)
+                                        dl_fs_unlink(path);
+                                else
+                                        dl_counter_prep_remove(path);
+                        }
                         free(path);
                 }
                 dl_dir_names_free(names, count);
