@@ -291,20 +291,19 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
 
 /* ---- deadlock detection (redis_deadlock.c) ---------------------------------- */
 
-/* How deep, and how wide, the DEADLOCK script searches (threads on one
- * path; waits read in all); when a queued waiter first checks (a wait for
- * a lock in use usually ends sooner: the check would be a round trip for
- * nothing), and how often it checks again (PROMPTNESS in
- * redis_deadlock.c). */
-#define DL_REDIS_DEADLOCK_DEPTH      16
-#define DL_REDIS_DEADLOCK_VISITS     64
+/* How many threads the DEADLOCK script reads at most; when a queued
+ * waiter first checks (a wait for a lock in use usually ends sooner: the
+ * check would be a round trip for nothing), and how often it checks
+ * again (PROMPTNESS in redis_deadlock.c). */
+#define DL_REDIS_DEADLOCK_NODES      64
 #define DL_REDIS_DEADLOCK_FIRST_MS   10.0
 #define DL_REDIS_DEADLOCK_RECHECK_MS 250.0
 
-/* Whether h's wait (kind 'q' or 'p', queued under arrival number seq)
- * closes a cycle of waits: DIRLOCK_EDEADLK naming it (*err), or
- * DIRLOCK_OK -- no cycle proven, the check failed included (the wait goes
- * on and checks again).  One round trip, by `deadline`. */
+/* Whether h's wait (kind 'q' or 'p', queued under arrival number seq) is
+ * the victim of a knot of waits: DIRLOCK_EDEADLK naming it (*err), or
+ * DIRLOCK_OK -- none proven, the check failed included, or another
+ * thread is the victim (the wait goes on and checks again).  One round
+ * trip, by `deadline`. */
 int dl_redis_deadlock_check(dirlock *h, char kind, long long seq, const dl_time *deadline,
                             dirlock_error *err);
 

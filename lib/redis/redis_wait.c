@@ -22,8 +22,10 @@
  *     poll() also watches the cancel descriptor and, for a live owner on
  *     this host, its pidfd.  The reply "g<fence>" means the releaser's
  *     script took the lock for us: done, without another round trip.
- *     Anything else: attempt again.  A waiter that redis_deadlock.c
- *     follows also wakes when its next deadlock check falls due.  A wait abandoned while BLPOP is in
+ *     Anything else: attempt again ("d", from another waiter's deadlock
+ *     check, also checks for deadlock at once: redis_deadlock.c).  A
+ *     waiter that redis_deadlock.c follows also wakes when its next
+ *     deadlock check falls due.  A wait abandoned while BLPOP is in
  *     flight (cancel, pidfd, a dead owner) closes the connection, so no
  *     reply is left unread on a reused one (a grant popped that way is
  *     found by the next attempt: a token that already holds the lock
@@ -232,13 +234,14 @@ static int wake_send(const dl_redis_server *srv, const char *wake_key, double *w
 
 /* The answer to wake_send on c, watching cancel_fd, pid_fd and the
  * peers' pidfds (peers, or NULL) meanwhile: *pid_fired when pid_fd
- * fired, and a peer's that fired is closed (-1: judged again); done with
- * c after it. */
+ * fired, and a peer's that fired is closed (-1: judged again); *check on
+ * a "d" (ONE VICTIM in redis_deadlock.c: check for deadlock now); done
+ * with c after it. */
 static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid_fd, struct peers *peers,
                         bool *granted, unsigned long long *fence, bool *canceled, bool *pid_fired,
-                        dirlock_error *err)
+                        bool *check, dirlock_error *err)
 {
-        *granted = *canceled = *pid_fired = false;
+        *granted = *canceled = *pid_fired = *check = false;
         /* The server answers by wait_ms (never past our deadline); a server
          * that does not (stopped) is given DL_REDIS_GRACE_MS more, then
          * counts as unreachable. */
@@ -273,6 +276,7 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
                         *granted = true;
                         *fence = dl_fence_of_text(msg + 1);
                 }
+                *check = msg[0] == 'd'; /* another waiter's check named us its knot's victim */
         }
         freeReplyObject(rep);
         dl_redis_done(c);
@@ -288,8 +292,8 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
  * the owner's death or that of a peer (peers: a permit's other holders
  * on this host, or NULL) -- or, where the system has no pidfds,
  * DL_RECHECK_MS, after which the owners are judged again.  DIRLOCK_OK
- * (with *granted, *fence), DIRLOCK_ESERVER (attempt again), or another
- * error.
+ * (with *granted, *fence, *check), DIRLOCK_ESERVER (attempt again), or
+ * another error.
  *
  * The BLPOP goes out first and the blocker's owner is judged while it is
  * in flight: a release that comes meanwhile hands the lock over at once
@@ -300,9 +304,9 @@ static int wake_receive(dl_redis_conn *c, double wait_ms, int cancel_fd, int pid
 static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, struct dl_redis_owner_watch *ow,
                         struct peers *peers, const char *wake_key, long long ttl_ms, const dl_time *deadline,
                         const dl_time *wake_by, int cancel_fd, bool *broke, bool *canceled, bool *granted,
-                        unsigned long long *fence, dirlock_error *err)
+                        unsigned long long *fence, bool *check, dirlock_error *err)
 {
-        *broke = *granted = false;
+        *broke = *granted = *check = false;
         DL_ASSERT(ow->pid_fd < 0 || ow->pid > 0); /* a watched owner has its pid */
         dl_record rec;
         bool readable = b->record[0] != '\0' && dl_record_parse(b->record, strlen(b->record), &rec) == 0;
@@ -340,8 +344,8 @@ static int wait_blocker(dirlock *breaker, const struct dl_redis_blocker *b, stru
                 ow->pid = rec.pid;
         }
         bool pid_fired;
-        rc =
-            wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, peers, granted, fence, canceled, &pid_fired, err);
+        rc = wake_receive(c, wait_ms, cancel_fd, ow->pid_fd, peers, granted, fence, canceled, &pid_fired,
+                          check, err);
         if (pid_fired) { /* judge again; watch its partner if it has one */
                 close(ow->pid_fd);
                 ow->pid_fd = -1;
@@ -373,9 +377,10 @@ struct acquire {
         struct peers peers;        /* a permit's holders on this host (PEERS) */
         struct dl_redis_blocker b; /* what the last attempt found in the way */
         /* Deadlock detection (redis_deadlock.c): whether this wait is one
-         * it follows, whether a check falls due (`checking`: at `recheck`),
-         * and the cycle found, which the last attempt reports. */
-        bool follow, deadlocked, checking;
+         * it follows, whether a check is due (`checking`: at `recheck`;
+         * `check_now`: at once, a "d" came), and the knot found, which the
+         * last attempt reports. */
+        bool follow, deadlocked, checking, check_now;
         dl_time recheck;
         dirlock_error cycle;
 };
@@ -551,8 +556,9 @@ static int read_answer(struct acquire *q, redisReply *rep, bool *taken, bool *ag
 
 /* Deadlock detection, when due: a queued waiter checks
  * DL_REDIS_DEADLOCK_FIRST_MS after its first busy answer (its wait wakes
- * for it), then every DL_REDIS_DEADLOCK_RECHECK_MS (PROMPTNESS in
- * redis_deadlock.c); a cycle found sets q->deadlocked, and the next
+ * for it), then every DL_REDIS_DEADLOCK_RECHECK_MS, and at once when
+ * another's check named it a knot's victim (PROMPTNESS and ONE VICTIM in
+ * redis_deadlock.c); a knot found sets q->deadlocked, and the next
  * attempt is the last. */
 static void check_deadlock(struct acquire *q)
 {
@@ -563,8 +569,9 @@ static void check_deadlock(struct acquire *q)
                 q->recheck = dl_deadline(DL_REDIS_DEADLOCK_FIRST_MS / 1e3);
                 return;
         }
-        if (!dl_deadline_passed(&q->recheck))
+        if (!q->check_now && !dl_deadline_passed(&q->recheck))
                 return;
+        q->check_now = false;
         q->recheck = dl_deadline(DL_REDIS_DEADLOCK_RECHECK_MS / 1e3);
         q->deadlocked = dl_redis_deadlock_check(q->h, q->a->deadlock, q->r->seq, q->deadline, &q->cycle) ==
                         DIRLOCK_EDEADLK;
@@ -580,9 +587,11 @@ static int await_turn(struct acquire *q, bool *taken, dirlock_error *err)
         *taken = false;
         bool broke, granted;
         unsigned long long fence = 0;
+        bool check;
         int rc = wait_blocker(q->hs[q->b.index], &q->b, &q->ow, &q->peers, q->wake_key, q->ttl, q->deadline,
                               q->checking ? &q->recheck : NULL, q->h->opts.cancel_fd, &broke, &q->canceled,
-                              &granted, &fence, err);
+                              &granted, &fence, &check, err);
+        q->check_now = q->check_now || check;
         if (broke || rc == DIRLOCK_ESERVER)
                 return DIRLOCK_OK; /* at once; or the next attempt tries to reconnect */
         /* W, R3: a releaser takes the lock (and pushes its fence) only for
@@ -723,8 +732,9 @@ static int await_readers(struct upgrade *q, const struct dl_redis_blocker *b, di
 {
         bool broke, granted;
         unsigned long long ignored;
+        bool check; /* no upgrade is followed by deadlock detection: a "d" never comes */
         int rc = wait_blocker(q->h, b, &q->ow, NULL, q->wake_key, dl_redis_stale_ms(q->h), &q->deadline, NULL,
-                              q->cancel_fd, &broke, &q->canceled, &granted, &ignored, err);
+                              q->cancel_fd, &broke, &q->canceled, &granted, &ignored, &check, err);
         if (rc == DIRLOCK_ESERVER && !dl_deadline_passed(&q->deadline))
                 return DIRLOCK_OK;
         return rc;
