@@ -19,6 +19,10 @@
         X(RECHECK_MS, "lib/wait.c",                                                                          \
           "the waiters' re-check interval in ms: a lost wake-up becomes a stall a test cannot miss "         \
           "(tests/rw-wake.t)")                                                                               \
+        X(STOP_VICTIM, "lib/dir/deadlock.c, lib/redis/redis_deadlock.c",                                     \
+          "a deadlock check that finds its own wait a knot's victim stops (SIGSTOP) before it reports, so "  \
+          "that a test shows the other members wait on, untold, and a victim killed there tells nobody "     \
+          "(tests/deadlock.t)")                                                                              \
         X(STOP_BEFORE_BREAK, "lib/dir/exclusive.c",                                                          \
           "a breaker stops between its judgement and the removal, so that a test shows a breaker "           \
           "resumed late cannot remove a newer lock (tests/core-crash.t)")                                    \

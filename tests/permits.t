@@ -10,8 +10,15 @@
 # at the end); and the command: `dirlock --permits N`, -n, a holder asking
 # another N, status, a killed command's permit, and what it refuses; and
 # in each space: status --json (the holders and the waiter of a counting
-# lock), and a holder killed among live ones (not the first to expire)
-# giving its permit back at once to a waiter and to -n.
+# lock), a holder killed among live ones (not the first to expire)
+# giving its permit back at once to a waiter and to -n; and deadlocks
+# knotted through a counting lock (issue 38): the knot of
+# tests/progs/deadlockrounds.c made KNOT_ROUNDS times (default 50), its
+# waits begun at once, exactly one of its four processes told each time
+# and the others getting their locks; and random mixes of a counting lock
+# and plain locks against the truth in shared memory
+# (tests/progs/deadlockstress.c --permits 2): every report a deadlock
+# that existed, none unreported past 1 s.
 . "$(dirname "$0")/tap.sh"
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
@@ -27,7 +34,8 @@ while read -r space; do
 	*) diag "$kind: skipped: no counting locks there" ;;
 	esac
 done < <(test_spaces)
-plan $((13 + 7 * ${#spaces[@]}))
+plan $((13 + 9 * ${#spaces[@]}))
+ROUNDS=${KNOT_ROUNDS:-50}
 
 # What status --json says of lock js, in one line.
 json_summary='
@@ -108,6 +116,14 @@ for i in "${!spaces[@]}"; do
 		kill -KILL "$p"
 	done 2>/dev/null
 	wait "${hs[@]}" 2>/dev/null
+	# knots: A and B hold the 2 permits of S, C holds L1, D L2; A asks
+	# for L1, B for L2, C and D for S
+	out=$("$PROGS/deadlockrounds" "$(space_sub "$space" "n$i")" knot "$ROUNDS" 2>"$T/err")
+	ok $? "$kind: a knot through a counting lock ${ROUNDS} times: exactly one of its four told each time ($out)"
+	head -n 5 "$T/err" | while read -r l; do diag "$l"; done
+	out=$("$PROGS/deadlockstress" "$(space_sub "$space" "m$i")" 8 3 "$SECS" --permits 2 2>"$T/err")
+	ok $? "$kind: a counting lock of 2 and plain locks in random orders, ${SECS} s: every report a deadlock, none unreported past 1 s ($out)"
+	head -n 5 "$T/err" | while read -r l; do diag "$l"; done
 done
 
 # ---- the command ----

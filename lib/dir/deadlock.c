@@ -152,11 +152,13 @@
 #include "fsops.h"
 #include "range_internal.h"
 #include "rw_internal.h"
+#include "test_hooks.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,7 +834,10 @@ int dl_deadlock_check(dirlock *h, const dl_wait_record *self, dirlock_error *err
                         return DIRLOCK_OK;
                 g->lockdir = lockdir;
                 read_graph(g, self);
-                if (!knot(g) || !victim(g) || !confirmed(g) || dl_wait_told(h, true) != 0) {
+                bool mine = knot(g) && victim(g);
+                if (mine && dl_test_hook(STOP_VICTIM) != NULL)
+                        raise(SIGSTOP);
+                if (!mine || !confirmed(g) || dl_wait_told(h, true) != 0) {
                         graph_free(g);
                         return DIRLOCK_OK;
                 }

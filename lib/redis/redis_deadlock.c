@@ -107,7 +107,9 @@
  * search outgrew its bounds, a thread of this host was gone) within a
  * recheck. */
 #include "redis.h"
+#include "test_hooks.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -216,8 +218,11 @@ int dl_redis_deadlock_check(dirlock *h, char kind, long long seq, const dl_time 
                 return DIRLOCK_OK;
         int rc = DIRLOCK_OK;
         if (dl_redis_reply_is(rep, REDIS_REPLY_ARRAY) && rep->elements >= 7 &&
-            dl_redis_reply_int(rep->element[0]) == 1)
+            dl_redis_reply_int(rep->element[0]) == 1) {
+                if (dl_test_hook(STOP_VICTIM) != NULL)
+                        raise(SIGSTOP);
                 rc = report(rep, err);
+        }
         freeReplyObject(rep);
         return rc;
 }

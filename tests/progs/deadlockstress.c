@@ -3,31 +3,37 @@
  * memory: the stress test of deadlock detection (tests/deadlock.t, and
  * make bench-deadlock for the long run).
  *
- *   deadlockstress SPACE PROCS NAMES SECONDS [--no-check] [--timeout S]
+ *   deadlockstress SPACE PROCS NAMES SECONDS [--no-check] [--timeout S] [--permits N]
  *
  * Each process loops: pick two or three of the NAMES names in a random
  * order and take them one by one (timeout S, default 3 s), holding each a
- * few milliseconds before asking for the next; then let all go.  Around
- * every call it writes in shared memory what it waits for (before the
- * acquire) and what it holds (after it got it; cleared before the
- * release), under one process-shared mutex, and after every change the
- * truth is searched for cycles of waits: process P waits for a name held
- * by Q, Q for one held by R, ... back to P.  The truth's holds begin after
- * the library's and end before them, its waits begin before and end after,
- * so a cycle of the library's is a cycle of the truth's at the same
- * moment.
- *   - A process that gets DIRLOCK_EDEADLK checks that it was on a cycle of
- *     the truth's at some moment of its wait (a flag set by the search,
+ * few milliseconds before asking for the next; then let all go.  With
+ * --permits N, name n0 is a counting lock of N permits, of which each
+ * process takes one: random mixes of permits and plain locks, whose
+ * deadlocks are knots.  Around every call a process writes in shared
+ * memory what it waits for (before the acquire) and what it holds (after
+ * it got it; cleared before the release), under one process-shared mutex,
+ * and after every change the truth is searched for deadlocks: the
+ * greatest set of waiting processes each kept out by holds of the set --
+ * a lock's one holder, or all N holders of a counting lock that N hold
+ * (a cycle P waits for Q, Q for R, ... back to P is one).  The truth's
+ * holds begin after the library's and end before them, its waits begin
+ * before and end after, so a deadlock of the library's is one of the
+ * truth's once its last member is waiting.
+ *   - A process that gets DIRLOCK_EDEADLK checks that it was deadlocked in
+ *     the truth at some moment of its wait (a flag set by the search,
  *     cleared when it starts a wait): if not, it is a FALSE report.
- *   - The parent looks every 20 ms: a process on a cycle for more than
- *     1 s is an UNREPORTED cycle.
+ *   - The parent looks every 20 ms: a process deadlocked for more than
+ *     1 s is an UNREPORTED deadlock (a knot's victim is told within a
+ *     recheck, and its letting go frees the rest).
  * --no-check takes the locks with DIRLOCK_NO_DEADLOCK: the twin whose
- * cycles wait out their timeouts, which the parent must see.
+ * deadlocks wait out their timeouts, which the parent must see.
  *
  * Prints one line:
  *   acquired=N deadlocks=N false=N timeouts=N unreported=N errors=N
- *   cycles=N latency_ms_p50=X latency_ms_max=X
- * (latency: from the moment a cycle formed in the truth to its report)
+ *   cycles=N latency_ms_p50=X latency_ms_max=X longest_cycle_s=X
+ * (cycles: times a process found itself deadlocked; latency: from the
+ * moment a deadlock formed in the truth to its report)
  * and exits 0 when false, unreported and errors are 0 and at least one
  * deadlock was reported, else 1. */
 #include "dirlock.h"
@@ -52,7 +58,7 @@ struct truth {
         pthread_mutex_t mutex;
         int waits[MAX_PROCS];          /* name waited for, -1 none */
         unsigned holds[MAX_PROCS];     /* bit per name held        */
-        bool on_cycle[MAX_PROCS];      /* on a cycle now           */
+        bool on_cycle[MAX_PROCS];      /* deadlocked now           */
         bool was_on_cycle[MAX_PROCS];  /* ... at some moment of the current wait */
         double cycle_since[MAX_PROCS]; /* on a cycle since (0: not) */
         long acquired, deadlocks, false_reports, timeouts, unreported, errors, cycles;
@@ -66,6 +72,7 @@ static int procs, names;
 static const char *space;
 static double timeout_s = 3;
 static bool no_check;
+static int permits_n; /* --permits N: name n0 is a counting lock of N */
 
 static double now_s(void)
 {
@@ -74,31 +81,32 @@ static double now_s(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The holder of name n in the truth, or -1. */
-static int holder_of(int n)
-{
-        for (int q = 0; q < procs; q++)
-                if (t->holds[q] & (1u << n))
-                        return q;
-        return -1;
-}
-
-/* Search the truth (mutex held): who is on a cycle now. */
+/* Search the truth (mutex held): who is deadlocked now -- the greatest
+ * set of waiting processes each kept out by holds of the set. */
 static void search(void)
 {
         double now = now_s();
-        for (int p = 0; p < procs; p++) {
-                bool cyc = false;
-                int c = p;
-                for (int hop = 0; hop < procs && !cyc; hop++) {
-                        if (t->waits[c] < 0)
-                                break;
-                        int q = holder_of(t->waits[c]);
-                        if (q < 0)
-                                break;
-                        cyc = q == p;
-                        c = q;
+        bool in[MAX_PROCS];
+        for (int p = 0; p < procs; p++)
+                in[p] = t->waits[p] >= 0;
+        for (bool again = true; again;) {
+                again = false;
+                for (int p = 0; p < procs; p++) {
+                        if (!in[p])
+                                continue;
+                        int n = t->waits[p], held = 0, held_in = 0;
+                        for (int q = 0; q < procs; q++)
+                                if (t->holds[q] & (1u << n)) {
+                                        held++;
+                                        held_in += in[q];
+                                }
+                        int need = n == 0 && permits_n > 0 ? permits_n : 1;
+                        if (held < need || held_in < need)
+                                in[p] = false, again = true;
                 }
+        }
+        for (int p = 0; p < procs; p++) {
+                bool cyc = in[p];
                 if (cyc && !t->on_cycle[p]) {
                         t->cycle_since[p] = now;
                         t->cycles++;
@@ -166,7 +174,10 @@ static void worker(int me)
                         set_wait(me, n);
                         dirlock_error e;
                         double t0 = now_s();
-                        int rc = dirlock_acquire(space, name_text[n], &o, &held[got], &e);
+                        int rc = n == 0 && permits_n > 0
+                                     ? dirlock_acquire_permit(space, name_text[n], (unsigned)permits_n, &o,
+                                                              &held[got], &e)
+                                     : dirlock_acquire(space, name_text[n], &o, &held[got], &e);
                         pthread_mutex_lock(&t->mutex);
                         bool was = t->was_on_cycle[me];
                         double since = t->cycle_since[me];
@@ -220,8 +231,8 @@ static int by_value(const void *a, const void *b)
 int main(int argc, char **argv)
 {
         if (argc < 5) {
-                fprintf(stderr,
-                        "usage: deadlockstress SPACE PROCS NAMES SECONDS [--no-check] [--timeout S]\n");
+                fprintf(stderr, "usage: deadlockstress SPACE PROCS NAMES SECONDS [--no-check] [--timeout S] "
+                                "[--permits N]\n");
                 return 2;
         }
         space = argv[1];
@@ -233,6 +244,8 @@ int main(int argc, char **argv)
                         no_check = true;
                 else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
                         timeout_s = atof(argv[++i]);
+                else if (strcmp(argv[i], "--permits") == 0 && i + 1 < argc)
+                        permits_n = atoi(argv[++i]);
         }
         if (procs < 2 || procs > MAX_PROCS || names < 2 || names > MAX_NAMES) {
                 fprintf(stderr, "deadlockstress: 2..%d processes, 2..%d names\n", MAX_PROCS, MAX_NAMES);
@@ -267,7 +280,7 @@ int main(int argc, char **argv)
                                 worst = d;
                         if (d > 1.0) {
                                 t->unreported++;
-                                fprintf(stderr, "process %d on a cycle for %.2f s, unreported\n", p, d);
+                                fprintf(stderr, "process %d deadlocked for %.2f s, unreported\n", p, d);
                                 t->cycle_since[p] = now; /* counted once a second */
                         }
                 }

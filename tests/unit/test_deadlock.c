@@ -1,14 +1,15 @@
 /* test_deadlock.c - deadlock detection in a directory space
  * (lib/dir/deadlock.c, lib/held.c): two threads that take A and B in
- * opposite orders -- the one whose wait closes the cycle gets
- * DIRLOCK_EDEADLK within 100 ms with the cycle in its message, the other
- * goes on once it gave up; the same across two processes and around a
- * cycle of three; a reader and a writer; a permit; no report when there
- * is no cycle (a long wait for a holder that waits for nothing), nor for
- * a waiter taken with DIRLOCK_NO_DEADLOCK, nor for a pending acquire; and
- * a thread asking again for a lock its own handle holds gets
- * DIRLOCK_EDEADLK at once, in a directory and with flock(2), while a try
- * says busy. */
+ * opposite orders -- exactly one gets DIRLOCK_EDEADLK within 100 ms with
+ * the cycle in its message, the other goes on once it gave up; the same
+ * across two processes and around a cycle of three; a reader and a
+ * writer; a permit; the victim is the youngest wait, and the older one,
+ * which finds the cycle first, waits on; a knot through a counting lock
+ * of 2 (issue 38), one of its four told; no report when there is no cycle
+ * (a long wait for a holder that waits for nothing), nor for a waiter
+ * taken with DIRLOCK_NO_DEADLOCK, nor for a pending acquire; and a thread
+ * asking again for a lock its own handle holds gets DIRLOCK_EDEADLK at
+ * once, in a directory and with flock(2), while a try says busy. */
 #include "core_fixture.h"
 
 #include <poll.h>
@@ -20,6 +21,8 @@ struct side {
         const char *first, *second;
         int mode1, mode2;
         unsigned flags;
+        unsigned permits1, permits2; /* a permit of a counting lock of N (0: a lock) */
+        int delay_ms;                /* before it asks for `second` */
         volatile int *go;
         volatile int holding;
         int rc;
@@ -34,18 +37,21 @@ static void *side_fn(void *arg)
         o.mode = s->mode1;
         dirlock *a = NULL, *b = NULL;
         dirlock_error e;
-        s->rc = dirlock_acquire(lockdir, s->first, &o, &a, &e);
+        s->rc = s->permits1 ? dirlock_acquire_permit(lockdir, s->first, s->permits1, &o, &a, &e)
+                            : dirlock_acquire(lockdir, s->first, &o, &a, &e);
         if (s->rc != DIRLOCK_OK)
                 return NULL;
         s->holding = 1;
         while (!*s->go)
                 sleep_ms(1);
+        sleep_ms(s->delay_ms);
         dirlock_options o2 = DIRLOCK_OPTIONS_INIT;
         o2.mode = s->mode2;
         o2.timeout = 5;
         o2.flags = s->flags;
         double t0 = now_ms();
-        s->rc = dirlock_acquire(lockdir, s->second, &o2, &b, &e);
+        s->rc = s->permits2 ? dirlock_acquire_permit(lockdir, s->second, s->permits2, &o2, &b, &e)
+                            : dirlock_acquire(lockdir, s->second, &o2, &b, &e);
         s->waited_ms = now_ms() - t0;
         snprintf(s->message, sizeof s->message, "%s", s->rc == DIRLOCK_OK ? "" : e.message);
         if (b != NULL)
@@ -79,11 +85,9 @@ static void test_two_threads(void **state)
         run_sides(s, 2, 0);
         int dead = (s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK);
         int ok = (s[0].rc == DIRLOCK_OK) + (s[1].rc == DIRLOCK_OK);
-        assert_true(dead >= 1); /* both, when both closed it at once */
-        assert_int_equal(dead + ok, 2);
-        struct side *d = s[0].rc != DIRLOCK_EDEADLK                                      ? &s[1]
-                         : s[1].rc != DIRLOCK_EDEADLK || s[0].waited_ms < s[1].waited_ms ? &s[0]
-                                                                                         : &s[1];
+        assert_int_equal(dead, 1); /* one victim, even when both closed it at once */
+        assert_int_equal(ok, 1);
+        struct side *d = s[0].rc == DIRLOCK_EDEADLK ? &s[0] : &s[1];
         print_message("%.1f ms: %s\n", d->waited_ms, d->message);
         assert_true(d->waited_ms < 100);
         assert_non_null(strstr(d->message, "deadlock"));
@@ -109,8 +113,46 @@ static void test_three(void **state)
                         assert_true(s[i].waited_ms < 1000);
                 }
         }
-        assert_true(dead >= 1);
-        assert_int_equal(dead + ok, 3);
+        assert_int_equal(dead, 1);
+        assert_int_equal(ok, 2);
+}
+
+/* The victim is the youngest wait: the first to wait finds the cycle at
+ * its recheck and waits on; the second, 300 ms later, is told. */
+static void test_youngest(void **state)
+{
+        (void)state;
+        struct side s[2] = {{.first = "y1", .second = "y2"},
+                            {.first = "y2", .second = "y1", .delay_ms = 300}};
+        run_sides(s, 2, 0);
+        assert_int_equal(s[0].rc, DIRLOCK_OK);
+        assert_int_equal(s[1].rc, DIRLOCK_EDEADLK);
+        print_message("%.1f ms: %s\n", s[1].waited_ms, s[1].message);
+}
+
+/* Issue 38's knot: permit S of 2 held by A and B, L1 by C, L2 by D; A
+ * asks for L1, B for L2, C and D for S.  One of the four is told; the
+ * others get their locks. */
+static void test_knot(void **state)
+{
+        (void)state;
+        struct side s[4] = {{.first = "kS", .permits1 = 2, .second = "kL1"},
+                            {.first = "kS", .permits1 = 2, .second = "kL2"},
+                            {.first = "kL1", .second = "kS", .permits2 = 2},
+                            {.first = "kL2", .second = "kS", .permits2 = 2}};
+        run_sides(s, 4, 0);
+        int dead = 0, ok = 0;
+        for (int i = 0; i < 4; i++) {
+                dead += s[i].rc == DIRLOCK_EDEADLK;
+                ok += s[i].rc == DIRLOCK_OK;
+                if (s[i].rc == DIRLOCK_EDEADLK) {
+                        print_message("%.1f ms: %s\n", s[i].waited_ms, s[i].message);
+                        assert_true(s[i].waited_ms < 1000);
+                        assert_non_null(strstr(s[i].message, "a knot of waits"));
+                }
+        }
+        assert_int_equal(dead, 1);
+        assert_int_equal(ok, 3);
 }
 
 /* A reader holding R waits for X; a writer holding X waits for R (it
@@ -121,10 +163,8 @@ static void test_reader_writer(void **state)
         struct side s[2] = {{.first = "R", .second = "X", .mode1 = DIRLOCK_SHARED},
                             {.first = "X", .second = "R", .mode2 = DIRLOCK_EXCLUSIVE}};
         run_sides(s, 2, 0);
-        assert_true((s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK) >= 1);
-        assert_int_equal((s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK) +
-                             (s[0].rc == DIRLOCK_OK) + (s[1].rc == DIRLOCK_OK),
-                         2);
+        assert_int_equal((s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK), 1);
+        assert_int_equal((s[0].rc == DIRLOCK_OK) + (s[1].rc == DIRLOCK_OK), 1);
 }
 
 /* With DIRLOCK_NO_DEADLOCK on both waits: no report, both time out or
@@ -214,9 +254,8 @@ static void test_two_processes(void **state)
         waitpid(child, &st, 0);
         assert_true(WIFEXITED(st));
         int child_rc = WEXITSTATUS(st);
-        /* One of the two gave up with EDEADLK (or both, closing it at
-         * once), the other got in. */
-        assert_true((rc == DIRLOCK_EDEADLK && child_rc != 2) || (rc == DIRLOCK_OK && child_rc == 1));
+        /* One of the two gave up with EDEADLK, the other got in. */
+        assert_true((rc == DIRLOCK_EDEADLK && child_rc == 0) || (rc == DIRLOCK_OK && child_rc == 1));
         if (rc == DIRLOCK_EDEADLK)
                 print_message("%.1f ms: %s\n", took, e.message);
 }
@@ -256,10 +295,8 @@ static void test_permits(void **state)
         go = 1;
         for (int i = 0; i < 2; i++)
                 pthread_join(s[i].th, NULL);
-        assert_true((s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK) >= 1);
-        assert_int_equal((s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK) +
-                             (s[0].rc == DIRLOCK_OK) + (s[1].rc == DIRLOCK_OK),
-                         2);
+        assert_int_equal((s[0].rc == DIRLOCK_EDEADLK) + (s[1].rc == DIRLOCK_EDEADLK), 1);
+        assert_int_equal((s[0].rc == DIRLOCK_OK) + (s[1].rc == DIRLOCK_OK), 1);
 }
 
 /* Asking again for what one's own handle holds: EDEADLK at once (a try:
@@ -335,6 +372,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_two_threads),
             cmocka_unit_test(test_three),
+            cmocka_unit_test(test_youngest),
+            cmocka_unit_test(test_knot),
             cmocka_unit_test(test_reader_writer),
             cmocka_unit_test(test_no_deadlock_flag),
             cmocka_unit_test(test_no_cycle),
