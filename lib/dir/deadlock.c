@@ -89,9 +89,11 @@
  * member that gives up and waits again (a retry: now the youngest), can
  * make two checks each see itself as the youngest of what it read.  So a
  * victim also claims its report, in steps:
- *   1. before pass 1, it reads the verdict counter V (D/.waits/verdicts,
- *      a COUNTER of dir_fence.c: made once, moved only by a rename that
- *      succeeds while it still holds what the renamer read);
+ *   1. before the pass 1 its proof uses, it reads the verdict counter V
+ *      (D/.waits/verdicts, a COUNTER of dir_fence.c: made once, moved
+ *      only by a rename that succeeds while it still holds what the
+ *      renamer read) -- only once a first reading found it the victim,
+ *      so a check that finds no knot of its own costs nothing more;
  *   2. after pass 2, it marks its entry told (dl_wait_told, one atomic
  *      rename): from then on a reader of the entry finds a thread that is
  *      leaving, no node -- and the told entry stays until the wait ends
@@ -129,14 +131,17 @@
  * (WHEN in waits.c).  A cycle closes when its last wait begins -- a
  * thread blocked in a wait takes no lock -- and that wait is the
  * youngest: its first check, DL_DEADLOCK_FIRST_MS later, finds every
- * other's entry in place and reports.  Every blocking waiter checks
- * DL_DEADLOCK_FIRST_MS after it starts waiting (its wait wakes for it;
- * most waits for a lock in use are over by then, and never pay for a
- * check) and again every DL_DEADLOCK_RECHECK_MS while it waits, so a knot
- * is reported within DL_DEADLOCK_FIRST_MS in the usual case, and within a
- * recheck when a lock changing hands, or a victim's first check coming
- * too soon, made the first check prove nothing.  When a check runs
- * changes no verdict: the proof stands on what the two passes read.
+ * other's entry in place and reports -- unless another member, slow to
+ * run, made its entry later still; its second check,
+ * DL_DEADLOCK_SECOND_MS into the wait, is for that.  Every blocking
+ * waiter checks DL_DEADLOCK_FIRST_MS and DL_DEADLOCK_SECOND_MS after it
+ * starts waiting (its wait wakes for them; most waits for a lock in use
+ * are over by then, and never pay for a check) and again every
+ * DL_DEADLOCK_RECHECK_MS while it waits, so a knot is reported within
+ * DL_DEADLOCK_FIRST_MS in the usual case, DL_DEADLOCK_SECOND_MS on a busy
+ * machine, and within a recheck when a lock changing hands made the
+ * checks prove nothing.  When a check runs changes no verdict: the proof
+ * stands on what the two passes read.
  * (Even a thread that holds no lock of its own checks: it may be the
  * partner of holds -- the command run by a dirlock that holds them -- and
  * most checks end at once, the holder in the way having no wait entry.)
@@ -820,6 +825,21 @@ static int verdict_claim(const dirlock *h, const char *lockdir, int found, unsig
         return rc;
 }
 
+/* Pass 1 from `self`: the graph, when it holds a knot whose victim is
+ * the asker; else NULL. */
+static struct graph *knot_of(const char *lockdir, const dl_wait_record *self)
+{
+        struct graph *g = calloc(1, sizeof *g);
+        if (g == NULL)
+                return NULL;
+        g->lockdir = lockdir;
+        read_graph(g, self);
+        if (knot(g) && victim(g))
+                return g;
+        graph_free(g);
+        return NULL;
+}
+
 int dl_deadlock_check(dirlock *h, const dl_wait_record *self, dirlock_error *err)
 {
         if (self->who.tid <= 0)
@@ -827,18 +847,20 @@ int dl_deadlock_check(dirlock *h, const dl_wait_record *self, dirlock_error *err
         const char *lockdir = dl_dir_of(h)->lockdir;
         /* A claim lost to another report: look again at once (once). */
         for (int round = 0; round < 2; round++) {
+                /* Nearly every check ends here, at the first reading; only
+                 * one that finds itself a victim reads the counter (step 1)
+                 * and then the graph again, the pass 1 its proof uses. */
+                struct graph *g = knot_of(lockdir, self);
                 unsigned long long v;
-                int found = verdict_read(lockdir, &v);
-                struct graph *g = found >= 0 ? calloc(1, sizeof *g) : NULL;
-                if (g == NULL)
-                        return DIRLOCK_OK;
-                g->lockdir = lockdir;
-                read_graph(g, self);
-                bool mine = knot(g) && victim(g);
-                if (mine && dl_test_hook(STOP_VICTIM) != NULL)
-                        raise(SIGSTOP);
-                if (!mine || !confirmed(g) || dl_wait_told(h, true) != 0) {
+                int found = g != NULL ? verdict_read(lockdir, &v) : -1;
+                if (g != NULL)
                         graph_free(g);
+                g = found >= 0 ? knot_of(lockdir, self) : NULL;
+                if (g != NULL && dl_test_hook(STOP_VICTIM) != NULL)
+                        raise(SIGSTOP);
+                if (g == NULL || !confirmed(g) || dl_wait_told(h, true) != 0) {
+                        if (g != NULL)
+                                graph_free(g);
                         return DIRLOCK_OK;
                 }
                 int claim = verdict_claim(h, lockdir, found, v);

@@ -118,8 +118,9 @@ enum dl_wait_target {
  * the way: an entry that cannot be made leaves the wait unlisted. */
 int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
 /* After every wake-up of the wait: renew the entry (every quarter of the
- * stale age) and check for deadlock (first DL_DEADLOCK_FIRST_MS after the
- * wait began, then every DL_DEADLOCK_RECHECK_MS).
+ * stale age) and check for deadlock (DL_DEADLOCK_FIRST_MS and
+ * DL_DEADLOCK_SECOND_MS after the wait began, then every
+ * DL_DEADLOCK_RECHECK_MS).
  * DIRLOCK_OK or DIRLOCK_EDEADLK. */
 int dl_wait_step(dirlock *h, dirlock_error *err);
 /* Mark h's entry told, or no longer (deadlock.c, ONE VICTIM): rewritten
@@ -143,10 +144,14 @@ int dl_waits_names(const char *lockdir, char ***names, size_t *count);
 
 /* When a blocked waiter first checks for deadlock (a wait for a lock in
  * use usually ends sooner: a hand-off takes well under a millisecond on
- * tmpfs), and how often it checks again.  The first bounds how soon the
- * wait that closes a cycle reports it (100 ms is promised); the rechecks
- * catch a cycle whose check saw a lock change hands and proved nothing. */
+ * tmpfs), when it checks a second time, and how often it checks again.
+ * The first bounds how soon the wait that closes a cycle -- its victim,
+ * the youngest -- reports it (100 ms is promised); the second catches a
+ * cycle whose victim checked before another member's entry was made (a
+ * process slow to run on a busy machine); the rechecks a cycle whose
+ * check saw a lock change hands and proved nothing. */
 #define DL_DEADLOCK_FIRST_MS   10.0
+#define DL_DEADLOCK_SECOND_MS  50.0
 #define DL_DEADLOCK_RECHECK_MS 200.0
 /* When a blocked thread's wait gets its entry in the register: before
  * its first check (WHEN in waits.c). */

@@ -68,7 +68,8 @@ struct dl_wreg {
         dl_time renewed;    /* made or last renewed                 */
         dl_time checked;    /* the last deadlock check, or the wait's start */
         bool node;          /* a thread's entry (t.<...>)           */
-        bool first_due;     /* no check yet: due DL_DEADLOCK_FIRST_MS in */
+        unsigned checks;    /* deadlock checks made                 */
+        bool waking;        /* the wait wakes for the next (the first two) */
         bool unwritten;     /* path chosen, entry not made yet (WHEN)    */
 };
 
@@ -128,9 +129,9 @@ static void write_now(dirlock *h, struct dl_wreg *w)
         w->unwritten = false;
         if (dl_wait_record_format(&w->rec, text, sizeof text) < 0 ||
             write_entry(w->path, text, h->token, dl_dir_of(h)->lockdir_mode) != 0) {
-                if (w->first_due)
+                if (w->waking)
                         dl_waiter_wake_by(NULL);
-                w->first_due = false;
+                w->waking = false;
                 free(w->path);
                 w->path = NULL;
                 return;
@@ -179,7 +180,8 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
          * end sooner: both would be work for nothing); the wait wakes for
          * them. */
         w->unwritten = true;
-        w->first_due = true;
+        w->waking = true;
+        w->checks = 0;
         dl_time at = since_start(w, DL_WAIT_LIST_MS);
         dl_waiter_wake_by(&at);
         return DIRLOCK_OK;
@@ -203,14 +205,21 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
                 dl_fs_touch(w->path);
                 w->renewed = dl_now();
         }
-        if (!w->node ||
-            ms_since(&w->checked) < (w->first_due ? DL_DEADLOCK_FIRST_MS : DL_DEADLOCK_RECHECK_MS))
+        /* Due: the first DL_DEADLOCK_FIRST_MS into the wait, the second
+         * DL_DEADLOCK_SECOND_MS into it, then every DL_DEADLOCK_RECHECK_MS. */
+        double after = w->checks == 0   ? DL_DEADLOCK_FIRST_MS
+                       : w->checks == 1 ? DL_DEADLOCK_SECOND_MS - DL_DEADLOCK_FIRST_MS
+                                        : DL_DEADLOCK_RECHECK_MS;
+        if (!w->node || ms_since(&w->checked) < after)
                 return DIRLOCK_OK;
-        if (w->first_due) {
-                w->first_due = false;
+        w->checked = dl_now();
+        if (++w->checks == 1) {
+                dl_time at = dl_deadline((DL_DEADLOCK_SECOND_MS - DL_DEADLOCK_FIRST_MS) / 1e3);
+                dl_waiter_wake_by(&at);
+        } else if (w->waking) {
+                w->waking = false;
                 dl_waiter_wake_by(NULL); /* the rechecks ride on the waits' own */
         }
-        w->checked = dl_now();
         int rc = dl_deadlock_check(h, &w->rec, err);
         if (rc != DIRLOCK_OK)
                 dl_wait_end(h);
@@ -238,9 +247,9 @@ void dl_wait_end(dirlock *h)
         struct dl_wreg *w = dl_dir_of(h)->wreg;
         if (w == NULL || w->path == NULL)
                 return;
-        if (w->first_due)
+        if (w->waking)
                 dl_waiter_wake_by(NULL);
-        w->first_due = false;
+        w->waking = false;
         if (!w->unwritten)
                 dl_fs_unlink(w->path);
         w->unwritten = false;

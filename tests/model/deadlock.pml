@@ -71,10 +71,13 @@
  * entry is wait_lock[], wait_id[] and wait_told[] (the id fresh per wait:
  * INVARIANT W of waits.c); the verdict counter (a file renamed from N to
  * N + 1, dir_fence.c's COUNTER) is one variable, its rename one atomic
- * compare-and-swap; each other atomic step is one read or one write of
- * the file system; threads are alive (deadlock.c checks that last, after
- * the second reading); the asker's own hold is the end of the chain.  A
- * lock is taken only when free (the rename onto an absent W).  Not
+ * compare-and-swap (the code reads it only once a first reading found
+ * the checker a victim, and then reads the graph again: that first
+ * reading, a guard that can only end a check, is left out); each other
+ * atomic step is one read or one write of the file system; threads are
+ * alive (deadlock.c checks that last, after the second reading); the
+ * asker's own hold is the end of the chain.  A lock is taken only when
+ * free (the rename onto an absent W).  Not
  * modelled: shared, range and permit locks -- waits blocked by several
  * holds, whose knots deadlock.c finds as the largest closed and strongly
  * connected set of waits around the asker -- and the entries their waits
