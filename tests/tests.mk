@@ -26,6 +26,11 @@ UNIT_TESTS := conn_cache fsops core_api core_async core_cancel core_dead_try cor
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
 	board_view_lock board_delete_limit board_post_gate
 TEST_PROGS := deadlockrounds deadlockstress histcheck histworker lockworker permitstress rangestress rw_hold stress
+# redis_scripts: the Redis backend's scripts as the server gets them, for
+# tests/lint-lua.t (linked with the test build, for the no-lock twin's).
+ifeq ($(REDIS),1)
+TEST_PROGS += redis_scripts
+endif
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
 TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
@@ -51,8 +56,8 @@ $(BUILD)/tests/progs/%.so: tests/progs/%.c
 
 # Test seams (the list, and which test uses each: lib/test_hooks.h) exist
 # only in a second build of the library, compiled with DIRLOCK_TEST_HOOKS,
-# that the shipped library and programs never link: lockworker, histworker
-# and rw_hold link it.
+# that the shipped library and programs never link: lockworker, histworker,
+# rw_hold and redis_scripts link it.
 HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
 $(BUILD)/hooks/%.o: %.c
@@ -65,6 +70,8 @@ $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
 $(BUILD)/tests/progs/histworker: $(BUILD)/tests/progs/histworker.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 $(BUILD)/tests/progs/rw_hold: $(BUILD)/tests/progs/rw_hold.o $(HOOK_LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+$(BUILD)/tests/progs/redis_scripts: $(BUILD)/tests/progs/redis_scripts.o $(HOOK_LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 # board-hooks: the board linked from objects built the same way, for

@@ -190,7 +190,7 @@ void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base
                         size_t ssize);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
 /* DIRLOCK_ELOST: h's entry (a whole lock's or a range's) on the server
- * is gone.  `answer` is the script's LOST answer (redis_scripts.c): -2
+ * is gone.  `answer` is the script's LOST answer (scripts/common.lua): -2
  * when the server has nothing of the lock any more, which the message
  * says; anything else is an entry that expired or was broken. */
 #define DL_REDIS_GONE (-2)

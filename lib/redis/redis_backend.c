@@ -5,7 +5,7 @@
  * ranges to redis_range.c, the views from outside the holders, and the
  * table.  The waits both kinds share are in redis_wait.c, what every
  * lock's code uses in redis_handle.c, the scripts that change the
- * server's state (each with the invariant it keeps) in redis_scripts.c,
+ * server's state (each with the invariant it keeps) in scripts/,
  * the connections in redis_conn.c.  docs/library.md says how it differs
  * from a directory space.
  *

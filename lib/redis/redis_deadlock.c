@@ -3,7 +3,7 @@
  * that can never end -- a cycle, or a knot through counting locks and
  * readers, across processes and hosts -- and, if it is the knot's one
  * victim, gets DIRLOCK_EDEADLK naming it instead of waiting out its
- * timeout.  The search is one Lua script (DEADLOCK in redis_scripts.c);
+ * timeout.  The search is one Lua script (scripts/deadlock.lua);
  * here: when a waiter runs it (redis_wait.c calls), and what its answer
  * means.  The graph and the knot are those of a directory space
  * (lib/dir/deadlock.c: THE GRAPH, KNOTS, ONE VICTIM), read by the server.

@@ -1,6 +1,6 @@
 /* redis_permits.c - counting locks in a Redis space (dirlock_acquire_permit):
  * lock NAME admits at most N holders at once.  The scripts are in
- * redis_scripts.c (PERMIT_*), the keys at the top of redis_backend.c.
+ * scripts/permit_*.lua, the keys at the top of redis_backend.c.
  *
  * ======================================================================
  * PROTOCOL.  The permits of NAME are the zset K:p of their holders'
@@ -15,7 +15,7 @@
  * a break, and an expiry found by any script's purge give the permit
  * freed to the first waiter, taking it for it with its fence and pushing
  * "g<fence>" to its wake list, as a whole lock's release does (W in
- * redis_scripts.c); the wait loop then returns without another round
+ * scripts/common.lua); the wait loop then returns without another round
  * trip.  Refresh, check and fence are those of a whole lock, on K:p.
  *
  * PEERS.  Any holder may be the one that died, not only the one named:

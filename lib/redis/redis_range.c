@@ -4,7 +4,7 @@
  * -- what lib/dir/range.c gives a directory space, kept on the server.  Here:
  * the protocol and the entry points; the wait loop, which whole locks
  * share, is in redis_wait.c, and the scripts, one per operation, in
- * redis_scripts.c (RANGE_*).
+ * scripts/range_*.lua.
  *
  * ======================================================================
  * ENTRIES.  Every range holder and waiter of NAME is one entry, keyed by
@@ -24,7 +24,7 @@
  * their records, and the waiters they met are woken.  No meta-lock: each
  * operation is one script, which the server runs atomically.
  *
- * INVARIANTS the range scripts keep, with those of redis_scripts.c (M, E,
+ * INVARIANTS the range scripts keep, with those of scripts/common.lua (M, E,
  * Q, W, F for the whole lock):
  *   R1 (ranges among themselves) two entries conflict when their ranges
  *      overlap (lo1 < hi2 and lo2 < hi1) and their modes do not mix: s-s
@@ -106,7 +106,7 @@ struct range_ends {
         char lo[40], hi[40];
 };
 
-/* RANGE_ACQUIRE's arguments (redis_scripts.c): its reservation is found
+/* RANGE_ACQUIRE's arguments (scripts/range_acquire.lua): its reservation is found
  * by its token, so no arrival number. */
 static int range_args(const struct dl_redis_attempt *t, const void *arg, const char **args)
 {

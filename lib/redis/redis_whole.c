@@ -2,7 +2,7 @@
  * one name or several at once (the wait loop of redis_wait.c, with the
  * ACQUIRE script), releasing, refreshing and checking them, upgrading an
  * intent lock and downgrading.  The scripts, each with the invariant it
- * keeps, are in redis_scripts.c.
+ * keeps, are in scripts/.
  *
  * ======================================================================
  * LOST REPLIES.  Scripts are written so that asking again is safe:
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ACQUIRE's arguments (redis_scripts.c). */
+/* ACQUIRE's arguments (scripts/acquire.lua). */
 static int whole_args(const struct dl_redis_attempt *t, const void *arg, const char **args)
 {
         (void)arg;
@@ -45,7 +45,7 @@ int dl_redis_whole_acquire(dirlock **hs, size_t n, const dl_time *deadline, dirl
          * (release_kept, backend.h): none is left pending here. */
         DL_ASSERT(!dl_redis_of(hs[0])->release_pending);
         /* Only a single-name waiter is granted the lock by a releaser (W
-         * in redis_scripts.c); a set is woken to try again. */
+         * in scripts/common.lua); a set is woken to try again. */
         const struct dl_redis_acquire whole = {.script = DL_RS_ACQUIRE,
                                                .what = n == 1 ? "the lock" : "the locks",
                                                .reply = "an acquire",
