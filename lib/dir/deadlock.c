@@ -155,6 +155,7 @@
  * removed.  The verdict counter is shared by the hosts of the directory:
  * their reports are claimed one after another, which costs nothing. */
 #include "fsops.h"
+#include "modes.h"
 #include "range_internal.h"
 #include "rw_internal.h"
 #include "test_hooks.h"
@@ -355,13 +356,13 @@ static int range_holds(const char *lockdir, const char *name, bool any, double l
                 return 0;
         }
         int rc = 0;
-        char ours = dl_range_mode_letter(mode);
         for (size_t i = 0; i < count && rc == 0; i++) {
                 struct dl_range_entry e;
                 if (!dl_range_parse_leaf(names[i], &e) || e.state != DL_RANGE_HELD ||
                     strcmp(e.token, token) == 0)
                         continue;
-                if (!any && (!dl_range_overlap(e.lo, e.hi, lo, hi) || !dl_range_modes_conflict(e.mode, ours)))
+                if (!any && (!dl_range_overlap(e.lo, e.hi, lo, hi) ||
+                             !dl_modes_conflict(dl_mode_of_letter(e.mode), mode)))
                         continue;
                 char *entry = dl_join(dir, names[i], NULL);
                 dl_record rec;

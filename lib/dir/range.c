@@ -38,15 +38,15 @@
  * that misses a leaving holder loses nothing.
  *
  * RANGES AMONG THEMSELVES (range_try, under the meta-lock).  Two entries
- * conflict when their ranges overlap and their modes are incompatible:
- * s-s and s-i are compatible; i-i, x-anything, and u against a new s or
- * i are not; under policy `simple` every pair is.  An acquirer is blocked
- * by every conflicting holder, and by conflicting waiters that arrived
- * before it (a smaller seq): all of them under policies fair and simple;
- * under `writer` not by waiting readers if it writes; under `reader` not
- * by waiting writers if it reads.  Waiters that arrived after it never
- * block it, so arrival numbers order every wait and no two waiters can
- * hold each other off, whatever their policies.  Not
+ * conflict when their ranges overlap and their modes conflict (the mode
+ * table, lib/modes.c: s-s and s-i do not; i-i, x-anything, and u against a
+ * new s or i do); under policy `simple` every pair does.  An acquirer is
+ * blocked by every conflicting holder, and by conflicting waiters that
+ * arrived before it (a smaller seq): all of them under policies fair and
+ * simple; under `writer` not by waiting readers if it writes; under `reader`
+ * not by waiting writers if it reads.  Waiters that arrived after it never
+ * block it, so arrival numbers order every wait and no two waiters can hold
+ * each other off, whatever their policies.  Not
  * blocked: it holds (a new held entry, or its waiting entry renamed to
  * held).  Blocked: it waits with a reservation (its waiting entry, created
  * on the first wait and keeping its seq), so that under `fair` a waiting
@@ -77,6 +77,7 @@
  * CRASHES: a dead holder's entry is broken by the next scan (at once on
  * this host, else after the stale age), waking its waiters. */
 #include "fsops.h"
+#include "modes.h"
 #include "range_internal.h"
 #include "rw_internal.h"
 
@@ -136,23 +137,13 @@ void dl_range_free(dirlock *h)
 
 /* ---- who blocks whom -------------------------------------------------------- */
 
-/* Do modes a (theirs) and b (ours) conflict on overlapping ranges? */
+/* Do entries of modes `theirs` and `ours` (letters) conflict on
+ * overlapping ranges, ours under our policy?  The one mode table's answer
+ * (lib/modes.c). */
 static bool modes_conflict(char theirs, char ours, int policy)
 {
-        if (policy == DIRLOCK_POLICY_SIMPLE)
-                return true;
-        if (theirs == DL_RANGE_EXCL || ours == DL_RANGE_EXCL)
-                return true;
-        if (theirs == DL_RANGE_SHARED)
-                return false; /* against s, i and u (an upgrader waits for readers itself) */
-        if (ours == DL_RANGE_SHARED)
-                return theirs == DL_RANGE_UPGRADING; /* i and s are compatible */
-        return true;                                 /* i/u against i */
-}
-
-bool dl_range_modes_conflict(char theirs, char ours)
-{
-        return modes_conflict(theirs, ours, DIRLOCK_POLICY_FAIR);
+        return dl_modes_conflict(dl_mode_of_letter(theirs),
+                                 dl_mode_under_policy(dl_mode_of_letter(ours), policy));
 }
 
 /* Does waiting entry e (theirs) hold us off under our policy?  Only a

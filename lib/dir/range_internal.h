@@ -8,17 +8,19 @@
 #define DIRLOCK_RANGE_INTERNAL_H
 
 #include "dir.h"
+#include "modes.h"
 
 /* An entry's leaf, <state><mode>.<seq>.<lo>.<hi>.<T>, with its NUL. */
 #define DL_RANGE_LEAF_SIZE (2 + 1 + DL_RANGE_SEQ_DIGITS + 1 + 16 + 1 + 16 + 1 + DIRLOCK_TOKEN_LEN + 1)
 
-/* Entry states and modes (the letters of a leaf). */
+/* Entry states and modes (the letters of a leaf; the modes' are
+ * modes.h's). */
 #define DL_RANGE_HELD      'h'
 #define DL_RANGE_WAITING   'w'
-#define DL_RANGE_SHARED    's'
-#define DL_RANGE_INTENT    'i'
-#define DL_RANGE_EXCL      'x'
-#define DL_RANGE_UPGRADING 'u'
+#define DL_RANGE_SHARED    DL_MODE_LETTER_SHARED
+#define DL_RANGE_INTENT    DL_MODE_LETTER_INTENT
+#define DL_RANGE_EXCL      DL_MODE_LETTER_EXCLUSIVE
+#define DL_RANGE_UPGRADING DL_MODE_LETTER_UPGRADING
 
 struct dl_range_entry {
         char state; /* DL_RANGE_HELD or DL_RANGE_WAITING */
@@ -60,9 +62,6 @@ bool dl_range_parse_leaf(const char *leaf, struct dl_range_entry *e);
 char dl_range_mode_letter(int mode);
 int dl_range_mode_of_letter(char m);
 bool dl_range_overlap(double lo1, double hi1, double lo2, double hi2);
-/* Do modes `theirs` and `ours` (letters) conflict on overlapping ranges,
- * under the policies but `simple` (where every pair does)? */
-bool dl_range_modes_conflict(char theirs, char ours);
 
 /* ---- the meta-lock -------------------------------------------------------------- */
 

@@ -4,15 +4,16 @@
  * protocol (etcd_backend.c) makes them safe by taking only in a
  * transaction that fails if a holder came or grew since that read.
  *
- * CLASSES.  An entry's class is X (exclusive, or any mode under the
- * `simple` policy), S (shared) or I (intent).  Two ranges conflict only
- * when they overlap; a whole lock and a range of the same name always
+ * CLASSES.  An entry's class is its mode as its policy makes it: X
+ * (exclusive, or any mode under the `simple` policy), S (shared), I
+ * (intent) or U (an intent holder that upgrades).  Two ranges conflict
+ * only when they overlap; a whole lock and a range of the same name always
  * conflict, whatever their modes (dirlock.h).
  *
  * HOLDERS.  A holder lets a request in when they do not conflict: of the
- * same kind (both whole, or overlapping ranges), when their classes are
- * compatible: S with S, S with I; never X, and never I with I.  An intent
- * holder that upgrades (mode u) lets nobody new in.
+ * same kind (both whole, or overlapping ranges), when the mode table
+ * (lib/modes.c) says the holder's class keeps the request's out: S with
+ * S, S with I do not; X, I with I, and a U holder with anything do.
  *
  * WAITERS (the Redis backend's queue rules, the same words): waiter A
  * holds request B back when A is ahead of B and their classes conflict,
@@ -40,6 +41,7 @@
  * queue of exclusive waiters is so a chain: each watches the one just
  * ahead of it, and a release wakes one waiter. */
 #include "etcd.h"
+#include "modes.h"
 #include "test_hooks.h"
 
 #include <limits.h>
@@ -68,7 +70,7 @@ int dl_etcd_entry_parse(const char *value, dl_etcd_entry *e)
                    &e->seq, lo, hi, &e->fence, &at) != 8 ||
             at == 0 || e->seq < 0)
                 return -1;
-        if ((e->state != 'w' && e->state != 'h') || strchr("xsiu", e->mode) == NULL || e->mode == '\0' ||
+        if ((e->state != 'w' && e->state != 'h') || dl_mode_of_letter(e->mode) < 0 ||
             e->policy < DIRLOCK_POLICY_FAIR || e->policy > DIRLOCK_POLICY_SIMPLE || e->names < 1)
                 return -1;
         e->ranged = strcmp(lo, "-") != 0;
@@ -145,11 +147,9 @@ long dl_etcd_queue_find(const dl_etcd_queue *q, const char *t)
 
 /* ---- the rules ------------------------------------------------------------------- */
 
-static char cls(const dl_etcd_entry *e)
+static int cls(const dl_etcd_entry *e)
 {
-        if (e->policy == DIRLOCK_POLICY_SIMPLE || e->mode == 'x')
-                return 'X';
-        return e->mode == 's' ? 'S' : 'I';
+        return dl_mode_under_policy(dl_mode_of_letter(e->mode), e->policy);
 }
 
 static bool overlap(const dl_etcd_entry *a, const dl_etcd_entry *b)
@@ -157,29 +157,23 @@ static bool overlap(const dl_etcd_entry *a, const dl_etcd_entry *b)
         return !a->ranged || !b->ranged || (a->lo < b->hi && b->lo < a->hi);
 }
 
-static bool compatible(char a, char b)
-{
-        return (a == 'S' && b != 'X') || (a == 'I' && b == 'S');
-}
-
 /* Holder h lets request r in. */
 static bool admits(const dl_etcd_entry *h, const dl_etcd_entry *r)
 {
-        if (h->mode == 'u' || h->ranged != r->ranged)
-                return false;
-        return compatible(cls(h), cls(r));
+        return h->ranged == r->ranged && !dl_modes_conflict(cls(h), cls(r));
 }
 
 static bool gives_way(const dl_etcd_entry *a, const dl_etcd_entry *b)
 {
-        return (cls(a) == 'S' && a->policy == DIRLOCK_POLICY_WRITER && cls(b) == 'X') ||
+        return (cls(a) == DL_MODE_SHARED && a->policy == DIRLOCK_POLICY_WRITER &&
+                cls(b) == DL_MODE_EXCLUSIVE) ||
                (a->mode == 'x' && a->policy == DIRLOCK_POLICY_READER);
 }
 
 static bool passes(const dl_etcd_entry *b, const dl_etcd_entry *a)
 {
-        return (cls(b) == 'S' && b->policy == DIRLOCK_POLICY_READER) ||
-               (b->mode == 'x' && b->policy == DIRLOCK_POLICY_WRITER && cls(a) == 'S');
+        return (cls(b) == DL_MODE_SHARED && b->policy == DIRLOCK_POLICY_READER) ||
+               (b->mode == 'x' && b->policy == DIRLOCK_POLICY_WRITER && cls(a) == DL_MODE_SHARED);
 }
 
 /* Waiter a holds request b back (a ahead of b or not). */
@@ -187,12 +181,12 @@ static bool blocks(const dl_etcd_entry *a, const dl_etcd_entry *b, bool ahead)
 {
         if (a->ranged != b->ranged)
                 return !a->ranged; /* whole locks go first */
-        if (ahead && !compatible(cls(a), cls(b)) && !gives_way(a, b) && !passes(b, a))
+        if (ahead && dl_modes_conflict(cls(a), cls(b)) && !gives_way(a, b) && !passes(b, a))
                 return true;
-        if (cls(b) == 'S' && b->policy == DIRLOCK_POLICY_WRITER && cls(a) == 'X' &&
+        if (cls(b) == DL_MODE_SHARED && b->policy == DIRLOCK_POLICY_WRITER && cls(a) == DL_MODE_EXCLUSIVE &&
             !(a->mode == 'x' && a->policy == DIRLOCK_POLICY_READER))
                 return true;
-        return b->mode == 'x' && b->policy == DIRLOCK_POLICY_READER && cls(a) == 'S' &&
+        return b->mode == 'x' && b->policy == DIRLOCK_POLICY_READER && cls(a) == DL_MODE_SHARED &&
                a->policy != DIRLOCK_POLICY_WRITER;
 }
 
@@ -243,7 +237,8 @@ long dl_etcd_reader_in_way(const dl_etcd_queue *q, const dl_etcd_entry *me)
 {
         for (size_t i = q->n; i-- > 0;) {
                 const dl_etcd_entry *o = &q->e[i];
-                if (o->state == 'h' && cls(o) == 'S' && strcmp(o->token, me->token) != 0 && overlap(o, me))
+                if (o->state == 'h' && cls(o) == DL_MODE_SHARED && strcmp(o->token, me->token) != 0 &&
+                    overlap(o, me))
                         return (long)i;
         }
         return -1;

@@ -26,14 +26,15 @@ endif
 # The Lua scripts (lib/redis/scripts/NAME.lua; redis_scripts.c puts them
 # together) are made C strings at build time: redis_lua.h, in the build
 # directory, defines DL_LUA_NAME (NAME in capitals) for each, and for
-# constants.lua, which gen_constants prints from the C headers.  Each
-# line becomes a string literal with \, " and ? escaped; whole-line
-# comments and blank lines are left out, so the server is sent the code
-# alone (the scripts use no long strings or comments, [[...]], inside
-# which a line could start with --).  tests/lint-lua.t compiles every
-# file, and every script as the server gets it, with Redis' Lua 5.1.
+# constants.lua, which gen_constants prints from the C headers and the
+# mode table (lib/modes.c).  Each line becomes a string literal with \,
+# " and ? escaped; whole-line comments and blank lines are left out, so
+# the server is sent the code alone (the scripts use no long strings or
+# comments, [[...]], inside which a line could start with --).
+# tests/lint-lua.t compiles every file, and every script as the server
+# gets it, with Redis' Lua 5.1.
 REDIS_LUA := $(sort $(wildcard lib/redis/scripts/*.lua)) $(BUILD)/lib/redis/scripts/constants.lua
-$(BUILD)/lib/redis/scripts/gen_constants: $(BUILD)/lib/redis/scripts/gen_constants.o
+$(BUILD)/lib/redis/scripts/gen_constants: $(BUILD)/lib/redis/scripts/gen_constants.o $(BUILD)/lib/modes.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 $(BUILD)/lib/redis/scripts/constants.lua: $(BUILD)/lib/redis/scripts/gen_constants
 	$< >$@.tmp && mv $@.tmp $@

@@ -27,9 +27,10 @@
  * INVARIANTS the range scripts keep, with those of scripts/common.lua (M, E,
  * Q, W, F for the whole lock):
  *   R1 (ranges among themselves) two entries conflict when their ranges
- *      overlap (lo1 < hi2 and lo2 < hi1) and their modes do not mix: s-s
- *      and s-i mix; i-i, x against anything, u against a new s or i do
- *      not; an entry taken under `simple` conflicts with everything it
+ *      overlap (lo1 < hi2 and lo2 < hi1) and their modes conflict (the
+ *      mode table, lib/modes.c, which the scripts get as CONFLICTS: s-s
+ *      and s-i do not; i-i, x against anything, u against a new s or i
+ *      do); an entry taken under `simple` conflicts with everything it
  *      overlaps.  An acquirer is kept out by every conflicting holder, and
  *      by conflicting waiters that arrived before it (a smaller seq; a new
  *      arrival is after everyone): all of them under fair and simple;

@@ -64,11 +64,12 @@ local function push(t, msg, ttl)
   redis.call('RPUSH', wake_key(t), msg)
   redis.call('PEXPIRE', wake_key(t), math.max(ttl, 1))
 end
--- class: X (exclusive, or any `simple` request), S (shared), I (intent)
+-- class: a request's mode as its policy makes it, as a letter of the
+-- mode table (CONFLICTS, constants.lua): x (exclusive, or any `simple`
+-- request), s (shared), i (intent)
 local function class(mode, policy)
-  if policy == 3 or mode == 0 then return 'X' end
-  if mode == 1 then return 'S' end
-  return 'I'
+  if policy == 3 then return 'x' end
+  return MODE_LETTER[mode] or 'i'
 end
 local function request(t, mode, policy, stale, n, qttl, seq)
   return {token = t, mode = mode, policy = policy, cls = class(mode, policy), stale = stale,
@@ -217,8 +218,8 @@ local function holders(k)
 end
 -- M: the holder that keeps request R out, and its kind, or nil
 local function holder_blocks(h, R)
-  if h.w and h.w ~= R.token and (R.cls ~= 'S' or not h.wopen) then return h.w, 'w' end
-  if R.cls == 'X' then
+  if h.w and h.w ~= R.token and (R.cls ~= 's' or not h.wopen) then return h.w, 'w' end
+  if R.cls == 'x' then
     for _, r in ipairs(h.readers) do if r ~= R.token then return r, 'r' end end
   end
   return nil
@@ -251,29 +252,26 @@ local function load_queue(k)
   end
   return ws
 end
--- Q: does waiter A (ahead of B or not) hold request B back?  A gives
--- way when it is a `writer` reader (to writers) or a `reader` writer
--- (to everyone); B passes waiters when it is a `reader` reader (all)
--- or a `writer` writer (readers).  A `writer` reader also waits for
--- every queued writer that does not give way, a `reader` writer for
--- every queued reader that does not.
-local function compatible(a, b)
-  return (a == 'S' and b ~= 'X') or (a == 'I' and b == 'S')
-end
+-- Q: does waiter A (ahead of B or not) hold request B back?  When A is
+-- ahead and their classes conflict (CONFLICTS), unless A gives way --
+-- a `writer` reader to writers, a `reader` writer to everyone -- or B
+-- passes A -- a `reader` reader passes all, a `writer` writer readers.
+-- A `writer` reader also waits for every queued writer that does not
+-- give way, a `reader` writer for every queued reader that does not.
 local function gives_way(A, B)
-  return (A.cls == 'S' and A.policy == 1 and B.cls == 'X') or (A.mode == 0 and A.policy == 2)
+  return (A.cls == 's' and A.policy == 1 and B.cls == 'x') or (A.mode == 0 and A.policy == 2)
 end
 local function passes(B, A)
-  return (B.cls == 'S' and B.policy == 2) or (B.mode == 0 and B.policy == 1 and A.cls == 'S')
+  return (B.cls == 's' and B.policy == 2) or (B.mode == 0 and B.policy == 1 and A.cls == 's')
 end
 local function blocks(A, B, ahead)
-  if ahead and not compatible(A.cls, B.cls) and not gives_way(A, B) and not passes(B, A) then
+  if ahead and CONFLICTS[A.cls][B.cls] and not gives_way(A, B) and not passes(B, A) then
     return true
   end
-  if B.cls == 'S' and B.policy == 1 and A.cls == 'X' and not (A.mode == 0 and A.policy == 2) then
+  if B.cls == 's' and B.policy == 1 and A.cls == 'x' and not (A.mode == 0 and A.policy == 2) then
     return true
   end
-  return B.mode == 0 and B.policy == 2 and A.cls == 'S' and A.policy ~= 1
+  return B.mode == 0 and B.policy == 2 and A.cls == 's' and A.policy ~= 1
 end
 local function queue_blocks(ws, R, gone)
   for j, A in ipairs(ws) do

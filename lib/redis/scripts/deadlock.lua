@@ -85,7 +85,7 @@ local function blockers(w)
     h.wopen = w_mode(v) == 2 and redis.call('GET', k.u) ~= h.w
     if holder_blocks(h, R) then out[#out + 1] = w_record(v) end
   end
-  if R.cls == 'X' then
+  if R.cls == 'x' then
     for _, t in ipairs(redis.call('ZRANGEBYSCORE', k.r, '(' .. NOW, '+inf')) do
       if t ~= R.token then out[#out + 1] = redis.call('HGET', k.o, t) or '' end
     end

@@ -1,10 +1,33 @@
 /* gen_constants.c - prints constants.lua, the part every Redis script
- * starts with: the facts the scripts share with the C code, taken from the
- * C headers at build time (lib/redis/redis.mk) so that each is stated
- * once.  Not part of the library: a build tool. */
+ * starts with: the facts the scripts share with the C code, taken from
+ * the C headers and the mode table (lib/modes.c) at build time
+ * (lib/redis/redis.mk), so that each is stated once.  Not part of the
+ * library: a build tool. */
+#include "modes.h"
 #include "redis/redis.h"
 
 #include <stdio.h>
+
+/* MODES: CONFLICTS[held][want] by the modes' letters, and the letter of
+ * each mode a request is asked in, by its number. */
+static void print_modes(void)
+{
+        printf("-- MODES (lib/modes.c): does a holder in mode `held` keep a request in\n"
+               "-- mode `want` out?  CONFLICTS[held][want], by the modes' letters; the\n"
+               "-- letter of each mode a request is asked in, by its number\n"
+               "local CONFLICTS = {\n");
+        for (int held = 0; held < DL_MODE_COUNT; held++) {
+                printf("  %c = {", dl_mode_letter(held));
+                for (int want = 0; want < DL_MODE_COUNT; want++)
+                        printf("%s%c = %s", want ? ", " : "", dl_mode_letter(want),
+                               dl_modes_conflict(held, want) ? "true" : "false");
+                printf("},\n");
+        }
+        printf("}\nlocal MODE_LETTER = {");
+        for (int m = DIRLOCK_EXCLUSIVE; m <= DIRLOCK_INTENT; m++)
+                printf("%s[%d] = '%c'", m ? ", " : "", m, dl_mode_letter(m));
+        printf("}\n");
+}
 
 int main(void)
 {
@@ -17,5 +40,6 @@ int main(void)
         printf("-- PEERS (redis_permits.c): at most DL_REDIS_PEERS_MAX (redis.h) of them\n"
                "local PEERS_MAX = %d\n",
                DL_REDIS_PEERS_MAX);
+        print_modes();
         return ferror(stdout) || fflush(stdout) != 0;
 }

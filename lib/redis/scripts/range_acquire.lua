@@ -19,7 +19,7 @@ local may_queue, last, qttl = ARGV[6] == '1', ARGV[7] == '1', tonumber(ARGV[8])
 local los, his = ARGV[9], ARGV[10]
 local NA = tonumber(ARGV[11]) or 0
 local lo, hi = tonumber(los), tonumber(his)
-local ours = mode == 1 and 's' or (mode == 2 and 'i' or 'x')
+local ours = MODE_LETTER[mode] or 'x'
 redis.call('DEL', wake_key(token))
 if purge(k) then grant(k, holders(k), nil, true) end
 local me = range_find(k, token)

@@ -3,11 +3,12 @@
 -- redis_range.c): who conflicts with whom (R1), which waiters ahead hold
 -- an acquirer back (R1), and the blocker's record and time left for the
 -- answer.
+-- R1: entry e (held or waiting) and a request in mode `ours` under
+-- `policy` conflict when the mode table says so (CONFLICTS,
+-- constants.lua); under `simple` every pair does
 local function range_conflict(e, ours, policy)
-  if policy == 3 or e.policy == 3 or e.mode == 'x' or ours == 'x' then return true end
-  if e.mode == 's' then return false end
-  if ours == 's' then return e.mode == 'u' end
-  return true
+  if policy == 3 or e.policy == 3 then return true end
+  return CONFLICTS[e.mode][ours]
 end
 local function range_waiter_blocks(e, ours, seq, policy)
   if seq and e.seq >= seq then return false end
