@@ -1,7 +1,8 @@
 /* etcd.h - what the files of the etcd backend share: the space's address
  * (etcd_url.h), the calls to the cluster's v3 JSON gateway (etcd_http.c:
  * libcurl and json-c, endpoints tried in turn), the typed requests
- * (etcd_kv.c: leases, ranges, transactions, watches), a lock's queue and
+ * (etcd_kv.c: leases, ranges, transactions, watches, as JSON with its
+ * base64), a lock's queue and
  * the rules that say who may hold (etcd_queue.c), and what the protocol
  * (etcd_backend.c) lends the administration (etcd_admin.c).  The protocol
  * and its invariants are at the top of etcd_backend.c.  Only built when
@@ -69,26 +70,41 @@ typedef enum dl_etcd_woken {
         DL_ETCD_PID,      /* the watched owner process died */
 } dl_etcd_woken;
 
-/* Watch `key` for any change from revision `from` on (so nothing after
- * the caller's read is missed) until `until`, the cancel descriptor or
- * the pidfd (either may be -1).  The one blocking wait of the backend
- * that is not a request: a stream on the current member, closed when the
- * wait ends.  DIRLOCK_ESERVER when no member would watch. */
-int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, const dl_time *until,
-                       int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err);
+/* Asked by a watch once a member has made it, at revision `made`: did
+ * the key change before the watch could see it?  (The caller knows what
+ * it read; a read of the key here goes on another connection while the
+ * watch's stream waits in its socket.)  True is a wake-up. */
+typedef bool dl_etcd_made_fn(void *arg, long long made);
+
+/* Watch as `request` asks (dl_etcd_watch_request: one key, from the
+ * store's current revision) until `until`, the cancel descriptor or the
+ * pidfd (either may be -1), asking made(arg, R) once the watch is made at
+ * R: a watch made at the current revision is served at once as the store
+ * changes, where one made from an older revision is replayed by the
+ * member's catching-up loop, every 100 ms, which a hand-off would wait
+ * for; what changed before R is so the caller's to read.  The one
+ * blocking wait of the backend that is not a request: a stream on the
+ * current member, closed when the wait ends.  DIRLOCK_ESERVER when no
+ * member would watch. */
+int dl_etcd_watch_wait(const dl_etcd_url *u, json_object *request, const dl_time *until, int cancel_fd,
+                       int pid_fd, dl_etcd_made_fn *made, void *arg, dl_etcd_woken *woken,
+                       dirlock_error *err);
+
+/* Header revision of a reply (0 when missing). */
+long long dl_etcd_revision(const json_object *body);
 
 /* The deadline of one request within a call whose own deadline is `call`:
  * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)), by
  * dl_request_deadline. */
 dl_time dl_etcd_io_deadline(const dl_time *call);
 
+/* ---- typed requests (etcd_kv.c) --------------------------------------------- */
+
 /* Base64 of the gateway's byte fields (OpenSSL's codec).  Encode into a
  * new json string; decode into buf (NUL-terminated), -1 when it is not
  * base64 or does not fit. */
 json_object *dl_etcd_b64(const char *bytes, size_t len);
 int dl_etcd_unb64(const char *text, char *buf, size_t size);
-
-/* ---- typed requests (etcd_kv.c) --------------------------------------------- */
 
 /* A key of a range reply. */
 typedef struct dl_etcd_kv {
@@ -132,8 +148,9 @@ int dl_etcd_txn_range(const dl_etcd_reply *reply, size_t i, dl_etcd_kv **kvs, si
 int dl_etcd_range(const dl_etcd_url *u, const char *key, const char *range_end, bool keys_only,
                   dl_etcd_kv **kvs, size_t *n, long long *revision, const dl_time *deadline,
                   dirlock_error *err);
-/* Header revision of a reply (0 when missing). */
-long long dl_etcd_revision(const json_object *body);
+/* A watch of `key` from the store's current revision, for
+ * dl_etcd_watch_wait (json_object_put it after). */
+json_object *dl_etcd_watch_request(const char *key);
 
 /* Leases.  Grant lease `id` (chosen by the caller: a lost answer is asked
  * again under the same id) for ttl seconds: *granted the TTL the cluster

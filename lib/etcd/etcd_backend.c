@@ -581,6 +581,32 @@ static int gave_up_in(dirlock_error *err, double timeout, bool canceled, const c
         return dl_gave_up(err, timeout, canceled, what, who);
 }
 
+/* A watch of a key read at revision from - 1, made at `made` (struct
+ * since: dl_etcd_made_fn).  When the store changed since the read
+ * (made >= from), the key itself is read once: changed or gone since
+ * then is a wake-up.  Errors count as a change (the caller looks). */
+struct since {
+        const dl_etcd_url *u;
+        const char *key;
+        long long from;
+        const dl_time *until;
+};
+
+static bool changed_since(void *arg, long long made)
+{
+        const struct since *s = arg;
+        if (made < s->from)
+                return false;
+        dl_time io = dl_etcd_io_deadline(s->until);
+        dl_etcd_kv *kv = NULL;
+        size_t n = 0;
+        if (dl_etcd_range(s->u, s->key, NULL, true, &kv, &n, NULL, &io, NULL) != DIRLOCK_OK)
+                return true;
+        bool changed = n == 0 || kv[0].mod_revision >= s->from;
+        free(kv);
+        return changed;
+}
+
 /* Step 4: wait for entry b of name i (in our way).  *again: look at once
  * (its owner was dead and is revoked). */
 static int wait_for(struct attempt *a, size_t i, const dl_etcd_entry *b, int *pid_fd, pid_t *pid_watched,
@@ -610,8 +636,11 @@ static int wait_for(struct attempt *a, size_t i, const dl_etcd_entry *b, int *pi
         char key[DL_ETCD_KEY_MAX];
         dl_etcd_entry_key(&e->url, h->name, b->token, key, sizeof key);
         dl_etcd_woken woken;
-        int rc = dl_etcd_watch_wait(&e->url, key, a->qs[i].revision + 1, &until, h->opts.cancel_fd, *pid_fd,
+        struct since since = {&e->url, key, a->qs[i].revision + 1, &until};
+        json_object *watch = dl_etcd_watch_request(key);
+        int rc = dl_etcd_watch_wait(&e->url, watch, &until, h->opts.cancel_fd, *pid_fd, changed_since, &since,
                                     &woken, err);
+        json_object_put(watch);
         if (rc == DIRLOCK_OK && woken == DL_ETCD_CANCELED)
                 *canceled = true;
         if (rc == DIRLOCK_OK && woken == DL_ETCD_PID) {

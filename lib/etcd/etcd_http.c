@@ -1,7 +1,7 @@
 /* etcd_http.c - the etcd backend's calls to the cluster's v3 JSON gateway
  * (the gRPC API as HTTP POSTs of JSON, on each member's client port):
- * libcurl does the HTTP, json-c the JSON, OpenSSL's codec the base64 of
- * the byte fields.
+ * libcurl does the HTTP, json-c parses the answers; what a request says
+ * (its JSON, the base64 of its byte fields) is etcd_kv.c's.
  *
  * CONNECTIONS.  A connection is a libcurl multi handle with one easy
  * handle (the multi handle keeps the TCP connections to the members it
@@ -60,7 +60,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -287,6 +286,18 @@ static size_t *current_member(const char *key)
 dl_time dl_etcd_io_deadline(const dl_time *call)
 {
         return dl_request_deadline(call, DL_ETCD_GRACE_MS, DL_ETCD_IO_MS);
+}
+
+long long dl_etcd_revision(const json_object *body)
+{
+        json_object *h, *v;
+        if (body == NULL || !json_object_object_get_ex(body, "header", &h) ||
+            !json_object_object_get_ex(h, "revision", &v))
+                return 0;
+        /* an int64 field: a decimal string (a number from older gateways) */
+        if (json_object_is_type(v, json_type_string))
+                return strtoll(json_object_get_string(v), NULL, 10);
+        return json_object_get_int64(v);
 }
 
 /* ---- the transfer ------------------------------------------------------------ */
@@ -649,42 +660,20 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
 
 /* ---- watching ------------------------------------------------------------------ */
 
-/* Whether `key` changed since revision from - 1, asked while its watch is
- * open (a request on another connection: the watch's stream waits in its
- * socket meanwhile).  Errors count as a change (the caller looks). */
-static bool changed_since(const dl_etcd_url *u, const char *key, long long from, const dl_time *until)
-{
-        dl_time io = dl_etcd_io_deadline(until);
-        dl_etcd_kv *kv = NULL;
-        size_t n = 0;
-        if (dl_etcd_range(u, key, NULL, true, &kv, &n, NULL, &io, NULL) != DIRLOCK_OK)
-                return true;
-        bool changed = n == 0 || kv[0].mod_revision >= from;
-        free(kv);
-        return changed;
-}
-
-/* A watch made at the current revision is served at once as the store
- * changes; one made from an older revision is replayed by the member's
- * catching-up loop, which runs every 100 ms -- a hand-off would wait for
- * it.  So the watch is made at the current revision, and when that is
- * past from - 1 (the store changed since the caller's read), the key
- * itself is read once: changed or gone since then is a wake-up. */
-int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, const dl_time *until,
-                       int cancel_fd, int pid_fd, dl_etcd_woken *woken, dirlock_error *err)
+/* Once the member has made the watch, at revision R, its caller says
+ * whether the key changed before the watch could see it (made(arg, R));
+ * meanwhile the stream waits in its socket, so nothing after R is
+ * missed. */
+int dl_etcd_watch_wait(const dl_etcd_url *u, json_object *request, const dl_time *until, int cancel_fd,
+                       int pid_fd, dl_etcd_made_fn *made, void *arg, dl_etcd_woken *woken, dirlock_error *err)
 {
         *woken = DL_ETCD_QUIET;
-        json_object *req = json_object_new_object(), *cr = json_object_new_object();
-        json_object_object_add(cr, "key", dl_etcd_b64(key, strlen(key)));
-        json_object_object_add(req, "create_request", cr);
-        const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+        const char *body = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
         char cluster[DL_ETCD_CLUSTER_MAX];
         dl_etcd_url_cluster(u, cluster, sizeof cluster);
         struct conn *c = conn_get(cluster);
-        if (c == NULL) {
-                json_object_put(req);
+        if (c == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
-        }
         size_t *current = current_member(cluster);
         int rc = DIRLOCK_ESERVER;
         for (size_t tried = 0; tried < u->n; tried++) {
@@ -701,7 +690,7 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                         how = drive(c, &s, until, fds, 2, &which, &result);
                         if (how == STOPPED && !s.changed && s.created) {
                                 s.stop_on_created = false;
-                                if (s.created_rev >= from && changed_since(u, key, from, until))
+                                if (made(arg, s.created_rev))
                                         s.changed = true;
                                 else
                                         how = drive(c, &s, until, fds, 2, &which, &result);
@@ -740,38 +729,5 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, const char *key, long long from, co
                         break;
         }
         conn_put(c);
-        json_object_put(req);
         return rc;
-}
-
-/* ---- base64 ---------------------------------------------------------------------- */
-
-json_object *dl_etcd_b64(const char *bytes, size_t len)
-{
-        size_t out = 4 * ((len + 2) / 3) + 1;
-        char small[512], *buf = out <= sizeof small ? small : malloc(out);
-        if (buf == NULL)
-                return NULL;
-        EVP_EncodeBlock((unsigned char *)buf, (const unsigned char *)bytes, (int)len);
-        json_object *o = json_object_new_string(buf);
-        if (buf != small)
-                free(buf);
-        return o;
-}
-
-int dl_etcd_unb64(const char *text, char *buf, size_t size)
-{
-        size_t tl = strlen(text);
-        if (tl % 4 != 0 || tl / 4 * 3 + 1 > size)
-                return -1;
-        int n = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)text, (int)tl);
-        if (n < 0)
-                return -1;
-        /* EVP_DecodeBlock counts the padding as zero bytes. */
-        if (tl >= 1 && text[tl - 1] == '=')
-                n--;
-        if (tl >= 2 && text[tl - 2] == '=')
-                n--;
-        buf[n] = '\0';
-        return n;
 }

@@ -1,11 +1,13 @@
 /* etcd_kv.c - the requests of the etcd backend, typed: transactions
- * (compares and the operations of each branch), ranges, and leases
- * (grant, keep-alive, revoke, time to live), as JSON for the gateway
- * (etcd_http.c) and back.  The gateway's int64 fields are decimal
- * strings, its byte fields (keys, values) base64, and fields that hold
- * their default (0, false, empty) are left out of its answers. */
+ * (compares and the operations of each branch), ranges, watches and
+ * leases (grant, keep-alive, revoke, time to live), as JSON for the
+ * gateway (etcd_http.c) and back.  The gateway's int64 fields are decimal
+ * strings, its byte fields (keys, values) base64 (OpenSSL's codec), and
+ * fields that hold their default (0, false, empty) are left out of its
+ * answers. */
 #include "etcd.h"
 
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +29,41 @@ static json_object *num_string(long long v)
         return json_object_new_string(s);
 }
 
-long long dl_etcd_revision(const json_object *body)
-{
-        json_object *h;
-        if (body == NULL || !json_object_object_get_ex(body, "header", &h))
-                return 0;
-        return num(h, "revision");
-}
-
 static int bad_answer(dirlock_error *err, const char *what)
 {
         return dl_fail(err, DIRLOCK_EDATA, 0, "unexpected answer from the etcd cluster to %s", what);
+}
+
+/* ---- base64 ---------------------------------------------------------------------- */
+
+json_object *dl_etcd_b64(const char *bytes, size_t len)
+{
+        size_t out = 4 * ((len + 2) / 3) + 1;
+        char small[512], *buf = out <= sizeof small ? small : malloc(out);
+        if (buf == NULL)
+                return NULL;
+        EVP_EncodeBlock((unsigned char *)buf, (const unsigned char *)bytes, (int)len);
+        json_object *o = json_object_new_string(buf);
+        if (buf != small)
+                free(buf);
+        return o;
+}
+
+int dl_etcd_unb64(const char *text, char *buf, size_t size)
+{
+        size_t tl = strlen(text);
+        if (tl % 4 != 0 || tl / 4 * 3 + 1 > size)
+                return -1;
+        int n = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)text, (int)tl);
+        if (n < 0)
+                return -1;
+        /* EVP_DecodeBlock counts the padding as zero bytes. */
+        if (tl >= 1 && text[tl - 1] == '=')
+                n--;
+        if (tl >= 2 && text[tl - 2] == '=')
+                n--;
+        buf[n] = '\0';
+        return n;
 }
 
 /* ---- keys -------------------------------------------------------------------- */
@@ -236,6 +262,14 @@ int dl_etcd_range(const dl_etcd_url *u, const char *key, const char *range_end, 
         rc = parse_range(r.body, kvs, n, err);
         dl_etcd_reply_free(&r);
         return rc;
+}
+
+json_object *dl_etcd_watch_request(const char *key)
+{
+        json_object *req = json_object_new_object(), *cr = json_object_new_object();
+        json_object_object_add(cr, "key", dl_etcd_b64(key, strlen(key)));
+        json_object_object_add(req, "create_request", cr);
+        return req;
 }
 
 /* ---- leases ---------------------------------------------------------------------- */
