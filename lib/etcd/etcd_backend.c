@@ -753,135 +753,180 @@ static void cut_short(dl_time *until)
                 *until = grace;
 }
 
-/* Take every lock of hs[0..n-1] (one space, distinct names) by the
- * deadline, all or none. */
-static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dirlock_error *err)
+/* One acquire of a set, across its tries (acquire_set). */
+struct run {
+        struct attempt a;
+        dl_time until; /* the deadline; after a cancel, the last try's (cut_short) */
+        bool canceled, taken, fresh, cut;
+        dl_backoff retry;
+        dl_silence silence; /* the caller is told of a cluster that does not answer */
+        struct dl_etcd_wait wait;
+        int pid_fd; /* the process of the entry in our way, watched */
+        pid_t pid_watched;
+};
+
+static int run_begin(struct run *r, dirlock **hs, size_t n, const dl_time *wait_deadline, dirlock_error *err)
 {
-        dirlock *h = hs[0];
-        const dirlock_options *o = &h->opts;
-        dl_etcd_queue *qs = calloc(n, sizeof *qs);
-        bool *blocked = calloc(n, sizeof *blocked);
-        if (qs == NULL || blocked == NULL) {
-                free(qs);
-                free(blocked);
+        const dirlock_options *o = &hs[0]->opts;
+        *r = (struct run){.until = *wait_deadline, .fresh = true, .pid_fd = -1};
+        r->a = (struct attempt){.hs = hs,
+                                .n = n,
+                                .deadline = &r->until,
+                                .may_queue = o->timeout != 0,
+                                .qs = calloc(n, sizeof *r->a.qs),
+                                .blocked = calloc(n, sizeof *r->a.blocked)};
+        if (r->a.qs == NULL || r->a.blocked == NULL) {
+                free(r->a.qs);
+                free(r->a.blocked);
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
         for (size_t i = 0; i < n; i++) {
                 E(hs[i])->names = (int)n;
                 E(hs[i])->seq = 0;
         }
-        dl_time until = *wait_deadline; /* after a cancel: the last try's (cut_short) */
-        const dl_time *deadline = &until;
-        struct attempt a = {.hs = hs,
-                            .n = n,
-                            .deadline = deadline,
-                            .may_queue = o->timeout != 0,
-                            .qs = qs,
-                            .blocked = blocked};
-        bool canceled = false, taken = false, fresh = true, cut = false;
-        dl_backoff retry;
-        dl_backoff_init(&retry, RETRY_FIRST_MS, RETRY_MAX_MS, h->token);
-        dl_silence silence; /* the caller is told of a cluster that does not answer */
-        dl_silence_begin(&silence);
-        struct dl_etcd_wait wait = {.cancel_fd = o->cancel_fd, .silence = &silence, .h = h};
-        serve(hs, n, &wait);
-        int pid_fd = -1;
-        pid_t pid_watched = 0;
-        int rc;
-        for (;;) {
-                if (canceled && !cut) {
-                        wait.cancel_fd = -1; /* the last try is not cut */
-                        cut_short(&until);
-                        cut = true;
-                }
-                bool last = canceled || dl_deadline_passed(deadline) || !a.may_queue;
-                /* Steps 1 and 2 (fresh), or a new read. */
-                if (fresh) {
-                        rc = DIRLOCK_OK;
-                        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++)
-                                if (E(hs[i])->lease == 0)
-                                        rc = grant_lease(hs[i], deadline, err);
-                        a.keepalive_due = dl_deadline((double)E(h)->ttl / 3);
-                        if (rc == DIRLOCK_OK)
-                                rc = first_try(&a, &taken, err);
-                        fresh = rc != DIRLOCK_OK;
-                } else {
-                        bool gone = false;
-                        rc = dl_deadline_passed(&a.keepalive_due) ? keep_alive(&a, &gone, err) : DIRLOCK_OK;
-                        if (rc == DIRLOCK_OK && gone) {
-                                rc = renew(&a, err);
-                                fresh = true;
-                                if (rc == DIRLOCK_OK)
-                                        continue;
-                        }
-                        if (rc == DIRLOCK_OK)
-                                rc = read_set(hs, n, deadline, qs, err);
-                }
-                /* Step 3, 4 or 5. */
-                if (rc == DIRLOCK_OK && !taken && !fresh) {
-                        bool gone, joined = false;
-                        size_t which = 0;
-                        dl_etcd_entry blocker;
-                        rc = decide(&a, &taken, &gone, &which, &blocker, err);
-                        if (rc == DIRLOCK_OK && gone) {
-                                rc = renew(&a, err);
-                                fresh = true;
-                                if (rc == DIRLOCK_OK)
-                                        continue;
-                        } else if (rc == DIRLOCK_OK && !taken && last) {
-                                dl_etcd_entry me;
-                                self_entry(hs[which], &me);
-                                rc = gave_up_in(err, o->timeout, canceled, hs[which]->name, &qs[which], &me,
-                                                &blocker);
-                        } else if (rc == DIRLOCK_OK && !taken && n > 1 &&
-                                   (rc = join(&a, &joined, err)) == DIRLOCK_OK && joined) {
-                                continue; /* read again, with our new entries */
-                        } else if (rc == DIRLOCK_OK && !taken) {
-                                bool again;
-                                rc = wait_for(&a, which, &blocker, &pid_fd, &pid_watched, &canceled, &again,
-                                              err);
-                        }
-                }
+        dl_backoff_init(&r->retry, RETRY_FIRST_MS, RETRY_MAX_MS, hs[0]->token);
+        dl_silence_begin(&r->silence);
+        r->wait = (struct dl_etcd_wait){.cancel_fd = o->cancel_fd, .silence = &r->silence, .h = hs[0]};
+        serve(hs, n, &r->wait);
+        return DIRLOCK_OK;
+}
+
+/* Our entries went with our lease: a new lease, and start over (*again). */
+static int renewed(struct run *r, bool *again, dirlock_error *err)
+{
+        int rc = renew(&r->a, err);
+        r->fresh = true;
+        *again = rc == DIRLOCK_OK;
+        return rc;
+}
+
+/* Steps 1 and 2 (fresh: a lease, the first try), or a new read, the
+ * lease kept alive when due (*again: it was gone, and renewed). */
+static int look(struct run *r, bool *again, dirlock_error *err)
+{
+        struct attempt *a = &r->a;
+        *again = false;
+        int rc = DIRLOCK_OK;
+        if (r->fresh) {
+                for (size_t i = 0; i < a->n && rc == DIRLOCK_OK; i++)
+                        if (E(a->hs[i])->lease == 0)
+                                rc = grant_lease(a->hs[i], a->deadline, err);
+                a->keepalive_due = dl_deadline((double)E(a->hs[0])->ttl / 3);
                 if (rc == DIRLOCK_OK)
-                        dl_silence_answered(&silence, h);
-                if (taken && rc == DIRLOCK_OK)
-                        break;
-                if (rc == DIRLOCK_ESERVER && !last) {
-                        /* Unreachable: try again, with backoff, until the deadline. */
-                        dl_silence_failed(&silence, h, err);
-                        if (dl_nap_ms(dl_backoff_next(&retry), deadline, o->cancel_fd) == 1)
-                                canceled = true;
-                        continue;
-                }
-                if (rc != DIRLOCK_OK)
-                        break;
-                dl_backoff_reset(&retry);
+                        rc = first_try(a, &r->taken, err);
+                r->fresh = rc != DIRLOCK_OK;
+                return rc;
         }
+        bool gone = false;
+        if (dl_deadline_passed(&a->keepalive_due))
+                rc = keep_alive(a, &gone, err);
+        if (rc == DIRLOCK_OK && gone)
+                return renewed(r, again, err);
+        return rc == DIRLOCK_OK ? read_set(a->hs, a->n, a->deadline, a->qs, err) : rc;
+}
+
+/* Step 3, 4 or 5 on the read: taken (r->taken), given up on the last
+ * try (the error says why), a set that joined the queues that keep it
+ * out (*again: read again, with its new entries), or a wait for the
+ * entry in the way.  Our entries gone: renewed (*again). */
+static int judge(struct run *r, bool last, bool *again, dirlock_error *err)
+{
+        struct attempt *a = &r->a;
+        bool gone, joined = false;
+        size_t which = 0;
+        dl_etcd_entry blocker;
+        *again = false;
+        int rc = decide(a, &r->taken, &gone, &which, &blocker, err);
+        if (rc != DIRLOCK_OK || r->taken)
+                return rc;
+        if (gone)
+                return renewed(r, again, err);
+        if (last) {
+                dl_etcd_entry me;
+                self_entry(a->hs[which], &me);
+                return gave_up_in(err, a->hs[0]->opts.timeout, r->canceled, a->hs[which]->name, &a->qs[which],
+                                  &me, &blocker);
+        }
+        if (a->n > 1) {
+                rc = join(a, &joined, err);
+                if (rc != DIRLOCK_OK || joined) {
+                        *again = rc == DIRLOCK_OK;
+                        return rc;
+                }
+        }
+        bool at_once;
+        return wait_for(a, which, &blocker, &r->pid_fd, &r->pid_watched, &r->canceled, &at_once, err);
+}
+
+/* The end of an acquire: held, or out -- our leases go, and with them
+ * every key we made -- with the error that says why. */
+static int run_end(struct run *r, int rc, dirlock_error *err)
+{
+        dirlock **hs = r->a.hs, *h = hs[0];
+        size_t n = r->a.n;
         serve(hs, n, NULL);
-        if (pid_fd >= 0)
-                close(pid_fd);
+        if (r->pid_fd >= 0)
+                close(r->pid_fd);
         for (size_t i = 0; i < n; i++)
-                dl_etcd_queue_free(&qs[i]);
-        free(qs);
-        free(blocked);
-        if (taken && rc == DIRLOCK_OK) {
+                dl_etcd_queue_free(&r->a.qs[i]);
+        free(r->a.qs);
+        free(r->a.blocked);
+        if (r->taken && rc == DIRLOCK_OK) {
                 for (size_t i = 0; i < n; i++)
                         DL_ASSERT(E(hs[i])->fence > 0 && E(hs[i])->lease != 0); /* held: a fence, a lease */
                 return DIRLOCK_OK;
         }
-        /* Out: our leases go, and with them every key we made. */
-        if (canceled)
-                cut_short(&until);
+        if (r->canceled)
+                cut_short(&r->until);
         for (size_t i = 0; i < n; i++)
-                (void)revoke_quietly(hs[i], canceled ? &until : NULL, NULL);
+                (void)revoke_quietly(hs[i], r->canceled ? &r->until : NULL, NULL);
         if (rc == DIRLOCK_ESERVER) {
                 char what[DIRLOCK_NAME_MAX + 16];
                 snprintf(what, sizeof what, "lock '%s'", h->name);
-                rc = dl_gave_up_unreachable(err, o->timeout, canceled, what, "the etcd cluster");
+                rc = dl_gave_up_unreachable(err, h->opts.timeout, r->canceled, what, "the etcd cluster");
         }
         if (rc != DIRLOCK_OK && rc != DIRLOCK_EBUSY && rc != DIRLOCK_ETIMEDOUT && rc != DIRLOCK_ECANCELED)
                 dl_about(err, rc, h->name);
         return rc;
+}
+
+/* Take every lock of hs[0..n-1] (one space, distinct names) by the
+ * deadline, all or none: the steps at the top of this file, tried again
+ * with backoff while the cluster cannot be reached. */
+static int acquire_set(dirlock **hs, size_t n, const dl_time *wait_deadline, dirlock_error *err)
+{
+        struct run r;
+        int rc = run_begin(&r, hs, n, wait_deadline, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        for (;;) {
+                if (r.canceled && !r.cut) {
+                        r.wait.cancel_fd = -1; /* the last try is not cut */
+                        cut_short(&r.until);
+                        r.cut = true;
+                }
+                bool last = r.canceled || dl_deadline_passed(&r.until) || !r.a.may_queue, again;
+                rc = look(&r, &again, err);
+                if (rc == DIRLOCK_OK && !again && !r.taken && !r.fresh)
+                        rc = judge(&r, last, &again, err);
+                if (rc == DIRLOCK_OK && again)
+                        continue;
+                if (rc == DIRLOCK_OK)
+                        dl_silence_answered(&r.silence, hs[0]);
+                if (r.taken && rc == DIRLOCK_OK)
+                        break;
+                if (rc == DIRLOCK_ESERVER && !last) {
+                        /* Unreachable: try again, with backoff, until the deadline. */
+                        dl_silence_failed(&r.silence, hs[0], err);
+                        if (dl_nap_ms(dl_backoff_next(&r.retry), &r.until, hs[0]->opts.cancel_fd) == 1)
+                                r.canceled = true;
+                        continue;
+                }
+                if (rc != DIRLOCK_OK)
+                        break;
+                dl_backoff_reset(&r.retry);
+        }
+        return run_end(&r, rc, err);
 }
 
 static int etcd_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
@@ -1106,6 +1151,31 @@ static int mark_upgrading(dirlock *h, const dl_time *deadline, dirlock_error *er
         return rc == DIRLOCK_ELOST ? lost(err, h) : rc;
 }
 
+/* An upgrade's wait for a reader in its way (a->hs[0] upgrades, with
+ * its own cancel descriptor): its lease kept alive, the reader's wait
+ * is watched as an acquire does. */
+static int wait_for_reader(struct attempt *a, int cancel_fd, const dl_etcd_entry *reader, int *pid_fd,
+                           pid_t *pid_watched, bool *canceled, dirlock_error *err)
+{
+        dirlock **hs = a->hs, *h = hs[0];
+        if (dl_deadline_passed(&a->keepalive_due)) {
+                bool gone;
+                int rc = keep_alive(a, &gone, err);
+                if (rc == DIRLOCK_OK && gone)
+                        rc = lost(err, h);
+                if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
+                        return rc;
+        }
+        dirlock view = *h;
+        view.opts.cancel_fd = cancel_fd;
+        dirlock *vs[1] = {&view};
+        a->hs = vs;
+        bool at_once;
+        int rc = wait_for(a, 0, reader, pid_fd, pid_watched, canceled, &at_once, err);
+        a->hs = hs;
+        return rc;
+}
+
 static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
         if (h->mode == DIRLOCK_EXCLUSIVE)
@@ -1171,22 +1241,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
                         rc = gave_up(err, o.timeout, canceled, h->name, &reader);
                         break;
                 }
-                if (dl_deadline_passed(&a.keepalive_due)) {
-                        bool gone;
-                        rc = keep_alive(&a, &gone, err);
-                        if (rc == DIRLOCK_OK && gone)
-                                rc = lost(err, h);
-                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
-                                break;
-                }
-                /* The reader's wait is ours: watch it as an acquire does. */
-                dirlock view = *h;
-                view.opts.cancel_fd = cancel_fd;
-                dirlock *vs[1] = {&view};
-                a.hs = vs;
-                bool again;
-                rc = wait_for(&a, 0, &reader, &pid_fd, &pid_watched, &canceled, &again, err);
-                a.hs = hs;
+                rc = wait_for_reader(&a, cancel_fd, &reader, &pid_fd, &pid_watched, &canceled, err);
                 if (rc != DIRLOCK_OK && rc != DIRLOCK_ESERVER)
                         break;
         }
