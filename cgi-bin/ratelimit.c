@@ -7,11 +7,13 @@
 #include "buf.h"
 #include "fileio.h"
 
-/* The key written for an address: at most 64 printable bytes. */
-static void addr_key(const char *addr, char out[65])
+/* The key written for an address: at most KEY_MAX printable bytes. */
+#define KEY_MAX 64
+
+static void addr_key(const char *addr, char out[KEY_MAX + 1])
 {
         size_t i = 0;
-        for (; addr && addr[i] && i < 64; i++) {
+        for (; addr && addr[i] && i < KEY_MAX; i++) {
                 unsigned char c = (unsigned char)addr[i];
                 out[i] = (c > 0x20 && c < 0x7F) ? (char)c : '?';
         }
@@ -64,7 +66,7 @@ int ratelimit_check(const char *path, const char *addr, long long now, long inte
         *retry_after = 0;
         if (interval <= 0)
                 return 0;
-        char key[65];
+        char key[KEY_MAX + 1];
         addr_key(addr, key);
         struct buf b = BUF_INIT;
         int rc = file_read_all(path, &b, err);
@@ -150,7 +152,7 @@ int ratelimit_record(const char *path, const char *addr, long long now, long int
 {
         if (interval <= 0)
                 return 0;
-        char key[65];
+        char key[KEY_MAX + 1];
         addr_key(addr, key);
         struct rewrite_ctx c = {key, now, interval, -1, NULL, 0};
         return rewrite(path, &c, err);
@@ -161,7 +163,7 @@ int ratelimit_forget(const char *path, const char *addr, long long then, long in
 {
         if (interval <= 0)
                 return 0;
-        char key[65];
+        char key[KEY_MAX + 1];
         addr_key(addr, key);
         struct rewrite_ctx c = {key, 0, interval, then, NULL, 0};
         return rewrite(path, &c, err);

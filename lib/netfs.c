@@ -261,7 +261,7 @@ int dl_fs_allows(const dl_fs *fs, const char *dir, int mode, int policy, bool ra
 #define SIGHTINGS 64
 
 struct sighting {
-        char token[33];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         long long changed_ns;
         dl_time first; /* when this thread first saw this change time */
         dl_time last;  /* when it last looked: the oldest goes first  */
@@ -276,7 +276,7 @@ static double seconds_between(const dl_time *a, const dl_time *b)
 double dl_fs_unchanged_for(const char *token, long long changed_ns)
 {
         static _Thread_local struct sighting seen[SIGHTINGS];
-        char key[33];
+        char key[DIRLOCK_TOKEN_LEN + 1];
         if (token[0] == '\0') { /* an unreadable record: its change time names it */
                 snprintf(key, sizeof key, "@%lld", changed_ns);
                 token = key;

@@ -187,7 +187,7 @@ long long dl_etcd_new_lease_id(void);
  * holder's, 0 while it waits; the owner record is owner.c's text.  An
  * entry's place in the queue is its seq, or its key's create_revision. */
 typedef struct dl_etcd_entry {
-        char token[33];
+        char token[DIRLOCK_TOKEN_LEN + 1];
         long long rev;   /* its key's create_revision, 0: not in the queue */
         long long seq;   /* its arrival, when not rev (a set that joined late) */
         long long lease; /* its acquisition's lease */

@@ -276,7 +276,7 @@ json_object *dl_etcd_watch_request(const char *key)
 
 long long dl_etcd_new_lease_id(void)
 {
-        char t[33];
+        char t[DIRLOCK_TOKEN_LEN + 1];
         long long id = 0;
         if (dl_random_token(t, NULL) == DIRLOCK_OK) {
                 t[15] = '\0';

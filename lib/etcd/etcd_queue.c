@@ -118,9 +118,10 @@ int dl_etcd_queue_load(dl_etcd_queue *q, const dl_etcd_kv *kvs, size_t n, const 
         for (size_t i = 0; i < n; i++) {
                 const char *slash = strrchr(kvs[i].key, '/');
                 dl_etcd_entry *e = &q->e[q->n];
-                if (slash == NULL || strlen(slash + 1) != 32 || dl_etcd_entry_parse(kvs[i].value, e) != 0)
+                if (slash == NULL || strlen(slash + 1) != DIRLOCK_TOKEN_LEN ||
+                    dl_etcd_entry_parse(kvs[i].value, e) != 0)
                         continue; /* not an entry of ours */
-                memcpy(e->token, slash + 1, 33);
+                memcpy(e->token, slash + 1, sizeof e->token);
                 e->rev = kvs[i].create_revision;
                 e->lease = kvs[i].lease;
                 q->n++;

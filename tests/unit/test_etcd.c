@@ -90,9 +90,9 @@ static void test_url(void **state)
                         fail_msg("'%s': %s", creds[i], why);
         }
         char long_prefix[100] = "etcd://h/";
-        memset(long_prefix + 9, 'p', 65);
+        memset(long_prefix + 9, 'p', DL_ETCD_PREFIX_MAX + 1);
         assert_int_equal(parse(long_prefix, &u, why), -1);
-        long_prefix[9 + 64] = '\0';
+        long_prefix[9 + DL_ETCD_PREFIX_MAX] = '\0';
         assert_int_equal(parse(long_prefix, &u, why), 0);
 }
 
