@@ -32,7 +32,7 @@ endif
 ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(ASSERTS) -fPIC -Ilib $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
-.PHONY: all clean check-format format
+.PHONY: all clean check-format check-style format
 all:
 
 include lib/lib.mk           # the library
@@ -68,6 +68,11 @@ $(BUILD)/%.o: %.c
 
 check-format:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+# The conventions clang-format does not see: function length, sizes
+# spelled out, `space` not `lockdir` (tools/check-style; docs/backends.md).
+check-style:
+	tools/check-style
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
