@@ -78,7 +78,7 @@ static void thread_exit(void *p)
 
 static void exit_key_create(void)
 {
-        pthread_key_create(&exit_key, thread_exit);
+        dl_thread_key_create(&exit_key, thread_exit);
 }
 
 /* The calling thread's idle connections, or NULL (out of memory). */

@@ -71,6 +71,14 @@
  *     to four clusters the member that answered last; freed when the
  *     thread exits, and by a forked child (seen by the pid) before it
  *     makes its own.  libcurl is initialised once per process.
+ *   - the library's own code, kept loaded once it has registered a
+ *     thread-exit destructor (the first wait, pending acquire or
+ *     connection of any thread): loaded with dlopen -- inside a Node addon,
+ *     a Python or Perl module -- a later dlclose leaves it in memory, so
+ *     that threads that used it still find their destructors when they
+ *     exit (lib/thread_key.c).  Python and Perl never unload a module
+ *     anyway; Node unloads an addon when the worker thread that loaded it
+ *     ends.
  * Every descriptor the library opens is close-on-exec (a Redis socket is
  * made so right after hiredis opens it; libcurl's sockets are opened so,
  * and the socket pair it makes for itself is marked so at once).

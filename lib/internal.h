@@ -9,6 +9,7 @@
 
 #include <assert.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -282,6 +283,14 @@ dl_fiber *dl_fiber_current(void);
 int dl_fiber_reuse(dl_fiber *f, void (*fn)(void *arg), void *arg);
 /* A fiber that finished or never ran. */
 void dl_fiber_free(dl_fiber *f);
+
+/* ---- thread-exit destructors (thread_key.c) ---------------------------- */
+
+/* pthread_key_create(key, destructor), the library pinned in memory first
+ * so that no dlclose unmaps the destructor before a thread runs it: 0 or
+ * an errno value.  Every thread-exit destructor of the library is
+ * registered through it. */
+int dl_thread_key_create(pthread_key_t *key, void (*destructor)(void *));
 
 /* ---- the per-thread inotify hub (notify.c) ------------------------------ */
 

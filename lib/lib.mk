@@ -13,7 +13,7 @@
 
 LIB_SRCS := lib/admin.c lib/backoff.c lib/clock.c lib/conn_cache.c lib/error.c lib/fence.c lib/fiber.c \
 	lib/handle.c lib/held.c lib/modes.c lib/multi.c lib/netfs.c lib/notify.c lib/owner.c lib/path.c lib/pending.c \
-	lib/range_text.c lib/server_notice.c lib/space.c lib/wait.c lib/wait_record.c
+	lib/range_text.c lib/server_notice.c lib/space.c lib/thread_key.c lib/wait.c lib/wait_record.c
 LIB_LIBS :=
 PC_REQUIRES :=
 

@@ -81,7 +81,7 @@ static void hub_thread_exit(void *unused)
 
 static void hub_key_create(void)
 {
-        pthread_key_create(&hub_key, hub_thread_exit);
+        dl_thread_key_create(&hub_key, hub_thread_exit);
 }
 
 int dl_notify_fd(void)

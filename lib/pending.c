@@ -342,7 +342,7 @@ static void spare_thread_exit(void *unused)
 
 static void spare_key_create(void)
 {
-        pthread_key_create(&spare_key, spare_thread_exit);
+        dl_thread_key_create(&spare_key, spare_thread_exit);
 }
 
 /* The thread's spare shell, or NULL (a forked child closes its copies). */

@@ -21,7 +21,7 @@
 # line "N passed, N failed".
 
 UNIT_TESTS := conn_cache fsops core_api core_async core_cancel core_dead_try core_fence core_owner core_reentrant core_stale deadlock permits \
-	range rw space waiters redis_url redis etcd \
+	range rw space unload waiters redis_url redis etcd \
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
 	board_view_lock board_delete_limit board_post_gate
@@ -37,6 +37,9 @@ TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+
+# test_unload loads the shared library with dlopen.
+$(BUILD)/tests/unit/test_unload: | $(LIB_SO)
 
 # The address parser is pure C: tested in every build, with Redis or not.
 ifneq ($(REDIS),1)
