@@ -226,6 +226,11 @@ typedef enum dirlock_policy {
 /* How long a lock server may leave a waiting acquire without an answer
  * before its server_notice is called (milliseconds). */
 #define DIRLOCK_SERVER_NOTICE_MS 1000
+/* For the *_start calls (ignored by the others): the pending acquire has
+ * no descriptor of its own.  dirlock_pending_fd() returns the thread's,
+ * shared by every such acquire of the thread, and dirlock_pending_next()
+ * says which of them ended (see "acquiring without blocking"). */
+#define DIRLOCK_THREAD_FD (1u << 8)
 
 typedef struct dirlock_options {
         double timeout;   /* seconds: 0 = one try, < 0 = wait forever       */
@@ -588,7 +593,20 @@ int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, s
  * state machine).  The deadline needs no timer of the caller's: the
  * descriptor becomes readable when it passes, and the next step ends the
  * acquire with DIRLOCK_ETIMEDOUT.  Any number may be pending in one thread
- * (each holds a few descriptors; see bench/README.md for 1,000 at once).
+ * (each holds two descriptors, and the thread a few for all of them).
+ *
+ * Thousands in one loop: start them with DIRLOCK_THREAD_FD.  They have no
+ * descriptor of their own; dirlock_pending_fd() is the thread's, polled
+ * once; when it is readable:
+ *
+ *     while ((p = dirlock_pending_next()) != NULL) {
+ *             rc = dirlock_pending_step(p, &err);  -- it ended: its result
+ *             ... dirlock_pending_data(p) says whose it is; free it
+ *     }
+ *
+ * Each turn runs about a millisecond of them and leaves the rest for the
+ * next (the descriptor stays readable), so that the loop keeps turning
+ * (lib/pending.c).
  * A pending acquire is started, stepped and freed by one thread, and
  * belongs to its process like a handle.  opts->cancel_fd (with
  * DIRLOCK_CANCEL_FD) works as for dirlock_acquire(), and so does
@@ -615,7 +633,9 @@ int dirlock_upgrade_start(dirlock *lock, const dirlock_options *opts, dirlock_pe
  * whole life; the library closes it in dirlock_pending_free). */
 int dirlock_pending_fd(const dirlock_pending *p);
 /* Go on as far as possible without blocking: DIRLOCK_EAGAIN while it still
- * waits, else the acquire's result (the same on every later call). */
+ * waits, else the acquire's result (the same on every later call).  A
+ * DIRLOCK_THREAD_FD acquire only says how it is: dirlock_pending_next()
+ * runs it. */
 int dirlock_pending_step(dirlock_pending *p, dirlock_error *err);
 /* Give up: the acquire ends at its next step with DIRLOCK_ECANCELED (or
  * DIRLOCK_OK, when it got the lock first), having removed what it made. */
@@ -624,6 +644,17 @@ void dirlock_pending_cancel(dirlock_pending *p);
  * caller once (NULL before, after, or for an upgrade). */
 dirlock *dirlock_pending_lock(dirlock_pending *p);
 dirlock_set *dirlock_pending_set(dirlock_pending *p);
+/* DIRLOCK_THREAD_FD: when the thread's descriptor polls readable, call
+ * this until it returns NULL: it runs the thread's pending acquires that
+ * can go on -- for about a millisecond per round, leaving the rest for the
+ * loop's next turn (the descriptor stays readable) -- and returns one that
+ * ended (then call dirlock_pending_step for its result), once each.  NULL:
+ * none left to report now.  Only THREAD_FD acquires are returned; an
+ * acquire freed before it is returned never is. */
+dirlock_pending *dirlock_pending_next(void);
+/* A pointer of the caller's kept with the acquire (NULL at start). */
+void dirlock_pending_set_data(dirlock_pending *p, void *data);
+void *dirlock_pending_data(const dirlock_pending *p);
 /* Free it in any state: a waiting acquire is canceled and finished first
  * (which may block for the clean-up's own I/O, at most a lock server's
  * answer), a lock it got and nobody took is released.  In a forked child

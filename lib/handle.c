@@ -38,7 +38,8 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
         unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY |
-                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK | DIRLOCK_SERVER_NOTICE;
+                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK | DIRLOCK_SERVER_NOTICE |
+                         DIRLOCK_THREAD_FD;
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
         if (out->flags & DIRLOCK_CANCEL_FD) {

@@ -96,7 +96,7 @@ static bool waits_for_itself(const dirlock *held, const dirlock *want)
 
 int dl_held_self_deadlock(const dirlock *h, dirlock_error *err)
 {
-        if (h->opts.timeout == 0 || (h->opts.flags & DIRLOCK_NO_DEADLOCK) || dl_pending_kick_fd() >= 0)
+        if (h->opts.timeout == 0 || (h->opts.flags & DIRLOCK_NO_DEADLOCK) || dl_pending_current() != NULL)
                 return DIRLOCK_OK; /* a try says busy; a pending acquire blocks no thread */
         const char *key = key_of(h);
         if (key == NULL)

@@ -266,9 +266,18 @@ int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout)
 /* Sleep up to `ms`, never past the deadline; 1 when cancel_fd (>= 0)
  * polled readable meanwhile, else 0.  Through dl_poll. */
 int dl_nap_ms(double ms, const dl_time *deadline, int cancel_fd);
-/* Inside a pending acquire: its kick descriptor, which the inotify hub
- * writes when an event matters to it; -1 outside. */
-int dl_pending_kick_fd(void);
+/* The pending acquire whose fiber runs on this thread now, or NULL: the
+ * calls it makes are a pending acquire's (no thread blocks in them). */
+struct dirlock_pending *dl_pending_current(void);
+/* Make p go on at its next chance: its wait ends when it waits for
+ * DL_POLL_KICK (the inotify hub read an event that matters to it, or the
+ * thread's view of a queue saw the waiter ahead leave).  For the thread
+ * that runs p. */
+void dl_pending_kick(struct dirlock_pending *p);
+/* A pseudo-descriptor for dl_poll: inside a pending acquire it polls
+ * readable (POLLIN) once after each dl_pending_kick; ppoll(2) ignores it
+ * (negative), so a blocking caller never waits for it. */
+#define DL_POLL_KICK (-2)
 
 /* ---- fibers (fiber.c) --------------------------------------------------- */
 
@@ -295,24 +304,42 @@ int dl_thread_key_create(pthread_key_t *key, void (*destructor)(void *));
 /* ---- the per-thread inotify hub (notify.c) ------------------------------ */
 
 #define DL_LISTENER_WATCHES 16
+struct dl_listener;
+struct inotify_event;
+/* One watch of a listener: a slot of its own, linked into the list of
+ * the listeners of that watched inode (notify.c), so that an event is
+ * dispatched to the listeners of its watch alone. */
+typedef struct dl_listen_slot {
+        int wd;                   /* -1: a free slot                      */
+        uint32_t mask;            /* IN_* events wanted there             */
+        unsigned long long added; /* order of adding (the oldest goes first when full) */
+        struct dl_listener *owner;
+        struct dl_listen_slot *prev, *next;
+} dl_listen_slot;
 /* One waiter's interest in the thread's inotify instance. */
 typedef struct dl_listener {
-        struct {
-                int wd;
-                uint32_t mask; /* IN_* events wanted there */
-        } watch[DL_LISTENER_WATCHES];
-        int nwatch;
+        dl_listen_slot watch[DL_LISTENER_WATCHES];
         bool joined; /* the thread has an instance, and we are on its list */
         bool fired;  /* an event that matters came since dl_notify_take   */
-        int kick_fd; /* written when another's drain fires us, or -1      */
+        /* The pending acquire made to go on (dl_pending_kick) when another's
+         * drain fires us, or NULL. */
+        struct dirlock_pending *kick;
         /* NULL (every name), or false when an event naming `name` in a
          * watched directory cannot matter to this waiter. */
         bool (*filter)(const char *name, unsigned mask, void *arg);
         void *filter_arg;
-        struct dl_listener *next;
+        /* NULL, or called with every event that matters to it instead of
+         * firing it (the thread's view of a queue, lib/dir/fifo.c). */
+        void (*on_event)(struct dl_listener *l, const struct inotify_event *ev);
+        /* On leaving, watches no listener wants any more are removed from
+         * the instance (not only narrowed): a directory watched for long. */
+        bool drop_unwanted;
+        struct dl_listener *prev, *next;
 } dl_listener;
 /* The thread's instance (made on first use), -1 when none can be had. */
 int dl_notify_fd(void);
+/* The thread's instance if this process made it already, else -1. */
+int dl_notify_fd_made(void);
 void dl_notify_join(dl_listener *l);
 void dl_notify_leave(dl_listener *l);
 /* Watch `path` for `mask` (IN_ONLYDIR and the like in `flags`): its watch
@@ -324,6 +351,10 @@ void dl_notify_set_mask(dl_listener *l, int wd, uint32_t mask);
 void dl_notify_drain(const dl_listener *self);
 /* Whether l fired since the last call (and reset it). */
 bool dl_notify_take(dl_listener *l);
+/* Fire l as an event that matters to it would (kicking its pending
+ * acquire): what the thread's view of a queue does for a waiter whose
+ * waiter ahead left. */
+void dl_notify_poke(dl_listener *l);
 
 /* ---- backing off (backoff.c) ------------------------------------------- */
 

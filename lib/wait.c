@@ -71,7 +71,6 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
 {
         memset(w, 0, sizeof *w);
         w->lockdir_wd = -1;
-        w->listener.kick_fd = -1;
         w->pid_fd = -1;
         w->cancel_fd = -1;
         w->recheck_ms = DL_RECHECK_MS;
@@ -92,7 +91,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
         w->listener.filter = name_matters;
         w->listener.filter_arg = w;
-        w->listener.kick_fd = dl_pending_kick_fd();
+        w->listener.kick = dl_pending_current();
         w->notify = true;
         /* In the lock directory only deletions matter: a released or broken
          * lock is rmdir'ed.  (Renames there are other processes' prepared
@@ -325,11 +324,11 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                 struct pollfd fds[4];
                 nfds_t n = 0;
                 /* A blocking waiter reads the hub itself; a pending
-                 * acquire's is kicked by whoever reads it (pending.c). */
-                if (w->notify && w->listener.kick_fd < 0)
+                 * acquire is kicked by whoever reads it (pending.c). */
+                if (w->notify && w->listener.kick == NULL)
                         fds[n++] = (struct pollfd){.fd = dl_notify_fd(), .events = POLLIN};
-                if (w->notify && w->listener.kick_fd >= 0)
-                        fds[n++] = (struct pollfd){.fd = w->listener.kick_fd, .events = POLLIN};
+                if (w->notify && w->listener.kick != NULL)
+                        fds[n++] = (struct pollfd){.fd = DL_POLL_KICK, .events = POLLIN};
                 if (w->pid_fd >= 0)
                         fds[n++] = (struct pollfd){.fd = w->pid_fd, .events = POLLIN};
                 if (w->cancel_fd >= 0)

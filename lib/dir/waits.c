@@ -154,7 +154,7 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
         r->mode = mode;
         r->target = (char)target;
         r->permits = h->permits;
-        r->pending = dl_pending_kick_fd() >= 0;
+        r->pending = dl_pending_current() != NULL;
         if (h->ranged) {
                 r->lo = h->lo;
                 r->hi = h->hi;

@@ -519,6 +519,129 @@ static void test_many_in_one_loop_without_inotify(void **state)
         assert_int_equal(many_in_one_loop(50, DIRLOCK_NO_NOTIFY, false), 1);
 }
 
+/* ---- DIRLOCK_THREAD_FD: one descriptor for the thread's acquires ------------ */
+
+/* Poll the thread's descriptor until `want` acquires ended (or `ms`
+ * passed), counting the rounds (calls of dirlock_pending_next until NULL)
+ * and calling `ended` for each one.  Returns the number that ended. */
+static int run_rounds(int fd, int want, int ms, int *rounds, void (*ended)(dirlock_pending *p, void *arg),
+                      void *arg)
+{
+        int got = 0;
+        double until = now_ms() + ms;
+        while (got < want && now_ms() < until) {
+                struct pollfd w = {.fd = fd, .events = POLLIN};
+                if (poll(&w, 1, 1000) != 1)
+                        continue;
+                dirlock_pending *p;
+                while ((p = dirlock_pending_next()) != NULL) {
+                        got++;
+                        if (ended == NULL)
+                                fail_msg("acquire %d ended", (int)(intptr_t)dirlock_pending_data(p));
+                        ended(p, arg);
+                }
+                if (rounds != NULL)
+                        (*rounds)++;
+        }
+        return got;
+}
+
+static void end_at_once(dirlock_pending *p, void *arg)
+{
+        (void)arg;
+        dirlock_error e;
+        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(dirlock_pending_lock(p), &e), DIRLOCK_OK);
+        dirlock_pending_free(p);
+}
+
+/* Starting many at once does not run them all there and then: the starts
+ * of a turn run about a millisecond of acquires, the others are queued,
+ * and each round of dirlock_pending_next runs about a millisecond of
+ * them, the descriptor staying readable for the rest -- so that a loop
+ * with thousands of them still turns.  (Free locks: each ends at its
+ * first run.) */
+static void test_thread_fd_rounds(void **state)
+{
+        (void)state;
+        enum { N = 400 };
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_THREAD_FD;
+        dirlock_pending *ps[N];
+        dirlock_error e;
+        double t0 = now_ms();
+        for (int i = 0; i < N; i++) {
+                char name[16];
+                snprintf(name, sizeof name, "r%d", i);
+                assert_int_equal(dirlock_acquire_start(lockdir, name, &o, &ps[i], &e), DIRLOCK_OK);
+        }
+        double started = now_ms() - t0;
+        int rounds = 0;
+        t0 = now_ms();
+        assert_int_equal(run_rounds(dirlock_pending_fd(ps[0]), N, 60000, &rounds, end_at_once, NULL), N);
+        double ran = now_ms() - t0;
+        print_message("%d started in %.1f ms, ended in %d rounds, %.1f ms\n", N, started, rounds, ran);
+        assert_true(rounds >= 2);
+        assert_true(started < ran); /* the starts queued most of the work */
+}
+
+/* Canceled and freed while they wait, among others that are served:
+ * nothing of theirs is left, and the others go on. */
+static void test_thread_fd_cancel_free(void **state)
+{
+        (void)state;
+        enum { N = 30 };
+        dirlock *holder = take("cx", 0);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_THREAD_FD | DIRLOCK_FIFO;
+        o.timeout = 30;
+        dirlock_pending *ps[N];
+        dirlock_error e;
+        for (int i = 0; i < N; i++) {
+                assert_int_equal(dirlock_acquire_start(lockdir, "cx", &o, &ps[i], &e), DIRLOCK_OK);
+                dirlock_pending_set_data(ps[i], (void *)(intptr_t)i);
+        }
+        for (int i = 0; i < N; i += 3)
+                dirlock_pending_cancel(ps[i]);
+        for (int i = 1; i < N; i += 3) {
+                dirlock_pending_free(ps[i]); /* finished here, never reported */
+                ps[i] = NULL;
+        }
+        int fd = dirlock_pending_fd(ps[2]);
+        int canceled = 0, served = 0;
+        double until = now_ms() + 30000;
+        bool released = false;
+        while (canceled + served < N - N / 3 && now_ms() < until) {
+                struct pollfd w = {.fd = fd, .events = POLLIN};
+                poll(&w, 1, 200);
+                dirlock_pending *p;
+                while ((p = dirlock_pending_next()) != NULL) {
+                        int i = (int)(intptr_t)dirlock_pending_data(p);
+                        assert_non_null(ps[i]);
+                        int rc = dirlock_pending_step(p, &e);
+                        if (i % 3 == 0) {
+                                assert_int_equal(rc, DIRLOCK_ECANCELED);
+                                canceled++;
+                        } else {
+                                assert_int_equal(rc, DIRLOCK_OK);
+                                assert_int_equal(dirlock_release(dirlock_pending_lock(p), &e), DIRLOCK_OK);
+                                served++;
+                        }
+                        dirlock_pending_free(p);
+                        ps[i] = NULL;
+                }
+                if (!released && canceled == (N + 2) / 3) {
+                        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+                        released = true;
+                }
+        }
+        assert_int_equal(canceled, (N + 2) / 3);
+        assert_int_equal(served, N - N / 3 - (N + 2) / 3);
+        char left[256];
+        leftovers(left, sizeof left); /* (earlier tests' range meta-locks stay, by design) */
+        assert_null(strstr(left, "cx"));
+}
+
 /* A forked child may not step its parent's pending acquire; freeing its
  * copy leaves the parent's alone. */
 static void test_fork(void **state)
@@ -569,6 +692,8 @@ int main(void)
             cmocka_unit_test(test_many_in_one_loop_fifo),
             cmocka_unit_test(test_many_in_one_loop_without_inotify),
             cmocka_unit_test(test_fork),
+            cmocka_unit_test(test_thread_fd_rounds),
+            cmocka_unit_test(test_thread_fd_cancel_free),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
