@@ -605,8 +605,10 @@ int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, s
  *     }
  *
  * Each turn runs about a millisecond of them and leaves the rest for the
- * next (the descriptor stays readable), so that the loop keeps turning
- * (lib/pending.c).
+ * next (the descriptor stays readable), so that the loop keeps turning;
+ * waiters of one lock in one thread follow its queue together and cost a
+ * hand-off one step, not one each (lib/pending.c, lib/dir/fifo.c;
+ * bench/README.md for 10,000 at once).
  * A pending acquire is started, stepped and freed by one thread, and
  * belongs to its process like a handle.  opts->cancel_fd (with
  * DIRLOCK_CANCEL_FD) works as for dirlock_acquire(), and so does

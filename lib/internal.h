@@ -389,6 +389,7 @@ typedef struct dl_waiter {
         bool notify;           /* inotify usable                        */
         dl_backoff backoff;    /* without inotify: its cap is the longest step */
         double recheck_ms;     /* with inotify: re-judge at least this often */
+        double span_ms;        /* > 0: wait this long instead (dl_waiter_span) */
         bool owner_died;       /* the last wait ended on the owner's death   */
         int cancel_fd;         /* readable: DIRLOCK_ECANCELED; -1 = none      */
         const char *wake_name; /* a name starting with '.' that counts too */
@@ -444,6 +445,15 @@ void dl_waiter_lockdir_events(dl_waiter *w, bool on);
 bool dl_waiter_owner_died(const dl_waiter *w);
 /* Also end waits when fd polls readable (DIRLOCK_CANCEL_FD); fd < 0: no. */
 void dl_waiter_cancel_on(dl_waiter *w, int fd);
+/* With inotify: wait up to `ms` (0: the re-check interval again) before
+ * returning for a re-check -- for a waiter that an event of the thread's
+ * own wakes when it matters (the waiter ahead in a queue is in this
+ * thread: lib/dir/fifo.c), whose only other business is renewing its
+ * entries. */
+void dl_waiter_span(dl_waiter *w, double ms);
+/* Stop watching the owner given to dl_waiter_watch_owner (its pidfd is
+ * closed). */
+void dl_waiter_unwatch_owner(dl_waiter *w);
 /* Returns 0 after a wake-up or step, DIRLOCK_ETIMEDOUT at the deadline,
  * DIRLOCK_ECANCELED when the cancel descriptor is readable (or was
  * closed under the wait). */

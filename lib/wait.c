@@ -269,6 +269,19 @@ void dl_waiter_cancel_on(dl_waiter *w, int fd)
         w->cancel_fd = fd;
 }
 
+void dl_waiter_span(dl_waiter *w, double ms)
+{
+        w->span_ms = ms;
+}
+
+void dl_waiter_unwatch_owner(dl_waiter *w)
+{
+        if (w->pid_fd >= 0)
+                close(w->pid_fd);
+        w->pid_fd = -1;
+        w->pid_watched = 0;
+}
+
 /* POLLNVAL too: a cancel descriptor closed under the wait ends it. */
 static bool readable(int fd, const struct timespec *ts)
 {
@@ -302,6 +315,12 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         double left = dl_remaining(deadline);
         if (left <= 0)
                 return DIRLOCK_ETIMEDOUT;
+        /* Fired since the caller's last look by a read of the hub that was
+         * not a wait's (the thread's view of a queue reads it, lib/dir/
+         * fifo.c): it was not kicked then, and would not be again (a
+         * listener is kicked once until taken).  Look again. */
+        if (w->notify && dl_notify_take(&w->listener))
+                return 0;
 
         if (!w->notify && w->pid_fd < 0) {
                 double step = dl_backoff_next(&w->backoff);
@@ -316,6 +335,8 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         double span = w->notify ? w->recheck_ms : dl_backoff_next(&w->backoff);
         if (span > w->backoff.cap_ms)
                 span = w->backoff.cap_ms;
+        if (w->notify && w->span_ms > 0)
+                span = w->span_ms; /* the caller's longer span (dl_waiter_span) */
         if (span > wake_in())
                 span = wake_in();
         for (;;) {

@@ -25,6 +25,10 @@ struct dl_rw {
         bool up_held;                  /* up_path is ours                     */
         bool wq_held;                  /* wq_entry is ours                    */
         bool ranges_absent_seen;       /* W taken, then no ranges_dir listed  */
+        /* While queued through the thread's view of the queue (fifo.c): */
+        struct dl_fifo_view *view;
+        struct dl_rw *view_prev, *view_next; /* the view's other members       */
+        dl_listener *wake;                   /* the waiter's, poked when the one ahead goes */
 };
 
 /* Allocate h->rw (idempotent).  DIRLOCK_OK or DIRLOCK_ENOMEM. */
@@ -80,10 +84,16 @@ int dl_fifo_join(dirlock *h, dirlock_error *err);
  * Only the tickets from ours down to the nearest live one are read. */
 int dl_fifo_first(dirlock *h, dl_record *ahead, dirlock_error *err);
 /* The same, and with 0 also that waiter's ticket path in *ahead_path
- * (malloc'd; NULL otherwise): the entry a queued waiter watches. */
-int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err);
+ * (malloc'd; NULL otherwise): the entry a queued waiter watches.  `local`
+ * (may be NULL): set when that waiter is a pending acquire of this thread,
+ * followed through the thread's view of the queue -- then *ahead is not
+ * read, nothing needs watching (the view pokes h->rw->wake when it goes)
+ * and nothing needs re-checking. */
+int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, bool *local, dirlock_error *err);
 /* Give the ticket back (idempotent). */
 void dl_fifo_leave(dirlock *h);
+/* Leave the thread's view of the queue, if in one (dl_rw_free). */
+void dl_fifo_unview(struct dl_rw *rw);
 /* Renew the ticket's age while waiting, once `every_ms` have passed since
  * it was made or last renewed (0: every call). */
 void dl_fifo_touch(dirlock *h, double every_ms);

@@ -205,6 +205,7 @@ void dl_rw_free(dirlock *h)
         struct dl_rw *rw = dl_dir_of(h)->rw;
         if (rw == NULL)
                 return;
+        dl_fifo_unview(rw);
         free(rw->readers_dir);
         free(rw->r_path);
         free(rw->a_path);
@@ -587,7 +588,15 @@ static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *er
                 wq_leave(h);
                 return rc;
         }
-        dl_waiter_watch_owner(&ww->w, &ww->holder);
+        if (rw->view != NULL && ww->w.notify) {
+                /* Queued through the thread's view (fifo.c): poked when
+                 * the one ahead goes.  Its steps watch whom they follow;
+                 * a waiter behind one of this thread watches nobody (no
+                 * pidfd for each of a thousand waiters). */
+                rw->wake = &ww->w.listener;
+        } else {
+                dl_waiter_watch_owner(&ww->w, &ww->holder);
+        }
         ww->renew_ms = ticket_renew_ms(h, &ww->w);
         ww->last_judged = dl_now();
         ww->judge = true;
@@ -625,8 +634,17 @@ static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
  * stale.  (A FIFO queue waits for that.)  DIRLOCK_EBUSY: wait; EAGAIN
  * (not a dirlock code): the one ahead left after our look, look again. */
 #define W_LOOK_AGAIN (-1)
-static int w_step_behind(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *err)
+static int w_step_behind(dirlock *h, bool fifo, bool local, struct w_wait *ww, dirlock_error *err)
 {
+        if (local) {
+                /* The one ahead is a pending acquire of this thread: it
+                 * runs when we do, and the thread's view of the queue
+                 * pokes us when it goes (fifo.c).  Nothing to watch, and
+                 * W's being free for long is its business. */
+                dl_waiter_lockdir_events(&ww->w, false);
+                dl_waiter_unwatch_owner(&ww->w);
+                return DIRLOCK_EBUSY;
+        }
         if (!fifo && ww->judge) {
                 ww->last_judged = dl_now();
                 bool free_now = w_looks_free(h);
@@ -639,10 +657,24 @@ static int w_step_behind(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error
                 ww->free_before = free_now;
         }
         dl_waiter_lockdir_events(&ww->w, false);
-        if (dl_waiter_watch_entry(&ww->w, ww->ahead) != 0 && errno == ENOENT)
+        /* Through a view the queue's directory is watched already: the
+         * ticket ahead going pokes us. */
+        if (dl_dir_of(h)->rw->view == NULL && dl_waiter_watch_entry(&ww->w, ww->ahead) != 0 &&
+            errno == ENOENT)
                 return W_LOOK_AGAIN;
         dl_waiter_watch_owner(&ww->w, &ww->holder);
         return DIRLOCK_EBUSY;
+}
+
+/* How long a waiter behind one of its own thread's waits between wakes:
+ * long enough to cost nothing, short enough that its ticket and wait
+ * register entry are renewed in time (every ticket_renew_ms, checked at
+ * each wake: at most renew + span apart, within a third of the stale
+ * age); 0 (the re-check interval) when that is not longer. */
+static double follower_span_ms(const dirlock *h, const struct w_wait *ww)
+{
+        double span = (h->opts.stale_age * 1e3 / 3 - ww->renew_ms) / 2;
+        return span > ww->w.recheck_ms ? span : 0;
 }
 
 /* "lock 'NAME' is held by pid P on HOST", or for a counting lock "the N
@@ -765,24 +797,29 @@ int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
         }
         for (;;) {
                 int first = 1;
+                bool local = false;
                 free(ww.ahead);
                 ww.ahead = NULL;
                 if (rw->ticket != NULL) {
-                        first = dl_fifo_ahead(h, &ww.holder, &ww.ahead, err);
+                        first =
+                            dl_fifo_ahead(h, &ww.holder, &ww.ahead, rw->wake != NULL ? &local : NULL, err);
                         if (first < 0) {
                                 rc = err->code;
                                 break;
                         }
                 }
-                rc = first ? w_step_first(h, &ww, err) : w_step_behind(h, fifo, &ww, err);
+                rc = first ? w_step_first(h, &ww, err) : w_step_behind(h, fifo, local, &ww, err);
                 if (rc == W_LOOK_AGAIN)
                         continue;
                 if (rc != DIRLOCK_EBUSY)
                         break;
                 /* INVARIANT: a step that waits has its watch on (releases
                  * of W for the first waiter, the ticket ahead for the
-                 * others) from before its look. */
+                 * others: through the thread's view of the queue when it
+                 * is in one) from before its look. */
                 DL_ASSERT(!ww.w.notify || ww.w.lockdir_muted == !first);
+                DL_ASSERT(!local || rw->wake == &ww.w.listener);
+                dl_waiter_span(&ww.w, local ? follower_span_ms(h, &ww) : 0);
                 int waited = dl_waiter_wait(&ww.w, deadline);
                 ww.judge = dl_waiter_owner_died(&ww.w) || ms_since(&ww.last_judged) >= ww.w.recheck_ms;
                 if (waited != 0) {

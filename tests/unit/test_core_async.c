@@ -8,6 +8,7 @@
  * partner holds on, and the fork guard. */
 #include "core_fixture.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -521,6 +522,17 @@ static void test_many_in_one_loop_without_inotify(void **state)
 
 /* ---- DIRLOCK_THREAD_FD: one descriptor for the thread's acquires ------------ */
 
+static int open_fd_count(void)
+{
+        DIR *d = opendir("/proc/self/fd");
+        int n = 0;
+        while (d != NULL && readdir(d) != NULL)
+                n++;
+        if (d != NULL)
+                closedir(d);
+        return n - 3; /* ".", ".." and the listing's own */
+}
+
 /* Poll the thread's descriptor until `want` acquires ended (or `ms`
  * passed), counting the rounds (calls of dirlock_pending_next until NULL)
  * and calling `ended` for each one.  Returns the number that ended. */
@@ -544,6 +556,106 @@ static int run_rounds(int fd, int want, int ms, int *rounds, void (*ended)(dirlo
                         (*rounds)++;
         }
         return got;
+}
+
+/* What the served acquires of one name saw: the order they were served
+ * in, and how many held at once (a holder keeps its lock until the end of
+ * its round, as in many_in_one_loop). */
+struct served {
+        int *order;
+        int n, held_now, most;
+        dirlock **round;
+        unsigned flags;
+};
+
+static void serve(dirlock_pending *p, void *arg)
+{
+        struct served *sv = arg;
+        dirlock_error e;
+        int rc = dirlock_pending_step(p, &e);
+        if (rc != DIRLOCK_OK)
+                fail_msg("acquire %d: %s", (int)(intptr_t)dirlock_pending_data(p), e.message);
+        sv->order[sv->n++] = (int)(intptr_t)dirlock_pending_data(p);
+        sv->round[sv->held_now++] = dirlock_pending_lock(p);
+        if (sv->held_now > sv->most)
+                sv->most = sv->held_now;
+        dirlock_pending_free(p);
+}
+
+/* N acquires started with DIRLOCK_THREAD_FD in one thread, all waiting for
+ * one lock this thread holds (or, `spread`, each for a lock of its own: the
+ * twin, where many hold at once).  Each is served once, one at a time, in
+ * the order they were started (their queue order), and while they wait the
+ * thread holds no more descriptors than before, whatever N. */
+static int thread_fd_loop(int n, unsigned flags, bool spread, int *fds_added)
+{
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_THREAD_FD | flags;
+        o.timeout = 120;
+        dirlock_error e;
+        dirlock **holders = calloc((size_t)n, sizeof *holders);
+        dirlock_pending **ps = calloc((size_t)n, sizeof *ps);
+        struct served sv = {calloc((size_t)n, sizeof(int)),       0,    0, 0,
+                            calloc((size_t)n, sizeof(dirlock *)), flags};
+        for (int i = 0; i < (spread ? n : 1); i++) {
+                char name[16];
+                snprintf(name, sizeof name, spread ? "s%d" : "one", i);
+                holders[i] = take(name, 0);
+                assert_non_null(holders[i]);
+        }
+        int fds_before = open_fd_count();
+        for (int i = 0; i < n; i++) {
+                char name[16];
+                snprintf(name, sizeof name, spread ? "s%d" : "one", i);
+                assert_int_equal(dirlock_acquire_start(lockdir, name, &o, &ps[i], &e), DIRLOCK_OK);
+                dirlock_pending_set_data(ps[i], (void *)(intptr_t)i);
+        }
+        int fd = dirlock_pending_fd(ps[0]);
+        for (int i = 1; i < n; i++)
+                assert_int_equal(dirlock_pending_fd(ps[i]), fd); /* one for all */
+        /* Every one runs to its first wait (rounds of the loop, until the
+         * descriptor is quiet for a while: only the first waiter's
+         * re-checks wake it then); none ends. */
+        double settle_until = now_ms() + 60000;
+        struct pollfd w = {.fd = fd, .events = POLLIN};
+        while (poll(&w, 1, 30) == 1 && now_ms() < settle_until)
+                assert_null(dirlock_pending_next());
+        *fds_added = open_fd_count() - fds_before;
+        for (int i = 0; i < (spread ? n : 1); i++)
+                assert_int_equal(dirlock_release(holders[i], &e), DIRLOCK_OK);
+        double until = now_ms() + 120000;
+        while (sv.n < n && now_ms() < until) {
+                if (poll(&w, 1, 1000) != 1)
+                        continue;
+                dirlock_pending *p;
+                while ((p = dirlock_pending_next()) != NULL)
+                        serve(p, &sv);
+                while (sv.held_now > 0) /* the end of the round */
+                        assert_int_equal(dirlock_release(sv.round[--sv.held_now], &e), DIRLOCK_OK);
+        }
+        assert_int_equal(sv.n, n);
+        if (!spread)
+                for (int i = 0; i < n; i++)
+                        assert_int_equal(sv.order[i], i); /* in queue order */
+        free(sv.order);
+        free(sv.round);
+        free(holders);
+        free(ps);
+        return sv.most;
+}
+
+static void test_thread_fd_one_lock(void **state)
+{
+        (void)state;
+        int added;
+        assert_int_equal(thread_fd_loop(1000, 0, false, &added), 1);
+        /* The thread's set, timer, two eventfds, inotify instance, the
+         * first waiter's pidfd: not one per acquire. */
+        print_message("1000 waiting: %d descriptors more\n", added);
+        assert_true(added <= 8);
+        assert_int_equal(thread_fd_loop(300, DIRLOCK_FIFO, false, &added), 1);
+        assert_true(added <= 8);
+        assert_true(thread_fd_loop(100, 0, true, &added) > 1); /* the twin */
 }
 
 static void end_at_once(dirlock_pending *p, void *arg)
@@ -642,6 +754,108 @@ static void test_thread_fd_cancel_free(void **state)
         assert_null(strstr(left, "cx"));
 }
 
+/* A queue shared with another process: this thread's acquires (through
+ * its view of the queue) and another process's blocking one, all FIFO,
+ * are served in arrival order -- the other's between the thread's fifth
+ * and sixth -- each writing its mark to a log while it holds the lock;
+ * and when that other process is killed while it waits, the thread's
+ * acquires behind its ticket go on. */
+static void queue_with_another(bool kill_it)
+{
+        char log[300];
+        snprintf(log, sizeof log, "%s/order.log", lockdir);
+        int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        assert_true(logfd >= 0);
+        dirlock *holder = take("q", 0);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_THREAD_FD | DIRLOCK_FIFO;
+        o.timeout = 30;
+        dirlock_pending *ps[10];
+        dirlock_error e;
+        char fifo_dir[300];
+        snprintf(fifo_dir, sizeof fifo_dir, "%s/q.fifo", lockdir);
+        for (int i = 0; i < 5; i++) {
+                assert_int_equal(dirlock_acquire_start(lockdir, "q", &o, &ps[i], &e), DIRLOCK_OK);
+                dirlock_pending_set_data(ps[i], (void *)(intptr_t)i);
+        }
+        int fd = dirlock_pending_fd(ps[0]);
+        run_rounds(fd, 1, 50, NULL, NULL, NULL); /* each to its first wait */
+        pid_t child = fork();
+        if (child == 0) {
+                dirlock_options b = DIRLOCK_OPTIONS_INIT;
+                b.flags = DIRLOCK_FIFO;
+                b.timeout = 30;
+                dirlock *h = NULL;
+                if (dirlock_acquire(lockdir, "q", &b, &h, NULL) != DIRLOCK_OK)
+                        _exit(1);
+                ssize_t w = write(logfd, "b\n", 2);
+                _exit(w == 2 && dirlock_release(h, NULL) == DIRLOCK_OK ? 0 : 1);
+        }
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '^t\\.'", fifo_dir);
+        for (int tries = 0; tries < 500; tries++) { /* its ticket is the sixth */
+                FILE *f = popen(cmd, "r");
+                int count = 0;
+                if (f != NULL) {
+                        if (fscanf(f, "%d", &count) != 1)
+                                count = 0;
+                        pclose(f);
+                }
+                if (count >= 6)
+                        break;
+                sleep_ms(10);
+        }
+        for (int i = 5; i < 10; i++) {
+                assert_int_equal(dirlock_acquire_start(lockdir, "q", &o, &ps[i], &e), DIRLOCK_OK);
+                dirlock_pending_set_data(ps[i], (void *)(intptr_t)i);
+        }
+        run_rounds(fd, 1, 50, NULL, NULL, NULL);
+        if (kill_it) {
+                kill(child, SIGKILL);
+                waitpid(child, NULL, 0);
+        }
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+        int served = 0;
+        double until = now_ms() + 20000;
+        while (served < 10 && now_ms() < until) {
+                struct pollfd w = {.fd = fd, .events = POLLIN};
+                poll(&w, 1, 200);
+                dirlock_pending *p;
+                while ((p = dirlock_pending_next()) != NULL) {
+                        assert_int_equal(dirlock_pending_step(p, &e), DIRLOCK_OK);
+                        char mark[8];
+                        int len = snprintf(mark, sizeof mark, "%d\n", (int)(intptr_t)dirlock_pending_data(p));
+                        assert_int_equal(write(logfd, mark, (size_t)len), len);
+                        assert_int_equal(dirlock_release(dirlock_pending_lock(p), &e), DIRLOCK_OK);
+                        dirlock_pending_free(p);
+                        served++;
+                }
+        }
+        assert_int_equal(served, 10);
+        int st = 0;
+        if (!kill_it) {
+                waitpid(child, &st, 0);
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        }
+        close(logfd);
+        char order[64] = "";
+        FILE *f = fopen(log, "r");
+        assert_non_null(f);
+        size_t got = fread(order, 1, sizeof order - 1, f);
+        order[got] = '\0';
+        fclose(f);
+        assert_string_equal(order,
+                            kill_it ? "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n" : "0\n1\n2\n3\n4\nb\n5\n6\n7\n8\n9\n");
+        unlink(log);
+}
+
+static void test_thread_fd_queue_with_another_process(void **state)
+{
+        (void)state;
+        queue_with_another(false);
+        queue_with_another(true);
+}
+
 /* A forked child may not step its parent's pending acquire; freeing its
  * copy leaves the parent's alone. */
 static void test_fork(void **state)
@@ -692,8 +906,10 @@ int main(void)
             cmocka_unit_test(test_many_in_one_loop_fifo),
             cmocka_unit_test(test_many_in_one_loop_without_inotify),
             cmocka_unit_test(test_fork),
+            cmocka_unit_test(test_thread_fd_one_lock),
             cmocka_unit_test(test_thread_fd_rounds),
             cmocka_unit_test(test_thread_fd_cancel_free),
+            cmocka_unit_test(test_thread_fd_queue_with_another_process),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
