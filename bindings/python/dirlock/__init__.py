@@ -30,14 +30,17 @@ that took it: after fork the child's release raises ENOTOWNER and the
 parent keeps its lock.
 
 asyncio: `async with dirlock.Lock(...)`, `await lock.acquire_async()` and
-`await lock.upgrade_async()` wait without blocking the event loop: the
-library's pending acquire is stepped whenever its descriptor is readable
-(loop.add_reader), with no thread.  Cancelling the task gives the wait up
-and leaves nothing behind.
+`await lock.upgrade_async()` wait without blocking the event loop: every
+waiting acquire of a loop is the library's pending acquire, run by one
+reader of the loop on the thread's descriptor (loop.add_reader), with no
+thread and no descriptor of its own; each turn of the loop runs them for
+about a millisecond at most.  Cancelling the task gives the wait up and
+leaves nothing behind.
 """
 from __future__ import annotations
 
 import asyncio
+import weakref
 from types import TracebackType
 
 from dirlock import _dirlock
@@ -45,18 +48,49 @@ from dirlock._dirlock import *  # noqa: F401,F403 - the C module is the API
 from dirlock._dirlock import CODES, LIBRARY_VERSION, Error, Owner, RangeInfo, SpaceInfo  # noqa: F401
 
 
-def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.Future[None]:
-    """A future done when fd polls readable (watched once)."""
-    fut: asyncio.Future[None] = loop.create_future()
+class _Driver:
+    """The asynchronous acquires of one asyncio loop: one reader on the
+    thread's descriptor, which runs them (_dirlock._pending_next) and
+    settles the future of each one that ended.  The reader is there while
+    some acquire waits."""
 
-    def ready() -> None:
-        loop.remove_reader(fd)
-        if not fut.done():
-            fut.set_result(None)
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.fd = -1
+        self.waiting: dict[int, tuple[Lock, asyncio.Future[None]]] = {}
 
-    loop.add_reader(fd, ready)
-    fut.add_done_callback(lambda _: loop.remove_reader(fd))
-    return fut
+    def wait(self, lock: Lock, fd: int) -> asyncio.Future[None]:
+        """A future done when lock's acquire ends."""
+        fut = self.loop.create_future()
+        self.waiting[id(lock)] = (lock, fut)
+        if self.fd != fd:
+            if self.fd >= 0:
+                self.loop.remove_reader(self.fd)
+            self.loop.add_reader(fd, self._ready)
+            self.fd = fd
+        return fut
+
+    def forget(self, lock: Lock) -> None:
+        self.waiting.pop(id(lock), None)
+        if not self.waiting and self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            self.fd = -1
+
+    def _ready(self) -> None:
+        while (lock := _dirlock._pending_next()) is not None:
+            entry = self.waiting.get(id(lock))
+            if entry is not None and entry[0] is lock and not entry[1].done():
+                entry[1].set_result(None)
+
+
+_drivers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Driver] = weakref.WeakKeyDictionary()
+
+
+def _driver(loop: asyncio.AbstractEventLoop) -> _Driver:
+    d = _drivers.get(loop)
+    if d is None:
+        d = _drivers[loop] = _Driver(loop)
+    return d
 
 
 class Lock(_dirlock.Lock):
@@ -68,30 +102,33 @@ object is used by one task at a time."""
     __slots__ = ()
 
     async def _drive(self, fd: int, undo: str) -> None:
-        """Step the acquire or upgrade under way each time fd is readable,
-        until it is done (a step raises the library's error when it ended
-        without the lock).  When the wait itself is ended -- the task
+        """Wait until the acquire or upgrade under way ends (a step raises
+        the library's error when it ended without the lock): the loop's
+        driver runs it.  When the wait itself is ended -- the task
         cancelled, or anything else raised into it -- the acquire is
         canceled and finished, a lock it got meanwhile let go with `undo`,
         and the exception goes on."""
-        loop = asyncio.get_running_loop()
-        while not self._pending_step():
-            try:
-                await _readable(loop, fd)
-            except BaseException:
-                self._pending_cancel()
-                got = False
+        driver = _driver(asyncio.get_running_loop())
+        try:
+            while not self._pending_step():
                 try:
-                    # Its clean-up may wait too (a lock server's answer):
-                    # still in the loop.
-                    while not (got := self._pending_step()):
-                        await _readable(loop, fd)
-                except BaseException:  # dirlock.ECANCELED, or cancelled again
-                    pass
-                self._pending_free()  # anything still under way, finished here
-                if got:
-                    getattr(self, undo)()
-                raise
+                    await driver.wait(self, fd)
+                except BaseException:
+                    self._pending_cancel()
+                    got = False
+                    try:
+                        # Its clean-up may wait too (a lock server's
+                        # answer): still in the loop.
+                        while not (got := self._pending_step()):
+                            await driver.wait(self, fd)
+                    except BaseException:  # dirlock.ECANCELED, or cancelled again
+                        pass
+                    self._pending_free()  # anything still under way, finished here
+                    if got:
+                        getattr(self, undo)()
+                    raise
+        finally:
+            driver.forget(self)
 
     async def acquire_async(self) -> None:
         """Take the lock (every name of a set, or none) as acquire() does,

@@ -27,13 +27,18 @@
  * object going away frees only the child's copy.
  *
  * Event loops.  _acquire_start and _upgrade_start begin the library's
- * pending acquire (dirlock_acquire_start, dirlock_upgrade_start) and
- * return the descriptor to watch; _pending_step goes on when it is
- * readable (False while it waits; True, or the library's exception, when
- * it is over); _pending_cancel gives up; _pending_free drops one under way
- * (finishing it, which may block for its clean-up's own I/O).  The
- * package's Lock (dirlock/__init__.py) makes acquire_async, upgrade_async
- * and `async with` of them with asyncio's add_reader.  While one is under
+ * pending acquire (dirlock_acquire_start, dirlock_upgrade_start) with
+ * DIRLOCK_THREAD_FD: it has no descriptor of its own, and what they
+ * return is the thread's, shared by every pending acquire of the thread.
+ * When that descriptor is readable, _pending_next() runs the thread's
+ * acquires that can go on (dirlock_pending_next: for about a millisecond
+ * per call of the loop) and returns the Lock objects whose acquire ended,
+ * one per call, then None; _pending_step then says how (False while it
+ * waits; True, or the library's exception, when it is over).
+ * _pending_cancel gives up; _pending_free drops one under way (finishing
+ * it, which may block for its clean-up's own I/O).  The package's Lock
+ * (dirlock/__init__.py) makes acquire_async, upgrade_async and `async
+ * with` of them, with one asyncio reader per loop.  While one is under
  * way every other call of the object is refused, as while a thread is
  * inside one. */
 #define PY_SSIZE_T_CLEAN
@@ -829,6 +834,7 @@ static PyObject *pending_begun(LockObject *self, dirlock_pending *p, int upgrade
 {
         self->pending = p;
         self->pending_upgrade = upgrade;
+        dirlock_pending_set_data(p, self); /* for _pending_next; the object outlives p */
         return PyLong_FromLong(dirlock_pending_fd(p));
 }
 
@@ -871,12 +877,14 @@ static PyObject *Lock_acquire_start(LockObject *self, PyObject *unused)
                         return NULL;
                 }
         dirlock_pending *p = NULL;
+        dirlock_options o = self->opts;
+        o.flags |= DIRLOCK_THREAD_FD;
         if (self->is_set)
-                rc = dirlock_acquire_many_start(space, names, (size_t)n, &self->opts, &p, &err);
+                rc = dirlock_acquire_many_start(space, names, (size_t)n, &o, &p, &err);
         else if (self->ranged)
-                rc = dirlock_acquire_range_start(space, names[0], self->lo, self->hi, &self->opts, &p, &err);
+                rc = dirlock_acquire_range_start(space, names[0], self->lo, self->hi, &o, &p, &err);
         else
-                rc = dirlock_acquire_start(space, names[0], &self->opts, &p, &err);
+                rc = dirlock_acquire_start(space, names[0], &o, &p, &err);
         PyMem_Free(names);
         if (rc != DIRLOCK_OK)
                 return raise_err(rc, &err);
@@ -892,6 +900,7 @@ static PyObject *Lock_upgrade_start(LockObject *self, PyObject *args, PyObject *
                 return NULL;
         dirlock_pending *p = NULL;
         dirlock_error err;
+        o.flags |= DIRLOCK_THREAD_FD;
         int rc = dirlock_upgrade_start(h, &o, &p, &err);
         if (rc != DIRLOCK_OK)
                 return raise_err(rc, &err);
@@ -1109,14 +1118,15 @@ static PyMethodDef Lock_methods[] = {
     {"shrink", (PyCFunction)Lock_shrink, METH_VARARGS,
      "shrink(lo, hi)\n--\n\nNarrow a held range to [lo, hi), a part of it, at once."},
     {"_acquire_start", (PyCFunction)Lock_acquire_start, METH_NOARGS,
-     "_acquire_start()\n--\n\nBegin an acquire an event loop drives (acquire_async): the descriptor\n"
-     "to watch for reading, or -1 when a reentrant Lock only counted one more hold."},
+     "_acquire_start()\n--\n\nBegin an acquire an event loop drives (acquire_async): the thread's\n"
+     "descriptor to watch for reading (see _pending_next), or -1 when a reentrant\n"
+     "Lock only counted one more hold."},
     {"_upgrade_start", (PyCFunction)(void (*)(void))Lock_upgrade_start, METH_VARARGS | METH_KEYWORDS,
      "_upgrade_start(*, timeout=None, nonblocking=False, cancel_fd=None)\n--\n\n"
      "Begin an upgrade an event loop drives (upgrade_async): the descriptor to watch."},
     {"_pending_step", (PyCFunction)Lock_pending_step, METH_NOARGS,
-     "_pending_step()\n--\n\nGo on with the acquire or upgrade under way, without blocking: False\n"
-     "while it waits (watch the descriptor again), True when it is done; the\n"
+     "_pending_step()\n--\n\nHow the acquire or upgrade under way is, without blocking: False while\n"
+     "it waits (_pending_next reports its end), True when it is done; the\n"
      "library's exception when it ended without the lock."},
     {"_pending_cancel", (PyCFunction)Lock_pending_cancel, METH_NOARGS,
      "_pending_cancel()\n--\n\nGive up: the next step ends with dirlock.ECANCELED (or True, when it\n"
@@ -1476,7 +1486,25 @@ static PyObject *py_strerror(PyObject *mod, PyObject *arg)
         return PyUnicode_FromString(dirlock_strerror(n >= -0x7fffffff && n <= 0x7fffffff ? (int)n : -1));
 }
 
+/* The next Lock of this thread whose acquire or upgrade ended (see "Event
+ * loops" at the top), or None. */
+static PyObject *py_pending_next(PyObject *mod, PyObject *unused)
+{
+        (void)mod;
+        (void)unused;
+        dirlock_pending *p;
+        Py_BEGIN_ALLOW_THREADS p = dirlock_pending_next();
+        Py_END_ALLOW_THREADS if (p == NULL) Py_RETURN_NONE;
+        PyObject *lock = dirlock_pending_data(p);
+        Py_INCREF(lock);
+        return lock;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_pending_next", py_pending_next, METH_NOARGS,
+     "_pending_next()\n--\n\nWhen the descriptor _acquire_start returned is readable: run this\n"
+     "thread's asynchronous acquires that can go on, and return a Lock whose\n"
+     "acquire or upgrade ended (call until None)."},
     {"inspect", (PyCFunction)(void (*)(void))py_inspect, METH_VARARGS | METH_KEYWORDS,
      "inspect(space, name, *, stale_age=None)\n--\n\n"
      "The owner record of lock `name` (a dirlock.Owner), or None when it is free.\n"

@@ -102,6 +102,72 @@ def test_waiting_tasks_leave_the_loop_free(lockdir):
     assert dirlock.inspect(lockdir, "busy") is None
 
 
+def many_waiters(lockdir, n, spread):
+    """n tasks of one loop wait for one lock that loop holds (`spread`: each
+    for a lock of its own, the twin), with a generous timeout; then it lets
+    go.  What they saw: (errors, served, most inside at once, ticks of a
+    5 ms ticker while they were served, the longest gap between ticks)."""
+    async def main():
+        holders = [dirlock.Lock(lockdir, f"many{i if spread else ''}") for i in range(n if spread else 1)]
+        for h in holders:
+            h.acquire()
+        inside = most = served = 0
+
+        async def one(i):
+            nonlocal inside, most, served
+            async with dirlock.Lock(lockdir, f"many{i if spread else ''}", timeout=MANY_TIMEOUT):
+                inside += 1
+                most = max(most, inside)
+                await asyncio.sleep(0)
+                inside -= 1
+                served += 1
+
+        tasks = [asyncio.create_task(one(i)) for i in range(n)]
+        await asyncio.sleep(0.05)
+        for h in holders:
+            h.release()
+        gaps = []
+        last = time.monotonic()
+
+        async def ticker():
+            nonlocal last
+            while True:
+                await asyncio.sleep(0.005)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        t = asyncio.create_task(ticker())
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        t.cancel()
+        errors = [r for r in results if r is not None]
+        return errors, served, most, len(gaps), max(gaps, default=0)
+
+    return asyncio.run(main())
+
+
+MANY_TIMEOUT = 30
+
+
+def test_a_thousand_waiters_on_one_lock_are_all_served(lockdir):
+    """Issue 39: 1,000 tasks waiting in one loop for a lock held in that
+    loop, 60 s timeouts: 17 got it, 983 timed out, the loop stalled for
+    seconds (each waiter re-read the whole queue at every step).  Now each
+    is served in turn, well within the timeout, and the loop turns."""
+    t0 = time.monotonic()
+    errors, served, most, ticks, longest = many_waiters(lockdir, 1000, spread=False)
+    took = time.monotonic() - t0
+    assert not errors, f"{len(errors)} of 1000 failed after {took:.1f} s, e.g. {errors[0]!r}"
+    assert served == 1000 and most == 1, f"served {served}, {most} inside at once"
+    assert ticks >= 5 and longest < 2, f"the 5 ms ticker woke {ticks} times, at most {longest:.2f} s apart"
+
+
+def test_twin_a_lock_each_lets_many_in_at_once(lockdir):
+    errors, served, most, _, _ = many_waiters(lockdir, 100, spread=True)
+    assert not errors and served == 100
+    assert most > 1, "the count above can see two inside at once"
+
+
 def test_twin_a_blocking_acquire_stops_the_loop(lockdir):
     holder = hold_in_child(lockdir, "busy")
 
