@@ -4,32 +4,34 @@
  * it (Lock, LockError, the release function); this file owns how a
  * pending acquire meets libuv.
  *
- * WAITING.  An acquire is the library's pending acquire (lib/pending.c):
- * start() runs it to its first wait at once (a free lock is taken there)
- * and puts its descriptor (dirlock_pending_fd) in this thread's libuv
- * loop with uv_poll; each time the descriptor is readable the poll
- * callback steps it, until the step says something other than EAGAIN.
- * The result always comes from the loop, on its next turn at the
- * earliest: a program that acquires and releases in a loop of its own
- * gives the event loop -- timers, I/O, this process's other waiters -- a
- * turn between two acquires.
- * The loop never waits inside the library, and no thread pool is used:
- * any number of acquires may wait at once, each costing a few descriptors
- * and a poll handle.  The acquire's deadline makes the descriptor readable
- * (no timer here), and cancel() makes its next step end with ECANCELED.
+ * WAITING.  An acquire is the library's pending acquire (lib/pending.c)
+ * with DIRLOCK_THREAD_FD: it has no descriptor of its own.  start() runs
+ * it to its first wait at once (a free lock is taken there) -- or, when
+ * this turn of the loop has started many already, queues it -- and the
+ * thread's descriptor, shared by all of them, is in this thread's libuv
+ * loop with one uv_poll while any acquire waits.  Each time it is readable
+ * the poll callback runs the acquires that can go on
+ * (dirlock_pending_next: about a millisecond of them per turn, so that
+ * timers and I/O run in between) and calls back those that ended.  The
+ * result always comes from the loop, on its next turn at the earliest: a
+ * program that acquires and releases in a loop of its own gives the event
+ * loop -- timers, I/O, this process's other waiters -- a turn between two
+ * acquires.  The loop never waits inside the library, and no thread pool
+ * is used: any number of acquires may wait at once, each costing memory
+ * (a fiber's stack, mostly unused) and no descriptor.  The acquire's
+ * deadline wakes it in the library (no timer here), and cancel() makes it
+ * end with ECANCELED.
  *
  * STATES of a struct pending:
  *
- *   start() --> POLLING --poll callback, step: EAGAIN--> POLLING
- *                  |
- *                  +--poll callback, step: done--> CLOSING: poll closed,
- *                      the callback called; freed (dirlock_pending_free)
- *                      when libuv has closed the poll handle
+ *   start() --> WAITING --dirlock_pending_next returns it--> the callback
+ *                         called; freed (dirlock_pending_free)
  *
  *   A pending is in the addon's list (and findable by its id) exactly
- *   while POLLING; its JS callback is called exactly once, through
+ *   while WAITING; its JS callback is called exactly once, through
  *   napi_make_callback (so that promises settled there run their
- *   reactions before the loop goes on).
+ *   reactions before the loop goes on).  The poll runs while the list is
+ *   not empty, so that a loop with no acquire waiting may end.
  *
  * HOLDS.  A lock the addon handed out is a `struct hold` behind a JS
  * external.  The addon keeps a strong reference to the external while the
@@ -65,8 +67,10 @@ struct addon {
         napi_env env;
         uv_loop_t *loop;
         napi_ref error_class;    /* LockError, given by index.js (init) */
-        struct pending *polling; /* the pendings in state POLLING */
+        struct pending *waiting; /* the pendings in state WAITING */
         struct hold *held;       /* the holds that hold a lock */
+        uv_poll_t *poll;         /* on the thread's descriptor, or NULL */
+        bool poll_active;
         double next_id;
         bool closing; /* the environment is going away */
 };
@@ -75,7 +79,6 @@ enum kind { KIND_ACQUIRE, KIND_RANGE, KIND_MANY, KIND_UPGRADE };
 
 struct pending {
         struct addon *a;
-        uv_poll_t poll;
         dirlock_pending *p;
         double id;
         enum kind kind;
@@ -351,21 +354,12 @@ static void hold_forget(napi_env env, struct hold *h)
 
 static void pending_unlink(struct pending *pe)
 {
-        for (struct pending **q = &pe->a->polling; *q != NULL; q = &(*q)->next)
+        for (struct pending **q = &pe->a->waiting; *q != NULL; q = &(*q)->next)
                 if (*q == pe) {
                         *q = pe->next;
                         break;
                 }
         pe->next = NULL;
-}
-
-/* libuv has closed the poll handle: the descriptor may go now. */
-static void pending_closed(uv_handle_t *handle)
-{
-        struct pending *pe = handle->data;
-        if (pe->p != NULL)
-                dirlock_pending_free(pe->p);
-        free(pe);
 }
 
 /* The arguments the JS callback gets for a finished step: (error) or
@@ -431,26 +425,73 @@ static void pending_call_back(napi_env env, struct pending *pe, int rc, const di
         napi_close_handle_scope(env, scope);
 }
 
-/* The poll callback: step; when done, close the poll and call back. */
-static void pending_ready(uv_poll_t *poll, int status, int events)
+/* The poll callback: run the thread's acquires, then call back those that
+ * ended.  Gathered first: an acquire that a callback starts, and that
+ * ends at once (a free lock), is called back on the loop's next turn, not
+ * in this one -- a loop of acquires and releases still gives the event
+ * loop a turn between two. */
+static void thread_ready(uv_poll_t *poll, int status, int events)
 {
         (void)status;
         (void)events;
-        struct pending *pe = poll->data;
-        dirlock_error err;
-        int rc = dirlock_pending_step(pe->p, &err);
-        if (rc == DIRLOCK_EAGAIN)
-                return;
-        pending_unlink(pe);
-        uv_close((uv_handle_t *)&pe->poll, pending_closed);
-        pending_call_back(pe->a->env, pe, rc, &err);
+        struct addon *a = poll->data;
+        struct pending *ended = NULL, **tail = &ended;
+        dirlock_pending *p;
+        while ((p = dirlock_pending_next()) != NULL) {
+                struct pending *pe = dirlock_pending_data(p);
+                pending_unlink(pe);
+                *tail = pe;
+                tail = &pe->next;
+        }
+        while (ended != NULL) {
+                struct pending *pe = ended;
+                ended = pe->next;
+                pe->next = NULL;
+                dirlock_error err;
+                int rc = dirlock_pending_step(pe->p, &err);
+                pending_call_back(a->env, pe, rc, &err);
+                dirlock_pending_free(pe->p);
+                free(pe);
+        }
+        if (a->waiting == NULL && a->poll_active) {
+                uv_poll_stop(a->poll);
+                a->poll_active = false;
+        }
 }
 
-/* A started pending acquire, polled from here on: even one that is done
- * already (a free lock, or EBUSY) is called back from the loop, whose
- * next turn finds its descriptor readable -- never from inside start(),
- * where a promise settled at once would let a loop of acquires and
- * releases run as microtasks and starve the event loop.  Returns its id. */
+static void poll_closed(uv_handle_t *handle)
+{
+        free(handle);
+}
+
+/* The thread's descriptor polled in the loop: 0 or a libuv error. */
+static int poll_start(struct addon *a, int fd)
+{
+        if (a->poll == NULL) {
+                uv_poll_t *poll = calloc(1, sizeof *poll);
+                if (poll == NULL)
+                        return UV_ENOMEM;
+                int uv = uv_poll_init(a->loop, poll, fd);
+                if (uv != 0) {
+                        free(poll);
+                        return uv;
+                }
+                poll->data = a;
+                a->poll = poll;
+        }
+        if (a->poll_active)
+                return 0;
+        int uv = uv_poll_start(a->poll, UV_READABLE, thread_ready);
+        a->poll_active = uv == 0;
+        return uv;
+}
+
+/* A started pending acquire, run from the loop from here on: even one that
+ * is done already (a free lock, or EBUSY) is called back from the loop,
+ * whose next turn finds the thread's descriptor readable -- never from
+ * inside start(), where a promise settled at once would let a loop of
+ * acquires and releases run as microtasks and starve the event loop.
+ * Returns its id. */
 static napi_value pending_begin(napi_env env, struct addon *a, dirlock_pending *p, enum kind kind,
                                 struct hold *hold, napi_value callback)
 {
@@ -472,13 +513,10 @@ static napi_value pending_begin(napi_env env, struct addon *a, dirlock_pending *
         pe->hold = hold;
         if (hold != NULL)
                 hold->upgrading = true;
-        int uv = uv_poll_init(a->loop, &pe->poll, dirlock_pending_fd(p));
-        if (uv == 0)
-                uv = uv_poll_start(&pe->poll, UV_READABLE, pending_ready);
-        pe->poll.data = pe;
+        int uv = poll_start(a, dirlock_pending_fd(p));
         if (uv != 0) {
                 char msg[160];
-                snprintf(msg, sizeof msg, "cannot poll the acquire's descriptor in the event loop: %s",
+                snprintf(msg, sizeof msg, "cannot poll the acquires' descriptor in the event loop: %s",
                          uv_strerror(uv));
                 if (hold != NULL)
                         hold->upgrading = false;
@@ -491,9 +529,10 @@ static napi_value pending_begin(napi_env env, struct addon *a, dirlock_pending *
                         napi_throw(env, e);
                 return NULL;
         }
+        dirlock_pending_set_data(p, pe);
         pe->id = ++a->next_id;
-        pe->next = a->polling;
-        a->polling = pe;
+        pe->next = a->waiting;
+        a->waiting = pe;
         CHECK(env, napi_create_double(env, pe->id, &id));
         return id;
 }
@@ -519,6 +558,7 @@ static napi_value js_start(napi_env env, napi_callback_info info)
         double lo = 0, hi = 0;
         if (!options_arg(env, argv[5], &o))
                 return NULL;
+        o.flags |= DIRLOCK_THREAD_FD;
         if (kind == KIND_RANGE && (napi_get_value_double(env, argv[3], &lo) != napi_ok ||
                                    napi_get_value_double(env, argv[4], &hi) != napi_ok)) {
                 napi_throw_type_error(env, NULL, "internal: a range is two numbers");
@@ -585,6 +625,7 @@ static napi_value js_upgrade(napi_env env, napi_callback_info info)
         dirlock_options o;
         if (!options_arg(env, argv[1], &o))
                 return NULL;
+        o.flags |= DIRLOCK_THREAD_FD;
         struct hold *h = hold_arg(env, a, argv[0], true, "upgrade()");
         if (h == NULL)
                 return NULL;
@@ -604,7 +645,7 @@ static napi_value js_cancel(napi_env env, napi_callback_info info)
         struct addon *a = args_of(env, info, 1, argv);
         double id;
         CHECK(env, napi_get_value_double(env, argv[0], &id));
-        for (struct pending *pe = a->polling; pe != NULL; pe = pe->next)
+        for (struct pending *pe = a->waiting; pe != NULL; pe = pe->next)
                 if (pe->id == id) {
                         dirlock_pending_cancel(pe->p);
                         break;
@@ -916,25 +957,28 @@ static napi_value js_init(napi_env env, napi_callback_info info)
 
 /* Let go of everything: pending acquires are canceled and finished (their
  * callbacks are not called: there is no JS left to call), held locks
- * released.  The poll handles' memory goes when libuv closes them. */
+ * released, the poll closed (its memory goes when libuv has closed it). */
 static void addon_cleanup(void *arg)
 {
         struct addon *a = arg;
         a->closing = true;
-        while (a->polling != NULL) {
-                struct pending *pe = a->polling;
-                a->polling = pe->next;
+        while (a->waiting != NULL) {
+                struct pending *pe = a->waiting;
+                a->waiting = pe->next;
                 pe->next = NULL;
-                /* uv_close takes the descriptor out of the loop's set at
-                 * once; the acquire is finished now, not when the loop
-                 * next runs (it may not): a FIFO ticket or a waiter's
-                 * entry must not outlive a worker thread. */
-                uv_close((uv_handle_t *)&pe->poll, pending_closed);
+                /* Finished now, not when the loop next runs (it may not):
+                 * a FIFO ticket or a waiter's entry must not outlive a
+                 * worker thread. */
                 dirlock_pending_free(pe->p);
-                pe->p = NULL;
                 if (pe->hold != NULL)
                         pe->hold->upgrading = false;
                 pending_release_refs(a->env, pe);
+                free(pe);
+        }
+        if (a->poll != NULL) {
+                uv_close((uv_handle_t *)a->poll, poll_closed);
+                a->poll = NULL;
+                a->poll_active = false;
         }
         while (a->held != NULL) {
                 struct hold *h = a->held;
