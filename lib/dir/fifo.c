@@ -69,6 +69,14 @@
  *     it waits up to a renewal of its entries (dl_take_w).  Only the first
  *     waiter of the thread, and one following another process's ticket,
  *     re-check as before: one per lock and thread, not one per waiter.
+ * ACTIVE.  A view is followed (watched and read) only while two pending
+ * acquires of the thread or more are in the queue through it: a thread
+ * with one waiter gains nothing from it, and would be woken by every
+ * other process's arrival and departure.  The second member's join makes
+ * it active; the members before it go on with the watches they had and
+ * look through the view from their next look.  Down to one member, it
+ * stops following (its watch removed) and kicks that member, which looks
+ * again as a waiter outside a view does.
  * INVARIANT F holds as before: who is first is decided by the same rule
  * (no live ticket below ours), over the view instead of a listing, and
  * the view never lacks a ticket a listing made after the same moment
@@ -119,6 +127,7 @@ struct view_slot {
 struct dl_fifo_view {
         char *dir;
         unsigned refs;        /* its members: the handles that joined through it */
+        bool active;          /* followed (two members or more): see ACTIVE    */
         dl_listener listener; /* its watch on dir, through the hub             */
         bool watching;        /* the watch is on                               */
         bool valid;           /* slots are dir's tickets (read, events applied) */
@@ -310,13 +319,32 @@ static int view_read(struct dl_fifo_view *v)
 
 /* Apply what happened since the last look (the hub's queued events; `self`
  * is the looker's own listener, not kicked), and read the directory if
- * the view does not follow it.  Whether it does now. */
+ * the view does not follow it.  Whether it does now (never while it is
+ * not active). */
 static bool view_sync(struct dl_fifo_view *v, const dl_listener *self)
 {
+        if (!v->active)
+                return false;
         dl_notify_drain(self);
         if (!v->valid)
                 view_read(v);
         return v->valid;
+}
+
+/* No longer followed: its watch goes (the thread is not woken by the
+ * queue's changes any more), and its members look again, each setting
+ * up its own watches as a waiter outside a view does. */
+static void view_deactivate(struct dl_fifo_view *v)
+{
+        if (!v->active)
+                return;
+        v->active = false;
+        view_invalidate(v);
+        dl_notify_leave(&v->listener); /* its watch removed: nobody else wants it */
+        dl_notify_join(&v->listener);
+        v->listener.on_event = view_event;
+        v->listener.drop_unwanted = true;
+        v->watching = false;
 }
 
 /* The thread's view of queue `dir`, made when there is none (NULL when it
@@ -388,8 +416,14 @@ static void view_leave(struct dl_rw *rw)
         rw->view = NULL;
         rw->view_prev = rw->view_next = NULL;
         rw->wake = NULL;
-        v->refs--;
+        if (--v->refs == 1)
+                view_deactivate(v);
         view_release(v);
+}
+
+bool dl_fifo_viewed(const struct dl_rw *rw)
+{
+        return rw->view != NULL && rw->view->active && rw->view->valid;
 }
 
 void dl_fifo_unview(struct dl_rw *rw)
@@ -412,6 +446,8 @@ int dl_fifo_join(dirlock *h, dirlock_error *err)
         if (rw->ticket != NULL)
                 return DIRLOCK_OK;
         struct dl_fifo_view *v = wants_view(h) ? view_get(rw->fifo_dir) : NULL;
+        if (v != NULL && v->refs > 0)
+                v->active = true; /* a second waiter of the thread: ACTIVE */
         bool viewed = v != NULL && view_sync(v, NULL);
         unsigned long long seq = viewed ? v->max : 0;
         for (int round = 0; round < 1000; round++) {
@@ -436,8 +472,8 @@ int dl_fifo_join(dirlock *h, dirlock_error *err)
                          * the directory exists, with our ticket in it). */
                         if (v != NULL) {
                                 view_join(v, rw);
-                                if (!view_sync(v, NULL) || view_insert(v, seq, rw) != 0)
-                                        view_leave(rw); /* a listing at every look, as before */
+                                if (v->active && (!view_sync(v, NULL) || view_insert(v, seq, rw) != 0))
+                                        view_deactivate(v); /* a listing at every look, as before */
                         }
                         return DIRLOCK_OK;
                 }

@@ -94,6 +94,9 @@ int dl_fifo_ahead(dirlock *h, dl_record *ahead, char **ahead_path, bool *local, 
 void dl_fifo_leave(dirlock *h);
 /* Leave the thread's view of the queue, if in one (dl_rw_free). */
 void dl_fifo_unview(struct dl_rw *rw);
+/* Whether rw's queue is followed through the thread's view of it now: its
+ * directory's changes kick the waiter behind (no ticket to watch). */
+bool dl_fifo_viewed(const struct dl_rw *rw);
 /* Renew the ticket's age while waiting, once `every_ms` have passed since
  * it was made or last renewed (0: every call). */
 void dl_fifo_touch(dirlock *h, double every_ms);

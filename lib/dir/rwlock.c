@@ -590,9 +590,9 @@ static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *er
         }
         if (rw->view != NULL && ww->w.notify) {
                 /* Queued through the thread's view (fifo.c): poked when
-                 * the one ahead goes.  Its steps watch whom they follow;
-                 * a waiter behind one of this thread watches nobody (no
-                 * pidfd for each of a thousand waiters). */
+                 * the one ahead goes, or the view stops.  Its steps watch
+                 * whom they follow; a waiter behind one of this thread
+                 * watches nobody (no pidfd for each of a thousand). */
                 rw->wake = &ww->w.listener;
         } else {
                 dl_waiter_watch_owner(&ww->w, &ww->holder);
@@ -657,9 +657,9 @@ static int w_step_behind(dirlock *h, bool fifo, bool local, struct w_wait *ww, d
                 ww->free_before = free_now;
         }
         dl_waiter_lockdir_events(&ww->w, false);
-        /* Through a view the queue's directory is watched already: the
-         * ticket ahead going pokes us. */
-        if (dl_dir_of(h)->rw->view == NULL && dl_waiter_watch_entry(&ww->w, ww->ahead) != 0 &&
+        /* Through an active view the queue's directory is watched
+         * already: the ticket ahead going pokes us. */
+        if (!dl_fifo_viewed(dl_dir_of(h)->rw) && dl_waiter_watch_entry(&ww->w, ww->ahead) != 0 &&
             errno == ENOENT)
                 return W_LOOK_AGAIN;
         dl_waiter_watch_owner(&ww->w, &ww->holder);

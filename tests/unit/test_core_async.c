@@ -856,6 +856,75 @@ static void test_thread_fd_queue_with_another_process(void **state)
         queue_with_another(true);
 }
 
+/* The thread's view of a queue is followed while two of its acquires or
+ * more wait there; down to one, that one goes back to watching the
+ * ticket ahead itself -- here another process's -- and is served when
+ * that process lets go, not after its long wait behind one of its own. */
+static void test_thread_fd_view_down_to_one(void **state)
+{
+        (void)state;
+        int go[2];
+        assert_int_equal(pipe(go), 0);
+        dirlock *holder = take("v1", 0);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "ls '%s/v1.fifo' 2>/dev/null | grep -c '^t\\.'", lockdir);
+        pid_t child = fork();
+        if (child == 0) { /* ahead of ours in the queue; holds until told */
+                dirlock_options b = DIRLOCK_OPTIONS_INIT;
+                b.flags = DIRLOCK_FIFO;
+                b.timeout = 30;
+                dirlock *h = NULL;
+                if (dirlock_acquire(lockdir, "v1", &b, &h, NULL) != DIRLOCK_OK)
+                        _exit(1);
+                char c;
+                _exit(read(go[0], &c, 1) == 1 && dirlock_release(h, NULL) == DIRLOCK_OK ? 0 : 1);
+        }
+        for (int tries = 0; tries < 500; tries++) {
+                FILE *f = popen(cmd, "r");
+                int count = 0;
+                if (f != NULL) {
+                        if (fscanf(f, "%d", &count) != 1)
+                                count = 0;
+                        pclose(f);
+                }
+                if (count >= 1)
+                        break;
+                sleep_ms(10);
+        }
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.flags = DIRLOCK_THREAD_FD | DIRLOCK_FIFO;
+        o.timeout = 30;
+        dirlock_pending *p1, *p2;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire_start(lockdir, "v1", &o, &p1, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire_start(lockdir, "v1", &o, &p2, &e), DIRLOCK_OK);
+        int fd = dirlock_pending_fd(p1);
+        run_rounds(fd, 1, 100, NULL, NULL, NULL);
+        dirlock_pending_free(p1); /* p2 alone: the view stops */
+        run_rounds(fd, 1, 100, NULL, NULL, NULL);
+        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK); /* the child takes it */
+        run_rounds(fd, 1, 300, NULL, NULL, NULL);
+        double t0 = now_ms();
+        assert_int_equal(write(go[1], "x", 1), 1); /* and lets go */
+        struct pollfd w = {.fd = fd, .events = POLLIN};
+        dirlock_pending *p = NULL;
+        while (p == NULL && now_ms() - t0 < 5000)
+                if (poll(&w, 1, 100) == 1)
+                        p = dirlock_pending_next();
+        double took = now_ms() - t0;
+        assert_ptr_equal(p, p2);
+        assert_int_equal(dirlock_pending_step(p2, &e), DIRLOCK_OK);
+        print_message("served %.0f ms after the other process let go\n", took);
+        assert_true(took < 2000); /* its follower's wait would be seconds */
+        assert_int_equal(dirlock_release(dirlock_pending_lock(p2), &e), DIRLOCK_OK);
+        dirlock_pending_free(p2);
+        int st;
+        waitpid(child, &st, 0);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        close(go[0]);
+        close(go[1]);
+}
+
 /* A forked child may not step its parent's pending acquire; freeing its
  * copy leaves the parent's alone. */
 static void test_fork(void **state)
@@ -910,6 +979,7 @@ int main(void)
             cmocka_unit_test(test_thread_fd_rounds),
             cmocka_unit_test(test_thread_fd_cancel_free),
             cmocka_unit_test(test_thread_fd_queue_with_another_process),
+            cmocka_unit_test(test_thread_fd_view_down_to_one),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
