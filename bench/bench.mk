@@ -33,6 +33,10 @@
 #   make bench-async   pending acquires (an event loop's way) against the
 #                      blocking call; many pending in one loop; Node's event
 #                      loop while acquires wait (bench/async-run, async-lag.js)
+#   make bench-waiters 1,000 and 10,000 waiters of one lock in one event
+#                      loop (C, asyncio, Node), served in turn, beside as
+#                      many blocking threads (bench/waiters-run; WAITERS,
+#                      THREAD_WAITERS, THREAD_LIMIT_S)
 #   make bench-bindings  a lock from Perl and Python against C, and against
 #                      the dirlock command wrapping a no-op (bench/bindings-run)
 #   make bench-etcd    lock spaces on a private three-member etcd cluster,
@@ -48,6 +52,7 @@ RW_BENCH := $(BUILD)/bench/rw_bench
 RANGE_BENCH := $(BUILD)/bench/range_bench
 REDIS_BENCH := $(BUILD)/bench/redis_bench
 ASYNC_BENCH := $(BUILD)/bench/async_bench
+WAITERS_BENCH := $(BUILD)/bench/waiters_bench
 BINDINGS_BENCH := $(BUILD)/bench/bindings_bench
 ETCD_BENCH := $(BUILD)/bench/etcd_bench
 HELLO_BIN := $(BUILD)/bench/hello
@@ -71,6 +76,9 @@ $(REDIS_BENCH): $(BUILD)/bench/redis_bench.o $(LIB_A)
 
 $(ASYNC_BENCH): $(BUILD)/bench/async_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(WAITERS_BENCH): $(BUILD)/bench/waiters_bench.o $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
 
 $(BINDINGS_BENCH): $(BUILD)/bench/bindings_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
@@ -108,6 +116,9 @@ bench-netfs: all $(PEER_WORKER)
 bench-async: all $(ASYNC_BENCH) $(if $(filter 1,$(SANITIZE)),,bindings-node)
 	BUILD_DIR=$(BUILD) NODE=$(NODE) bench/async-run
 
+bench-waiters: all $(WAITERS_BENCH) $(if $(filter 1,$(SANITIZE)),,bindings-python bindings-node)
+	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) NODE=$(NODE) bench/waiters-run
+
 bench-bindings: all bindings $(BINDINGS_BENCH)
 	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
 
@@ -137,8 +148,9 @@ bench:
 	$(MAKE) bench-netfs
 	$(MAKE) bench-etcd
 	$(MAKE) bench-async
+	$(MAKE) bench-waiters
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
-.PHONY: bench bench-async bench-core bench-deadlock bench-overload bench-rw bench-range bench-peers bench-board bench-view-profile \
+.PHONY: bench bench-async bench-waiters bench-core bench-deadlock bench-overload bench-rw bench-range bench-peers bench-board bench-view-profile \
 	bench-wait-profile bench-redis bench-redis-deadlock bench-bindings bench-netfs bench-etcd
