@@ -608,7 +608,10 @@ int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, s
  * next (the descriptor stays readable), so that the loop keeps turning;
  * waiters of one lock in one thread follow its queue together and cost a
  * hand-off one step, not one each (lib/pending.c, lib/dir/fifo.c;
- * bench/README.md for 10,000 at once).
+ * bench/README.md for 10,000 at once).  A thread may start both kinds:
+ * its loop then polls the thread's descriptor too and runs
+ * dirlock_pending_next() when it is readable (until then, THREAD_FD
+ * acquires that can go on keep one of the others' descriptors readable).
  * A pending acquire is started, stepped and freed by one thread, and
  * belongs to its process like a handle.  opts->cancel_fd (with
  * DIRLOCK_CANCEL_FD) works as for dirlock_acquire(), and so does
