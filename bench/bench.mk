@@ -39,6 +39,10 @@
 #                      THREAD_WAITERS, THREAD_LIMIT_S)
 #   make bench-bindings  a lock from Perl and Python against C, and against
 #                      the dirlock command wrapping a no-op (bench/bindings-run)
+#   make bench-startup what a program pays at start-up for dirlock: the
+#                      command, a locked loop of commands, perl -MDirlock,
+#                      import dirlock, beside flock(1), perl and python
+#                      (bench/startup-run, bench/pair_time.c)
 #   make bench-etcd    lock spaces on a private three-member etcd cluster,
 #                      against a bare put + delete and beside etcdctl lock
 #                      (bench/etcd-run)
@@ -55,6 +59,7 @@ ASYNC_BENCH := $(BUILD)/bench/async_bench
 WAITERS_BENCH := $(BUILD)/bench/waiters_bench
 BINDINGS_BENCH := $(BUILD)/bench/bindings_bench
 ETCD_BENCH := $(BUILD)/bench/etcd_bench
+PAIR_TIME := $(BUILD)/bench/pair_time
 HELLO_BIN := $(BUILD)/bench/hello
 BENCH_DURATION ?= 5s
 BENCH_CONNECTIONS ?= 16
@@ -85,6 +90,9 @@ $(BINDINGS_BENCH): $(BUILD)/bench/bindings_bench.o $(LIB_A)
 
 $(ETCD_BENCH): $(BUILD)/bench/etcd_bench.o $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+$(PAIR_TIME): $(BUILD)/bench/pair_time.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(HELLO_BIN): $(BUILD)/bench/hello.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lfcgi
@@ -122,6 +130,9 @@ bench-waiters: all $(WAITERS_BENCH) $(if $(filter 1,$(SANITIZE)),,bindings-pytho
 bench-bindings: all bindings $(BINDINGS_BENCH)
 	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) bench/bindings-run
 
+bench-startup: all $(PAIR_TIME) $(if $(filter 1,$(SANITIZE)),,bindings bindings-node)
+	BUILD_DIR=$(BUILD) PYTHON=$(PYTHON) NODE=$(NODE) bench/startup-run
+
 bench-overload: all
 	bench/overload-run
 
@@ -149,8 +160,9 @@ bench:
 	$(MAKE) bench-etcd
 	$(MAKE) bench-async
 	$(MAKE) bench-waiters
+	$(MAKE) bench-startup
 	$(MAKE) bench-view-profile
 	$(MAKE) bench-wait-profile
 
 .PHONY: bench bench-async bench-waiters bench-core bench-deadlock bench-overload bench-rw bench-range bench-peers bench-board bench-view-profile \
-	bench-wait-profile bench-redis bench-redis-deadlock bench-bindings bench-netfs bench-etcd
+	bench-wait-profile bench-redis bench-redis-deadlock bench-bindings bench-netfs bench-etcd bench-startup
