@@ -155,8 +155,11 @@ EOF
 # The table's rows, as "KIND yes no ...": the first cell names the kind.
 mandoc -Tutf8 man/dirlock.1 | col -b | sed -n '/^LOCK SPACES/,/^SUBCOMMANDS/p' |
 	awk '$1 == "directory" || $1 ~ /^(flock|redis|etcd):/ { $1 = $1; print }' >"$T/table"
-if "$CC" -std=c11 -D_GNU_SOURCE -Ilib -o "$T/query" "$T/query.c" -L"$BUILD_DIR" -ldirlock \
-	-Wl,-rpath,"$BUILD_DIR" 2>"$T/cc.err"; then
+# A sanitizer build's library needs its runtime linked into the program.
+san=
+[ "${SANITIZE:-}" = 1 ] && san="-fsanitize=address,undefined"
+if "$CC" -std=c11 -D_GNU_SOURCE $san -Ilib -o "$T/query" "$T/query.c" -L"$BUILD_DIR" -ldirlock \
+	-Wl,-rpath,"$BUILD_DIR" 2>"$T/cc.err" && "$T/query" >/dev/null 2>"$T/run.err"; then
 	bad=
 	while read -r kind cells; do
 		case $kind in
@@ -183,7 +186,7 @@ if "$CC" -std=c11 -D_GNU_SOURCE -Ilib -o "$T/query" "$T/query.c" -L"$BUILD_DIR" 
 	[ -z "$bad" ]
 	ok $? "dirlock(1) gives every server address form the library lists, as it lists it${bad:+; not:$bad}"
 else
-	ok 1 "dirlock(1)'s LOCK SPACES table: the query program did not build: $(cat "$T/cc.err")"
+	ok 1 "dirlock(1)'s LOCK SPACES table: the query program did not build or run: $(cat "$T/cc.err" "$T/run.err" 2>/dev/null | head -3)"
 	ok 1 "dirlock(1)'s address forms: the query program did not build"
 fi
 
