@@ -1,7 +1,9 @@
 /* admin.c - looking at and repairing locks by name, from outside their
  * holders, in any kind of lock space: inspect (owner record and age),
- * list, break (stale, or forced), and cleanup of what crashed processes
- * left behind.  Each dispatches to the space's backend (backend.h). */
+ * list, holders, break (stale, or forced), and cleanup of what crashed
+ * processes left behind.  Each dispatches to the space's backend
+ * (backend.h); the modules' looks are in their folders (dirlock_ranges,
+ * dirlock_waiters). */
 #include "backend.h"
 
 #include <stdio.h>
@@ -96,35 +98,6 @@ int dirlock_list(const char *space, double stale_age, dirlock_owner **owners, si
         return DIRLOCK_OK;
 }
 
-static int by_lo(const void *a, const void *b)
-{
-        double x = ((const dirlock_range_info *)a)->lo, y = ((const dirlock_range_info *)b)->lo;
-        return x < y ? -1 : x > y;
-}
-
-int dirlock_ranges(const char *space, const char *name, dirlock_range_info **out, size_t *count,
-                   dirlock_error *err)
-{
-        if (out == NULL || count == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the ranges");
-        *out = NULL;
-        *count = 0;
-        const dl_backend *be;
-        const char *spec;
-        int rc = dl_space_resolve(space, &be, &spec, err);
-        if (rc == DIRLOCK_OK && be->ranges == NULL)
-                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no range locks", be->name);
-        if (rc == DIRLOCK_OK && !dirlock_name_valid(name))
-                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name ? name : "(null)");
-        if (rc == DIRLOCK_OK)
-                rc = be->ranges(spec, name, out, count, err);
-        if (rc == DIRLOCK_OK) {
-                qsort(*out, *count, sizeof **out, by_lo);
-                dl_ok(err);
-        }
-        return rc;
-}
-
 static int by_acquired(const void *a, const void *b)
 {
         double x = ((const dirlock_owner *)a)->acquired, y = ((const dirlock_owner *)b)->acquired;
@@ -152,36 +125,6 @@ int dirlock_holders(const char *space, const char *name, double stale_age, dirlo
                         snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", name);
                 if (*count > 1)
                         qsort(*out, *count, sizeof **out, by_acquired);
-                dl_ok(err);
-        }
-        return rc;
-}
-
-static int by_since(const void *a, const void *b)
-{
-        double x = ((const dirlock_waiter *)a)->since, y = ((const dirlock_waiter *)b)->since;
-        return x < y ? -1 : x > y;
-}
-
-int dirlock_waiters(const char *space, const char *name, dirlock_waiter **out, size_t *count,
-                    dirlock_error *err)
-{
-        if (out == NULL || count == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the waiters");
-        *out = NULL;
-        *count = 0;
-        const dl_backend *be;
-        const char *spec;
-        int rc = dl_space_resolve(space, &be, &spec, err);
-        if (rc == DIRLOCK_OK && be->waiters == NULL)
-                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces do not list their waiters", be->name);
-        if (rc == DIRLOCK_OK && name != NULL && !dirlock_name_valid(name))
-                rc = dl_fail(err, DIRLOCK_ENAME, 0, "invalid lock name '%.80s'", name);
-        if (rc == DIRLOCK_OK)
-                rc = be->waiters(spec, name, out, count, err);
-        if (rc == DIRLOCK_OK) {
-                if (*count > 1) /* none: *out may be NULL, which qsort may not be given */
-                        qsort(*out, *count, sizeof **out, by_since);
                 dl_ok(err);
         }
         return rc;

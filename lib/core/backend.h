@@ -1,14 +1,21 @@
-/* backend.h - the seam between the public calls and the lock backends, and
- * the contract every backend keeps (docs/backends.md is the checklist for
- * adding one).
+/* backend.h - the seam between the public calls and the lock backends, the
+ * contract every backend keeps (docs/backends.md is the checklist for
+ * adding one), and the one registry of backends.
  *
  * A lock space is named by a string: a directory path (the directory
- * backend, lib/dir/), "flock:PATH" (the kernel's flock(2) on files in
- * PATH, lib/flock/), or "SCHEME://..." for backends that keep their locks
- * elsewhere (redis:// and redis+unix://, lib/redis/).  space.c picks the
- * backend from the string (its scheme table); handle.c, multi.c and
+ * backend, dir_backend.c, the core's own), or a string that starts with a
+ * registered backend's prefix: "flock:PATH" (lib/flock/), "redis://...",
+ * "etcd://..." (lib/redis/, lib/etcd/), or whatever backend is added next.
+ * space.c picks the backend from the string; handle.c, multi.c and
  * admin.c call a backend only through its table below, and no backend
  * knows of another.
+ *
+ * THE REGISTRY.  A backend adds itself: DL_BACKEND(its table), in its own
+ * folder, registers it when the program or library it is linked into is
+ * loaded (DL_ON_LOAD, core.h).  Nothing names every backend.  A backend
+ * that needs client libraries of its own is built as a shared object of
+ * its own (lib/NAME/NAME.mk): the library loads it on the first use of
+ * its scheme (lib/loader/), and its table registers as it loads.
  *
  * THE CONTRACT.
  *   - Required entries: open, close, acquire, release, refresh, check.
@@ -26,25 +33,32 @@
  *   - Waiting: acquire and upgrade wait by the deadline they are given,
  *     never past it, learning of releases as the backend can (inotify and
  *     pidfds for directories, notifications for a server), never with a
- *     fixed sleep alone; they give up with DIRLOCK_ECANCELED when
- *     h->opts.cancel_fd polls readable; a try (timeout 0) judges the
- *     holder in its way exactly as a waiting acquire does (a holder that is
- *     provably dead on this host does not make a try fail).
+ *     fixed sleep alone, and every wait through dl_poll (core.h), so that
+ *     a pending acquire (lib/async) waits without blocking; they give up
+ *     with DIRLOCK_ECANCELED when h->opts.cancel_fd polls readable; a try
+ *     (timeout 0) judges the holder in its way exactly as a waiting
+ *     acquire does (a holder that is provably dead on this host does not
+ *     make a try fail).
  *   - A hold never outlives its owner for good: an owner that dies on
  *     this host lets its locks go at once, one on another host after the
  *     stale age (h->opts.stale_age, renewed by refresh).
- *   - A backend that is not built in this configuration (a library it
- *     needs is missing) links a placeholder table with only `name`,
- *     `forms` and `absent` set (lib/NAME/NAME.mk decides which): space.c
- *     then refuses its spaces with `absent` as the reason.
- * Test hooks (DIRLOCK_TEST_*) are listed in lib/test_hooks.h. */
+ * Test hooks (DIRLOCK_TEST_*) are listed in test_hooks.h. */
 #ifndef DIRLOCK_BACKEND_H
 #define DIRLOCK_BACKEND_H
 
-#include "internal.h"
+#include "core.h"
+
+/* The types of what the modules' entries list (dirlock_range.h,
+ * dirlock_deadlock.h): the seam passes them on. */
+struct dirlock_range_info;
+struct dirlock_waiter;
 
 typedef struct dl_backend {
         const char *name; /* "directory", "flock", "Redis": for messages */
+        /* The prefixes that name its spaces ("flock:", "redis://", ...),
+         * NULL-terminated; the directory backend has none (every string
+         * no prefix claims is a directory). */
+        const char *const *prefixes;
         /* The forms of its lock space strings, for usage texts and
          * messages (dirlock_space_form), NULL-terminated; the grammar
          * itself lives with the backend's parser. */
@@ -52,10 +66,6 @@ typedef struct dl_backend {
         /* The spec given to its entries is the whole space string, scheme
          * included (a URL); false: what follows the scheme's prefix. */
         bool spec_has_scheme;
-        /* NULL when built; else why this build has no such backend, and
-         * what to install ("this build of dirlock has no Redis support
-         * (install libhiredis-dev and rebuild)"). */
-        const char *absent;
         /* The space is a directory of this host's filesystem (its spec is
          * the directory's path), not a server shared by hosts. */
         bool local;
@@ -135,7 +145,7 @@ typedef struct dl_backend {
         /* NULL: nothing is ever left behind (dirlock_cleanup succeeds). */
         int (*cleanup)(const char *spec, dirlock_error *err);
         /* The range holders and waiters of `name` (NULL: no ranges). */
-        int (*ranges)(const char *spec, const char *name, dirlock_range_info **out, size_t *count,
+        int (*ranges)(const char *spec, const char *name, struct dirlock_range_info **out, size_t *count,
                       dirlock_error *err);
         /* Every holder of `name` (dirlock_holders: its exclusive lock's
          * holder, each reader, each permit), in any order (NULL: not
@@ -144,7 +154,7 @@ typedef struct dl_backend {
                        size_t *count, dirlock_error *err);
         /* Every waiter of `name` (every name when NULL), in any order; a
          * dead one's entry removed (NULL: not offered). */
-        int (*waiters)(const char *spec, const char *name, dirlock_waiter **out, size_t *count,
+        int (*waiters)(const char *spec, const char *name, struct dirlock_waiter **out, size_t *count,
                        dirlock_error *err);
         /* The names of the locks that exist (held, or with readers or
          * waiters), each once, in any order: malloc'd array of malloc'd
@@ -152,12 +162,46 @@ typedef struct dl_backend {
         int (*list)(const char *spec, char ***names, size_t *count, dirlock_error *err);
 } dl_backend;
 
-/* The directory backend: the space of every string no scheme claims. */
-extern const dl_backend dl_dir_backend;
+/* The directory backend: the space of every string no prefix claims.
+ * Its optional entries are switched on by the modules of the directory
+ * backend as they register (dir.h), at load; it is read only after. */
+extern dl_backend dl_dir_backend;
+
+/* ---- the registry (space.c) ------------------------------------------- */
+
+typedef struct dl_backend_node {
+        const dl_backend *be;
+        struct dl_backend_node *next;
+} dl_backend_node;
+/* Add a backend (through DL_BACKEND, at load): its prefixes name its
+ * spaces from now on.  Safe while other threads resolve spaces. */
+void dl_backend_register(dl_backend_node *node);
+#define DL_BACKEND(table)                                                                                    \
+        static dl_backend_node table##_node = {&table, NULL};                                                \
+        DL_ON_LOAD(table##_register)                                                                         \
+        {                                                                                                    \
+                dl_backend_register(&table##_node);                                                          \
+        }
+
+/* What finds a backend for a scheme no registered backend claims, set
+ * once by the module that loads backends (lib/loader: shared objects, in
+ * the shared library only).  `load` makes the backend of `scheme` (the
+ * letters before "://") register itself: 1 done, 0 no such backend
+ * anywhere, -1 one that cannot be had (err says why, and what to
+ * install); `load_all` loads every backend it can find (for usage texts
+ * and the list of known kinds); `absent(i, &why)` is the form of the
+ * i-th kind this build knows of but could not make (its reason in *why),
+ * NULL past the last. */
+typedef struct dl_backend_loader {
+        int (*load)(const char *scheme, dirlock_error *err);
+        void (*load_all)(void);
+        const char *(*absent)(size_t i, const char **why);
+} dl_backend_loader;
+void dl_backend_loader_set(const dl_backend_loader *loader);
 
 /* The backend of lock space `space` and its spec (a pointer into space).
  * DIRLOCK_EINVAL for an empty or unknown one, or one of a backend this
- * build does not have. */
+ * program cannot load. */
 int dl_space_resolve(const char *space, const dl_backend **be, const char **spec, dirlock_error *err);
 
 /* A handle of backend `be` for lock `name` in `spec`: validates the name

@@ -9,7 +9,7 @@
  * off from the same event.  It comes from xorshift64*, seeded from a
  * string unique to the caller (a lock's token): jitter needs no secrecy,
  * and a system call per backoff would cost more than the step. */
-#include "internal.h"
+#include "core.h"
 
 void dl_backoff_init(dl_backoff *b, double first_ms, double cap_ms, const char *seed)
 {

@@ -1,8 +1,8 @@
 /* clock.c - time for the library: CLOCK_MONOTONIC deadlines for timeouts
  * (immune to wall-clock jumps) and the wall clock for owner records. */
-#include "internal.h"
+#include "core.h"
 
-#include <math.h>
+#include <math.h> /* isnan: a macro, no libm */
 
 dl_time dl_now(void)
 {
@@ -18,7 +18,7 @@ dl_time dl_deadline(double timeout)
         dl_time t = dl_now();
         if (timeout > 1e9)
                 timeout = 1e9;
-        double whole = floor(timeout);
+        double whole = (double)(time_t)timeout; /* 0 <= timeout: floor, without libm */
         t.tv_sec += (time_t)whole;
         t.tv_nsec += (long)((timeout - whole) * 1e9);
         if (t.tv_nsec >= 1000000000L) {
@@ -48,14 +48,10 @@ double dl_remaining(const dl_time *deadline)
         return ms > 0 ? ms : 0;
 }
 
-dl_time dl_request_deadline(const dl_time *call, double least_ms, double most_ms)
+double dl_ms_since(const dl_time *then)
 {
-        double ms = dl_remaining(call);
-        if (ms < least_ms)
-                ms = least_ms;
-        if (ms > most_ms)
-                ms = most_ms;
-        return dl_deadline(ms / 1e3);
+        dl_time now = dl_now();
+        return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
 }
 
 long long dl_wall_ns(void)

@@ -1,9 +1,10 @@
-/* internal.h - what the library's files share and callers never see: the
- * part of a handle every backend has, error helpers, paths, owner records
- * and identity, clocks, and waiting on local files.  The backend seam is
+/* core.h - what the core's files share and callers never see: the part of
+ * a handle every backend has, error helpers, paths, owner records and
+ * identity, clocks, the one wait primitive, and waiting on local files;
+ * and the hooks a module sets on every handle.  The backend seam is
  * backend.h; the directory backend's own internals are dir.h. */
-#ifndef DIRLOCK_INTERNAL_H
-#define DIRLOCK_INTERNAL_H
+#ifndef DIRLOCK_CORE_H
+#define DIRLOCK_CORE_H
 
 #include "dirlock.h"
 
@@ -25,9 +26,13 @@
 #define DL_ASSERT(c) ((void)0)
 #endif
 
-/* How a lock server's address with a bad port is refused: the same words
- * for every scheme (redis_url.c, etcd_url.c). */
-#define DL_PORT_RULE "the port must be a whole number from 1 to 65535"
+/* DL_ON_LOAD(fn) { ... }: run when the program, or the shared library it
+ * is in, is loaded -- before main, or inside the dlopen that loads it.
+ * How a module or a backend adds itself to the core's registries
+ * (dl_backend_register, dl_dir_module_add, ...): adding one is a folder,
+ * and no line elsewhere.  A registration only links a node of static
+ * storage into a list, and never fails. */
+#define DL_ON_LOAD(fn) __attribute__((constructor)) static void fn(void)
 
 /* ---- the handle -------------------------------------------------------- */
 
@@ -43,9 +48,12 @@ struct dirlock {
         unsigned holds;                   /* reentrant hold count (>= 1 while held) */
         unsigned long long partner_start; /* opts.partner_pid's start time        */
         unsigned long long fence;         /* this acquisition's fence, 0 = not drawn */
-        bool ranged;                      /* a range lock of [lo, hi)             */
+        /* What is asked, besides a whole lock: set by the module's call
+         * before the backend's entry makes the handle that kind of lock
+         * (backend.h: range, permit). */
+        bool ranged; /* a range lock of [lo, hi) (lib/range) */
         double lo, hi;
-        unsigned permits; /* a counting lock's permit: its N, else 0 */
+        unsigned permits; /* a counting lock's permit: its N, else 0 (lib/permit) */
         char name[DIRLOCK_NAME_MAX + 1];
         char token[DIRLOCK_TOKEN_LEN + 1]; /* 128-bit random, hex: names this acquisition */
 };
@@ -58,20 +66,32 @@ int dl_handle_owned(const dirlock *h, dirlock_error *err);
 /* The preamble of a public call on a handle: DIRLOCK_EINVAL for NULL,
  * DIRLOCK_ENOTOWNER in another process than the one that acquired it. */
 int dl_handle_usable(const dirlock *h, dirlock_error *err);
+/* dl_handle_usable, and DIRLOCK_ELOST for a reentrant handle released to
+ * zero holds: the preamble of a call on a held lock. */
+int dl_handle_held(const dirlock *h, dirlock_error *err);
 /* Draw a new token for h and let its backend put it in its paths (tokens
- * are never reused: INVARIANT B in dir/exclusive.c), after releasing what a
- * failed release left (the backend's release_kept). */
+ * are never reused: INVARIANT B in dir_exclusive.c), after releasing what
+ * a failed release left (the backend's release_kept). */
 int dl_handle_new_token(dirlock *h, dirlock_error *err);
+/* A handle of lock `name` in lock space `space` (dl_space_resolve, then
+ * dl_handle_open in backend.h): what a module's acquire call starts from,
+ * before the backend's entry makes it that module's kind of lock. */
+int dl_handle_open_in(const char *space, const char *name, const dirlock_options *opts, dirlock **out,
+                      dirlock_error *err);
 
-/* ---- the locks this process holds (held.c) ----------------------------- */
-
-/* h now holds its lock (true) or holds nothing any more (false). */
-void dl_held_note(const dirlock *h, bool held);
-/* Before a waiting acquire of h: DIRLOCK_EDEADLK when this thread holds,
- * through another handle, a lock of the same name and space that h's
- * acquire would wait for; else DIRLOCK_OK.  Not for tries, pending
- * acquires and DIRLOCK_NO_DEADLOCK. */
-int dl_held_self_deadlock(const dirlock *h, dirlock_error *err);
+/* Hooks on the life of every handle, whatever its backend, that one
+ * module sets (lib/deadlock: the locks this process holds, for its
+ * self-deadlock check).  Without it they do nothing. */
+typedef struct dl_handle_hooks {
+        /* h now holds its lock (true), or holds nothing any more (false). */
+        void (*held)(const dirlock *h, bool held);
+        /* Before a waiting acquire of h: DIRLOCK_EDEADLK when it would
+         * wait for the calling thread itself, else DIRLOCK_OK. */
+        int (*before_wait)(const dirlock *h, dirlock_error *err);
+} dl_handle_hooks;
+void dl_handle_hooks_set(const dl_handle_hooks *hooks);
+/* The hooks' calls, for the core's own files (handle.c, multi.c). */
+void dl_handle_note_held(const dirlock *h, bool held);
 
 /* ---- errors (error.c) -------------------------------------------------- */
 
@@ -90,37 +110,17 @@ int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *wh
 /* The same when nobody holds WHAT but a waiter ahead goes first: "WHAT
  * goes first to a waiter ahead, AHEAD" (never "held by" a waiter). */
 int dl_gave_up_ahead(dirlock_error *err, double timeout, bool canceled, const char *what, const char *ahead);
-/* An acquire (or upgrade) of `what` that ended because `server` (a
- * lock server, "the etcd cluster") could not be reached, err saying why
- * (DIRLOCK_ESERVER): DIRLOCK_ECANCELED when its cancel descriptor fired
- * meanwhile, "canceled waiting for WHAT while SERVER could not be
- * reached"; else DIRLOCK_ESERVER, err's message followed by " (gave up at
- * the timeout, T s)" when it waited (timeout not 0). */
-int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
-                           const char *server);
 /* Put "lock 'NAME': " before err's message (unless it starts so already),
  * for an error met while acting on that lock; returns rc. */
 int dl_about(dirlock_error *err, int rc, const char *name);
-
-/* ---- fences (fence.c) --------------------------------------------------- */
-
-/* A fence or fence counter written as text: `len` decimal digits (leading
- * zeros allowed).  1 and *out when it is a number up to DIRLOCK_FENCE_MAX;
- * -1 for a number past it (data dirlock did not write: DIRLOCK_EDATA); 0
- * for anything else. */
-int dl_fence_parse(const char *text, size_t len, unsigned long long *out);
-/* The fence a server answered as text (NUL-terminated): the number, or 0
- * -- no fence -- when it is not one of 1..DIRLOCK_FENCE_MAX. */
-unsigned long long dl_fence_of_text(const char *text);
 
 /* ---- paths (path.c) ---------------------------------------------------- */
 
 /* malloc'd "<a>/<b><suffix>", NULL when out of memory. */
 char *dl_join(const char *a, const char *b, const char *suffix);
-/* Make `lockdir` absolute (malloc'd) and create it if missing and allowed;
- * *mode_out (may be NULL) gets its st_mode. */
-int dl_lockdir_prepare(const char *lockdir, bool create, char **abs_out, unsigned *mode_out,
-                       dirlock_error *err);
+/* Make lock directory `dir` absolute (malloc'd) and create it if missing
+ * and allowed; *mode_out (may be NULL) gets its st_mode. */
+int dl_lockdir_prepare(const char *dir, bool create, char **abs_out, unsigned *mode_out, dirlock_error *err);
 /* mkdir(path) inside a lock directory of mode `lockdir_mode`: when that
  * directory is shared (writable by group or others), the new directory
  * gets the same permission bits (setgid and sticky included), whatever
@@ -133,22 +133,24 @@ int dl_make_dirs(char *path);
 /* ---- identity and owner records (owner.c) ------------------------------ */
 
 #define DL_RECORD_MAX 640 /* the longest record (255-byte host, partner) fits */
+/* A boot id as /proc gives it: 36 characters and its NUL. */
+#define DL_BOOT_ID_SIZE 37
 
 typedef struct dl_record {
         pid_t pid;
         unsigned long long start_time; /* clock ticks since boot (/proc) */
         char token[DIRLOCK_TOKEN_LEN + 1];
-        long long acquired_ns;       /* CLOCK_REALTIME at acquire      */
-        char boot_id[37];            /* this machine's boot            */
-        unsigned long long pidns;    /* pid namespace inode            */
-        int mode;                    /* dirlock_mode                   */
-        unsigned long long stale_ms; /* the holder's stale age (0: none) */
-        pid_t partner;               /* 0, or a process holding with it */
+        long long acquired_ns;         /* CLOCK_REALTIME at acquire      */
+        char boot_id[DL_BOOT_ID_SIZE]; /* this machine's boot            */
+        unsigned long long pidns;      /* pid namespace inode            */
+        int mode;                      /* dirlock_mode                   */
+        unsigned long long stale_ms;   /* the holder's stale age (0: none) */
+        pid_t partner;                 /* 0, or a process holding with it */
         unsigned long long partner_start;
         pid_t tid; /* the thread that took it (deadlock detection); 0: unknown */
         char host[256];
         /* Not in the text: when the entry it was read from last changed
-         * (its file times, INVARIANT C in dir/exclusive.c), filled by the
+         * (its file times, INVARIANT C in dir_exclusive.c), filled by the
          * readers of entries; 0 otherwise. */
         long long changed_ns;
 } dl_record;
@@ -171,9 +173,6 @@ void dl_record_describe(const dl_record *rec, const char *role, char *out, size_
  * without a pid), partner.  The backend fills in the rest (token, mode,
  * age, stale, readers, ranges). */
 void dl_record_to_owner(const dl_record *rec, dirlock_owner *owner);
-/* ... and for dirlock_ranges(): pid, host, and the age since it was
- * acquired at wall-clock time now_ns (0 when the record has no time). */
-void dl_record_to_range(const dl_record *rec, long long now_ns, dirlock_range_info *range);
 /* 1 alive, 0 provably dead, -1 cannot tell (other host, boot or pid
  * namespace).  The owner is the recording process and its partner, if
  * any: alive while either is. */
@@ -193,31 +192,8 @@ unsigned long long dl_process_start_time(pid_t pid);
 pid_t dl_self_pid(void);
 /* gettid(), the same way, per thread. */
 pid_t dl_self_tid(void);
-/* 128 random bits as 32 hex digits. */
+/* 128 random bits as DIRLOCK_TOKEN_LEN hex digits. */
 int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
-
-/* ---- waiters' records (wait_record.c) ----------------------------------- */
-
-#define DL_WAIT_RECORD_MAX (DL_RECORD_MAX + DIRLOCK_NAME_MAX + 160)
-
-/* What a waiter waits for, as it records it for others to see. */
-typedef struct dl_wait_record {
-        char name[DIRLOCK_NAME_MAX + 1]; /* the lock                         */
-        int kind;                        /* dirlock_wait_kind                */
-        int mode;                        /* dirlock_mode asked               */
-        char target;                     /* the backend's letter: what blocks it */
-        char id[DIRLOCK_TOKEN_LEN + 1];  /* drawn for this one wait          */
-        double lo, hi;                   /* DIRLOCK_WAIT_RANGE               */
-        unsigned permits;                /* DIRLOCK_WAIT_PERMIT: N           */
-        bool pending;                    /* a pending acquire's: no thread blocked */
-        bool told;                       /* its thread is being told DIRLOCK_EDEADLK */
-        dl_record who;                   /* the waiter; who.acquired_ns: since */
-} dl_wait_record;
-
-/* Text form, NUL-terminated; its length, or -1 if it does not fit. */
-int dl_wait_record_format(const dl_wait_record *w, char *buf, size_t size);
-/* Parse `len` bytes of text form: 0, or -1. */
-int dl_wait_record_parse(const char *buf, size_t len, dl_wait_record *w);
 
 /* ---- clocks (clock.c) -------------------------------------------------- */
 
@@ -231,67 +207,12 @@ bool dl_deadline_never(const dl_time *deadline);
 bool dl_deadline_passed(const dl_time *deadline);
 /* Milliseconds-and-fraction left until deadline (0 if past), large if never. */
 double dl_remaining(const dl_time *deadline);
-/* The deadline of one request to a server within a call whose own
- * deadline is `call`: what is left of the call, but at least least_ms (a
- * try, or a last attempt at the deadline, still hears the answer) and at
- * most most_ms (a server that says nothing is given up on). */
-dl_time dl_request_deadline(const dl_time *call, double least_ms, double most_ms);
+/* Milliseconds since `then` (a dl_now() reading). */
+double dl_ms_since(const dl_time *then);
 /* Wall clock in nanoseconds since the epoch. */
 long long dl_wall_ns(void);
 /* Nanoseconds since the epoch of a timestamp. */
 long long dl_ts_ns(const struct timespec *ts);
-
-/* ---- a lock server that does not answer a wait (server_notice.c) ------- */
-
-/* One waiting acquire's view of its server: since when it has had no
- * answer, and whether its caller was told (dirlock_options.server_notice). */
-typedef struct dl_silence {
-        dl_time since; /* the wait's start, or the last answer */
-        bool told;
-} dl_silence;
-void dl_silence_begin(dl_silence *s);
-/* An attempt of h's wait got no answer (why: its error): tell the caller
- * once the silence has lasted DIRLOCK_SERVER_NOTICE_MS. */
-void dl_silence_failed(dl_silence *s, const dirlock *h, const dirlock_error *why);
-/* An attempt was answered: tell the caller, if it was told of silence. */
-void dl_silence_answered(dl_silence *s, const dirlock *h);
-
-/* ---- the one wait primitive and pending acquires (pending.c) ----------- */
-
-/* Every wait of the library goes through here: ppoll(2) without a signal
- * mask, or, inside a pending acquire (dirlock_acquire_start), the pending
- * acquire stops here until its caller's loop finds its descriptor readable
- * and steps it, and then the same result.  `timeout` NULL: no timeout. */
-int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout);
-/* Sleep up to `ms`, never past the deadline; 1 when cancel_fd (>= 0)
- * polled readable meanwhile, else 0.  Through dl_poll. */
-int dl_nap_ms(double ms, const dl_time *deadline, int cancel_fd);
-/* The pending acquire whose fiber runs on this thread now, or NULL: the
- * calls it makes are a pending acquire's (no thread blocks in them). */
-struct dirlock_pending *dl_pending_current(void);
-/* Make p go on at its next chance: its wait ends when it waits for
- * DL_POLL_KICK (the inotify hub read an event that matters to it, or the
- * thread's view of a queue saw the waiter ahead leave).  For the thread
- * that runs p. */
-void dl_pending_kick(struct dirlock_pending *p);
-/* A pseudo-descriptor for dl_poll: inside a pending acquire it polls
- * readable (POLLIN) once after each dl_pending_kick; ppoll(2) ignores it
- * (negative), so a blocking caller never waits for it. */
-#define DL_POLL_KICK (-2)
-
-/* ---- fibers (fiber.c) --------------------------------------------------- */
-
-typedef struct dl_fiber dl_fiber;
-int dl_fiber_new(dl_fiber **out, void (*fn)(void *arg), void *arg, dirlock_error *err);
-/* Run f until it suspends (false) or its function returns (true). */
-bool dl_fiber_resume(dl_fiber *f);
-/* From inside a fiber: back to the one that resumed it. */
-void dl_fiber_suspend(void);
-dl_fiber *dl_fiber_current(void);
-/* Make a finished fiber run fn(arg) anew, on the same stack: 0 or -1. */
-int dl_fiber_reuse(dl_fiber *f, void (*fn)(void *arg), void *arg);
-/* A fiber that finished or never ran. */
-void dl_fiber_free(dl_fiber *f);
 
 /* ---- thread-exit destructors (thread_key.c) ---------------------------- */
 
@@ -300,6 +221,38 @@ void dl_fiber_free(dl_fiber *f);
  * an errno value.  Every thread-exit destructor of the library is
  * registered through it. */
 int dl_thread_key_create(pthread_key_t *key, void (*destructor)(void *));
+
+/* ---- the one wait primitive (poll.c) ----------------------------------- */
+
+/* Every wait of the library goes through here: ppoll(2) without a signal
+ * mask -- or, while a task that waits by suspending runs on the calling
+ * thread (a pending acquire of lib/async), that task's way of waiting,
+ * with the same result.  `timeout` NULL: no timeout. */
+int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout);
+/* Sleep up to `ms`, never past the deadline; 1 when cancel_fd (>= 0)
+ * polled readable meanwhile, else 0.  Through dl_poll. */
+int dl_nap_ms(double ms, const dl_time *deadline, int cancel_fd);
+/* A pseudo-descriptor for dl_poll: inside a suspending task it polls
+ * readable (POLLIN) once after each dl_task_kick of that task; ppoll(2)
+ * ignores it (negative), so a blocking caller never waits for it. */
+#define DL_POLL_KICK (-2)
+/* The task that runs on this thread now, or NULL: the calls it makes
+ * block no thread (deadlock detection leaves them out; a queue may be
+ * followed for many of them at once). */
+void *dl_task_current(void);
+/* Make `task` go on at its next chance: its wait ends when it waits for
+ * DL_POLL_KICK.  For the thread that runs it. */
+void dl_task_kick(void *task);
+/* What a module that runs tasks (lib/async) sets: how a task waits and
+ * is kicked.  Set once, at load (DL_ON_LOAD). */
+typedef struct dl_tasks {
+        int (*poll)(void *task, struct pollfd *fds, unsigned long n, const struct timespec *timeout);
+        void (*kick)(void *task);
+} dl_tasks;
+void dl_tasks_set(const dl_tasks *tasks);
+/* The task that runs on this thread from now on (NULL: none), as the
+ * module that runs tasks switches to one and back. */
+void dl_task_enter(void *task);
 
 /* ---- the per-thread inotify hub (notify.c) ------------------------------ */
 
@@ -321,15 +274,15 @@ typedef struct dl_listener {
         dl_listen_slot watch[DL_LISTENER_WATCHES];
         bool joined; /* the thread has an instance, and we are on its list */
         bool fired;  /* an event that matters came since dl_notify_take   */
-        /* The pending acquire made to go on (dl_pending_kick) when another's
-         * drain fires us, or NULL. */
-        struct dirlock_pending *kick;
+        /* The task made to go on (dl_task_kick) when another's drain
+         * fires us, or NULL. */
+        void *kick;
         /* NULL (every name), or false when an event naming `name` in a
          * watched directory cannot matter to this waiter. */
         bool (*filter)(const char *name, unsigned mask, void *arg);
         void *filter_arg;
         /* NULL, or called with every event that matters to it instead of
-         * firing it (the thread's view of a queue, lib/dir/fifo.c). */
+         * firing it (the thread's view of a queue, lib/fifo). */
         void (*on_event)(struct dl_listener *l, const struct inotify_event *ev);
         /* On leaving, watches no listener wants any more are removed from
          * the instance (not only narrowed): a directory watched for long. */
@@ -351,9 +304,9 @@ void dl_notify_set_mask(dl_listener *l, int wd, uint32_t mask);
 void dl_notify_drain(const dl_listener *self);
 /* Whether l fired since the last call (and reset it). */
 bool dl_notify_take(dl_listener *l);
-/* Fire l as an event that matters to it would (kicking its pending
- * acquire): what the thread's view of a queue does for a waiter whose
- * waiter ahead left. */
+/* Fire l as an event that matters to it would (kicking its task): what
+ * the thread's view of a queue does for a waiter whose waiter ahead
+ * left. */
 void dl_notify_poke(dl_listener *l);
 
 /* ---- backing off (backoff.c) ------------------------------------------- */
@@ -375,7 +328,7 @@ double dl_backoff_next(dl_backoff *b);
 /* Start again from the first step (the jitter goes on). */
 void dl_backoff_reset(dl_backoff *b);
 
-/* ---- waiting (wait.c) -------------------------------------------------- */
+/* ---- waiting (waiter.c) ------------------------------------------------ */
 
 /* Waits for "something may have changed in lockdir": an inotify event on
  * the lock directory naming one of our interesting entries, the death of a
@@ -403,11 +356,12 @@ typedef struct dl_waiter {
 
 /* The calling thread's next dl_waiter_wait returns by `at` at the latest
  * (0, as on a re-check), whatever else wakes it, until called again with
- * NULL: the moment a deadlock check falls due (lib/dir/waits.c).  Per
- * thread; a pending acquire never sets it. */
+ * NULL: the moment a deadlock check falls due (lib/deadlock).  Per
+ * thread; a task never sets it. */
 void dl_waiter_wake_by(const dl_time *at);
 /* `stale_age` bounds the re-check interval and the backoff: a waiter
- * renews its waiting entries (FIFO ticket, ...) at least every third of it. */
+ * renews its waiting entries (queue ticket, ...) at least every third of
+ * it. */
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age);
 /* Also wake when this owner dies (same host only; no-op otherwise). */
 void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
@@ -433,8 +387,8 @@ int dl_waiter_watch_dir(dl_waiter *w, const char *dir);
  * is watched, or when this waiter does not use inotify at all. */
 bool dl_waiter_watch_missing(dl_waiter *w, const char *dir);
 /* Also wake when entry `path` (a file or symlink, not followed) is
- * removed: the FIFO queue's predecessor ticket.  0, or -1 with errno
- * (ENOENT: it is gone already, look again instead of waiting). */
+ * removed: the queue's predecessor ticket.  0, or -1 with errno (ENOENT:
+ * it is gone already, look again instead of waiting). */
 int dl_waiter_watch_entry(dl_waiter *w, const char *path);
 /* Whether deletions in the lock directory (releases) wake this waiter:
  * on by dl_waiter_init; a queued waiter that is not first turns them off,
@@ -447,8 +401,8 @@ bool dl_waiter_owner_died(const dl_waiter *w);
 void dl_waiter_cancel_on(dl_waiter *w, int fd);
 /* With inotify: wait up to `ms` (0: the re-check interval again) before
  * returning for a re-check -- for a waiter that an event of the thread's
- * own wakes when it matters (the waiter ahead in a queue is in this
- * thread: lib/dir/fifo.c), whose only other business is renewing its
+ * own wakes when it matters (the waiter ahead in a queue is a task of
+ * this thread: lib/fifo), whose only other business is renewing its
  * entries. */
 void dl_waiter_span(dl_waiter *w, double ms);
 /* Stop watching the owner given to dl_waiter_watch_owner (its pidfd is
@@ -459,24 +413,5 @@ void dl_waiter_unwatch_owner(dl_waiter *w);
  * closed under the wait). */
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline);
 void dl_waiter_close(dl_waiter *w);
-
-/* ---- connections kept per thread (conn_cache.c) ------------------------ */
-
-/* A backend's idle connections to its servers, kept per thread: defined
- * once, statically, by the backend.  The contract (checked out or idle,
- * keys, threads, fork) is at the top of conn_cache.c. */
-typedef struct dl_conn_cache {
-        unsigned max_idle; /* idle connections kept per thread */
-        /* Close and free conn.  `forked`: it is a forked child's copy of its
-         * parent's connection; free it without sending anything on it. */
-        void (*close)(void *conn, bool forked);
-} dl_conn_cache;
-
-/* Check out an idle connection of this thread to `key`, or NULL: then the
- * caller makes one.  It is the caller's until dl_conn_put(). */
-void *dl_conn_get(const dl_conn_cache *cache, const char *key);
-/* Give a working connection back as idle; `key` must live as long as conn
- * (kept inside it).  A broken one is closed by its owner instead. */
-void dl_conn_put(const dl_conn_cache *cache, void *conn, const char *key);
 
 #endif

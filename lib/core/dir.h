@@ -1,44 +1,70 @@
-/* dir.h - what the files of the directory backend share (exclusive.c,
- * rwlock.c, rw_entries.c, fifo.c, dir_backend.c): the handle's directory
- * state, the exclusive primitive the reader-writer layer builds on, and
- * entries with their ages.  Names on disk are in layout.h; the protocols
- * at the top of exclusive.c and rwlock.c. */
+/* dir.h - what the files of the directory backend share: a handle's
+ * directory state, the exclusive primitive and entries with their ages
+ * (dir_exclusive.c), directories of entries (dir_entries.c), the wait for
+ * a slot (dir_queue.c), and the seam through which a module adds to the
+ * backend (dir_backend.c).  Names on disk are in dir_layout.h; the
+ * protocol at the top of dir_exclusive.c.
+ *
+ * HOW A MODULE ADDS TO THE DIRECTORY BACKEND.  A module (lib/rw,
+ * lib/range, lib/permit, lib/fifo, lib/deadlock, lib/fence) fills a
+ * struct dl_dir_module -- each part optional -- and registers it with
+ * DL_DIR_MODULE in its own folder, at load.  What it may add, and the
+ * invariant the core keeps for each:
+ *   - entries of the backend's table (`offers`: range, permit, fence,
+ *     ranges, waiters, ...), switched on as it registers: a space's
+ *     features are those of the modules linked (dirlock_space_query);
+ *   - kinds of lock (struct dl_dir_kind): a handle is of exactly one kind
+ *     from its open on, the core's exclusive lock unless a module's
+ *     backend entry (range, permit) made it another, or a module serves
+ *     every whole lock (`whole`, lib/rw: the reader-writer lock, which
+ *     takes its exclusive locks as the core does); every operation on a
+ *     handle goes to its kind;
+ *   - a guard of a neighbour of the lock (`guards`, `guard`): what W's
+ *     holder waits for before it holds NAME whole (lib/rw: readers to
+ *     drain; lib/range: held ranges to go).  Without one, a neighbour in
+ *     use is refused, never overrun (NEIGHBOURS in dir_backend.c);
+ *   - the queue waiters for a slot stand in (`queue`, lib/fifo): without
+ *     it every waiter is woken by every release, and tries;
+ *   - the wait register (`waits`, lib/deadlock): told when a wait begins,
+ *     after each of its wake-ups (where it may end the wait with
+ *     DIRLOCK_EDEADLK), and when it ends;
+ *   - its part of what is seen from outside: inspect, holders, the names
+ *     of list, cleanup.  Entries of a module a build lacks are left alone
+ *     by cleanup and break, and still named by list. */
 #ifndef DIRLOCK_DIR_H
 #define DIRLOCK_DIR_H
 
-#include "internal.h"
-#include "layout.h"
+#include "backend.h"
+#include "dir_layout.h"
 #include "netfs.h"
 
-struct dl_rw;      /* reader-writer state, owned by rwlock.c */
-struct dl_range;   /* range state, owned by range.c */
-struct dl_permits; /* a counting lock's state, owned by permits.c */
-struct dl_wreg;    /* a wait's entry in the wait register, owned by waits.c */
+struct dl_dir_kind;
+struct dl_slots;
 
 /* A handle's state in a directory space (h->impl). */
 struct dl_dir {
         char *lockdir;         /* absolute path of the lock directory          */
         unsigned lockdir_mode; /* its st_mode: new directories in it follow it */
         const dl_fs *fs;       /* the filesystem it is on (netfs.c)            */
-        char *lock_path;       /* <lockdir>/<name>.lock                        */
-        char *entry_path;      /* <lock_path>/owner.<token>                    */
-        char *prep_path;       /* <lockdir>/.<name>.<token>.new (acquire only) */
-        long long prep_ns;     /* when the prepared owner record was written   */
-        bool prep_made;        /* prep_path exists                             */
-        bool excl_held;        /* we hold <name>.lock                          */
+        /* <lockdir>/<name>.lock, the exclusive lock W -- or a lock
+         * directory of a kind's own that it takes as W is taken (a
+         * counting lock's permit, lib/permit) -- and our owner entry in it. */
+        char *lock_path;
+        char *entry_path;  /* <lock_path>/owner.<token>                    */
+        char *prep_path;   /* <lockdir>/.<name>.<token>.new (acquire only) */
+        long long prep_ns; /* when the prepared owner record was written   */
+        bool prep_made;    /* prep_path exists                             */
+        bool excl_held;    /* we hold lock_path                            */
         /* When the last change of our owner entry began (the rename that
          * took the lock, or the last refresh), and whether each refresh
          * came within a third of the stale age of the change before it:
-         * RELEASE 1 on a network filesystem (exclusive.c). */
+         * RELEASE 1 on a network filesystem (dir_exclusive.c). */
         dl_time changed;
         bool kept_young;
-        struct dl_rw *rw;       /* reader-writer state or NULL                  */
-        struct dl_range *range; /* a range lock's state, or NULL               */
-        /* A counting lock's state, or NULL; lock_path and entry_path are
-         * then those of the permit tried or held (permits.c). */
-        struct dl_permits *permits;
-        /* Its entry in the wait register while it waits, or NULL. */
-        struct dl_wreg *wreg;
+        const struct dl_dir_kind *kind; /* what kind of lock the handle is   */
+        void *kind_state;               /* the kind's state, or NULL         */
+        void *queue_state;              /* the queue's (lib/fifo), or NULL   */
+        void *wait_state;               /* the wait register's (lib/deadlock), or NULL */
 };
 
 static inline struct dl_dir *dl_dir_of(const dirlock *h)
@@ -46,61 +72,66 @@ static inline struct dl_dir *dl_dir_of(const dirlock *h)
         return (struct dl_dir *)h->impl;
 }
 
-/* ---- range locks (range.c) -------------------------------------------- */
+/* ---- kinds of lock ---------------------------------------------------------- */
 
-/* Make h (h->lo, h->hi set) a range handle: its paths and meta-lock. */
-int dl_range_prepare(dirlock *h, dirlock_error *err);
-void dl_range_free(dirlock *h);
-int dl_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
-int dl_range_release(dirlock *h, dirlock_error *err);
-int dl_range_refresh(dirlock *h, dirlock_error *err);
-int dl_range_check(const dirlock *h, dirlock_error *err);
-int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
-int dl_range_downgrade(dirlock *h, dirlock_error *err);
-int dl_range_downgrade_intent(dirlock *h, dirlock_error *err);
-int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
-/* The range holders and waiters of lock `name` (dirlock_ranges), and the
- * number of held ranges (for inspect): range_entries.c. */
-int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
-                  size_t *count, dirlock_error *err);
-unsigned dl_range_count_held(const char *lockdir, const char *name);
+/* What a handle of one kind does for each of the backend's entries on a
+ * handle (backend.h): the same contract, for this kind.  acquire, release,
+ * refresh and check are required; NULL elsewhere: no such operation
+ * (upgrade and the like: refused, naming the kind). */
+struct dl_dir_kind {
+        const char *what; /* "a range lock", for messages */
+        int (*acquire)(dirlock *h, const dl_time *deadline, dirlock_error *err);
+        int (*release)(dirlock *h, dirlock_error *err);
+        /* What a failed release left in place (backend.h); NULL: nothing. */
+        int (*release_kept)(dirlock *h, dirlock_error *err);
+        int (*refresh)(dirlock *h, dirlock_error *err);
+        int (*check)(const dirlock *h, dirlock_error *err);
+        /* h->token is new: rebuild what carries it (the owner entry's path
+         * is the core's). */
+        void (*retoken)(dirlock *h);
+        /* Free kind_state (the handle goes, or becomes another kind). */
+        void (*close)(dirlock *h);
+        int (*upgrade)(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+        int (*downgrade)(dirlock *h, dirlock_error *err);
+        int (*downgrade_intent)(dirlock *h, dirlock_error *err);
+        int (*shrink)(dirlock *h, double lo, double hi, dirlock_error *err);
+};
 
-/* ---- counting locks (permits.c) ---------------------------------------- */
+/* The core's: an exclusive lock, W, under policies fair and simple
+ * (dir_backend.c); every other mode and policy it refuses, naming the
+ * reader-writer module. */
+extern const struct dl_dir_kind dl_dir_exclusive;
+/* Make h (open, not acquired) a handle of `kind`, whose state is `state`
+ * (the kind it was is closed first).  For a module's backend entry. */
+void dl_dir_make_kind(dirlock *h, const struct dl_dir_kind *kind, void *state);
 
-/* Make h (h->permits set) a permit handle: its paths and queue. */
-int dl_permit_prepare(dirlock *h, dirlock_error *err);
-void dl_permit_free(dirlock *h);
-/* Take a permit by the deadline (dl_take_w, then INVARIANT Q). */
-int dl_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
-/* One attempt at a permit, judging the permits present when `judge`:
- * DIRLOCK_OK (lock_path is the permit, excl_held set), DIRLOCK_EBUSY
- * (*holder: a holder to watch, when one was judged), or an error. */
-int dl_permit_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
-/* Whether a permit looks free (one readdir, nothing judged). */
-bool dl_permit_looks_free(dirlock *h);
-/* The directory whose removals are the releases of h's permits. */
-const char *dl_permit_release_dir(const dirlock *h);
-/* Append the holders of counting lock `name` to *out (*count of them,
- * room for *cap): dirlock_holders. */
-int dl_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
-                      size_t *count, size_t *cap, dirlock_error *err);
-/* dirlock_cleanup of one D/NAME.permits on filesystem `fs`: stale permits
- * broken, empty permits removed, and empty groups, queue and the
- * directory itself (not on a network filesystem: KEPT DIRECTORIES). */
-void dl_permits_cleanup(const char *permits_dir, const dl_fs *fs);
-/* The names in directory `dir` on `fs` but "." and "..", as one whole
- * listing (looked at again when the directory is replaced as it is read,
- * ESTALE): DIRLOCK_OK with a malloc'd array (none when it does not
- * exist), or an error -- never a listing cut short.  permits.c. */
-int dl_dir_names(const char *dir, const dl_fs *fs, char ***names, size_t *count, dirlock_error *err);
-void dl_dir_names_free(char **names, size_t count);
+/* Take NAME whole and exclusive: W through the slots `w` (dl_dir_w, or a
+ * kind's variant of them), then its neighbours (DL_NEAR_ALL); again under
+ * a new token when W was broken while it waited for them. */
+int dl_dir_exclusive_acquire(dirlock *h, const struct dl_slots *w, const dl_time *deadline,
+                             dirlock_error *err);
+/* Our hold was broken as stale while we waited (DIRLOCK_ELOST), and we
+ * take the lock again: under a new token (INVARIANT B, dir_exclusive.c),
+ * what a failed step left released first -- what dl_handle_new_token does
+ * for dirlock_reacquire, for a kind's own retries. */
+int dl_dir_new_token(dirlock *h, dirlock_error *err);
 
-/* ---- the wait register (waits.c) and deadlock detection (deadlock.c) ---- */
+/* NEIGHBOURS (dir_backend.c).  What else of NAME W's holder must find
+ * empty before it holds NAME whole: its readers (D/NAME.readers, lib/rw)
+ * and its ranges (D/NAME.ranges, lib/range).  Looked at once W is held;
+ * one in use is waited for by the module that guards it, or, without
+ * one, refused with DIRLOCK_EINVAL naming that module (W let go first). */
+#define DL_NEAR_READERS 1u
+#define DL_NEAR_RANGES  2u
+#define DL_NEAR_ALL     (DL_NEAR_READERS | DL_NEAR_RANGES)
+int dl_dir_neighbours(dirlock *h, unsigned which, const dl_time *deadline, dirlock_error *err);
 
-/* What blocks a wait: the letter its record gives (`for`), which tells
- * deadlock detection whose holds to follow (deadlock.c). */
+/* ---- waiting for a slot (dir_queue.c) ------------------------------------- */
+
+/* What blocks a wait: the letter its record gives in the wait register
+ * (lib/deadlock), which tells deadlock detection whose holds to follow. */
 enum dl_wait_target {
-        DL_FOR_W = 'w',             /* W's holder (take_w: exclusive, intent, simple, ...)    */
+        DL_FOR_W = 'w',             /* W's holder (exclusive, intent, simple, ...)            */
         DL_FOR_W_TO_READ = 's',     /* W's holder when it holds readers off (shared)          */
         DL_FOR_READERS = 'r',       /* the name's readers (a writer's drain, an upgrade)      */
         DL_FOR_READERS_OR_W = 'a',  /* readers and W (a writer of policy reader)              */
@@ -109,87 +140,164 @@ enum dl_wait_target {
         DL_FOR_RANGE_UPGRADE = 'y', /* overlapping conflicting ranges (an intent range's upgrade) */
         DL_FOR_PERMIT = 'p'         /* the holders of the permits asked (any one of N)        */
 };
-/* h starts waiting (after a failed try, before its first sleep): its
- * entry in D/.waits -- a blocking thread's made DL_WAIT_LIST_MS later
- * (WHEN in waits.c) -- and a blocking thread's first deadlock check
- * (deadlock.c) falls due DL_DEADLOCK_FIRST_MS later; its waits wake for
- * both (dl_waiter_wake_by).  `kind` is a dirlock_wait_kind, `mode` the mode
- * asked.  DIRLOCK_OK (or an error).  The register is for seeing, never in
- * the way: an entry that cannot be made leaves the wait unlisted. */
-int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
-/* After every wake-up of the wait: renew the entry (every quarter of the
- * stale age) and check for deadlock (DL_DEADLOCK_FIRST_MS and
- * DL_DEADLOCK_SECOND_MS after the wait began, then every
- * DL_DEADLOCK_RECHECK_MS).
- * DIRLOCK_OK or DIRLOCK_EDEADLK. */
-int dl_wait_step(dirlock *h, dirlock_error *err);
-/* Mark h's entry told, or no longer (deadlock.c, ONE VICTIM): rewritten
- * at once, by the same atomic rename.  0, or -1 (not marked: nothing was
- * written, or no entry is made yet). */
-int dl_wait_told(dirlock *h, bool told);
-/* The wait is over (whatever its outcome): the entry goes. */
-void dl_wait_end(dirlock *h);
-/* The handle goes: its entry, if any, and the register's state. */
-void dl_wait_free(dirlock *h);
-/* The waiters of lock `name` (every lock when NULL), longest first; dead
- * waiters' entries are removed on the way.  dirlock_waiters(). */
-int dl_waits_list(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
-                  dirlock_error *err);
-/* Their number (0 on error). */
-unsigned dl_waits_count(const char *lockdir, const char *name);
-/* dirlock_cleanup: dead waiters' entries, and the register when empty. */
-void dl_waits_cleanup(const char *lockdir);
-/* The names that have waiters, malloc'd array of malloc'd strings. */
-int dl_waits_names(const char *lockdir, char ***names, size_t *count);
 
-/* When a blocked waiter first checks for deadlock (a wait for a lock in
- * use usually ends sooner: a hand-off takes well under a millisecond on
- * tmpfs), when it checks a second time, and how often it checks again.
- * The first bounds how soon the wait that closes a cycle -- its victim,
- * the youngest -- reports it (100 ms is promised); the second catches a
- * cycle whose victim checked before another member's entry was made (a
- * process slow to run on a busy machine); the rechecks a cycle whose
- * check saw a lock change hands and proved nothing. */
-#define DL_DEADLOCK_FIRST_MS   10.0
-#define DL_DEADLOCK_SECOND_MS  50.0
-#define DL_DEADLOCK_RECHECK_MS 200.0
-/* When a blocked thread's wait gets its entry in the register: before
- * its first check (WHEN in waits.c). */
-#define DL_WAIT_LIST_MS 5.0
-/* Whether h's wait (its entry just made, h's record `self`) closes a
- * cycle of waits: DIRLOCK_EDEADLK with the cycle in err, or DIRLOCK_OK
- * (none proven).  deadlock.c. */
-int dl_deadlock_check(dirlock *h, const dl_wait_record *self, dirlock_error *err);
+/* One of some exclusive slots a waiter waits for, each a lock directory
+ * taken as W is: W itself (dl_dir_w), or one of a counting lock's permits
+ * (lib/permit). */
+struct dl_slots {
+        enum dl_wait_target target; /* for the wait register                  */
+        int kind;                   /* dirlock_wait_kind, for the register    */
+        /* One attempt (dl_excl_try's contract): DIRLOCK_OK, DIRLOCK_EBUSY
+         * with *holder one to watch, or an error. */
+        int (*attempt)(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
+        /* At a glance that judges nothing: every slot looks taken / one
+         * looks free (an error looking is neither). */
+        bool (*looks_taken)(dirlock *h);
+        bool (*looks_free)(dirlock *h);
+        /* The directory where its releases are removals. */
+        const char *(*release_dir)(const dirlock *h);
+        /* Where its waiters queue (lib/fifo): malloc'd, NULL when out of
+         * memory. */
+        char *(*queue_dir)(const dirlock *h);
+        /* Who holds one now, for a message: false when nobody does (it is
+         * between holders) or the record cannot be read. */
+        bool (*holder_now)(dirlock *h, dl_record *holder);
+        /* The message of a failure: "PREFIXlock 'NAME' is held by ...". */
+        int (*busy)(dirlock *h, int code, const char *prefix, const dl_record *holder, dirlock_error *err);
+        /* While it waits, besides (NULL: nothing): made before its first
+         * wait, renewed after each wake-up, gone at its end (lib/rw: a
+         * writer of policy writer, in NAME.wq). */
+        int (*enter)(dirlock *h, dirlock_error *err);
+        void (*renew)(dirlock *h);
+        void (*leave)(dirlock *h);
+};
+extern const struct dl_slots dl_dir_w;
 
-/* Draw h's fence (dir_fence.c) while `held` says h holds its lock: asked
- * before drawing (not worth it for a lost lock) and after (step 4). */
-typedef int (*dl_dir_held_fn)(const dirlock *h, dirlock_error *err);
-int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err);
-/* The last fence drawn for lock `name`, 0 when none (dirlock_inspect). */
-unsigned long long dl_dir_fence_last(const char *lockdir, const char *name);
+/* One wait for a slot: what the loop keeps between wake-ups. */
+struct dl_slot_wait {
+        const struct dl_slots *slots;
+        dl_waiter w;
+        dl_record holder;    /* the one to watch: the slot's holder, or the waiter ahead */
+        dl_time last_judged; /* the last judging attempt                               */
+        bool judge;          /* the next attempt judges the holder                     */
+        double renew_ms;     /* how often waiting entries are renewed                  */
+};
 
-/* A COUNTER (dir_fence.c): directory `dir` holding one empty file named by
- * a number.  dl_counter_read: 1 and *n, the largest number named in it; 0
- * when the directory is missing or empty; -1 on error (errno); -2 when it
- * names a number past DIRLOCK_FENCE_MAX, or only things that are no
- * number (data dirlock did not write).  dl_counter_make: make it, holding
- * 0, through the prepared directory `prep` (a name nobody else uses),
- * unless someone else does first.  dl_counter_swap: move it from `from` to
- * `to` -- 0, or -1 with errno (ENOENT or ESTALE: it no longer held
- * `from`). */
-int dl_counter_read(const char *dir, unsigned long long *n);
-int dl_counter_make(const char *dir, const char *prep, unsigned lockdir_mode, dirlock_error *err);
-int dl_counter_swap(const char *dir, unsigned long long from, unsigned long long to);
-/* Remove prepared directory `prep` of a maker cut short, and its 0. */
-void dl_counter_prep_remove(const char *prep);
+/* Take one of the slots by the deadline (dir_queue.c has the protocol). */
+int dl_dir_take(dirlock *h, const struct dl_slots *s, const dl_time *deadline, dirlock_error *err);
+/* Why a wait for a slot gave up or a try failed (`code`): who holds one,
+ * or the waiter ahead that goes first (`ahead`, pid 0 when none). */
+int dl_dir_refused(dirlock *h, const struct dl_slots *s, int code, const char *prefix, const dl_record *ahead,
+                   dirlock_error *err);
+/* A step's answer: the waiter ahead left after the look; look again. */
+#define DL_LOOK_AGAIN (-1)
 
-/* ---- the exclusive primitive (exclusive.c) ----------------------------- */
+/* The queue waiters for a slot stand in (lib/fifo): who goes first, and
+ * whom each waiter behind watches.  INVARIANT (dir_queue.c): a waiter
+ * that waits has its watch on from before its look. */
+struct dl_dir_queue {
+        /* Whether h makes no try on arrival (DIRLOCK_FIFO behind a queue). */
+        bool (*skip_try)(dirlock *h, const struct dl_slots *s);
+        /* After the failed try, its waiter started: queue (or not). */
+        int (*join)(dirlock *h, struct dl_slot_wait *q, dirlock_error *err);
+        /* Where h stands: 1 first (it tries), 0 behind (q->holder the
+         * waiter ahead), -1 error. */
+        int (*place)(dirlock *h, struct dl_slot_wait *q, dirlock_error *err);
+        /* The step of a waiter behind: DIRLOCK_EBUSY (wait), DL_LOOK_AGAIN,
+         * or an attempt's result. */
+        int (*behind)(dirlock *h, struct dl_slot_wait *q, dirlock_error *err);
+        /* After each wake-up: renew h's place. */
+        void (*renew)(dirlock *h, struct dl_slot_wait *q);
+        /* The wait is over (idempotent); the handle goes. */
+        void (*leave)(dirlock *h);
+        void (*close)(dirlock *h);
+};
+
+/* ---- the wait register's hooks (lib/deadlock) ---------------------------- */
+
+/* What a module that keeps a register of waits (lib/deadlock) is told of
+ * every wait of the backend.  `begin` after a failed try, before the
+ * first sleep (`kind` a dirlock_wait_kind, `mode` the mode asked);
+ * `step` after every wake-up, which may end the wait with its error
+ * (DIRLOCK_EDEADLK); `end` whatever the wait's outcome; `close` when the
+ * handle goes.  The register is for seeing, never in the way: a wait it
+ * cannot list goes on. */
+struct dl_dir_waits {
+        int (*begin)(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
+        int (*step)(dirlock *h, dirlock_error *err);
+        void (*end)(dirlock *h);
+        void (*close)(dirlock *h);
+};
+/* The backend's waits call these (nothing happens without the module). */
+int dl_dir_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err);
+int dl_dir_wait_step(dirlock *h, dirlock_error *err);
+void dl_dir_wait_end(dirlock *h);
+
+/* ---- modules (dir_backend.c) ------------------------------------------------ */
+
+struct dl_dir_module {
+        const char *name; /* "the reader-writer module (lib/rw)", for messages */
+        /* Entries of the backend's table it serves, switched on as it
+         * registers (its other entries are NULL). */
+        const dl_backend *offers;
+        /* The kind every whole lock is instead of dl_dir_exclusive, and
+         * the kinds its backend entries make (range, permit): their
+         * operations switch on the backend's entries of the same name
+         * (upgrade, downgrade, downgrade_intent, shrink). */
+        const struct dl_dir_kind *whole;
+        const struct dl_dir_kind *const *kinds; /* NULL-terminated, or NULL */
+        /* The neighbour it guards (DL_NEAR_READERS, DL_NEAR_RANGES) and how
+         * W's holder waits for it: DIRLOCK_OK once it is clear, W kept;
+         * `seen`: the caller's look since W found it there. */
+        unsigned guards;
+        int (*guard)(dirlock *h, const dl_time *deadline, bool seen, dirlock_error *err);
+        const struct dl_dir_queue *queue;
+        const struct dl_dir_waits *waits;
+        /* From outside the holders: its fields of an owner record; its
+         * holders of `name`, appended (room for *cap); the names of locks
+         * only it knows (malloc'd array of malloc'd strings); its part of
+         * dirlock_cleanup, once per space and for each leaf of D. */
+        void (*inspect)(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner);
+        int (*holders)(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                       size_t *count, size_t *cap, dirlock_error *err);
+        int (*names)(const char *lockdir, char ***names, size_t *count);
+        void (*cleanup_space)(const char *lockdir);
+        void (*cleanup)(const char *lockdir, const dl_fs *fs, const char *leaf, const char *path);
+        struct dl_dir_module *next;
+};
+void dl_dir_module_add(struct dl_dir_module *m);
+/* The registered modules, in the order they registered. */
+const struct dl_dir_module *dl_dir_modules(void);
+#define DL_DIR_MODULE(module)                                                                                \
+        DL_ON_LOAD(module##_add)                                                                             \
+        {                                                                                                    \
+                dl_dir_module_add(&module);                                                                  \
+        }
+
+/* The queue a module keeps (dl_dir_take stands in it), NULL without one. */
+const struct dl_dir_queue *dl_dir_queue_of(void);
+
+/* The backend's entries that look at locks from outside their holders,
+ * each with its modules' parts (dir_admin.c). */
+int dl_dir_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner,
+                   dirlock_error *err);
+int dl_dir_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err);
+int dl_dir_cleanup(const char *lockdir, dirlock_error *err);
+int dl_dir_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                   size_t *count, dirlock_error *err);
+int dl_dir_list(const char *lockdir, char ***names, size_t *count, dirlock_error *err);
+
+/* Room for one more owner at the end of *out (*count of them, room for
+ * *cap), zeroed; NULL when out of memory. */
+dirlock_owner *dl_owner_append(dirlock_owner **out, size_t *count, size_t *cap);
+
+/* ---- the exclusive primitive (dir_exclusive.c) ------------------------- */
 
 /* One attempt to take h->lock_path; with `judge`, a failed attempt looks
  * at the holder and breaks it if stale, then tries again.  DIRLOCK_OK
  * (h->excl_held set), DIRLOCK_EBUSY (holder in *holder if not NULL;
  * holder->pid == 0 when unknown or not judged), or an error.  Waiting is
- * the caller's (rwlock.c dl_take_w): a cheap attempt on every wake-up, a
+ * the caller's (dl_dir_take): a cheap attempt on every wake-up, a
  * judging one when the watched owner died or the re-check interval passed. */
 int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
 /* Release h->lock_path if it is still ours: DIRLOCK_OK or DIRLOCK_ELOST. */
@@ -197,11 +305,11 @@ int dl_excl_release(dirlock *h, dirlock_error *err);
 int dl_excl_refresh(dirlock *h, dirlock_error *err);
 int dl_excl_check(const dirlock *h, dirlock_error *err);
 /* Look at the holder of h->lock_path; break it if stale (see BREAK in
- * exclusive.c).  DL_FREE: absent, empty, or just broken (retry at once).
- * DL_HELD: *holder filled (pid 0 when the record is unreadable) and, if
- * holder_token is not NULL, the holder's token (from its entry name).
- * DL_ERROR: err filled; DIRLOCK_EPERM when the lock is stale but this
- * user may not break it. */
+ * dir_exclusive.c).  DL_FREE: absent, empty, or just broken (retry at
+ * once).  DL_HELD: *holder filled (pid 0 when the record is unreadable)
+ * and, if holder_token is not NULL, the holder's token (from its entry
+ * name).  DL_ERROR: err filled; DIRLOCK_EPERM when the lock is stale but
+ * this user may not break it. */
 enum dl_judgement { DL_FREE, DL_HELD, DL_ERROR };
 enum dl_judgement dl_excl_judge(dirlock *h, dl_record *holder, char holder_token[DIRLOCK_TOKEN_LEN + 1],
                                 dirlock_error *err);
@@ -224,7 +332,7 @@ typedef struct dl_lock_view {
         const char *token;             /* DL_LOCK_OWNED: inside leaf             */
         dl_record rec;                 /* DL_LOCK_OWNED: zeroed when unreadable  */
         double age;                    /* OWNED: seconds since taken or last refreshed (AGE in
-                                          exclusive.c); FOREIGN: since the directory changed */
+                                          dir_exclusive.c); FOREIGN: since the directory changed */
 } dl_lock_view;
 /* Look into lock directory `lock_path` (on filesystem `fs`: on a network
  * filesystem "absent" is asked of the parent's listing).  0, or -1 with
@@ -234,7 +342,7 @@ int dl_lock_look(const char *lock_path, const dl_fs *fs, dl_lock_view *v);
  * with `stale_age` on filesystem `fs`. */
 void dl_lock_describe(const dl_lock_view *v, double stale_age, const dl_fs *fs, dirlock_owner *owner);
 /* Remove the names in a lock directory that are not owner entries, then
- * rmdir it if that left it empty (see FOREIGN CONTENT in exclusive.c). */
+ * rmdir it if that left it empty (see FOREIGN CONTENT in dir_exclusive.c). */
 void dl_lock_clear_foreign(const char *lock_path);
 /* BREAK: unlink the judged owner entry `leaf` of `lock_path`, then rmdir.
  * 0, or -1 with errno (ENOENT: already broken or released; EPERM or
@@ -245,10 +353,10 @@ int dl_excl_break_entry(const char *lock_path, const char *leaf);
  * also those of other hosts (and unreadable ones) older than that. */
 void dl_sweep_preps(const char *lockdir, const char *name, double remote_age);
 
-/* Generic entry judging, shared with the reader-writer layer: an entry is a
- * symlink whose target is an owner record; its age counts from its last
- * change (creation, rename, refresh: the later of its mtime and ctime).
- * Reads it; returns 0, or -1 with errno (ENOENT when gone). */
+/* Entries: an entry is a symlink whose target is an owner record; its age
+ * counts from its last change (creation, rename, refresh: the later of its
+ * mtime and ctime).  Reads it; returns 0, or -1 with errno (ENOENT when
+ * gone). */
 int dl_entry_read(const char *path, dl_record *rec, double *age_s);
 /* The same for entry `leaf` of the directory open as dirfd. */
 int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age_s);
@@ -265,36 +373,47 @@ int dl_entry_create(const char *path, const dirlock *h, int mode);
  * this user may not remove (errno e); returns DIRLOCK_EPERM. */
 int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *rec, int e);
 
-/* ---- reader-writer layer (rwlock.c) ------------------------------------ */
+/* ---- directories of entries (dir_entries.c) ---------------------------- */
 
-/* Upgrade and downgrade (the backend's entries). */
-int dl_rw_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
-int dl_rw_downgrade(dirlock *h, dirlock_error *err);
-int dl_rw_downgrade_intent(dirlock *h, dirlock_error *err);
+/* Result of scanning a directory of entries: the readers of a name, its
+ * waiting writers, a queue's tickets. */
+typedef struct dl_scan {
+        const char *active;                   /* kinds counted as live holders ("ra")  */
+        const char *admit_from;               /* with admit: rename "w." entries ...    */
+        bool admit;                           /* ... to "a." (fair writer's first scan) */
+        bool remember;                        /* record the tokens of live r./w. entries */
+        bool admit_known;                     /* admit w.<T> only for remembered tokens  */
+        char (*known)[DIRLOCK_TOKEN_LEN + 1]; /* remembered tokens (malloc'd)           */
+        unsigned nknown, cap;
+        unsigned live;     /* live entries of an active kind         */
+        unsigned admitted; /* waiting readers let in by this scan    */
+        bool have_one;     /* `one` holds a live holder's record     */
+        dl_record one;
+} dl_scan;
 
-/* Take the lock in h->opts.mode (exclusive, shared or intent) by the
- * deadline.  Exclusive means: <name>.lock and no readers. */
-int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err);
-/* Release whatever h holds (exclusive, shared or intent).  An entry that
- * cannot be removed (DIRLOCK_EIO) stays h's: dl_rw_holds() says so, and a
- * later call tries again. */
-int dl_rw_release(dirlock *h, dirlock_error *err);
-/* True while h still has an entry of its own in place: held, or left by a
- * release that failed. */
-bool dl_rw_holds(const dirlock *h);
-int dl_rw_refresh(dirlock *h, dirlock_error *err);
-int dl_rw_check(const dirlock *h, dirlock_error *err);
-void dl_rw_free(dirlock *h);
-/* h->token is new (dirlock_reacquire): put it in h's reader-writer paths,
- * or free them when they still hold something of the old token. */
-void dl_rw_retoken(dirlock *h);
-/* Release what a failed release of whole-lock handle h left in place (an
- * entry it could not remove; its paths carry the old token).  An entry
- * broken meanwhile is no error: nothing is left. */
-int dl_rw_release_kept(dirlock *h, dirlock_error *err);
-/* Break leftovers of dead readers of every name in lockdir. */
-int dl_rw_cleanup(const char *lockdir, dirlock_error *err);
-/* Number of shared/intent holders of `name` (for inspect). */
-unsigned dl_rw_count_readers(const char *lockdir, const char *name);
+/* Scan `dir` (absent = empty; on filesystem `fs`): break every stale
+ * entry (unlink exactly the judged path), count live entries whose kind
+ * letter is in s->active and, when s->admit, rename live waiting entries
+ * w.<T> to a.<T> (only those whose token was remembered by an earlier
+ * scan when s->admit_known).  s->remember: remember the tokens of the
+ * live r. and w. entries seen.  0 or -1 with a dirlock_code in err;
+ * dl_scan_done frees the memory. */
+int dl_scan_dir(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err);
+void dl_scan_done(dl_scan *s);
+/* Create entry `path` (our record, `mode`) in directory `dir`, making the
+ * directory when it is missing (an empty one may be removed at any time:
+ * by the last one out, or for NAME.readers by a writer).  0 or -1 with
+ * errno. */
+int dl_entry_make_in(const char *dir, const char *path, const dirlock *h, int mode);
+/* Remove our entry `path`, then `dir` if that left it empty (not on a
+ * network filesystem: KEPT DIRECTORIES in netfs.c).  0, or -1 with errno
+ * (ENOENT: the entry had been broken). */
+int dl_entry_drop(const dirlock *h, const char *dir, const char *path);
+/* The names in directory `dir` on `fs` but "." and "..", as one whole
+ * listing (looked at again when the directory is replaced as it is read,
+ * ESTALE): DIRLOCK_OK with a malloc'd array (none when it does not
+ * exist), or an error -- never a listing cut short. */
+int dl_dir_names(const char *dir, const dl_fs *fs, char ***names, size_t *count, dirlock_error *err);
+void dl_dir_names_free(char **names, size_t count);
 
 #endif

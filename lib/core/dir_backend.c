@@ -1,18 +1,129 @@
 /* dir_backend.c - the directory backend (backend.h): a lock space that is
- * a directory, and each lock a directory in it (exclusive.c, rwlock.c).
- * Here: a handle's directory state, the table of entry points, and the
- * calls that look at locks from outside their holders (inspect, break,
- * cleanup, list). */
-#include "backend.h"
+ * a directory, and each lock a directory in it (dir_exclusive.c).  Here:
+ * a handle's directory state, the table of entry points and the kinds of
+ * lock they dispatch to, the core's own kind -- an exclusive lock -- and
+ * what its holder checks of the lock's neighbours, and the registry of
+ * the modules that add to the backend (dir.h).  What looks at locks from
+ * outside their holders is dir_admin.c.
+ *
+ * NEIGHBOURS.  A whole lock of NAME excludes its readers (D/NAME.readers,
+ * the reader-writer module's) and its ranges (D/NAME.ranges, the range
+ * module's), whose holders announce themselves there and then look at W
+ * (the handshakes of lib/rw/dir_rw.c and lib/range/dir_range.c): so W's
+ * holder, once it holds W, looks at both, and holds NAME whole only when
+ * neither is in use.  One in use is waited for by the module that guards
+ * it (drain the readers, wait for the ranges to go).  A build without
+ * that module cannot wait for it, and must not overrun it: it lets W go
+ * and refuses with DIRLOCK_EINVAL, naming the module -- a build without
+ * lib/rw still lets no writer in with readers, one without lib/range no
+ * whole lock in with a range.  Readers in use are live r./a. entries
+ * (stale ones are broken on the way, as a writer's scan breaks them);
+ * ranges in use are any entry of D/NAME.ranges.  The look is the one a
+ * writer has always made: on the uncontended path one stat() of each
+ * (ENOENT), on a network filesystem one listing of D for both. */
 #include "dir.h"
-#include "fsops.h"
+#include "dir_fsops.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+/* ---- modules ----------------------------------------------------------------- */
+
+static struct dl_dir_module *modules, **modules_end = &modules;
+/* What the registered modules serve, one each (the first registered). */
+static const struct dl_dir_kind *whole_kind = &dl_dir_exclusive;
+static const struct dl_dir_queue *queue;
+static const struct dl_dir_waits *waits;
+
+static int dir_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
+static int dir_downgrade(dirlock *h, dirlock_error *err);
+static int dir_downgrade_intent(dirlock *h, dirlock_error *err);
+static int dir_shrink(dirlock *h, double lo, double hi, dirlock_error *err);
+
+/* Switch on the backend's entries that kind k serves. */
+static void offer_kind(const struct dl_dir_kind *k)
+{
+        if (k->upgrade != NULL)
+                dl_dir_backend.upgrade = dir_upgrade;
+        if (k->downgrade != NULL)
+                dl_dir_backend.downgrade = dir_downgrade;
+        if (k->downgrade_intent != NULL)
+                dl_dir_backend.downgrade_intent = dir_downgrade_intent;
+        if (k->shrink != NULL)
+                dl_dir_backend.shrink = dir_shrink;
+}
+
+/* Switch on the entries of `offers` that are set. */
+static void offer_entries(const dl_backend *o)
+{
+        dl_backend *t = &dl_dir_backend;
+#define OFFER(entry)                                                                                         \
+        if (o->entry != NULL)                                                                                \
+        t->entry = o->entry
+        OFFER(fence);
+        OFFER(range);
+        OFFER(permit);
+        OFFER(ranges);
+        OFFER(waiters);
+#undef OFFER
+}
+
+void dl_dir_module_add(struct dl_dir_module *m)
+{
+        m->next = NULL;
+        *modules_end = m;
+        modules_end = &m->next;
+        if (m->offers != NULL)
+                offer_entries(m->offers);
+        if (m->whole != NULL && whole_kind == &dl_dir_exclusive) {
+                whole_kind = m->whole;
+                offer_kind(m->whole);
+        }
+        for (const struct dl_dir_kind *const *k = m->kinds; k != NULL && *k != NULL; k++)
+                offer_kind(*k);
+        if (m->queue != NULL && queue == NULL)
+                queue = m->queue;
+        if (m->waits != NULL && waits == NULL)
+                waits = m->waits;
+}
+
+const struct dl_dir_module *dl_dir_modules(void)
+{
+        return modules;
+}
+
+/* The module that guards neighbour `near`, or NULL. */
+static const struct dl_dir_module *guard_of(unsigned near)
+{
+        for (const struct dl_dir_module *m = modules; m != NULL; m = m->next)
+                if (m->guards & near)
+                        return m;
+        return NULL;
+}
+
+/* ---- the wait register's hooks ------------------------------------------------ */
+
+int dl_dir_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
+{
+        return waits != NULL ? waits->begin(h, target, kind, mode, err) : DIRLOCK_OK;
+}
+
+int dl_dir_wait_step(dirlock *h, dirlock_error *err)
+{
+        return waits != NULL ? waits->step(h, err) : DIRLOCK_OK;
+}
+
+void dl_dir_wait_end(dirlock *h)
+{
+        if (waits != NULL)
+                waits->end(h);
+}
+
+const struct dl_dir_queue *dl_dir_queue_of(void)
+{
+        return queue;
+}
 
 /* ---- a handle's directory state -------------------------------------- */
 
@@ -37,6 +148,7 @@ static int dir_open(dirlock *h, const char *spec, dirlock_error *err)
                 return rc;
         }
         d->fs = dl_fs_of(d->lockdir, NULL);
+        d->kind = whole_kind;
         d->lock_path = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_LOCK);
         d->entry_path = d->lock_path ? dl_layout_owner_entry(d->lock_path, h->token) : NULL;
         if (d->entry_path == NULL) {
@@ -47,15 +159,27 @@ static int dir_open(dirlock *h, const char *spec, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+void dl_dir_make_kind(dirlock *h, const struct dl_dir_kind *kind, void *state)
+{
+        struct dl_dir *d = dl_dir_of(h);
+        if (d->kind->close != NULL)
+                d->kind->close(h);
+        d->kind = kind;
+        d->kind_state = state;
+}
+
 static void dir_close(dirlock *h)
 {
-        if (h->impl == NULL)
+        struct dl_dir *d = dl_dir_of(h);
+        if (d == NULL)
                 return;
-        dl_wait_free(h);
-        dl_permit_free(h);
-        dl_range_free(h);
-        dl_rw_free(h);
-        dir_free_state(dl_dir_of(h));
+        if (waits != NULL)
+                waits->close(h);
+        if (queue != NULL)
+                queue->close(h);
+        if (d->kind->close != NULL)
+                d->kind->close(h);
+        dir_free_state(d);
         h->impl = NULL;
 }
 
@@ -64,17 +188,28 @@ static void dir_close(dirlock *h)
  * broken meanwhile is no error here: there is nothing left to release. */
 static int dir_release_kept(dirlock *h, dirlock_error *err)
 {
-        return h->ranged ? DIRLOCK_OK : dl_rw_release_kept(h, err);
+        const struct dl_dir_kind *k = dl_dir_of(h)->kind;
+        return k->release_kept != NULL ? k->release_kept(h, err) : DIRLOCK_OK;
 }
 
-/* A new token: the owner entry's path and the reader-writer paths carry
- * it (what a failed release left was released before: handle.c). */
+/* A new token: the owner entry's path and the kind's paths carry it (what
+ * a failed release left was released before: handle.c). */
 static int dir_retoken(dirlock *h, dirlock_error *err)
 {
         (void)err;
         dl_excl_retoken(h);
-        dl_rw_retoken(h);
+        if (dl_dir_of(h)->kind->retoken != NULL)
+                dl_dir_of(h)->kind->retoken(h);
         return DIRLOCK_OK;
+}
+
+int dl_dir_new_token(dirlock *h, dirlock_error *err)
+{
+        dl_excl_discard_prep(h); /* made under the old token */
+        int rc = dir_release_kept(h, err);
+        if (rc == DIRLOCK_OK)
+                rc = dl_random_token(h->token, err);
+        return rc != DIRLOCK_OK ? rc : dir_retoken(h, err);
 }
 
 static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
@@ -83,32 +218,43 @@ static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                               h->ranged, h->opts.flags, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if (h->ranged)
-                return dl_range_acquire(h, deadline, err);
-        rc = h->permits > 0 ? dl_permit_acquire(h, deadline, err) : dl_rw_acquire(h, deadline, err);
+        if ((h->opts.flags & DIRLOCK_FIFO) && queue == NULL)
+                return dl_fail(err, DIRLOCK_EINVAL, 0,
+                               "lock '%s': DIRLOCK_FIFO needs the queue module (lib/fifo), which this build "
+                               "of dirlock does not have",
+                               h->name);
+        rc = dl_dir_of(h)->kind->acquire(h, deadline, err);
         dl_excl_discard_prep(h);
         return rc;
 }
 
-/* A range handle goes to range.c, a whole one to rwlock.c. */
 static int dir_release(dirlock *h, dirlock_error *err)
 {
-        return h->ranged ? dl_range_release(h, err) : dl_rw_release(h, err);
+        return dl_dir_of(h)->kind->release(h, err);
 }
 
 static int dir_refresh(dirlock *h, dirlock_error *err)
 {
-        return h->ranged ? dl_range_refresh(h, err) : dl_rw_refresh(h, err);
+        return dl_dir_of(h)->kind->refresh(h, err);
 }
 
 static int dir_check(const dirlock *h, dirlock_error *err)
 {
-        return h->ranged ? dl_range_check(h, err) : dl_rw_check(h, err);
+        return dl_dir_of(h)->kind->check(h, err);
+}
+
+/* A kind without the operation `what` asked of it. */
+static int not_of_kind(const dirlock *h, int code, const char *what, dirlock_error *err)
+{
+        return dl_fail(err, code, 0, "lock '%s' is %s, which cannot %s", h->name, dl_dir_of(h)->kind->what,
+                       what);
 }
 
 static int dir_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
-        return h->ranged ? dl_range_upgrade(h, opts, err) : dl_rw_upgrade(h, opts, err);
+        const struct dl_dir_kind *k = dl_dir_of(h)->kind;
+        return k->upgrade != NULL ? k->upgrade(h, opts, err)
+                                  : not_of_kind(h, DIRLOCK_EUPGRADE, "be upgraded", err);
 }
 
 static int dir_downgrade(dirlock *h, dirlock_error *err)
@@ -116,352 +262,24 @@ static int dir_downgrade(dirlock *h, dirlock_error *err)
         /* A read lock from here: refused where read locks are (netfs.c). */
         int rc = dl_fs_allows(dl_dir_of(h)->fs, dl_dir_of(h)->lockdir, DIRLOCK_SHARED, h->opts.policy,
                               h->ranged, h->opts.flags, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        return h->ranged ? dl_range_downgrade(h, err) : dl_rw_downgrade(h, err);
+        const struct dl_dir_kind *k = dl_dir_of(h)->kind;
+        if (rc == DIRLOCK_OK)
+                rc = k->downgrade != NULL ? k->downgrade(h, err)
+                                          : not_of_kind(h, DIRLOCK_EINVAL, "be downgraded", err);
+        return rc;
 }
 
 static int dir_downgrade_intent(dirlock *h, dirlock_error *err)
 {
-        return h->ranged ? dl_range_downgrade_intent(h, err) : dl_rw_downgrade_intent(h, err);
+        const struct dl_dir_kind *k = dl_dir_of(h)->kind;
+        return k->downgrade_intent != NULL ? k->downgrade_intent(h, err)
+                                           : not_of_kind(h, DIRLOCK_EINVAL, "go back to intent", err);
 }
 
-static int dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
+static int dir_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
 {
-        return dl_dir_fence(h, dir_check, fence, err);
-}
-
-/* A handle of lock `name` in lock directory `lockdir` for looking at and
- * repairing it from outside (inspect, break): never creates the directory. */
-static int dir_handle_for(const char *lockdir, const char *name, double stale_age, dirlock **out,
-                          dirlock_error *err)
-{
-        dirlock_options o;
-        dirlock_options_init(&o);
-        o.stale_age = stale_age > 0 && stale_age < DIRLOCK_MIN_STALE_AGE ? DIRLOCK_MIN_STALE_AGE : stale_age;
-        o.flags = DIRLOCK_NO_MKDIR;
-        return dl_handle_open(&dl_dir_backend, lockdir, name, &o, out, err);
-}
-
-/* ---- from outside the holders ---------------------------------------- */
-
-static int dir_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner,
-                       dirlock_error *err)
-{
-        dirlock *h;
-        int rc = dir_handle_for(lockdir, name, stale_age, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        struct dl_dir *d = dl_dir_of(h);
-        owner->readers = dl_rw_count_readers(d->lockdir, name);
-        owner->ranges = dl_range_count_held(d->lockdir, name);
-        owner->waiters = dl_waits_count(d->lockdir, name);
-        owner->fence = dl_dir_fence_last(d->lockdir, name);
-        dirlock_owner *permit_holders = NULL;
-        size_t holders = 0, cap = 0;
-        if (dl_permit_holders(d->lockdir, name, h->opts.stale_age, &permit_holders, &holders, &cap, NULL) ==
-                DIRLOCK_OK &&
-            holders > 0) {
-                owner->permits = permit_holders[0].permits;
-                owner->permit_holders = (unsigned)holders;
-        }
-        free(permit_holders);
-        dl_lock_view v;
-        if (dl_lock_look(d->lock_path, d->fs, &v) != 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", d->lock_path);
-        } else if (v.state == DL_LOCK_FOREIGN) {
-                /* Held by something that is not an owner record. */
-                owner->mode = DIRLOCK_EXCLUSIVE;
-                owner->owner_alive = -1;
-                owner->age = v.age;
-                snprintf(owner->host, sizeof owner->host, "%s", "(no owner record)");
-        } else if (v.state != DL_LOCK_OWNED) {
-                if (owner->readers || owner->ranges)
-                        owner->mode = DIRLOCK_SHARED;
-                else if (owner->permit_holders == 0 && owner->waiters == 0)
-                        rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-        } else {
-                dl_lock_describe(&v, h->opts.stale_age, d->fs, owner);
-        }
-        dl_handle_free(h);
-        return rc;
-}
-
-/* Whether lock view *v (owned) is stale, for a breaker from outside.  On
- * a network filesystem the judge must have seen it unchanged for a while
- * (CLOCKS in netfs.c): when the clocks say it is stale, it looks again
- * every 100 ms until it has, or the lock changed (*v is then the last
- * look). */
-static bool stale_for_break(dirlock *h, dl_lock_view *v)
-{
-        const dl_fs *fs = dl_dir_of(h)->fs;
-        if (dl_entry_stale(&v->rec, v->age, h->opts.stale_age, fs))
-                return true;
-        double limit = h->opts.stale_age > (double)v->rec.stale_ms / 1e3 ? h->opts.stale_age
-                                                                         : (double)v->rec.stale_ms / 1e3;
-        if (!fs->network || v->age <= limit)
-                return false;
-        dl_lock_view first = *v;
-        char token[DIRLOCK_TOKEN_LEN + 1];
-        snprintf(token, sizeof token, "%s", v->token);
-        long long changed = v->rec.changed_ns;
-        dl_time deadline = dl_deadline(dl_fs_watch(fs, limit) + 0.5);
-        while (!dl_deadline_passed(&deadline)) {
-                struct timespec nap = {0, 100000000L};
-                nanosleep(&nap, NULL);
-                if (dl_lock_look(dl_dir_of(h)->lock_path, fs, v) != 0 || v->state != DL_LOCK_OWNED ||
-                    strcmp(v->token, token) != 0 || v->rec.changed_ns != changed) {
-                        *v = first; /* released, taken again or refreshed: not stale */
-                        return false;
-                }
-                if (dl_entry_stale(&v->rec, v->age, h->opts.stale_age, fs))
-                        return true;
-        }
-        return false;
-}
-
-static int dir_break(const char *lockdir, const char *name, double stale_age, int force, dirlock_error *err)
-{
-        dirlock *h;
-        int rc = dir_handle_for(lockdir, name, stale_age, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        const char *lock_path = dl_dir_of(h)->lock_path;
-        const dl_fs *fs = dl_dir_of(h)->fs;
-        dl_lock_view v;
-        if (!force && !fs->usable) {
-                /* No holder there can refresh, nor a judge see it do so
-                 * (netfs.c): every lock would look stale. */
-                rc = dl_fail(err, DIRLOCK_ENETFS, 0,
-                             "'%s' is on %s, where no lock's age can be judged: %s; not broken (force "
-                             "breaks it whatever its age), see docs/netfs.md",
-                             dl_dir_of(h)->lockdir, fs->name, fs->why);
-        } else if (dl_lock_look(lock_path, fs, &v) != 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock '%s'", lock_path);
-        } else if (v.state == DL_LOCK_ABSENT || v.state == DL_LOCK_EMPTY) {
-                dl_fs_rmdir(lock_path); /* an empty directory is a free lock: tidy it */
-                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-        } else if (v.state == DL_LOCK_FOREIGN) {
-                if (!force) {
-                        rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                                     "lock '%s' holds files that are not an owner record; use force to "
-                                     "remove them",
-                                     name);
-                } else {
-                        dl_lock_clear_foreign(lock_path); /* never touches an owner entry */
-                        rc = DIRLOCK_OK;
-                }
-        } else if (!force && !stale_for_break(h, &v)) {
-                rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                             "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); not "
-                             "broken",
-                             name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host", v.age,
-                             h->opts.stale_age);
-        } else if (dl_excl_break_entry(lock_path, v.leaf) == 0) {
-                rc = DIRLOCK_OK;
-        } else if (errno == ENOENT) {
-                rc = dl_fail(err, DIRLOCK_ENOLOCK, 0, "lock '%s' is free", name);
-        } else if (errno == EPERM || errno == EACCES) {
-                rc = dl_fail(err, DIRLOCK_EPERM, errno,
-                             "lock '%s' (pid %ld on %s) may not be broken by this user", name,
-                             (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host");
-        } else {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot break '%s/%s'", lock_path, v.leaf);
-        }
-        dl_handle_free(h);
-        return rc;
-}
-
-/* Room for one more owner at the end of *out, zeroed; NULL when out of
- * memory. */
-static dirlock_owner *one_more(dirlock_owner **out, size_t *count, size_t *cap)
-{
-        if (*count == *cap) {
-                size_t grown_cap = *cap ? *cap * 2 : 8;
-                dirlock_owner *grown = realloc(*out, grown_cap * sizeof *grown);
-                if (grown == NULL)
-                        return NULL;
-                *out = grown;
-                *cap = grown_cap;
-        }
-        dirlock_owner *o = &(*out)[(*count)++];
-        memset(o, 0, sizeof *o);
-        return o;
-}
-
-/* The readers' entries (r. and a.) of `name`, appended. */
-static int list_readers(const char *lockdir, const char *name, double stale_age, const dl_fs *fs,
-                        dirlock_owner **out, size_t *count, size_t *cap, dirlock_error *err)
-{
-        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
-        char **names = NULL;
-        size_t n = 0;
-        if (dir == NULL || dl_dir_names(dir, fs, &names, &n, NULL) != DIRLOCK_OK) {
-                free(dir);
-                return DIRLOCK_OK; /* none (or unreadable: as inspect counts them) */
-        }
-        int rc = DIRLOCK_OK;
-        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
-                int kind = dl_layout_entry_kind(names[i]);
-                if (kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED)
-                        continue;
-                dl_lock_view v;
-                memset(&v, 0, sizeof v);
-                char *entry = dl_join(dir, names[i], NULL);
-                if (entry == NULL || dl_entry_read(entry, &v.rec, &v.age) != 0) {
-                        free(entry);
-                        continue; /* gone meanwhile */
-                }
-                free(entry);
-                v.state = DL_LOCK_OWNED;
-                v.token = names[i] + 2;
-                dirlock_owner *o = one_more(out, count, cap);
-                if (o == NULL)
-                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                else
-                        dl_lock_describe(&v, stale_age, fs, o);
-        }
-        dl_dir_names_free(names, n);
-        free(dir);
-        return rc;
-}
-
-static int dir_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
-                       size_t *count, dirlock_error *err)
-{
-        char *abs;
-        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (stale_age <= 0)
-                stale_age = DIRLOCK_DEFAULT_STALE_AGE;
-        size_t cap = 0;
-        const dl_fs *fs = dl_fs_of(abs, NULL);
-        char *lock = dl_layout_path(abs, name, DL_SUFFIX_LOCK);
-        dl_lock_view v;
-        if (lock == NULL) {
-                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        } else if (dl_lock_look(lock, fs, &v) == 0 && v.state == DL_LOCK_OWNED) {
-                dirlock_owner *o = one_more(out, count, &cap);
-                if (o == NULL)
-                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                else
-                        dl_lock_describe(&v, stale_age, fs, o);
-        }
-        free(lock);
-        if (rc == DIRLOCK_OK)
-                rc = list_readers(abs, name, stale_age, fs, out, count, &cap, err);
-        if (rc == DIRLOCK_OK)
-                rc = dl_permit_holders(abs, name, stale_age, out, count, &cap, err);
-        free(abs);
-        if (rc != DIRLOCK_OK) {
-                free(*out);
-                *out = NULL;
-                *count = 0;
-        }
-        return rc;
-}
-
-static int dir_waiters(const char *lockdir, const char *name, dirlock_waiter **out, size_t *count,
-                       dirlock_error *err)
-{
-        char *abs;
-        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        rc = dl_waits_list(abs, name, out, count, err);
-        free(abs);
-        return rc;
-}
-
-static int dir_ranges(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
-                      dirlock_error *err)
-{
-        return dl_range_list(lockdir, name, 0, out, count, err);
-}
-
-static int dir_cleanup(const char *lockdir, dirlock_error *err)
-{
-        char *abs;
-        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        /* Same host, dead owner: at once.  Others: only once older than
-         * any waiter leaves its own (exclusive.c, LEFTOVER PREPARED
-         * DIRECTORIES). */
-        dl_sweep_preps(abs, NULL, DIRLOCK_DEFAULT_STALE_AGE);
-        dl_waits_cleanup(abs);
-        rc = dl_rw_cleanup(abs, err);
-        free(abs);
-        return rc;
-}
-
-/* Add `name` to names[0..*n) unless it is there; DIRLOCK_OK or ENOMEM. */
-static int add_name(char ***names, size_t *n, size_t *cap, const char *name, dirlock_error *err)
-{
-        for (size_t i = 0; i < *n; i++)
-                if (strcmp((*names)[i], name) == 0)
-                        return DIRLOCK_OK;
-        if (*n == *cap) {
-                size_t grown_cap = *cap ? *cap * 2 : 16;
-                char **grown = realloc(*names, grown_cap * sizeof *grown);
-                if (grown == NULL)
-                        return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                *names = grown;
-                *cap = grown_cap;
-        }
-        if (((*names)[*n] = strdup(name)) == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        (*n)++;
-        return DIRLOCK_OK;
-}
-
-/* Every NAME that has a NAME.lock, NAME.readers, NAME.wq, NAME.fifo,
- * NAME.ranges or NAME.permits, or a waiter in the wait register. */
-static int dir_list(const char *lockdir, char ***names_out, size_t *count, dirlock_error *err)
-{
-        char *abs;
-        int rc = dl_lockdir_prepare(lockdir, false, &abs, NULL, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        DIR *dp = dl_fs_opendir(abs);
-        if (dp == NULL) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", abs);
-                free(abs);
-                return rc;
-        }
-        char **names = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        int more;
-        while (rc == DIRLOCK_OK && (more = dl_fs_next(dp, &de)) > 0) {
-                char name[DIRLOCK_NAME_MAX + 1];
-                if (dl_layout_lock_name(de->d_name, name))
-                        rc = add_name(&names, &n, &cap, name, err);
-        }
-        if (rc == DIRLOCK_OK && more < 0) /* a listing cut short is no list */
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", abs);
-        closedir(dp);
-        char **waited = NULL;
-        size_t nwaited = 0;
-        if (rc == DIRLOCK_OK && dl_waits_names(abs, &waited, &nwaited) == DIRLOCK_OK) {
-                for (size_t i = 0; i < nwaited; i++) {
-                        if (rc == DIRLOCK_OK)
-                                rc = add_name(&names, &n, &cap, waited[i], err);
-                        free(waited[i]);
-                }
-                free(waited);
-        }
-        free(abs);
-        if (rc != DIRLOCK_OK) {
-                while (n > 0)
-                        free(names[--n]);
-                free(names);
-                return rc;
-        }
-        *names_out = names;
-        *count = n;
-        return DIRLOCK_OK;
+        const struct dl_dir_kind *k = dl_dir_of(h)->kind;
+        return k->shrink != NULL ? k->shrink(h, lo, hi, err) : not_of_kind(h, DIRLOCK_EINVAL, "shrink", err);
 }
 
 static const char *dir_space_key(const dirlock *h)
@@ -469,9 +287,173 @@ static const char *dir_space_key(const dirlock *h)
         return dl_dir_of(h)->lockdir;
 }
 
+/* ---- neighbours ------------------------------------------------------------- */
+
+/* What a build without the guarding module finds of a neighbour that is
+ * there: 1 in use, 0 not (tidied), -1 error. */
+static int readers_in_use(dirlock *h, const char *dir, dirlock_error *err)
+{
+        dl_scan sc = {.active = "ra"};
+        int rc = dl_scan_dir(dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err);
+        dl_scan_done(&sc);
+        if (rc != 0)
+                return -1;
+        if (sc.live == 0 && !dl_dir_of(h)->fs->network)
+                dl_fs_rmdir(dir); /* as a writer's drain leaves it: ENOTEMPTY keeps it */
+        return sc.live > 0;
+}
+
+static int ranges_in_use(dirlock *h, const char *dir, dirlock_error *err)
+{
+        char **names;
+        size_t n;
+        if (dl_dir_names(dir, dl_dir_of(h)->fs, &names, &n, err) != DIRLOCK_OK)
+                return -1;
+        dl_dir_names_free(names, n);
+        return n > 0;
+}
+
+static const struct neighbour {
+        unsigned near;
+        const char *suffix;
+        const char *what;   /* for the refusal: "readers", ... */
+        const char *module; /* ... and the module that guards it */
+        int (*in_use)(dirlock *h, const char *dir, dirlock_error *err);
+} neighbours[] = {
+    {DL_NEAR_READERS, DL_SUFFIX_READERS, "readers", "the reader-writer module (lib/rw)", readers_in_use},
+    {DL_NEAR_RANGES, DL_SUFFIX_RANGES, "ranges held or waited for", "the range module (lib/range)",
+     ranges_in_use},
+};
+#define NEIGHBOURS (sizeof neighbours / sizeof neighbours[0])
+
+/* Which of the neighbours asked are there (a bit each): one look. */
+static int neighbours_there(dirlock *h, char *paths[NEIGHBOURS], unsigned which, unsigned *there)
+{
+        *there = 0;
+        bool network = dl_dir_of(h)->fs->network;
+        if (network && which == DL_NEAR_ALL) {
+                /* On a network filesystem "absent" is asked of a listing
+                 * of D (dir_fsops.c): one listing answers for both. */
+                int other, r = dl_fs_present2(paths[0], paths[1], &other);
+                if (r < 0)
+                        return -1;
+                *there = (r ? neighbours[0].near : 0) | (other ? neighbours[1].near : 0);
+                return 0;
+        }
+        for (size_t i = 0; i < NEIGHBOURS; i++) {
+                if (!(which & neighbours[i].near))
+                        continue;
+                int r = dl_fs_present(paths[i], network);
+                if (r < 0)
+                        return -1;
+                *there |= r ? neighbours[i].near : 0;
+        }
+        return 0;
+}
+
+static int look_at_neighbours(dirlock *h, char *paths[NEIGHBOURS], unsigned which, const dl_time *deadline,
+                              dirlock_error *err)
+{
+        unsigned there;
+        if (neighbours_there(h, paths, which, &there) != 0)
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot look at the neighbours of lock '%s'",
+                               h->name);
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < NEIGHBOURS && rc == DIRLOCK_OK; i++) {
+                if (!(there & neighbours[i].near))
+                        continue;
+                const struct dl_dir_module *m = guard_of(neighbours[i].near);
+                if (m != NULL) {
+                        rc = m->guard(h, deadline, true, err);
+                        continue;
+                }
+                int in_use = neighbours[i].in_use(h, paths[i], err);
+                if (in_use < 0)
+                        rc = err->code;
+                else if (in_use > 0)
+                        rc =
+                            dl_fail(err, DIRLOCK_EINVAL, 0,
+                                    "lock '%s' has %s ('%s', made by a build with %s): this build of dirlock "
+                                    "cannot wait for them, and does not take the lock past them",
+                                    h->name, neighbours[i].what, paths[i], neighbours[i].module);
+        }
+        return rc;
+}
+
+int dl_dir_neighbours(dirlock *h, unsigned which, const dl_time *deadline, dirlock_error *err)
+{
+        dirlock_error local; /* the guards report through err->code */
+        if (err == NULL)
+                err = &local;
+        char *paths[NEIGHBOURS];
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < NEIGHBOURS; i++)
+                if ((paths[i] = dl_layout_path(dl_dir_of(h)->lockdir, h->name, neighbours[i].suffix)) == NULL)
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        if (rc == DIRLOCK_OK)
+                rc = look_at_neighbours(h, paths, which, deadline, err);
+        for (size_t i = 0; i < NEIGHBOURS; i++)
+                free(paths[i]);
+        return rc;
+}
+
+/* ---- the core's kind: an exclusive lock --------------------------------------- */
+
+int dl_dir_exclusive_acquire(dirlock *h, const struct dl_slots *w, const dl_time *deadline,
+                             dirlock_error *err)
+{
+        for (;;) {
+                int rc = dl_dir_take(h, w, deadline, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+                rc = dl_dir_neighbours(h, DL_NEAR_ALL, deadline, err);
+                if (rc == DIRLOCK_OK)
+                        return rc;
+                dl_excl_release(h, NULL);
+                /* else: broken while we waited for a neighbour, again */
+                if (rc != DIRLOCK_ELOST || (rc = dl_dir_new_token(h, err)) != DIRLOCK_OK)
+                        return rc;
+        }
+}
+
+static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+{
+        bool plain = h->opts.policy == DIRLOCK_POLICY_FAIR || h->opts.policy == DIRLOCK_POLICY_SIMPLE;
+        if (h->opts.mode != DIRLOCK_EXCLUSIVE || !plain)
+                return dl_fail(
+                    err, DIRLOCK_EINVAL, 0,
+                    "lock '%s': %s locks need the reader-writer module (lib/rw), which this build of "
+                    "dirlock does not have",
+                    h->name, !plain ? "the policies writer and reader of" : "shared and intent");
+        return dl_dir_exclusive_acquire(h, &dl_dir_w, deadline, err);
+}
+
+static int exclusive_release_kept(dirlock *h, dirlock_error *err)
+{
+        if (!dl_dir_of(h)->excl_held)
+                return DIRLOCK_OK;
+        int rc = dl_excl_release(h, err);
+        if (rc == DIRLOCK_ELOST) {
+                dl_ok(err);
+                return DIRLOCK_OK;
+        }
+        return rc;
+}
+
+const struct dl_dir_kind dl_dir_exclusive = {
+    .what = "an exclusive lock",
+    .acquire = exclusive_acquire,
+    .release = dl_excl_release,
+    .release_kept = exclusive_release_kept,
+    .refresh = dl_excl_refresh,
+    .check = dl_excl_check,
+};
+
+/* ---- the table ----------------------------------------------------------------- */
+
 static const char *const dir_forms[] = {"DIR (a lock directory)", NULL};
 
-const dl_backend dl_dir_backend = {
+dl_backend dl_dir_backend = {
     .name = "directory",
     .forms = dir_forms,
     .local = true,
@@ -483,19 +465,10 @@ const dl_backend dl_dir_backend = {
     .release_kept = dir_release_kept,
     .refresh = dir_refresh,
     .check = dir_check,
-    .fence = dir_fence,
     .space_key = dir_space_key,
-    .range = dl_range_prepare,
-    .shrink = dl_range_shrink,
-    .permit = dl_permit_prepare,
-    .upgrade = dir_upgrade,
-    .downgrade = dir_downgrade,
-    .downgrade_intent = dir_downgrade_intent,
-    .inspect = dir_inspect,
-    .break_lock = dir_break,
-    .cleanup = dir_cleanup,
-    .ranges = dir_ranges,
-    .holders = dir_holders,
-    .waiters = dir_waiters,
-    .list = dir_list,
+    .inspect = dl_dir_inspect,
+    .break_lock = dl_dir_break,
+    .cleanup = dl_dir_cleanup,
+    .holders = dl_dir_holders,
+    .list = dl_dir_list,
 };

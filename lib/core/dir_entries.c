@@ -1,10 +1,12 @@
-/* rw_entries.c - entry directories of the reader-writer layer: creating and
- * dropping one process's entry, and scanning a directory of entries (the
- * readers of a name, its waiting writers) to count the live ones, break the
- * stale ones and admit waiting readers.  The protocol that gives these
- * steps their meaning is described at the top of rwlock.c. */
-#include "fsops.h"
-#include "rw_internal.h"
+/* dir_entries.c - directories of entries in a lock directory: creating
+ * and dropping one process's entry, scanning a directory of entries (the
+ * readers of a name, its waiting writers, a queue's tickets) to count the
+ * live ones, break the stale ones and admit waiting readers, and listing
+ * a directory whole.  The protocols that give these steps their meaning
+ * are their modules' (lib/rw/dir_rw.c, lib/fifo/dir_fifo.c); the core
+ * scans a name's readers itself (NEIGHBOURS in dir_backend.c). */
+#include "dir.h"
+#include "dir_fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mode)
+int dl_entry_make_in(const char *dir, const char *path, const dirlock *h, int mode)
 {
         /* The directory usually exists while there are readers: try the
          * entry first, make the directory only when it is missing.  It may
@@ -24,7 +26,7 @@ int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mo
         for (int round = 0; round < 100; round++) {
                 if (dl_entry_create(path, h, mode) == 0)
                         return 0;
-                /* ESTALE after its tries (fsops.c): the directory was
+                /* ESTALE after its tries (dir_fsops.c): the directory was
                  * replaced as we made the entry; as for ENOENT, make it
                  * (EEXIST when it is there) and try again. */
                 if (errno != ENOENT && errno != ESTALE)
@@ -37,7 +39,7 @@ int dl_rw_entry_make(const char *dir, const char *path, const dirlock *h, int mo
         return -1;
 }
 
-int dl_rw_entry_drop(const dirlock *h, const char *dir, const char *path)
+int dl_entry_drop(const dirlock *h, const char *dir, const char *path)
 {
         int rc = dl_fs_unlink(path);
         int e = errno;
@@ -57,7 +59,7 @@ static bool admissible(const dl_scan *s, const char *token)
         return false;
 }
 
-void dl_rw_scan_done(dl_scan *s)
+void dl_scan_done(dl_scan *s)
 {
         free(s->known);
         s->known = NULL;
@@ -103,7 +105,7 @@ static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_a
                 if (errno == ENOENT || errno == EINVAL)
                         return 0; /* gone meanwhile, or not an entry (not a symlink) */
                 /* ESTALE: the directory was replaced as we read it; the
-                 * caller scans again (dl_rw_scan).  Anything else (the
+                 * caller scans again (dl_scan_dir).  Anything else (the
                  * storage out of reach): an entry we cannot read is never
                  * counted as gone. */
                 int e = errno;
@@ -145,7 +147,7 @@ static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_a
         return 0;
 }
 
-/* One scan (dl_rw_scan): 0, -1 with err, or -1 with errno ESTALE and err
+/* One scan (dl_scan_dir): 0, -1 with err, or -1 with errno ESTALE and err
  * untouched when the directory was replaced as we read it. */
 static int scan_once(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err)
 {
@@ -183,7 +185,7 @@ static int scan_once(const char *dir, double stale_age, const dl_fs *fs, dl_scan
         return rc;
 }
 
-int dl_rw_scan(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err)
+int dl_scan_dir(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err)
 {
         for (int try = 0;; try++) {
                 int rc = scan_once(dir, stale_age, fs, s, err);
@@ -193,6 +195,81 @@ int dl_rw_scan(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, d
                         dl_fail(err, DIRLOCK_EIO, ESTALE, "'%s' keeps changing as it is read", dir);
                         return -1;
                 }
+                dl_fs_refresh(dir); /* replaced while we read it: read it again (dir_fsops.c) */
+        }
+}
+
+/* ---- listings ------------------------------------------------------------- */
+
+void dl_dir_names_free(char **names, size_t n)
+{
+        while (n > 0)
+                free(names[--n]);
+        free(names);
+}
+
+/* One listing: DIRLOCK_OK, an error, or -1 with errno ESTALE (replaced
+ * while we read it: read it again). */
+static int names_once(const char *dir, const dl_fs *fs, char ***out, size_t *count, dirlock_error *err)
+{
+        int dfd = dl_fs_open_dir_sure(dir, fs->network);
+        if (dfd < 0) {
+                if (errno == ENOENT)
+                        return DIRLOCK_OK;
+                return errno == ESTALE ? -1 : dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
+        }
+        DIR *d = fdopendir(dfd);
+        if (d == NULL) {
+                int e = errno;
+                close(dfd);
+                return dl_fail(err, DIRLOCK_EIO, e, "cannot read '%s'", dir);
+        }
+        char **v = NULL;
+        size_t n = 0, cap = 0;
+        int rc = DIRLOCK_OK, more = 0;
+        struct dirent *de;
+        while (rc == DIRLOCK_OK && (more = dl_fs_next(d, &de)) > 0) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (n == cap) {
+                        size_t grown_cap = cap ? cap * 2 : 16;
+                        char **grown = realloc(v, grown_cap * sizeof *grown);
+                        if (grown == NULL) {
+                                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                                break;
+                        }
+                        v = grown;
+                        cap = grown_cap;
+                }
+                if ((v[n] = strdup(de->d_name)) == NULL)
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                else
+                        n++;
+        }
+        int e = errno;
+        closedir(d);
+        if (rc == DIRLOCK_OK && more < 0) /* a listing cut short is no listing */
+                rc = e == ESTALE ? -1 : dl_fail(err, DIRLOCK_EIO, e, "cannot read '%s'", dir);
+        if (rc != DIRLOCK_OK) {
+                dl_dir_names_free(v, n);
+                errno = e;
+                return rc;
+        }
+        *out = v;
+        *count = n;
+        return DIRLOCK_OK;
+}
+
+int dl_dir_names(const char *dir, const dl_fs *fs, char ***out, size_t *count, dirlock_error *err)
+{
+        *out = NULL;
+        *count = 0;
+        for (int try = 0;; try++) {
+                int rc = names_once(dir, fs, out, count, err);
+                if (rc != -1)
+                        return rc;
+                if (try == DL_ESTALE_TRIES)
+                        return dl_fail(err, DIRLOCK_EIO, ESTALE, "'%s' keeps changing as it is read", dir);
                 dl_fs_refresh(dir); /* replaced while we read it: read it again (fsops.c) */
         }
 }

@@ -151,7 +151,7 @@
  * right before it renames its new log into place), or use a fence.
  */
 #include "dir.h"
-#include "fsops.h"
+#include "dir_fsops.h"
 #include "test_hooks.h"
 
 #include <dirent.h>

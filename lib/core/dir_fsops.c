@@ -66,8 +66,8 @@
  * path and of its directory and looks up a name that differs
  * (repair_name): a taker killed between its rename and its lookup leaves
  * no lock that nobody can read. */
-#include "fsops.h"
-#include "internal.h"
+#include "dir_fsops.h"
+#include "core.h"
 
 #include <errno.h>
 #include <fcntl.h>

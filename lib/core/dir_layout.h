@@ -1,48 +1,59 @@
-/* layout.h - the directory backend's names on disk, in one place: every
- * other file builds and parses them through here.
+/* dir_layout.h - the directory backend's names on disk, in one place, the
+ * core's and every module's: the core and the modules build and parse
+ * them from here (the builders and parsers of a name that one module
+ * alone uses are that module's, in its folder).
  *
  * Lock directory D, lock NAME, T a token (DIRLOCK_TOKEN_LEN lowercase hex
  * digits, 128 random bits drawn for one acquisition).  Every entry is a
  * symbolic link whose target text is an owner record (owner.c).
  *
- *   D/NAME.lock/              the exclusive lock W (exclusive.c); empty =
- *                             free, else it holds exactly:
+ * The core's (lib/core):
+ *   D/NAME.lock/              the exclusive lock W (dir_exclusive.c);
+ *                             empty = free, else it holds exactly:
  *   D/NAME.lock/owner.<T>     its owner entry (holder T)
  *   D/.NAME.<T>.new/          holder-to-be T's prepared lock directory
  *   D/.aside.<T>              a prepared directory being removed (cleanup)
- *   D/NAME.readers/r.<T>      a reader that announced itself (rwlock.c)
+ * The reader-writer module's (lib/rw/dir_rw.c):
+ *   D/NAME.readers/r.<T>      a reader that announced itself
  *   D/NAME.readers/a.<T>      a waiting reader admitted by a fair writer
  *   D/NAME.readers/w.<T>      a fair reader waiting for a write phase
  *   D/NAME.up.<T>             intent holder T is upgrading / upgraded
  *   D/NAME.wq/x.<T>           a writer waiting for W (policy writer)
- *   D/NAME.fifo/t.<SEQ>       FIFO ticket (fifo.c), SEQ zero-padded decimal
- *   D/NAME.ranges/<entry>     range holders and waiters (range.c, where
- *                             the entry names are described)
+ * The queue module's (lib/fifo/dir_fifo.c):
+ *   D/NAME.fifo/t.<SEQ>       a waiter's ticket, SEQ zero-padded decimal
+ * The range module's (lib/range/dir_range.c):
+ *   D/NAME.ranges/<entry>     range holders and waiters (dir_range.c
+ *                             describes the entry names)
  *   D/.NAME.rmeta             the file the ranges' meta-lock flocks
- *   D/NAME.permits/           a counting lock (permits.c):
+ * The counting-lock module's (lib/permit/dir_permit.c):
+ *   D/NAME.permits/           a counting lock:
  *   D/NAME.permits/n<N>/<K>/  permit K (0 <= K < N) of the holders asking
  *                             N permits: a lock directory as NAME.lock
  *                             is, holding owner.<T>
- *   D/NAME.permits/queue/t.<SEQ>  its waiters' tickets (fifo.c)
- *   D/.waits/t.<B>.<NS>.<P>.<TID>  the wait register (waits.c): thread
- *                             TID of process P (of the host whose boot
- *                             id is B, pid namespace NS) waits
+ *   D/NAME.permits/queue/t.<SEQ>  its waiters' tickets (lib/fifo)
+ * The deadlock module's (lib/deadlock):
+ *   D/.waits/t.<B>.<NS>.<P>.<TID>  the wait register (dir_register.c):
+ *                             thread TID of process P (of the host whose
+ *                             boot id is B, pid namespace NS) waits
  *   D/.waits/o.<T>            another wait (a pending acquire's, ...)
- *   D/.waits/verdicts/<N>     the deadlock verdict counter (deadlock.c,
- *                             ONE VICTIM; a COUNTER of dir_fence.c); kept
+ *   D/.waits/verdicts/<N>     the deadlock verdict counter
+ *                             (dir_deadlock.c, ONE VICTIM; a COUNTER of
+ *                             lib/fence/dir_counter.c); kept
  *   D/.waits/.v<T>            the counter being made
+ * The fence module's (lib/fence/dir_fence.c):
  *   D/NAME.fence/<N>          the lock's fence counter: one empty file
- *                             named by the last fence drawn (dir_fence.c)
+ *                             named by the last fence drawn
  *   D/.NAME.fence.<T>.new/    a fence counter being made
- *   D/NAME.flock              reserved: the file the flock backend locks in
- *                             a directory it shares (lib/flock/flock.c)
+ * The flock backend's (lib/flock/flock.c):
+ *   D/NAME.flock              reserved: the file it locks in a directory
+ *                             it shares
  *
  * Names starting with a dot are private to one process (inotify waiters
  * ignore them), but for .waits, which every waiter writes in and nobody
  * needs to be woken by; lock names never start with one
  * (dirlock_name_valid). */
-#ifndef DIRLOCK_LAYOUT_H
-#define DIRLOCK_LAYOUT_H
+#ifndef DIRLOCK_DIR_LAYOUT_H
+#define DIRLOCK_DIR_LAYOUT_H
 
 #include "dirlock.h"
 
@@ -93,26 +104,11 @@ char *dl_layout_entry(const char *dir, enum dl_entry_kind kind, const char *toke
 char *dl_layout_owner_entry(const char *lock_path, const char *token);
 /* D/.NAME.<T>.new */
 char *dl_layout_prep(const char *lockdir, const char *name, const char *token);
-/* D/NAME.up.<T> */
-char *dl_layout_up(const char *lockdir, const char *name, const char *token);
 /* D/.aside.<T> */
 char *dl_layout_aside(const char *lockdir, const char *token);
 /* Put a new token in a path built above that ends with one (an entry,
  * owner.<T>, NAME.up.<T>, .aside.<T>): the same length, so in place. */
 void dl_layout_retoken(char *path, const char *token);
-/* FIFO_DIR/t.<SEQ> */
-char *dl_layout_ticket(const char *fifo_dir, unsigned long long seq);
-/* D/.waits/t.<B>.<NS>.<P>.<TID>: thread `tid` of the process of `rec`
- * (its boot id, pid namespace and pid) */
-char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
-                            pid_t tid);
-/* D/.waits/o.<T> */
-char *dl_layout_wait_other(const char *lockdir, const char *token);
-/* D/.waits/verdicts, and D/.waits/.v<T> */
-char *dl_layout_verdicts(const char *lockdir);
-char *dl_layout_verdicts_prep(const char *lockdir, const char *token);
-/* PERMITS_DIR/n<N> (PERMITS_DIR is D/NAME.permits) */
-char *dl_layout_permit_group(const char *permits_dir, unsigned n);
 
 /* ---- parsers of leaf names ---------------------------------------------- */
 
@@ -124,14 +120,6 @@ const char *dl_layout_owner_token(const char *leaf);
 int dl_layout_entry_kind(const char *leaf);
 /* ".NAME.<T>.new" of lock `name` (any lock when NULL): the token, else NULL. */
 const char *dl_layout_prep_token(const char *leaf, const char *name);
-/* "NAME.up.<T>": the token, with NAME's length in *name_len, else NULL. */
-const char *dl_layout_up_token(const char *leaf, size_t *name_len);
-/* "t.<SEQ>": 1 and *seq, else 0. */
-int dl_layout_ticket_seq(const char *leaf, unsigned long long *seq);
-/* "n<N>" (a group of permits): 1 and *n, else 0. */
-int dl_layout_permit_group_n(const char *leaf, unsigned *n);
-/* "<K>" (a permit of a group): 1 and *k, else 0. */
-int dl_layout_permit_k(const char *leaf, unsigned *k);
 /* The lock name of a leaf of D that belongs to a lock (NAME.lock,
  * NAME.readers, NAME.wq, NAME.fifo, NAME.ranges, NAME.permits): 1 with
  * name filled,

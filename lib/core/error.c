@@ -2,7 +2,7 @@
  * one list, DIRLOCK_CODES in dirlock.h) and the helpers that fill a
  * dirlock_error with a message naming what failed, among them why an
  * acquire ended without its lock. */
-#include "internal.h"
+#include "core.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,20 +75,6 @@ int dl_gave_up_ahead(dirlock_error *err, double timeout, bool canceled, const ch
                                "canceled waiting for %s (a waiter ahead, %s, goes first)", what, ahead);
         return dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
                        "timed out after %.3g s: %s goes first to a waiter ahead, %s", timeout, what, ahead);
-}
-
-int dl_gave_up_unreachable(dirlock_error *err, double timeout, bool canceled, const char *what,
-                           const char *server)
-{
-        if (canceled)
-                return dl_fail(err, DIRLOCK_ECANCELED, 0,
-                               "canceled waiting for %s while %s could not be reached", what, server);
-        if (timeout != 0 && err != NULL) {
-                size_t len = strlen(err->message);
-                snprintf(err->message + len, sizeof err->message - len, " (gave up at the timeout, %.3g s)",
-                         timeout);
-        }
-        return DIRLOCK_ESERVER;
 }
 
 int dl_about(dirlock_error *err, int rc, const char *name)

@@ -1,7 +1,9 @@
 /* handle.c - the life of a lock handle, whatever its backend: options,
- * creation, the public acquire/release/refresh/check/upgrade/downgrade
- * entry points (each dispatches to the handle's backend, backend.h),
- * reentrant hold counting, the fork guard, accessors, and dirlock_with(). */
+ * creation, the public acquire/release/refresh/check entry points (each
+ * dispatches to the handle's backend, backend.h), reentrant hold
+ * counting, the fork guard, accessors, and dirlock_with().  The calls of
+ * the modules (upgrade, ranges, permits, fences) are in their folders and
+ * start from here (dl_handle_open_in, dl_handle_held). */
 #include "backend.h"
 
 #include <errno.h>
@@ -10,6 +12,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- the hooks a module sets on every handle ---------------------------- */
+
+static const dl_handle_hooks *hooks;
+
+void dl_handle_hooks_set(const dl_handle_hooks *h)
+{
+        hooks = h;
+}
+
+void dl_handle_note_held(const dirlock *h, bool held)
+{
+        if (hooks != NULL)
+                hooks->held(h, held);
+}
+
+/* Before a waiting acquire: DIRLOCK_EDEADLK when the thread would wait
+ * for itself (the module that keeps the held table knows). */
+static int before_wait(const dirlock *h, dirlock_error *err)
+{
+        return hooks != NULL ? hooks->before_wait(h, err) : DIRLOCK_OK;
+}
+
+/* ---- options and creation ------------------------------------------------- */
 
 void dirlock_options_init(dirlock_options *opts)
 {
@@ -38,8 +64,8 @@ static int normalise_options(const dirlock_options *in, dirlock_options *out, di
         if (out->policy < DIRLOCK_POLICY_FAIR || out->policy > DIRLOCK_POLICY_SIMPLE)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown reader-writer policy %d", out->policy);
         unsigned known = DIRLOCK_FIFO | DIRLOCK_REENTRANT | DIRLOCK_NO_MKDIR | DIRLOCK_NO_NOTIFY |
-                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK | DIRLOCK_SERVER_NOTICE |
-                         DIRLOCK_THREAD_FD;
+                         DIRLOCK_CANCEL_FD | DIRLOCK_ONE_CLIENT | DIRLOCK_NO_DEADLOCK |
+                         DIRLOCK_SERVER_NOTICE | DIRLOCK_THREAD_FD;
         if (out->flags & ~known)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "unknown flags 0x%x", out->flags & ~known);
         if (out->flags & DIRLOCK_CANCEL_FD) {
@@ -106,7 +132,7 @@ void dl_handle_free(dirlock *h)
 {
         if (h == NULL)
                 return;
-        dl_held_note(h, false);
+        dl_handle_note_held(h, false);
         h->be->close(h);
         free(h);
 }
@@ -150,7 +176,7 @@ void dl_handle_forget_cancel(dirlock *h)
 int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
 {
         dl_time deadline = dl_deadline(h->opts.timeout);
-        int rc = dl_held_self_deadlock(h, err);
+        int rc = before_wait(h, err);
         if (rc == DIRLOCK_OK)
                 rc = h->be->acquire(h, &deadline, err);
         if (rc != DIRLOCK_OK) {
@@ -161,10 +187,20 @@ int dl_handle_acquire_new(dirlock *h, dirlock **out, dirlock_error *err)
         }
         dl_handle_forget_cancel(h);
         h->holds = 1;
-        dl_held_note(h, true);
+        dl_handle_note_held(h, true);
         *out = h;
         dl_ok(err);
         return DIRLOCK_OK;
+}
+
+int dl_handle_open_in(const char *space, const char *name, const dirlock_options *opts, dirlock **out,
+                      dirlock_error *err)
+{
+        *out = NULL;
+        const dl_backend *be;
+        const char *spec;
+        int rc = dl_space_resolve(space, &be, &spec, err);
+        return rc != DIRLOCK_OK ? rc : dl_handle_open(be, spec, name, opts, out, err);
 }
 
 int dirlock_acquire(const char *space, const char *name, const dirlock_options *opts, dirlock **out,
@@ -172,124 +208,9 @@ int dirlock_acquire(const char *space, const char *name, const dirlock_options *
 {
         if (out == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
-        *out = NULL;
-        const dl_backend *be;
-        const char *spec;
-        int rc = dl_space_resolve(space, &be, &spec, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
         dirlock *h;
-        rc = dl_handle_open(be, spec, name, opts, &h, err);
+        int rc = dl_handle_open_in(space, name, opts, &h, err);
         return rc != DIRLOCK_OK ? rc : dl_handle_acquire_new(h, out, err);
-}
-
-int dirlock_acquire_range(const char *space, const char *name, double lo, double hi,
-                          const dirlock_options *opts, dirlock **out, dirlock_error *err)
-{
-        if (out == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
-        *out = NULL;
-        if (!isfinite(lo) || !isfinite(hi) || !(lo < hi))
-                return dl_fail(err, DIRLOCK_EINVAL, 0,
-                               "invalid range [%g, %g): the ends must be finite numbers with lo < hi", lo,
-                               hi);
-        const dl_backend *be;
-        const char *spec;
-        int rc = dl_space_resolve(space, &be, &spec, err);
-        if (rc == DIRLOCK_OK && be->range == NULL)
-                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no range locks", be->name);
-        dirlock *h = NULL;
-        if (rc == DIRLOCK_OK)
-                rc = dl_handle_open(be, spec, name, opts, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (h->opts.flags & DIRLOCK_REENTRANT) {
-                dl_handle_free(h);
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "range locks are not reentrant");
-        }
-        h->ranged = true;
-        h->lo = lo;
-        h->hi = hi;
-        rc = be->range(h, err);
-        if (rc != DIRLOCK_OK) {
-                dl_handle_free(h);
-                return rc;
-        }
-        return dl_handle_acquire_new(h, out, err);
-}
-
-int dirlock_acquire_permit(const char *space, const char *name, unsigned permits, const dirlock_options *opts,
-                           dirlock **out, dirlock_error *err)
-{
-        if (out == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
-        *out = NULL;
-        if (permits < 1 || permits > DIRLOCK_PERMITS_MAX)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "a counting lock has 1 to %u permits, not %u",
-                               (unsigned)DIRLOCK_PERMITS_MAX, permits);
-        if (opts != NULL && opts->mode != DIRLOCK_EXCLUSIVE)
-                return dl_fail(err, DIRLOCK_EINVAL, 0,
-                               "a permit of a counting lock is taken in exclusive mode (the default), not "
-                               "mode %d: each permit has one holder",
-                               opts->mode);
-        const dl_backend *be;
-        const char *spec;
-        int rc = dl_space_resolve(space, &be, &spec, err);
-        if (rc == DIRLOCK_OK && be->permit == NULL)
-                rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s spaces have no counting locks", be->name);
-        dirlock *h = NULL;
-        if (rc == DIRLOCK_OK)
-                rc = dl_handle_open(be, spec, name, opts, &h, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        h->permits = permits;
-        rc = be->permit(h, err);
-        if (rc != DIRLOCK_OK) {
-                dl_handle_free(h);
-                return rc;
-        }
-        return dl_handle_acquire_new(h, out, err);
-}
-
-unsigned dirlock_permits_of(const dirlock *lock)
-{
-        return lock != NULL ? lock->permits : 0;
-}
-
-/* A counting lock's permit has one mode: nothing to change. */
-static int no_modes(const dirlock *lock, dirlock_error *err)
-{
-        return dl_fail(err, DIRLOCK_EINVAL, 0, "a permit of counting lock '%s' has no modes to change",
-                       lock->name);
-}
-
-int dirlock_shrink(dirlock *lock, double lo, double hi, dirlock_error *err)
-{
-        int rc = dl_handle_usable(lock, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (!lock->ranged || lock->be->shrink == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is not a range lock", lock->name);
-        if (!isfinite(lo) || !isfinite(hi) || !(lo < hi) || lo < lock->lo || hi > lock->hi)
-                return dl_fail(
-                    err, DIRLOCK_EINVAL, 0,
-                    "cannot shrink the range [%g, %g) of lock '%s' to [%g, %g): the new range must "
-                    "be a non-empty part of the held one (growing it could deadlock)",
-                    lock->lo, lock->hi, lock->name, lo, hi);
-        if (lo == lock->lo && hi == lock->hi)
-                return DIRLOCK_OK;
-        return lock->be->shrink(lock, lo, hi, err);
-}
-
-int dirlock_range_of(const dirlock *lock, double *lo, double *hi)
-{
-        if (lock == NULL || !lock->ranged)
-                return 0;
-        if (lo != NULL)
-                *lo = lock->lo;
-        if (hi != NULL)
-                *hi = lock->hi;
-        return 1;
 }
 
 int dirlock_reacquire(dirlock *lock, dirlock_error *err)
@@ -323,12 +244,12 @@ int dirlock_reacquire(dirlock *lock, dirlock_error *err)
                 return rc;
         lock->mode = lock->opts.mode;
         lock->fence = 0;
-        rc = dl_held_self_deadlock(lock, err);
+        rc = before_wait(lock, err);
         if (rc == DIRLOCK_OK)
                 rc = lock->be->acquire(lock, &deadline, err);
         if (rc == DIRLOCK_OK) {
                 lock->holds = 1;
-                dl_held_note(lock, true);
+                dl_handle_note_held(lock, true);
                 dl_ok(err);
         }
         return rc;
@@ -339,7 +260,7 @@ static int release_lock(dirlock *lock, dirlock_error *err)
 {
         int rc = lock->be->release(lock, err);
         lock->holds = 0;
-        dl_held_note(lock, false);
+        dl_handle_note_held(lock, false);
         if (rc == DIRLOCK_OK)
                 dl_ok(err);
         return rc;
@@ -389,7 +310,7 @@ int dirlock_free(dirlock *lock, dirlock_error *err)
 /* A handle of ours that holds its lock: a reentrant handle released to
  * zero holds does not, whatever its backend still has in place (an entry
  * a failed release could not remove is no hold of the caller's). */
-static int handle_held(const dirlock *lock, dirlock_error *err)
+int dl_handle_held(const dirlock *lock, dirlock_error *err)
 {
         int rc = dl_handle_usable(lock, err);
         if (rc == DIRLOCK_OK && lock->holds == 0)
@@ -399,13 +320,13 @@ static int handle_held(const dirlock *lock, dirlock_error *err)
 
 int dirlock_refresh(dirlock *lock, dirlock_error *err)
 {
-        int rc = handle_held(lock, err);
+        int rc = dl_handle_held(lock, err);
         return rc != DIRLOCK_OK ? rc : lock->be->refresh(lock, err);
 }
 
 int dirlock_check(const dirlock *lock, dirlock_error *err)
 {
-        int rc = handle_held(lock, err);
+        int rc = dl_handle_held(lock, err);
         return rc != DIRLOCK_OK ? rc : lock->be->check(lock, err);
 }
 
@@ -425,76 +346,6 @@ int dirlock_adopt(dirlock *lock, dirlock_error *err)
         if (lock->holds == 0)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' holds nothing to adopt", lock->name);
         lock->pid = self;
-        dl_ok(err);
-        return DIRLOCK_OK;
-}
-
-int dirlock_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
-{
-        int rc = handle_held(lock, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (lock->permits > 0)
-                return no_modes(lock, err);
-        if (lock->be->upgrade == NULL)
-                return dl_fail(err, DIRLOCK_EUPGRADE, 0, "%s lock '%s' cannot be upgraded", lock->be->name,
-                               lock->name);
-        return lock->be->upgrade(lock, opts, err);
-}
-
-int dirlock_downgrade(dirlock *lock, dirlock_error *err)
-{
-        int rc = handle_held(lock, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (lock->permits > 0)
-                return no_modes(lock, err);
-        if (lock->be->downgrade == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot be downgraded", lock->be->name,
-                               lock->name);
-        return lock->be->downgrade(lock, err);
-}
-
-int dirlock_downgrade_intent(dirlock *lock, dirlock_error *err)
-{
-        dirlock_error local;
-        if (err == NULL)
-                err = &local;
-        int rc = handle_held(lock, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (lock->permits > 0)
-                return no_modes(lock, err);
-        if (lock->mode == DIRLOCK_INTENT)
-                return DIRLOCK_OK;
-        if (lock->mode != DIRLOCK_EXCLUSIVE || lock->opts.mode != DIRLOCK_INTENT)
-                return dl_fail(err, DIRLOCK_EINVAL, 0,
-                               "lock '%s' was not taken in intent mode: only an upgraded intent lock can go "
-                               "back to intent",
-                               lock->name);
-        if (lock->be->downgrade_intent == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "%s lock '%s' cannot go back to intent",
-                               lock->be->name, lock->name);
-        return lock->be->downgrade_intent(lock, err);
-}
-
-int dirlock_fence(dirlock *lock, unsigned long long *fence, dirlock_error *err)
-{
-        int rc = handle_held(lock, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if (fence == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the fence");
-        if (lock->be->fence == NULL)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks have no fences", lock->be->name);
-        if (lock->fence == 0) {
-                rc = lock->be->fence(lock, &lock->fence, err);
-                if (rc != DIRLOCK_OK) {
-                        lock->fence = 0;
-                        return rc;
-                }
-        }
-        *fence = lock->fence;
         dl_ok(err);
         return DIRLOCK_OK;
 }

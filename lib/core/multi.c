@@ -47,7 +47,7 @@ static int acquire_atomically(const dl_backend *be, const char *spec, const char
                 } else {
                         dl_handle_forget_cancel(locks[i]);
                         locks[i]->holds = 1;
-                        dl_held_note(locks[i], true);
+                        dl_handle_note_held(locks[i], true);
                 }
         }
         if (rc == DIRLOCK_OK)

@@ -79,7 +79,7 @@
  * change time, and when this thread first saw that change time.  The
  * oldest is forgotten for a new one, which only ever postpones a break. */
 #include "netfs.h"
-#include "internal.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdio.h>

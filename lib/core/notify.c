@@ -1,6 +1,6 @@
 /* notify.c - the per-thread inotify hub: one inotify instance per thread,
  * shared by every waiter of the thread -- the one blocking acquire that
- * waits at a time, or any number of pending acquires (pending.c) -- with
+ * waits at a time, or any number of pending acquires (lib/async) -- with
  * each event handed to the waiters that asked for it, as libuv's file
  * watchers share one instance per loop.
  *
@@ -20,7 +20,7 @@
  * needed more leaves or asks for less (so that a waiter alone with a muted
  * lock directory is not woken by its deletions).  dl_notify_drain reads
  * every queued event and marks each listener an event matters to (fired);
- * one that is not the caller's is also kicked (dl_pending_kick), so that a
+ * one that is not the caller's is also kicked (dl_task_kick), so that a
  * pending acquire learns of it wherever its loop polls.  An overflowed
  * queue fires every listener.  IN_IGNORED (a watched inode is gone) fires
  * the listeners of that watch and forgets it.
@@ -37,7 +37,7 @@
  * dl_notify_drain returns: no reader takes one from a waiter it matters
  * to.  A listener joins before its caller's first look, so whatever
  * happens after that look fires it. */
-#include "internal.h"
+#include "core.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -364,7 +364,7 @@ static void fire(dl_listener *l, const dl_listener *self, const struct inotify_e
                 return;
         l->fired = true;
         if (l != self && l->kick != NULL)
-                dl_pending_kick(l->kick);
+                dl_task_kick(l->kick);
 }
 
 void dl_notify_poke(dl_listener *l)
@@ -373,7 +373,7 @@ void dl_notify_poke(dl_listener *l)
                 return;
         l->fired = true;
         if (l->kick != NULL)
-                dl_pending_kick(l->kick);
+                dl_task_kick(l->kick);
 }
 
 /* Fire the listeners of ev's watch it matters to: the loud ones, and for

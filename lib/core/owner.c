@@ -21,7 +21,7 @@
  * zombie, or a different start time (the pid was reused) all mean dead.
  * Anything we cannot see (another host, another container) is "cannot
  * tell", and only the stale age breaks such a lock. */
-#include "internal.h"
+#include "core.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -450,13 +450,6 @@ void dl_record_to_owner(const dl_record *rec, dirlock_owner *owner)
         owner->same_host = dl_record_same_host(rec);
         owner->owner_alive = rec->pid > 0 ? dl_record_owner_alive(rec) : -1;
         owner->partner = rec->partner;
-}
-
-void dl_record_to_range(const dl_record *rec, long long now_ns, dirlock_range_info *range)
-{
-        range->pid = rec->pid;
-        snprintf(range->host, sizeof range->host, "%s", rec->host);
-        range->age = rec->acquired_ns > 0 ? (double)(now_ns - rec->acquired_ns) / 1e9 : 0;
 }
 
 int dl_record_partner_only(const dl_record *rec)

@@ -1,6 +1,6 @@
 /* path.c - lock names and the paths built from them: name validation,
  * joining, and preparing (making absolute, creating) the lock directory. */
-#include "internal.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdlib.h>

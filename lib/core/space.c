@@ -1,41 +1,79 @@
-/* space.c - which backend a lock space string names (backend.h), and what
- * the library says of lock spaces to its callers (dirlock_space_query,
- * dirlock_space_form):
+/* space.c - the registry of backends, which backend a lock space string
+ * names (backend.h), and what the library says of lock spaces to its
+ * callers (dirlock_space_query, dirlock_space_form):
  *
- *   /var/lib/board/locks, ./locks, locks     a directory (lib/dir/)
- *   flock:/var/lib/board/locks               flock(2) on files there (lib/flock/)
- *   redis://host:6379/0?prefix=board         a Redis server (lib/redis/;
- *   redis+unix:///run/redis.sock?db=1        redis_url.h has the grammar)
- *   etcd://10.0.0.1:2379,10.0.0.2:2379/board an etcd cluster (lib/etcd/;
- *                                            etcd_url.h has the grammar)
- *   scheme://...                             another backend's space
+ *   /var/lib/board/locks, ./locks, locks     a directory (dir_backend.c)
+ *   PREFIX...                                the registered backend whose
+ *                                            prefix it starts with
+ *                                            (flock:DIR, redis://...)
+ *   scheme://...                             a backend not loaded yet:
+ *                                            the loader's to find (lib/loader)
  *
- * A string is a scheme's only when it starts with one of the prefixes of
- * the scheme table below, or with letters, digits, '+', '-' or '.' (a
- * letter first) followed by "://"; anything else is a directory path
- * (write ./flock:x for a directory of that name).  Every list of the
- * kinds of space the library shows (messages, usage texts) is made from
- * the table, and the forms each backend gives. */
+ * A string is a backend's only when it starts with one of a registered
+ * backend's prefixes, or with letters, digits, '+', '-' or '.' (a letter
+ * first) followed by "://"; anything else is a directory path (write
+ * ./flock:x for a directory of that name).  Every list of the kinds of
+ * space the library shows (messages, usage texts) is made from the
+ * registered backends and the forms each gives.
+ *
+ * THE REGISTRY is a list that only grows, in the order messages list the
+ * kinds: registrations come one at a time, readers walk it without a
+ * lock, and nodes are never removed (a loaded backend stays loaded). */
 #include "backend.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- the scheme table ---------------------------------------------------- */
+/* ---- the registry -------------------------------------------------------- */
 
-/* One row per prefix; a backend that is not built links a placeholder
- * table of the same name (backend.h, THE CONTRACT). */
-extern const dl_backend dl_flock_backend, dl_redis_backend, dl_etcd_backend;
-static const struct scheme {
-        const char *prefix;
-        const dl_backend *be;
-} schemes[] = {
-    {"flock:", &dl_flock_backend},
-    {"redis://", &dl_redis_backend},
-    {"redis+unix://", &dl_redis_backend},
-    {"etcd://", &dl_etcd_backend},
-};
-#define SCHEME_COUNT (sizeof schemes / sizeof schemes[0])
+static dl_backend_node *registered;
+static const dl_backend_loader *loader;
+
+/* The order of lists of kinds: local backends first, then by prefix. */
+static bool goes_before(const dl_backend *a, const dl_backend *b)
+{
+        if (a->local != b->local)
+                return a->local;
+        return strcmp(a->prefixes[0], b->prefixes[0]) < 0;
+}
+
+void dl_backend_register(dl_backend_node *node)
+{
+        /* Registrations come one at a time (at load: before main, or
+         * inside the loader's dlopen, which it serialises); readers walk
+         * the list meanwhile, and see it before or after the insertion. */
+        dl_backend_node **at = &registered;
+        while (*at != NULL && goes_before((*at)->be, node->be))
+                at = &(*at)->next;
+        node->next = *at;
+        __atomic_store_n(at, node, __ATOMIC_RELEASE);
+}
+
+void dl_backend_loader_set(const dl_backend_loader *l)
+{
+        loader = l;
+}
+
+static const dl_backend_node *first_backend(void)
+{
+        return __atomic_load_n(&registered, __ATOMIC_ACQUIRE);
+}
+
+static const dl_backend_node *next_backend(const dl_backend_node *b)
+{
+        return __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+}
+
+/* The registered backend `space` starts with a prefix of (its length in
+ * *n), or NULL. */
+static const dl_backend *backend_of(const char *space, size_t *n)
+{
+        for (const dl_backend_node *b = first_backend(); b != NULL; b = next_backend(b))
+                for (const char *const *p = b->be->prefixes; *p != NULL; p++)
+                        if (strncmp(space, *p, (*n = strlen(*p))) == 0)
+                                return b->be;
+        return NULL;
+}
 
 /* Length of "scheme" in "scheme://...", or 0. */
 static size_t scheme_length(const char *s)
@@ -50,43 +88,64 @@ static size_t scheme_length(const char *s)
 }
 
 /* "a directory path, flock:DIR, redis://, redis+unix://" into buf, for
- * messages: a local backend's prefix is followed by DIR. */
+ * messages (every backend that can be loaded, loaded first): a local
+ * backend's prefix is followed by DIR. */
 static const char *known_kinds(char *buf, size_t size)
 {
+        if (loader != NULL)
+                loader->load_all();
         size_t used = (size_t)snprintf(buf, size, "a directory path");
-        for (size_t i = 0; i < SCHEME_COUNT && used < size; i++)
-                used += (size_t)snprintf(buf + used, size - used, ", %s%s", schemes[i].prefix,
-                                         schemes[i].be->local ? "DIR" : "");
+        for (const dl_backend_node *b = first_backend(); b != NULL; b = next_backend(b))
+                for (const char *const *p = b->be->prefixes; *p != NULL && used < size; p++)
+                        used += (size_t)snprintf(buf + used, size - used, ", %s%s", *p,
+                                                 b->be->local ? "DIR" : "");
         return buf;
+}
+
+/* The backend of a space that no registered prefix claims but that names
+ * a scheme (its length n): loaded now, if it can be. */
+static int load_backend(const char *space, size_t n, const dl_backend **be, size_t *prefix,
+                        dirlock_error *err)
+{
+        char scheme[64], kinds[300];
+        snprintf(scheme, sizeof scheme, "%.*s", (int)n, space);
+        dirlock_error why;
+        int loaded = loader != NULL ? loader->load(scheme, &why) : 0;
+        if (loaded < 0)
+                return dl_fail(err, why.code, 0, "lock space '%s://...': %s", scheme, why.message);
+        if (loaded > 0 && (*be = backend_of(space, prefix)) != NULL)
+                return DIRLOCK_OK;
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': unknown kind '%.40s' (known: %s%s)",
+                       space, scheme, known_kinds(kinds, sizeof kinds),
+                       loader != NULL ? ""
+                                      : "; this program loads no backends: link the backend's object, or "
+                                        "the shared library, libdirlock.so");
 }
 
 int dl_space_resolve(const char *space, const dl_backend **be, const char **spec, dirlock_error *err)
 {
-        char kinds[200];
+        char kinds[300];
         if (space == NULL || space[0] == '\0')
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock space given (%s)",
                                known_kinds(kinds, sizeof kinds));
-        for (size_t i = 0; i < SCHEME_COUNT; i++) {
-                size_t n = strlen(schemes[i].prefix);
-                if (strncmp(space, schemes[i].prefix, n) != 0)
-                        continue;
-                const dl_backend *found = schemes[i].be;
-                if (found->absent != NULL)
-                        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.*s...': %s", (int)n, space,
-                                       found->absent);
-                if (space[n] == '\0')
-                        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s' names no %s", space,
-                                       found->local ? "directory" : "server");
-                *be = found;
-                *spec = found->spec_has_scheme ? space : space + n;
-                return DIRLOCK_OK;
+        size_t n = 0;
+        const dl_backend *found = backend_of(space, &n);
+        if (found == NULL) {
+                size_t scheme = scheme_length(space);
+                if (scheme == 0) {
+                        *be = &dl_dir_backend;
+                        *spec = space;
+                        return DIRLOCK_OK;
+                }
+                int rc = load_backend(space, scheme, &found, &n, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
         }
-        size_t n = scheme_length(space);
-        if (n > 0)
-                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': unknown kind '%.*s' (known: %s)",
-                               space, (int)(n < 40 ? n : 40), space, known_kinds(kinds, sizeof kinds));
-        *be = &dl_dir_backend;
-        *spec = space;
+        if (space[n] == '\0')
+                return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s' names no %s", space,
+                               found->local ? "directory" : "server");
+        *be = found;
+        *spec = found->spec_has_scheme ? space : space + n;
         return DIRLOCK_OK;
 }
 
@@ -115,25 +174,24 @@ int dirlock_space_query(const char *space, dirlock_space_info *info, dirlock_err
 
 const char *dirlock_space_form(size_t i, int *built)
 {
-        if (i == 0) {
-                if (built != NULL)
-                        *built = 1;
+        if (built != NULL)
+                *built = 1;
+        if (i == 0)
                 return dl_dir_backend.forms[0];
-        }
-        /* The forms of each backend once (several prefixes may share one). */
+        if (loader != NULL)
+                loader->load_all();
         size_t k = 0;
-        for (size_t s = 0; s < SCHEME_COUNT; s++) {
-                const dl_backend *be = schemes[s].be;
-                bool seen = false;
-                for (size_t t = 0; t < s && !seen; t++)
-                        seen = schemes[t].be == be;
-                for (size_t f = 0; !seen && be->forms[f] != NULL; f++) {
-                        if (++k < i)
-                                continue;
+        for (const dl_backend_node *b = first_backend(); b != NULL; b = next_backend(b))
+                for (const char *const *f = b->be->forms; f != NULL && *f != NULL; f++)
+                        if (++k == i)
+                                return *f;
+        /* Then the kinds this build knows of but cannot load. */
+        const char *why, *scheme;
+        for (size_t a = 0; loader != NULL && (scheme = loader->absent(a, &why)) != NULL; a++)
+                if (++k == i) {
                         if (built != NULL)
-                                *built = be->absent == NULL;
-                        return be->forms[f];
+                                *built = 0;
+                        return scheme;
                 }
-        }
         return NULL;
 }

@@ -26,7 +26,7 @@
  * can still unload the library.  In a program linked with the library (its
  * static archive, or libdirlock.so named at link time) the pin is a no-op:
  * such an object is never unloaded. */
-#include "internal.h"
+#include "core.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

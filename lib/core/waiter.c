@@ -24,14 +24,14 @@
  * blocking waiter or any number of pending acquires of the thread share;
  * a waiter joins it before its caller's first look, so nothing that
  * happens after that look is missed, and events from before it are
- * forgotten.  Every wait goes through dl_poll (pending.c): a pending
+ * forgotten.  Every wait goes through dl_poll (poll.c): a pending
  * acquire stops there instead of blocking.
  *
  * Without inotify (a lock directory on a network filesystem, netfs.c;
  * inotify limits reached; DIRLOCK_NO_NOTIFY) it sleeps a jittered
  * backoff instead (backoff.c): from POLL_FIRST_MS up to POLL_MAX_MS (or a
  * third of the stale age), so that waiters spread out. */
-#include "internal.h"
+#include "core.h"
 #include "netfs.h"
 #include "test_hooks.h"
 
@@ -91,7 +91,7 @@ int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char
                 return 0; /* EMFILE, ENFILE, ENOSYS: fall back to backoff */
         w->listener.filter = name_matters;
         w->listener.filter_arg = w;
-        w->listener.kick = dl_pending_current();
+        w->listener.kick = dl_task_current();
         w->notify = true;
         /* In the lock directory only deletions matter: a released or broken
          * lock is rmdir'ed.  (Renames there are other processes' prepared
@@ -316,7 +316,7 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
         if (left <= 0)
                 return DIRLOCK_ETIMEDOUT;
         /* Fired since the caller's last look by a read of the hub that was
-         * not a wait's (the thread's view of a queue reads it, lib/dir/
+         * not a wait's (the thread's view of a queue reads it, lib/fifo/
          * fifo.c): it was not kicked then, and would not be again (a
          * listener is kicked once until taken).  Look again. */
         if (w->notify && dl_notify_take(&w->listener))
@@ -345,7 +345,7 @@ int dl_waiter_wait(dl_waiter *w, const dl_time *deadline)
                 struct pollfd fds[4];
                 nfds_t n = 0;
                 /* A blocking waiter reads the hub itself; a pending
-                 * acquire is kicked by whoever reads it (pending.c). */
+                 * acquire is kicked by whoever reads it (lib/async). */
                 if (w->notify && w->listener.kick == NULL)
                         fds[n++] = (struct pollfd){.fd = dl_notify_fd(), .events = POLLIN};
                 if (w->notify && w->listener.kick != NULL)
