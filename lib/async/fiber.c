@@ -19,7 +19,7 @@
  * AddressSanitizer every switch is announced to it (its fiber API), and
  * under valgrind the stack is registered, so that neither takes a switch
  * for a stack overflow or a wild write. */
-#include "internal.h"
+#include "fiber.h"
 
 #include <stdint.h>
 #include <stdlib.h>

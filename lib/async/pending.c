@@ -1,6 +1,7 @@
-/* pending.c - acquires an event loop drives (dirlock_acquire_start and the
- * other *_start calls, dirlock_pending_*), and the one wait primitive of
- * the library, dl_poll.
+/* pending.c - the pending-acquire module (lib/async): acquires an event
+ * loop drives (dirlock_acquire_start and the other *_start calls,
+ * dirlock_pending_*), and the tasks of the core's wait primitive (dl_poll,
+ * lib/core/poll.c) they run as.
  *
  * ONE IMPLEMENTATION.  A pending acquire runs the library's own acquire
  * (dirlock_acquire, dirlock_acquire_range, dirlock_acquire_permit,
@@ -17,9 +18,9 @@
  * the thread's: each wait's descriptors are registered there (one-shot,
  * tagged with their acquire), its timeout is an entry of a heap under one
  * timerfd, and the thread's inotify instance is in it once.  Wake-ups that
- * need no descriptor only mark an acquire due: a kick (dl_pending_kick: the
+ * need no descriptor only mark an acquire due: a kick (dl_task_kick: the
  * inotify hub read an event that matters to it, or the thread's view of a
- * queue saw the waiter ahead leave, lib/dir/fifo.c) and
+ * queue saw the waiter ahead leave, lib/fifo) and
  * dirlock_pending_cancel.  dispatch() reads what the set has ready and marks
  * due the acquires it concerns; running resumes due acquires' fibers and
  * no one else's.  So a waiting acquire costs no descriptor of its own, a
@@ -78,6 +79,11 @@
  * DIRLOCK_CANCEL_FD is in the thread's set, tagged with its acquire:
  * readable, it cancels it. */
 #include "backend.h"
+#include "dirlock_async.h"
+#include "dirlock_permit.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
+#include "fiber.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,7 +133,7 @@ struct dirlock_pending {
         bool woken;       /* wake_fd written and not read yet              */
         bool keeper;      /* the thread's set is in epfd                   */
         bool due;         /* WAITING, and its wait may be over             */
-        bool kicked;      /* dl_pending_kick since DL_POLL_KICK last reported */
+        bool kicked;      /* dl_task_kick since DL_POLL_KICK last reported  */
         bool canceled;
         bool sync;                 /* finishing in dirlock_pending_free: waits block */
         bool started;              /* its fiber has run                              */
@@ -182,16 +188,9 @@ struct sched {
         int nspare_own;
 };
 
-/* The pending acquire whose fiber runs on this thread now, or NULL. */
-static _Thread_local dirlock_pending *current;
 static _Thread_local struct sched *sched;
 static pthread_key_t sched_key;
 static pthread_once_t sched_once = PTHREAD_ONCE_INIT;
-
-struct dirlock_pending *dl_pending_current(void)
-{
-        return current;
-}
 
 static long ns_since(const dl_time *t)
 {
@@ -460,8 +459,10 @@ static void make_due(struct sched *s, dirlock_pending *p)
                 own_wake(p);
 }
 
-void dl_pending_kick(struct dirlock_pending *p)
+/* dl_task_kick of a pending acquire. */
+static void task_kick(void *task)
 {
+        dirlock_pending *p = task;
         p->kicked = true;
         struct sched *s = sched_mine();
         if (s != NULL)
@@ -672,11 +673,10 @@ static int look(const struct sched *s, dirlock_pending *p, struct pollfd *fds, u
         return rc;
 }
 
-int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout)
+/* dl_poll inside pending acquire `task`, which runs on this thread. */
+static int task_poll(void *task, struct pollfd *fds, unsigned long n, const struct timespec *timeout)
 {
-        dirlock_pending *p = current;
-        if (p == NULL)
-                return ppoll(fds, n, timeout, NULL);
+        dirlock_pending *p = task;
         struct sched *s = sched; /* made before p ran */
         int rc = look(s, p, fds, n);
         if (rc != 0 || (timeout != NULL && timeout->tv_sec == 0 && timeout->tv_nsec == 0))
@@ -719,17 +719,11 @@ int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout)
         }
 }
 
-int dl_nap_ms(double ms, const dl_time *deadline, int cancel_fd)
+static const dl_tasks pending_tasks = {task_poll, task_kick};
+
+DL_ON_LOAD(pending_register)
 {
-        double left = dl_remaining(deadline);
-        if (ms > left)
-                ms = left;
-        if (ms < 0)
-                ms = 0;
-        struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-        struct pollfd p = {.fd = cancel_fd, .events = POLLIN};
-        int rc = dl_poll(&p, cancel_fd >= 0 ? 1 : 0, &ts);
-        return rc > 0 && cancel_fd >= 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) ? 1 : 0;
+        dl_tasks_set(&pending_tasks);
 }
 
 /* ---- the fiber's work ----------------------------------------------------------- */
@@ -801,10 +795,10 @@ static void resume(struct sched *s, dirlock_pending *p)
                         return;
                 }
         }
-        current = p;
+        dl_task_enter(p);
         p->state = PENDING_RUNNING;
         bool finished = dl_fiber_resume(p->fiber);
-        current = NULL;
+        dl_task_enter(NULL);
         hub_sync(s); /* its first wait may have made the thread's inotify instance */
         if (finished)
                 finish(s, p);
@@ -884,7 +878,7 @@ static int pending_new(enum pending_kind kind, const dirlock_options *opts, dirl
                        dirlock_error *err)
 {
         *out = NULL;
-        if (current != NULL)
+        if (dl_task_current() != NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "a pending acquire cannot be started from inside another");
         struct sched *s = sched_get(err);
@@ -1094,7 +1088,7 @@ static int may_run(const dirlock_pending *p, dirlock_error *err)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "a pending acquire is stepped by the thread that started it (its waits use "
                                "that thread's inotify instance and connections)");
-        if (current != NULL)
+        if (dl_task_current() != NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "a pending acquire cannot be stepped from inside another");
         return DIRLOCK_OK;
@@ -1127,7 +1121,7 @@ int dirlock_pending_step(dirlock_pending *p, dirlock_error *err)
 dirlock_pending *dirlock_pending_next(void)
 {
         struct sched *s = sched_mine();
-        if (s == NULL || current != NULL)
+        if (s == NULL || dl_task_current() != NULL)
                 return NULL;
         if (!s->in_round) {
                 s->in_round = true;

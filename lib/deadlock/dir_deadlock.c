@@ -154,10 +154,13 @@
  * since a client may still find by name an entry another client has
  * removed.  The verdict counter is shared by the hosts of the directory:
  * their reports are claimed one after another, which costs nothing. */
-#include "fsops.h"
+#include "deadlock.h"
+#include "dir_counter.h"
+#include "dir_fsops.h"
+#include "dir_range.h"
+#include "dir_rw.h"
 #include "modes.h"
-#include "range_internal.h"
-#include "rw_internal.h"
+#include "permit.h"
 #include "test_hooks.h"
 
 #include <dirent.h>

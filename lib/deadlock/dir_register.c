@@ -50,8 +50,9 @@
  * listing is whole or an error, an entry's age breaks it only once this
  * thread has also seen it unchanged (CLOCKS), and D/.waits, which others
  * make entries in, is never removed (KEPT DIRECTORIES). */
-#include "dir.h"
-#include "fsops.h"
+#include "deadlock.h"
+#include "dir_counter.h"
+#include "dir_fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +62,36 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- names ------------------------------------------------------------------ */
+
+char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
+                            pid_t tid)
+{
+        char leaf[2 + 36 + 1 + 20 + 1 + 10 + 1 + 10 + 1];
+        snprintf(leaf, sizeof leaf, "%c.%.36s.%llu.%ld.%ld", DL_WAIT_THREAD, boot_id, pidns, (long)pid,
+                 (long)tid);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
+char *dl_layout_wait_other(const char *lockdir, const char *token)
+{
+        char leaf[2 + DIRLOCK_TOKEN_LEN + 1];
+        snprintf(leaf, sizeof leaf, "%c.%s", DL_WAIT_OTHER, token);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
+
+char *dl_layout_verdicts(const char *lockdir)
+{
+        return dl_join(lockdir, DL_WAITS_DIR "/", DL_WAITS_VERDICTS);
+}
+
+char *dl_layout_verdicts_prep(const char *lockdir, const char *token)
+{
+        char leaf[sizeof DL_WAITS_PREP + DIRLOCK_TOKEN_LEN];
+        snprintf(leaf, sizeof leaf, DL_WAITS_PREP "%s", token);
+        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
+}
 
 struct dl_wreg {
         char *path;         /* the entry while it waits, else NULL */
@@ -73,17 +104,11 @@ struct dl_wreg {
         bool unwritten;     /* path chosen, entry not made yet (WHEN)    */
 };
 
-static double ms_since(const dl_time *then)
-{
-        dl_time now = dl_now();
-        return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
-}
-
 /* The moment `ms` milliseconds after the wait's start (`checked` until
  * the first check), now at the earliest. */
 static dl_time since_start(const struct dl_wreg *w, double ms)
 {
-        double left = ms - ms_since(&w->checked);
+        double left = ms - dl_ms_since(&w->checked);
         return dl_deadline(left > 0 ? left / 1e3 : 0);
 }
 
@@ -139,13 +164,13 @@ static void write_now(dirlock *h, struct dl_wreg *w)
         w->renewed = dl_now();
 }
 
-int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
+static int wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
 {
         (void)err; /* the register is never in the way; the check comes later */
         struct dl_dir *d = dl_dir_of(h);
-        if (d->wreg == NULL && (d->wreg = calloc(1, sizeof *d->wreg)) == NULL)
+        if (d->wait_state == NULL && (d->wait_state = calloc(1, sizeof(struct dl_wreg))) == NULL)
                 return DIRLOCK_OK; /* unlisted: never in the way */
-        struct dl_wreg *w = d->wreg;
+        struct dl_wreg *w = d->wait_state;
         DL_ASSERT(w->path == NULL); /* one wait at a time */
         dl_wait_record *r = &w->rec;
         memset(r, 0, sizeof *r);
@@ -154,7 +179,7 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
         r->mode = mode;
         r->target = (char)target;
         r->permits = h->permits;
-        r->pending = dl_pending_current() != NULL;
+        r->pending = dl_task_current() != NULL;
         if (h->ranged) {
                 r->lo = h->lo;
                 r->hi = h->hi;
@@ -187,13 +212,15 @@ int dl_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, di
         return DIRLOCK_OK;
 }
 
-int dl_wait_step(dirlock *h, dirlock_error *err)
+static void wait_end(dirlock *h);
+
+static int wait_step(dirlock *h, dirlock_error *err)
 {
-        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        struct dl_wreg *w = dl_dir_of(h)->wait_state;
         if (w == NULL || w->path == NULL)
                 return DIRLOCK_OK;
         if (w->unwritten) {
-                if (ms_since(&w->checked) < DL_WAIT_LIST_MS)
+                if (dl_ms_since(&w->checked) < DL_WAIT_LIST_MS)
                         return DIRLOCK_OK;
                 write_now(h, w); /* WHEN: before the first check */
                 if (w->path == NULL)
@@ -201,7 +228,7 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
                 dl_time at = since_start(w, DL_DEADLOCK_FIRST_MS);
                 dl_waiter_wake_by(&at);
         }
-        if (ms_since(&w->renewed) >= h->opts.stale_age * 1e3 / 4) {
+        if (dl_ms_since(&w->renewed) >= h->opts.stale_age * 1e3 / 4) {
                 dl_fs_touch(w->path);
                 w->renewed = dl_now();
         }
@@ -210,7 +237,7 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
         double after = w->checks == 0   ? DL_DEADLOCK_FIRST_MS
                        : w->checks == 1 ? DL_DEADLOCK_SECOND_MS - DL_DEADLOCK_FIRST_MS
                                         : DL_DEADLOCK_RECHECK_MS;
-        if (!w->node || ms_since(&w->checked) < after)
+        if (!w->node || dl_ms_since(&w->checked) < after)
                 return DIRLOCK_OK;
         w->checked = dl_now();
         if (++w->checks == 1) {
@@ -222,13 +249,13 @@ int dl_wait_step(dirlock *h, dirlock_error *err)
         }
         int rc = dl_deadlock_check(h, &w->rec, err);
         if (rc != DIRLOCK_OK)
-                dl_wait_end(h);
+                wait_end(h);
         return rc;
 }
 
 int dl_wait_told(dirlock *h, bool told)
 {
-        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        struct dl_wreg *w = dl_dir_of(h)->wait_state;
         if (w == NULL || w->path == NULL || w->unwritten || !w->node)
                 return -1;
         char text[DL_WAIT_RECORD_MAX];
@@ -242,9 +269,9 @@ int dl_wait_told(dirlock *h, bool told)
         return 0;
 }
 
-void dl_wait_end(dirlock *h)
+static void wait_end(dirlock *h)
 {
-        struct dl_wreg *w = dl_dir_of(h)->wreg;
+        struct dl_wreg *w = dl_dir_of(h)->wait_state;
         if (w == NULL || w->path == NULL)
                 return;
         if (w->waking)
@@ -257,12 +284,14 @@ void dl_wait_end(dirlock *h)
         w->path = NULL;
 }
 
-void dl_wait_free(dirlock *h)
+static void wait_close(dirlock *h)
 {
-        dl_wait_end(h);
-        free(dl_dir_of(h)->wreg);
-        dl_dir_of(h)->wreg = NULL;
+        wait_end(h);
+        free(dl_dir_of(h)->wait_state);
+        dl_dir_of(h)->wait_state = NULL;
 }
+
+const struct dl_dir_waits dl_register_waits = {wait_begin, wait_step, wait_end, wait_close};
 
 /* ---- from outside the waiters ------------------------------------------- */
 

@@ -15,6 +15,8 @@
  * thread that took it, as its owner record says (owner.c); one taken with
  * DIRLOCK_NO_DEADLOCK, which another thread may let go, has no row. */
 #include "backend.h"
+#include "deadlock.h"
+#include "modes.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@ static const char *key_of(const dirlock *h)
         return h->be->space_key != NULL ? h->be->space_key(h) : NULL;
 }
 
-void dl_held_note(const dirlock *h, bool held)
+static void held_note(const dirlock *h, bool held)
 {
         /* DIRLOCK_NO_DEADLOCK: never a thread's hold in any check. */
         if (h->be == NULL || h->be->space_key == NULL || (h->opts.flags & DIRLOCK_NO_DEADLOCK))
@@ -71,15 +73,6 @@ static bool ours_in_space(const struct row *r, const dirlock *h, const char *key
         return k != NULL && strcmp(k, key) == 0;
 }
 
-/* Do ranges of modes a and b conflict (as lib/dir/range.c and the Redis
- * backend judge them: shared with shared or intent does not)? */
-static bool modes_conflict(int a, int b)
-{
-        if (a == DIRLOCK_EXCLUSIVE || b == DIRLOCK_EXCLUSIVE)
-                return true;
-        return a == DIRLOCK_INTENT && b == DIRLOCK_INTENT;
-}
-
 /* Would `want` wait for ever for `held` (both this thread's, one name)? */
 static bool waits_for_itself(const dirlock *held, const dirlock *want)
 {
@@ -91,12 +84,12 @@ static bool waits_for_itself(const dirlock *held, const dirlock *want)
                 return true; /* a whole lock conflicts with every range */
         if (held->ranged && !(held->lo < want->hi && want->lo < held->hi))
                 return false;
-        return modes_conflict(held->mode, want->opts.mode);
+        return dl_modes_conflict(held->mode, want->opts.mode); /* the mode table, lib/rw/modes.c */
 }
 
-int dl_held_self_deadlock(const dirlock *h, dirlock_error *err)
+static int self_deadlock(const dirlock *h, dirlock_error *err)
 {
-        if (h->opts.timeout == 0 || (h->opts.flags & DIRLOCK_NO_DEADLOCK) || dl_pending_current() != NULL)
+        if (h->opts.timeout == 0 || (h->opts.flags & DIRLOCK_NO_DEADLOCK) || dl_task_current() != NULL)
                 return DIRLOCK_OK; /* a try says busy; a pending acquire blocks no thread */
         const char *key = key_of(h);
         if (key == NULL)
@@ -114,11 +107,17 @@ int dl_held_self_deadlock(const dirlock *h, dirlock_error *err)
          * (The handle is this thread's own: no other uses it now.) */
         if (held == NULL || held->be->check(held, NULL) != DIRLOCK_OK)
                 return DIRLOCK_OK;
-        static const char *const modes[] = {"exclusive", "shared", "intent"};
         return dl_fail(
             err, DIRLOCK_EDEADLK, 0,
             "deadlock: this thread (pid %ld) already holds lock '%s' (%s%s) through another handle, "
             "and would wait for itself for ever; take it again with dirlock_reacquire() on a "
             "DIRLOCK_REENTRANT handle",
-            (long)dl_self_pid(), h->name, modes[held->mode % 3], held->ranged ? ", a range" : "");
+            (long)dl_self_pid(), h->name, dirlock_mode_name(held->mode), held->ranged ? ", a range" : "");
+}
+
+static const dl_handle_hooks held_hooks = {held_note, self_deadlock};
+
+DL_ON_LOAD(held_register)
+{
+        dl_handle_hooks_set(&held_hooks);
 }

@@ -17,7 +17,7 @@
  * owner record (owner.c) is the waiter's own: pid, thread, host, the
  * token of the handle that waits, and as `acquired` the moment the wait
  * began. */
-#include "internal.h"
+#include "deadlock.h"
 
 #include <stdio.h>
 #include <string.h>

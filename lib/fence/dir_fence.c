@@ -1,14 +1,7 @@
-/* dir_fence.c - fences in a directory space (dirlock_fence, docs/fencing.md),
- * and the counter they are drawn from, which deadlock detection's verdict
- * counter (deadlock.c, ONE VICTIM) is too.
- *
- * COUNTER.  A directory holding one empty file whose name is a number
- * (DL_FENCE_DIGITS digits, so names sort as numbers): D/NAME.fence/ holds
- * the last fence drawn for lock NAME.  It is made holding 0 by renaming a
- * prepared directory into place (of two makers exactly one rename
- * succeeds), never made again while it exists, and only ever moves by
- * rename(N, M), which succeeds only while it still holds N: a
- * compare-and-swap on the name (ENOENT: someone else moved it first).
+/* dir_fence.c - fences in a directory space (dirlock_fence,
+ * docs/fencing.md): the fence module's part of the directory backend.
+ * D/NAME.fence/ is a COUNTER (dir_counter.c) holding the last fence
+ * drawn for lock NAME.
  *
  * DRAW (while holding the lock):
  *   1. Read the counter: the largest number N named in D/NAME.fence/.
@@ -31,8 +24,9 @@
  * LIMIT.  F is at most DIRLOCK_FENCE_MAX (dirlock.h): a counter at or past
  * it, or one that names no number, is not what dirlock wrote, and step 1
  * refuses it (DIRLOCK_EDATA) rather than hand out a fence again. */
-#include "dir.h"
-#include "fsops.h"
+#include "dir_counter.h"
+#include "dir_fsops.h"
+#include "fence.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,87 +36,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int dl_counter_read(const char *dir, unsigned long long *n)
-{
-        DIR *d = dl_fs_opendir(dir);
-        if (d == NULL)
-                return errno == ENOENT ? 0 : -1;
-        int found = 0, more;
-        bool past = false, other = false;
-        struct dirent *de;
-        while ((more = dl_fs_next(d, &de)) > 0) {
-                const char *p = de->d_name;
-                if (strcmp(p, ".") == 0 || strcmp(p, "..") == 0)
-                        continue;
-                unsigned long long v = 0;
-                int r = strlen(p) == DL_FENCE_DIGITS ? dl_fence_parse(p, DL_FENCE_DIGITS, &v) : 0;
-                if (r < 0) {
-                        past = true;
-                } else if (r == 0) {
-                        other = true;
-                } else if (!found || v > *n) {
-                        *n = v;
-                        found = 1;
-                }
-        }
-        int e = errno;
-        closedir(d);
-        errno = e;
-        if (more < 0)
-                return -1; /* a listing cut short is no answer */
-        if (past || (other && !found))
-                return -2;
-        return found;
-}
-
-static char *counter_entry(const char *dir, unsigned long long n)
-{
-        char leaf[DL_FENCE_DIGITS + 1];
-        snprintf(leaf, sizeof leaf, "%0*llu", DL_FENCE_DIGITS, n);
-        return dl_join(dir, leaf, NULL);
-}
-
-int dl_counter_make(const char *dir, const char *prep, unsigned lockdir_mode, dirlock_error *err)
-{
-        char *zero = counter_entry(prep, 0);
-        int rc = DIRLOCK_OK;
-        if (zero == NULL) {
-                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        } else if (dl_fs_mkdir_in(prep, lockdir_mode) != 0) {
-                rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", prep);
-        } else {
-                int fd = open(zero, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-                if (fd < 0 || close(fd) != 0) {
-                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", zero);
-                } else if (dl_fs_rename(prep, dir) != 0 && errno != ENOTEMPTY && errno != EEXIST) {
-                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create counter '%s'", dir);
-                }
-        }
-        free(zero);
-        dl_counter_prep_remove(prep); /* still there when another maker won */
-        return rc;
-}
-
-void dl_counter_prep_remove(const char *prep)
-{
-        char *zero = counter_entry(prep, 0);
-        if (zero != NULL)
-                dl_fs_unlink(zero);
-        free(zero);
-        dl_fs_rmdir(prep);
-}
-
-int dl_counter_swap(const char *dir, unsigned long long from, unsigned long long to)
-{
-        char *a = counter_entry(dir, from), *b = counter_entry(dir, to);
-        int rc = a != NULL && b != NULL ? dl_fs_rename(a, b) : -1;
-        int e = a != NULL && b != NULL ? errno : ENOMEM;
-        free(a);
-        free(b);
-        errno = e;
-        return rc;
-}
 
 /* Make lock h's fence counter, holding 0, unless someone else does first. */
 static int fence_counter_make(const dirlock *h, const char *dir, dirlock_error *err)
@@ -137,7 +50,7 @@ static int fence_counter_make(const dirlock *h, const char *dir, dirlock_error *
         return rc;
 }
 
-static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err)
+static int dir_fence_draw(dirlock *h, unsigned long long *fence, dirlock_error *err)
 {
         char *dir = dl_layout_path(dl_dir_of(h)->lockdir, h->name, DL_SUFFIX_FENCE);
         if (dir == NULL)
@@ -147,7 +60,7 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
                 unsigned long long n = 0;
                 int found = dl_counter_read(dir, &n);
                 if (found == -1 && errno == ESTALE) {
-                        dl_fs_refresh(dir); /* replaced as we read it (fsops.c): again */
+                        dl_fs_refresh(dir); /* replaced as we read it (dir_fsops.c): again */
                         continue;
                 }
                 if (found == -1) {
@@ -186,7 +99,7 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
                 int e = errno;
                 if (moved == 0) {
                         /* Step 4: still ours?  Then `next` is this acquisition's. */
-                        rc = held(h, err);
+                        rc = h->be->check(h, err);
                         if (rc == DIRLOCK_OK)
                                 *fence = next;
                         break;
@@ -202,17 +115,31 @@ static int dir_fence_draw(dirlock *h, dl_dir_held_fn held, unsigned long long *f
         return rc;
 }
 
-int dl_dir_fence(dirlock *h, dl_dir_held_fn held, unsigned long long *fence, dirlock_error *err)
+/* The backend's `fence` entry: h's fence, drawn while h holds its lock
+ * (asked before drawing -- not worth it for a lost lock -- and after,
+ * step 4). */
+static int dir_fence(dirlock *h, unsigned long long *fence, dirlock_error *err)
 {
-        int rc = held(h, err); /* not worth drawing for a lost lock */
-        return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, held, fence, err);
+        int rc = h->be->check(h, err);
+        return rc != DIRLOCK_OK ? rc : dir_fence_draw(h, fence, err);
 }
 
-unsigned long long dl_dir_fence_last(const char *lockdir, const char *name)
+/* dirlock_inspect: the last fence drawn for lock `name`, 0 when none. */
+static void fence_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner)
 {
+        (void)stale_age;
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_FENCE);
         unsigned long long n = 0;
         int found = dir != NULL ? dl_counter_read(dir, &n) : 0;
         free(dir);
-        return found == 1 ? n : 0;
+        owner->fence = found == 1 ? n : 0;
 }
+
+static const dl_backend fence_entries = {.fence = dir_fence};
+
+static struct dl_dir_module fence_module = {
+    .name = "the fence module (lib/fence)",
+    .offers = &fence_entries,
+    .inspect = fence_inspect,
+};
+DL_DIR_MODULE(fence_module)

@@ -33,6 +33,7 @@
  * its copy); otherwise a lock its parent holds outlives the parent's
  * death.  The board never forks. */
 #include "backend.h"
+#include "dirlock_flock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -254,8 +255,11 @@ static const char *flock_space_key(const dirlock *h)
         return ((const struct dl_flock *)h->impl)->dir;
 }
 
-const dl_backend dl_flock_backend = {
+static const char *const flock_prefixes[] = {"flock:", NULL};
+
+static const dl_backend dl_flock_backend = {
     .name = "flock",
+    .prefixes = flock_prefixes,
     .forms = flock_forms,
     .local = true,
     .open = flock_open,
@@ -267,18 +271,19 @@ const dl_backend dl_flock_backend = {
     .check = flock_check,
     .space_key = flock_space_key,
 };
+DL_BACKEND(dl_flock_backend)
 
-/* The backend's own public entry: a flock lock in directory `lockdir`
- * (dirlock.h), as "flock:" spaces take them. */
-int dirlock_flock_acquire(const char *lockdir, const char *name, const dirlock_options *opts, dirlock **out,
+/* The backend's own public entry: a flock lock in directory `dir`
+ * (dirlock_flock.h), as "flock:" spaces take them. */
+int dirlock_flock_acquire(const char *dir, const char *name, const dirlock_options *opts, dirlock **out,
                           dirlock_error *err)
 {
         if (out == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no place to return the lock handle");
         *out = NULL;
-        if (lockdir == NULL || lockdir[0] == '\0')
+        if (dir == NULL || dir[0] == '\0')
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "no lock directory given");
         dirlock *h;
-        int rc = dl_handle_open(&dl_flock_backend, lockdir, name, opts, &h, err);
+        int rc = dl_handle_open(&dl_flock_backend, dir, name, opts, &h, err);
         return rc != DIRLOCK_OK ? rc : dl_handle_acquire_new(h, out, err);
 }

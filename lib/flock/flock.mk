@@ -1,5 +1,7 @@
-# lib/flock/flock.mk - the flock backend: the kernel's flock(2) on files in
-# a directory ("flock:DIR", flock.c).  Always built.
-#   adds to: LIB_SRCS (lib/lib.mk)
+# lib/flock/flock.mk - the flock backend: the kernel's flock(2) on files
+# in a directory ("flock:DIR", dirlock_flock.h).  Built into the library:
+# it needs nothing but the core.
+#   adds to: LIB_SRCS, LIB_HEADERS (lib/lib.mk)
 
 LIB_SRCS += lib/flock/flock.c
+LIB_HEADERS += lib/flock/dirlock_flock.h

@@ -7,8 +7,8 @@
  * D/NAME.permits/n<N>/<K>, taken, released, refreshed, judged and broken
  * exactly as D/NAME.lock is (exclusive.c): a prepared directory
  * D/.NAME.<T>.new holding owner.<T> is renamed onto it.  Waiters queue in
- * D/NAME.permits/queue/ and wait as the waiters of a lock do (rwlock.c
- * dl_take_w): the first one is woken by releases (the rmdir of a permit in
+ * D/NAME.permits/queue/ and wait as the waiters of a lock do (lib/core/dir_queue.c
+ * dl_dir_take): the first one is woken by releases (the rmdir of a permit in
  * n<N>/), every other one by the departure of the waiter ahead.
  *
  * INVARIANT P (never more than N): a holder that asked for N holds one of
@@ -58,8 +58,8 @@
  * its cached name, would hold a permit nobody else could see.  Every
  * listing here is whole or an error (dl_dir_names): a group read short
  * would hide a holder from INVARIANT Q's look. */
-#include "fsops.h"
-#include "rw_internal.h"
+#include "dir_fsops.h"
+#include "permit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -82,82 +82,48 @@ struct dl_permits {
 
 static struct dl_permits *permits_of(const dirlock *h)
 {
-        return dl_dir_of(h)->permits;
+        return dl_dir_of(h)->kind_state;
 }
 
-/* ---- listings ---------------------------------------------------------------- */
+static const struct dl_dir_kind permit_kind;
 
-void dl_dir_names_free(char **names, size_t n)
+/* ---- names ------------------------------------------------------------------ */
+
+char *dl_layout_permit_group(const char *permits_dir, unsigned n)
 {
-        while (n > 0)
-                free(names[--n]);
-        free(names);
+        char leaf[sizeof DL_PERMITS_GROUP + 10];
+        snprintf(leaf, sizeof leaf, DL_PERMITS_GROUP "%u", n);
+        return dl_join(permits_dir, leaf, NULL);
 }
 
-/* One listing: DIRLOCK_OK, an error, or -1 with errno ESTALE (replaced
- * while we read it: read it again). */
-static int names_once(const char *dir, const dl_fs *fs, char ***out, size_t *count, dirlock_error *err)
+/* 1..DIRLOCK_PERMITS_MAX decimal digits without a leading zero (or "0"
+ * when `zero`): 1 and *v, else 0. */
+static int small_number(const char *s, bool zero, unsigned *v)
 {
-        int dfd = dl_fs_open_dir_sure(dir, fs->network);
-        if (dfd < 0) {
-                if (errno == ENOENT)
-                        return DIRLOCK_OK;
-                return errno == ESTALE ? -1 : dl_fail(err, DIRLOCK_EIO, errno, "cannot read '%s'", dir);
+        unsigned long x = 0;
+        size_t n = strlen(s);
+        if (n == 0 || n > 5 || (s[0] == '0' && (n > 1 || !zero)))
+                return 0;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9')
+                        return 0;
+                x = x * 10 + (unsigned)(*s - '0');
         }
-        DIR *d = fdopendir(dfd);
-        if (d == NULL) {
-                int e = errno;
-                close(dfd);
-                return dl_fail(err, DIRLOCK_EIO, e, "cannot read '%s'", dir);
-        }
-        char **v = NULL;
-        size_t n = 0, cap = 0;
-        int rc = DIRLOCK_OK, more = 0;
-        struct dirent *de;
-        while (rc == DIRLOCK_OK && (more = dl_fs_next(d, &de)) > 0) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (n == cap) {
-                        size_t grown_cap = cap ? cap * 2 : 16;
-                        char **grown = realloc(v, grown_cap * sizeof *grown);
-                        if (grown == NULL) {
-                                rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                                break;
-                        }
-                        v = grown;
-                        cap = grown_cap;
-                }
-                if ((v[n] = strdup(de->d_name)) == NULL)
-                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                else
-                        n++;
-        }
-        int e = errno;
-        closedir(d);
-        if (rc == DIRLOCK_OK && more < 0) /* a listing cut short is no listing */
-                rc = e == ESTALE ? -1 : dl_fail(err, DIRLOCK_EIO, e, "cannot read '%s'", dir);
-        if (rc != DIRLOCK_OK) {
-                dl_dir_names_free(v, n);
-                errno = e;
-                return rc;
-        }
-        *out = v;
-        *count = n;
-        return DIRLOCK_OK;
+        if (x > DIRLOCK_PERMITS_MAX)
+                return 0;
+        *v = (unsigned)x;
+        return 1;
 }
 
-int dl_dir_names(const char *dir, const dl_fs *fs, char ***out, size_t *count, dirlock_error *err)
+int dl_layout_permit_group_n(const char *leaf, unsigned *n)
 {
-        *out = NULL;
-        *count = 0;
-        for (int try = 0;; try++) {
-                int rc = names_once(dir, fs, out, count, err);
-                if (rc != -1)
-                        return rc;
-                if (try == DL_ESTALE_TRIES)
-                        return dl_fail(err, DIRLOCK_EIO, ESTALE, "'%s' keeps changing as it is read", dir);
-                dl_fs_refresh(dir); /* replaced while we read it: read it again (fsops.c) */
-        }
+        size_t p = sizeof DL_PERMITS_GROUP - 1;
+        return strncmp(leaf, DL_PERMITS_GROUP, p) == 0 && small_number(leaf + p, false, n);
+}
+
+int dl_layout_permit_k(const char *leaf, unsigned *k)
+{
+        return small_number(leaf, true, k) && *k < DIRLOCK_PERMITS_MAX;
 }
 
 /* rmdir of a directory others make entries in: never on a network
@@ -170,13 +136,15 @@ static void remove_kept(const char *dir, const dl_fs *fs)
 
 /* ---- the handle ------------------------------------------------------------ */
 
-int dl_permit_prepare(dirlock *h, dirlock_error *err)
+/* The backend's `permit` entry: h (open, h->permits set) becomes a permit
+ * of counting lock h->name: its paths. */
+static int permit_prepare(dirlock *h, dirlock_error *err)
 {
         struct dl_dir *d = dl_dir_of(h);
         struct dl_permits *p = calloc(1, sizeof *p);
         if (p == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        d->permits = p;
+        dl_dir_make_kind(h, &permit_kind, p);
         p->n = h->permits;
         p->dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_PERMITS);
         p->group = p->dir ? dl_layout_permit_group(p->dir, p->n) : NULL;
@@ -188,7 +156,7 @@ int dl_permit_prepare(dirlock *h, dirlock_error *err)
         if (p->group == NULL || p->seen == NULL || slot == NULL || entry == NULL) {
                 free(slot);
                 free(entry);
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory"); /* freed by dl_permit_free */
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory"); /* freed by permit_free */
         }
         free(d->lock_path);
         free(d->entry_path);
@@ -197,10 +165,10 @@ int dl_permit_prepare(dirlock *h, dirlock_error *err)
         snprintf(slot, slot_len, "%s/0", p->group);
         snprintf(entry, slot_len + sizeof DL_OWNER_PREFIX + DIRLOCK_TOKEN_LEN, "%s/" DL_OWNER_PREFIX "%s",
                  slot, h->token);
-        return dl_rw_state(h, err); /* its queue: rw->fifo_dir */
+        return DIRLOCK_OK;
 }
 
-void dl_permit_free(dirlock *h)
+static void permit_free(dirlock *h)
 {
         struct dl_permits *p = permits_of(h);
         if (p == NULL)
@@ -209,12 +177,7 @@ void dl_permit_free(dirlock *h)
         free(p->group);
         free(p->seen);
         free(p);
-        dl_dir_of(h)->permits = NULL;
-}
-
-const char *dl_permit_release_dir(const dirlock *h)
-{
-        return permits_of(h)->group;
+        dl_dir_of(h)->kind_state = NULL;
 }
 
 /* Point lock_path and entry_path at permit k (same lengths or shorter:
@@ -266,13 +229,16 @@ static int read_group(dirlock *h, unsigned *present, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-bool dl_permit_looks_free(dirlock *h)
+static bool permit_looks_free(dirlock *h)
 {
         unsigned present;
         return read_group(h, &present, NULL) != DIRLOCK_OK || present < permits_of(h)->n;
 }
 
-int dl_permit_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
+/* One attempt at a permit, judging the permits present when `judge`:
+ * DIRLOCK_OK (lock_path is the permit, excl_held set), DIRLOCK_EBUSY
+ * (*holder: a holder to watch, when one was judged), or an error. */
+static int permit_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
 {
         struct dl_permits *p = permits_of(h);
         dirlock_error local;
@@ -386,12 +352,15 @@ static int other_groups(dirlock *h, dirlock_error *err)
         return rc;
 }
 
-int dl_permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+static const struct dl_slots permit_slots;
+
+/* Take a permit by the deadline (dl_dir_take, then INVARIANT Q). */
+static int permit_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        int rc = dl_take_w(h, deadline, err);
+        int rc = dl_dir_take(h, &permit_slots, deadline, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         rc = other_groups(h, err);
@@ -441,8 +410,8 @@ static int list_group(const char *group, unsigned n, double stale_age, const dl_
         return rc;
 }
 
-int dl_permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
-                      size_t *count, size_t *cap, dirlock_error *err)
+static int permit_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                          size_t *count, size_t *cap, dirlock_error *err)
 {
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_PERMITS);
         if (dir == NULL)
@@ -493,7 +462,10 @@ static void clean_group(const char *group, const dl_fs *fs)
         remove_kept(group, fs);
 }
 
-void dl_permits_cleanup(const char *permits_dir, const dl_fs *fs)
+/* dirlock_cleanup of one D/NAME.permits on filesystem `fs`: stale permits
+ * broken, empty permits removed, and empty groups, queue and the
+ * directory itself (not on a network filesystem: KEPT DIRECTORIES). */
+static void permits_cleanup(const char *permits_dir, const dl_fs *fs)
 {
         char **names;
         size_t n;
@@ -508,12 +480,123 @@ void dl_permits_cleanup(const char *permits_dir, const dl_fs *fs)
                         clean_group(path, fs);
                 } else if (strcmp(names[i], DL_PERMITS_QUEUE) == 0) {
                         dl_scan sc = {.active = "t"};
-                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0)
+                        if (dl_scan_dir(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0)
                                 remove_kept(path, fs);
-                        dl_rw_scan_done(&sc);
+                        dl_scan_done(&sc);
                 }
                 free(path);
         }
         dl_dir_names_free(names, n);
         remove_kept(permits_dir, fs); /* only if empty */
 }
+
+/* ---- the kind and the module ------------------------------------------------- */
+
+/* The slots a permit's waiters wait for: the N permits of their group. */
+static bool permit_looks_taken(dirlock *h)
+{
+        return !permit_looks_free(h);
+}
+
+/* The directory whose removals are the releases of h's permits. */
+static const char *permit_release_dir(const dirlock *h)
+{
+        return permits_of(h)->group;
+}
+
+static char *permit_queue_dir(const dirlock *h)
+{
+        return dl_join(permits_of(h)->dir, DL_PERMITS_QUEUE, NULL);
+}
+
+/* A holder of one of the permits, for a message. */
+static bool permit_holder_now(dirlock *h, dl_record *holder)
+{
+        dirlock_owner *o = NULL;
+        size_t n = 0, cap = 0;
+        bool found = permit_holders(dl_dir_of(h)->lockdir, h->name, h->opts.stale_age, &o, &n, &cap, NULL) ==
+                         DIRLOCK_OK &&
+                     n > 0;
+        if (found) {
+                memset(holder, 0, sizeof *holder);
+                holder->pid = o[0].pid;
+                snprintf(holder->host, sizeof holder->host, "%s", o[0].host);
+        }
+        free(o);
+        return found;
+}
+
+static int permit_busy(dirlock *h, int code, const char *prefix, const dl_record *holder, dirlock_error *err)
+{
+        return dl_fail(err, code, 0, "%sthe %u permit%s of lock '%s' %s held, e.g. by pid %ld on %s", prefix,
+                       h->permits, h->permits > 1 ? "s" : "", h->name, h->permits > 1 ? "are all" : "is",
+                       (long)holder->pid, holder->host[0] ? holder->host : "an unknown host");
+}
+
+static const struct dl_slots permit_slots = {
+    .target = DL_FOR_PERMIT,
+    .kind = DIRLOCK_WAIT_PERMIT,
+    .attempt = permit_try,
+    .looks_taken = permit_looks_taken,
+    .looks_free = permit_looks_free,
+    .release_dir = permit_release_dir,
+    .queue_dir = permit_queue_dir,
+    .holder_now = permit_holder_now,
+    .busy = permit_busy,
+};
+
+/* A permit is held, refreshed, checked and released as a lock directory
+ * is (lock_path points at it). */
+static int permit_release_kept(dirlock *h, dirlock_error *err)
+{
+        if (!dl_dir_of(h)->excl_held)
+                return DIRLOCK_OK;
+        int rc = dl_excl_release(h, err);
+        if (rc == DIRLOCK_ELOST) {
+                dl_ok(err);
+                return DIRLOCK_OK;
+        }
+        return rc;
+}
+
+static const struct dl_dir_kind permit_kind = {
+    .what = "a permit of a counting lock",
+    .acquire = permit_acquire,
+    .release = dl_excl_release,
+    .release_kept = permit_release_kept,
+    .refresh = dl_excl_refresh,
+    .check = dl_excl_check,
+    .close = permit_free,
+};
+
+/* dirlock_inspect: the counting lock of `name`, its N and the permits held. */
+static void permit_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner)
+{
+        dirlock_owner *held = NULL;
+        size_t n = 0, cap = 0;
+        if (permit_holders(lockdir, name, stale_age, &held, &n, &cap, NULL) == DIRLOCK_OK && n > 0) {
+                owner->permits = held[0].permits;
+                owner->permit_holders = (unsigned)n;
+        }
+        free(held);
+}
+
+static void permit_cleanup(const char *lockdir, const dl_fs *fs, const char *leaf, const char *path)
+{
+        (void)lockdir;
+        if (dl_layout_has_suffix(leaf, DL_SUFFIX_PERMITS))
+                permits_cleanup(path, fs);
+}
+
+static const struct dl_dir_kind *const permit_kinds[] = {&permit_kind, NULL};
+static const dl_backend permit_entries = {.permit = permit_prepare};
+
+static struct dl_dir_module permit_module = {
+    .name = "the counting-lock module (lib/permit)",
+    .offers = &permit_entries,
+    .kinds = permit_kinds,
+    .inspect = permit_inspect,
+    .holders = permit_holders,
+    .cleanup = permit_cleanup,
+};
+DL_DIR_MODULE(permit_module)

@@ -76,10 +76,8 @@
  * no longer overlap are woken by the rename.
  * CRASHES: a dead holder's entry is broken by the next scan (at once on
  * this host, else after the stale age), waking its waiters. */
-#include "fsops.h"
-#include "modes.h"
-#include "range_internal.h"
-#include "rw_internal.h"
+#include "dir_range.h"
+#include "dir_fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -105,25 +103,29 @@ struct dl_range {
 
 static struct dl_range *range_of(const dirlock *h)
 {
-        return dl_dir_of(h)->range;
+        return dl_dir_of(h)->kind_state;
 }
 
-int dl_range_prepare(dirlock *h, dirlock_error *err)
+static const struct dl_dir_kind range_kind;
+
+/* The backend's `range` entry: h (open, h->lo and h->hi set) becomes a
+ * range lock, its paths and meta-lock made. */
+static int range_prepare(dirlock *h, dirlock_error *err)
 {
         struct dl_dir *d = dl_dir_of(h);
         struct dl_range *r = calloc(1, sizeof *r);
         if (r == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        d->range = r;
+        dl_dir_make_kind(h, &range_kind, r);
         r->meta.fd = -1;
         int rc = dl_range_meta_init(&r->meta, d->lockdir, d->lockdir_mode, h->name, h->token, err);
         if (rc == DIRLOCK_OK &&
             (r->readers_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_READERS)) == NULL)
                 rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        return rc; /* on failure dl_range_free() (from close) frees what was made */
+        return rc; /* on failure range_free() (the kind's close) frees what was made */
 }
 
-void dl_range_free(dirlock *h)
+static void range_free(dirlock *h)
 {
         struct dl_range *r = range_of(h);
         if (r == NULL)
@@ -132,7 +134,7 @@ void dl_range_free(dirlock *h)
         free(r->readers_dir);
         free(r->entry);
         free(r);
-        dl_dir_of(h)->range = NULL;
+        dl_dir_of(h)->kind_state = NULL;
 }
 
 /* ---- who blocks whom -------------------------------------------------------- */
@@ -263,11 +265,11 @@ static int whole_busy(dirlock *h, dl_record *who, dirlock_error *err)
                 break;
         }
         dl_scan sc = {.active = "ra"};
-        if (dl_rw_scan(range_of(h)->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
-                dl_rw_scan_done(&sc);
+        if (dl_scan_dir(range_of(h)->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
+                dl_scan_done(&sc);
                 return -1;
         }
-        dl_rw_scan_done(&sc);
+        dl_scan_done(&sc);
         if (sc.live == 0)
                 return 0;
         *who = sc.one;
@@ -396,9 +398,9 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                 }
                 if (!waiting) {
                         bool upgrade = step != range_try; /* it holds its range: whole holders wait for it */
-                        rc = upgrade ? dl_wait_begin(h, DL_FOR_RANGE_UPGRADE, DIRLOCK_WAIT_UPGRADE,
-                                                     DIRLOCK_EXCLUSIVE, err)
-                                     : dl_wait_begin(h, DL_FOR_RANGE, DIRLOCK_WAIT_RANGE, h->mode, err);
+                        rc = upgrade ? dl_dir_wait_begin(h, DL_FOR_RANGE_UPGRADE, DIRLOCK_WAIT_UPGRADE,
+                                                         DIRLOCK_EXCLUSIVE, err)
+                                     : dl_dir_wait_begin(h, DL_FOR_RANGE, DIRLOCK_WAIT_RANGE, h->mode, err);
                         if (rc != DIRLOCK_OK)
                                 break;
                         unwatched = range_waiter(&w, h);
@@ -411,7 +413,7 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
                         continue;
                 dl_waiter_watch_owner(&w, &who);
                 int waited = dl_waiter_wait(&w, deadline);
-                if (waited == 0 && (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                if (waited == 0 && (rc = dl_dir_wait_step(h, err)) != DIRLOCK_OK)
                         break;
                 if (w.notify) /* the directories may have been made again */
                         unwatched = range_waiter_rewatch(&w, h);
@@ -432,13 +434,13 @@ static int range_wait(dirlock *h, range_step step, const dl_time *deadline, cons
         }
         if (waiting)
                 dl_waiter_close(&w);
-        dl_wait_end(h);
+        dl_dir_wait_end(h);
         return rc;
 }
 
-/* ---- the backend's entries for range handles ---------------------------------- */
+/* ---- the kind's entries ---------------------------------- */
 
-int dl_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+static int range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
@@ -449,7 +451,7 @@ int dl_range_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
         return rc;
 }
 
-int dl_range_release(dirlock *h, dirlock_error *err)
+static int range_release(dirlock *h, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
         if (r->entry == NULL)
@@ -468,7 +470,7 @@ int dl_range_release(dirlock *h, dirlock_error *err)
         return dl_fail(err, DIRLOCK_EIO, e, "cannot release range lock of '%s'", h->name);
 }
 
-int dl_range_refresh(dirlock *h, dirlock_error *err)
+static int range_refresh(dirlock *h, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
         if (r->entry != NULL && dl_fs_touch(r->entry) == 0)
@@ -478,7 +480,7 @@ int dl_range_refresh(dirlock *h, dirlock_error *err)
         return dl_fail(err, DIRLOCK_EIO, errno, "cannot refresh range lock of '%s'", h->name);
 }
 
-int dl_range_check(const dirlock *h, dirlock_error *err)
+static int range_check(const dirlock *h, dirlock_error *err)
 {
         const struct dl_range *r = range_of(h);
         int present = r->entry != NULL ? dl_fs_present(r->entry, dl_dir_of(h)->fs->network) : 0;
@@ -528,7 +530,7 @@ static int upgrade_try(dirlock *h, bool queue, dl_record *who, dirlock_error *er
         return set_entry(h, DL_RANGE_HELD, DL_RANGE_EXCL, err);
 }
 
-int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
+static int range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
@@ -572,7 +574,7 @@ int dl_range_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err
         return rc;
 }
 
-int dl_range_downgrade(dirlock *h, dirlock_error *err)
+static int range_downgrade(dirlock *h, dirlock_error *err)
 {
         if (h->mode == DIRLOCK_SHARED)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "the range of lock '%s' is already a read range",
@@ -588,9 +590,9 @@ int dl_range_downgrade(dirlock *h, dirlock_error *err)
         return rc;
 }
 
-/* The caller (handle.c) checked that this is an upgraded intent range:
+/* The caller (lib/rw/rw.c) checked that this is an upgraded intent range:
  * back to i, which overlapping readers share; the rename wakes them. */
-int dl_range_downgrade_intent(dirlock *h, dirlock_error *err)
+static int range_downgrade_intent(dirlock *h, dirlock_error *err)
 {
         dl_time never = dl_deadline(-1);
         int rc = dl_range_meta_take(&range_of(h)->meta, &never, err);
@@ -603,8 +605,8 @@ int dl_range_downgrade_intent(dirlock *h, dirlock_error *err)
         return rc;
 }
 
-/* The caller (handle.c) checked that [lo, hi) is a part of the held range. */
-int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
+/* The caller (range.c) checked that [lo, hi) is a part of the held range. */
+static int range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
 {
         struct dl_range *r = range_of(h);
         dl_time never = dl_deadline(-1);
@@ -622,3 +624,105 @@ int dl_range_shrink(dirlock *h, double lo, double hi, dirlock_error *err)
         }
         return rc;
 }
+
+/* ---- whole locks against ranges ---------------------------------------------- */
+
+/* The guard of NAME's ranges (dir.h): a whole lock announced (W taken, or
+ * its reader entry made) waits until no range of the name is held
+ * (RANGES AGAINST WHOLE LOCKS above), keeping the announcement fresh as a
+ * holder would.  `seen`: D/NAME.ranges was there at the caller's look
+ * (dl_dir_neighbours); one that left since is found by the scan. */
+static int ranges_guard(dirlock *h, const dl_time *deadline, bool seen, dirlock_error *err)
+{
+        (void)seen;
+        struct dl_range_meta m;
+        int rc =
+            dl_range_meta_init(&m, dl_dir_of(h)->lockdir, dl_dir_of(h)->lockdir_mode, h->name, h->token, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        const char *dir = m.ranges_dir;
+        dl_waiter w;
+        dl_waiter_init(&w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
+        dl_waiter_cancel_on(&w, h->opts.cancel_fd);
+        long long renewed = dl_wall_ns();
+        for (bool first = true;; first = false) {
+                if (w.notify)
+                        dl_waiter_watch_dir(&w, dir);
+                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
+                /* We hold our announcement while we wait: keep it fresh. */
+                if ((double)(dl_wall_ns() - renewed) >= h->opts.stale_age * 1e9 / 4) {
+                        renewed = dl_wall_ns();
+                        if ((rc = dl_dir_of(h)->kind->refresh(h, err)) != DIRLOCK_OK)
+                                break;
+                }
+                dl_record one;
+                int n = dl_range_held(&m, h->opts.stale_age, &one, deadline, err);
+                if (n < 0) {
+                        rc = err->code;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                dl_waiter_watch_owner(&w, &one);
+                if (waited == 0 && h->opts.timeout == 0)
+                        waited = DIRLOCK_EBUSY; /* one try */
+                if (waited != 0) {
+                        rc = dl_fail(err, waited, 0,
+                                     "%s: %d range(s) of lock '%s' are held, e.g. by pid %ld on %s",
+                                     waited == DIRLOCK_ECANCELED ? "canceled"
+                                     : waited == DIRLOCK_EBUSY   ? "busy"
+                                                                 : "timed out",
+                                     n, h->name, (long)one.pid, one.host[0] ? one.host : "an unknown host");
+                        break;
+                }
+                rc = first ? dl_dir_wait_begin(h, DL_FOR_RANGES, DIRLOCK_WAIT_LOCK, h->mode, err)
+                           : dl_dir_wait_step(h, err);
+                if (rc != DIRLOCK_OK)
+                        break;
+        }
+        dl_waiter_close(&w);
+        dl_dir_wait_end(h);
+        dl_range_meta_free(&m);
+        return rc;
+}
+
+/* ---- the module ---------------------------------------------------------------- */
+
+static int range_list(const char *lockdir, const char *name, dirlock_range_info **out, size_t *count,
+                      dirlock_error *err)
+{
+        return dl_range_list(lockdir, name, 0, out, count, err);
+}
+
+/* dirlock_inspect: the ranges held of `name`. */
+static void range_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner)
+{
+        (void)stale_age;
+        owner->ranges = dl_range_count_held(lockdir, name);
+}
+
+static const struct dl_dir_kind range_kind = {
+    .what = "a range lock",
+    .acquire = range_acquire,
+    .release = range_release,
+    .refresh = range_refresh,
+    .check = range_check,
+    .close = range_free,
+    .upgrade = range_upgrade,
+    .downgrade = range_downgrade,
+    .downgrade_intent = range_downgrade_intent,
+    .shrink = range_shrink,
+};
+
+static const struct dl_dir_kind *const range_kinds[] = {&range_kind, NULL};
+static const dl_backend range_entries = {.range = range_prepare, .ranges = range_list};
+
+static struct dl_dir_module range_module = {
+    .name = "the range module (lib/range)",
+    .offers = &range_entries,
+    .kinds = range_kinds,
+    .guards = DL_NEAR_RANGES,
+    .guard = ranges_guard,
+    .inspect = range_inspect,
+};
+DL_DIR_MODULE(range_module)

@@ -1,14 +1,14 @@
-/* range_internal.h - what the files that read D/NAME.ranges share
- * (range.c, range_entries.c, and rwlock.c, whose whole-lock holders wait
- * for the held ranges of their name to go): the names of range entries,
- * a scan of the directory and the judging of its entries, and the
- * meta-lock under which entries change.  The protocol is at the top of
- * range.c. */
-#ifndef DIRLOCK_RANGE_INTERNAL_H
-#define DIRLOCK_RANGE_INTERNAL_H
+/* dir_range.h - what the files that read D/NAME.ranges share
+ * (dir_range.c, dir_range_entries.c, and the deadlock search of
+ * lib/deadlock): the names of range entries, a scan of the directory and
+ * the judging of its entries, and the meta-lock under which entries
+ * change.  The protocol is at the top of dir_range.c. */
+#ifndef DIRLOCK_DIR_RANGE_H
+#define DIRLOCK_DIR_RANGE_H
 
 #include "dir.h"
 #include "modes.h"
+#include "range.h"
 
 /* An entry's leaf, <state><mode>.<seq>.<lo>.<hi>.<T>, with its NUL. */
 #define DL_RANGE_LEAF_SIZE (2 + 1 + DL_RANGE_SEQ_DIGITS + 1 + 16 + 1 + 16 + 1 + DIRLOCK_TOKEN_LEN + 1)
@@ -91,5 +91,13 @@ int dl_range_judge(const struct dl_range_scan *s, struct dl_range_entry *e, doub
  * -1 with err on error.  Takes and gives the meta-lock. */
 int dl_range_held(struct dl_range_meta *m, double stale_age, dl_record *one, const dl_time *deadline,
                   dirlock_error *err);
+
+/* ---- from outside the holders (dir_range_entries.c) ------------------------------ */
+
+/* The range holders and waiters of lock `name` (dirlock_ranges), and the
+ * number of held ranges (for inspect). */
+int dl_range_list(const char *lockdir, const char *name, double stale_age, dirlock_range_info **out,
+                  size_t *count, dirlock_error *err);
+unsigned dl_range_count_held(const char *lockdir, const char *name);
 
 #endif

@@ -3,8 +3,8 @@
  * scan of the directory and the judging (and breaking) of the entries in
  * it; and the views from outside the holders: the list of a name's range
  * holders and waiters, and the number of held ranges. */
-#include "fsops.h"
-#include "range_internal.h"
+#include "dir_fsops.h"
+#include "dir_range.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -12,7 +12,8 @@
  * rounds), one too large for any double is refused.  The values must
  * then pass what dirlock_acquire_range() asks of its ends (handle.c):
  * finite, lo < hi. */
-#include "internal.h"
+#include "core.h"
+#include "dirlock_range.h"
 
 #include <locale.h>
 #include <math.h>

@@ -154,9 +154,8 @@
  * user may not remove (another user's, in a sticky directory) is reported
  * (DIRLOCK_EPERM, docs/sharing.md), never counted as gone.
  */
-#include "fsops.h"
-#include "range_internal.h"
-#include "rw_internal.h"
+#include "dir_rw.h"
+#include "dir_fsops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -167,23 +166,67 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* ---- names ------------------------------------------------------------------ */
+
+char *dl_layout_up(const char *lockdir, const char *name, const char *token)
+{
+        char leaf[DIRLOCK_NAME_MAX + sizeof DL_INFIX_UP + DIRLOCK_TOKEN_LEN];
+        snprintf(leaf, sizeof leaf, "%s" DL_INFIX_UP "%s", name, token);
+        return dl_join(lockdir, leaf, NULL);
+}
+
+/* "NAME.up.<T>": the token, with NAME's length in *name_len, else NULL. */
+static const char *dl_layout_up_token(const char *leaf, size_t *name_len)
+{
+        const char *up = strstr(leaf, DL_INFIX_UP);
+        if (up == NULL || up == leaf)
+                return NULL;
+        const char *token = up + sizeof DL_INFIX_UP - 1;
+        if (!dl_layout_is_token(token, true))
+                return NULL;
+        *name_len = (size_t)(up - leaf);
+        return token;
+}
+
 /* ---- state --------------------------------------------------------------- */
 
-int dl_rw_state(dirlock *h, dirlock_error *err)
+/* A whole lock's reader-writer state (the kind's kind_state, dir.h): the
+ * paths of one name's reader-writer files, all in the lock directory D,
+ * and which of them the handle holds. */
+struct dl_rw {
+        char *readers_dir;        /* D/NAME.readers                      */
+        char *r_path;             /* D/NAME.readers/r.<T>                */
+        char *a_path;             /* D/NAME.readers/a.<T>                */
+        char *w_path;             /* D/NAME.readers/w.<T>                */
+        char *up_path;            /* D/NAME.up.<T>                       */
+        char *wq_dir;             /* D/NAME.wq                           */
+        char *wq_entry;           /* D/NAME.wq/x.<T>                     */
+        const char *reader_entry; /* r_path or a_path while reading      */
+        bool up_held;             /* up_path is ours                     */
+        bool wq_held;             /* wq_entry is ours                    */
+};
+
+/* A whole lock's reader-writer state, made on first use (the handle's
+ * kind_state): the exclusive lock as the core takes it needs none. */
+static struct dl_rw *rw_of(const dirlock *h)
+{
+        return dl_dir_of(h)->kind_state;
+}
+
+static void rw_free(dirlock *h);
+
+/* Make rw_of(h) (idempotent).  DIRLOCK_OK or DIRLOCK_ENOMEM. */
+static int rw_state(dirlock *h, dirlock_error *err)
 {
         struct dl_dir *d = dl_dir_of(h);
-        if (d->rw != NULL)
+        if (d->kind_state != NULL)
                 return DIRLOCK_OK;
         struct dl_rw *rw = calloc(1, sizeof *rw);
         if (rw == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        d->rw = rw;
+        d->kind_state = rw;
         rw->readers_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_READERS);
         rw->wq_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_WQ);
-        /* A counting lock's waiters queue among its permits (permits.c). */
-        rw->fifo_dir = h->permits > 0 ? dl_join(d->lockdir, h->name, DL_SUFFIX_PERMITS "/" DL_PERMITS_QUEUE)
-                                      : dl_layout_path(d->lockdir, h->name, DL_SUFFIX_FIFO);
-        rw->ranges_dir = dl_layout_path(d->lockdir, h->name, DL_SUFFIX_RANGES);
         rw->up_path = dl_layout_up(d->lockdir, h->name, h->token);
         if (rw->readers_dir != NULL && rw->wq_dir != NULL) {
                 rw->r_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_READER, h->token);
@@ -191,21 +234,19 @@ int dl_rw_state(dirlock *h, dirlock_error *err)
                 rw->w_path = dl_layout_entry(rw->readers_dir, DL_ENTRY_WAITING, h->token);
                 rw->wq_entry = dl_layout_entry(rw->wq_dir, DL_ENTRY_WRITER, h->token);
         }
-        if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->fifo_dir == NULL || rw->ranges_dir == NULL ||
-            rw->up_path == NULL || rw->r_path == NULL || rw->a_path == NULL || rw->w_path == NULL ||
-            rw->wq_entry == NULL) {
-                dl_rw_free(h); /* never a state with paths missing: the next call builds it anew */
+        if (rw->readers_dir == NULL || rw->wq_dir == NULL || rw->up_path == NULL || rw->r_path == NULL ||
+            rw->a_path == NULL || rw->w_path == NULL || rw->wq_entry == NULL) {
+                rw_free(h); /* never a state with paths missing: the next call builds it anew */
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         }
         return DIRLOCK_OK;
 }
 
-void dl_rw_free(dirlock *h)
+static void rw_free(dirlock *h)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         if (rw == NULL)
                 return;
-        dl_fifo_unview(rw);
         free(rw->readers_dir);
         free(rw->r_path);
         free(rw->a_path);
@@ -213,25 +254,36 @@ void dl_rw_free(dirlock *h)
         free(rw->up_path);
         free(rw->wq_dir);
         free(rw->wq_entry);
-        free(rw->fifo_dir);
-        free(rw->ranges_dir);
-        free(rw->ticket);
         free(rw);
-        dl_dir_of(h)->rw = NULL;
+        dl_dir_of(h)->kind_state = NULL;
 }
 
-void dl_rw_retoken(dirlock *h)
+/* h->token is new (dirlock_reacquire, a retry): put it in h's
+ * reader-writer paths, or free them when they still hold something of
+ * the old token. */
+static void rw_retoken(dirlock *h)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         if (rw == NULL)
                 return;
-        if (rw->ticket != NULL || rw->reader_entry != NULL || rw->up_held || rw->wq_held) {
-                dl_rw_free(h); /* rebuilt on use */
+        if (rw->reader_entry != NULL || rw->up_held || rw->wq_held) {
+                rw_free(h); /* rebuilt on use */
                 return;
         }
         char *const with_token[] = {rw->r_path, rw->a_path, rw->w_path, rw->up_path, rw->wq_entry};
         for (size_t i = 0; i < sizeof with_token / sizeof with_token[0]; i++)
                 dl_layout_retoken(with_token[i], h->token);
+}
+
+/* Our hold was broken as stale while we waited (DIRLOCK_ELOST) and we
+ * take the lock again: under a new token (dl_dir_new_token).  A breaker
+ * that judged the old hold may still unlink the path it judged (INVARIANT
+ * B, dir_exclusive.c); under the old token that would remove the new
+ * hold, and a reader's new entry, unseen by the writer that comes next. */
+static int rw_new_token(dirlock *h, dirlock_error *err)
+{
+        int rc = dl_dir_new_token(h, err);
+        return rc != DIRLOCK_OK ? rc : rw_state(h, err);
 }
 
 static int timeout_code(const dirlock *h, const dirlock_options *o)
@@ -240,13 +292,12 @@ static int timeout_code(const dirlock *h, const dirlock_options *o)
         return o->timeout == 0 ? DIRLOCK_EBUSY : DIRLOCK_ETIMEDOUT;
 }
 
-/* Start a waiter on `dir` (where releases happen: D, or for a counting
- * lock its permits' group), plus `extra` directories that exist (a
- * directory that vanished meanwhile must not turn inotify off). */
-static void waiter_start_in(dl_waiter *w, const dirlock *h, const char *dir, const char *extra1,
-                            const char *extra2)
+/* Start a waiter on D (where releases happen), plus `extra` directories
+ * that exist (a directory that vanished meanwhile must not turn inotify
+ * off). */
+static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
 {
-        dl_waiter_init(w, dir, h->opts.flags, h->token, h->opts.stale_age);
+        dl_waiter_init(w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(w, h->opts.cancel_fd);
         const char *extra[2] = {extra1, extra2};
         for (int i = 0; i < 2; i++) {
@@ -254,11 +305,6 @@ static void waiter_start_in(dl_waiter *w, const dirlock *h, const char *dir, con
                         continue;
                 dl_waiter_watch_dir(w, extra[i]); /* a vanished one is fine */
         }
-}
-
-static void waiter_start(dl_waiter *w, const dirlock *h, const char *extra1, const char *extra2)
-{
-        waiter_start_in(w, h, dl_dir_of(h)->lockdir, extra1, extra2);
 }
 
 /* How a wait ended without the lock, for messages: "timed out after 2 s"
@@ -310,10 +356,10 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
         enum wstate s = judge_w(h, holder, err);
         if (s != W_OPEN || h->opts.policy != DIRLOCK_POLICY_WRITER)
                 return s;
-        if (dl_fs_present(dl_dir_of(h)->rw->wq_dir, dl_dir_of(h)->fs->network) == 0)
+        if (dl_fs_present(rw_of(h)->wq_dir, dl_dir_of(h)->fs->network) == 0)
                 return W_OPEN;
         dl_scan sc = {.active = "x"};
-        if (dl_rw_scan(dl_dir_of(h)->rw->wq_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0)
+        if (dl_scan_dir(rw_of(h)->wq_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0)
                 return W_ERROR;
         if (sc.live == 0)
                 return W_OPEN;
@@ -325,15 +371,15 @@ static enum wstate reader_look(dirlock *h, dl_record *holder, dirlock_error *err
 
 static int announce(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
-        if (dl_rw_entry_make(rw->readers_dir, rw->r_path, h, DIRLOCK_SHARED) != 0)
+        struct dl_rw *rw = rw_of(h);
+        if (dl_entry_make_in(rw->readers_dir, rw->r_path, h, DIRLOCK_SHARED) != 0)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot register as reader in '%s'", rw->readers_dir);
         return DIRLOCK_OK;
 }
 
 static void reader_give_up(dirlock *h)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         dl_fs_unlink(rw->r_path);
         dl_fs_unlink(rw->w_path);
         dl_fs_unlink(rw->a_path); /* admitted at the last moment */
@@ -349,7 +395,7 @@ static bool waits_visibly(const dirlock *h)
 /* Withdraw a failed announce (see waits_visibly). */
 static int withdraw(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         int rc = waits_visibly(h) ? dl_fs_rename(rw->r_path, rw->w_path) : dl_fs_unlink(rw->r_path);
         if (rc != 0 && errno != ENOENT)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot withdraw reader entry '%s'", rw->r_path);
@@ -359,7 +405,7 @@ static int withdraw(dirlock *h, dirlock_error *err)
 /* Admitted by a fair writer while we waited (w.<T> renamed a.<T>)? */
 static bool reader_admitted(dirlock *h)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         if (dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) != 1)
                 return false;
         rw->reader_entry = rw->a_path;
@@ -371,7 +417,7 @@ static bool reader_admitted(dirlock *h)
  * DIRLOCK_EBUSY: W blocks again, withdrawn (*holder, *s); an error. */
 static int reader_reenter(dirlock *h, bool fair, dl_record *holder, enum wstate *s, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         int rc = DIRLOCK_OK;
         if (fair && dl_fs_rename(rw->w_path, rw->r_path) != 0) {
                 if (errno == ENOENT && reader_admitted(h))
@@ -400,8 +446,8 @@ static int reader_reenter(dirlock *h, bool fair, dl_record *holder, enum wstate 
  * next look: no lost wake-ups. */
 static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
-        int rc = dl_wait_begin(h, DL_FOR_W_TO_READ, DIRLOCK_WAIT_LOCK, DIRLOCK_SHARED, err);
+        struct dl_rw *rw = rw_of(h);
+        int rc = dl_dir_wait_begin(h, DL_FOR_W_TO_READ, DIRLOCK_WAIT_LOCK, DIRLOCK_SHARED, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         dl_waiter w;
@@ -410,7 +456,7 @@ static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *
         dl_waiter_watch_owner(&w, holder);
         for (bool first = true;; first = false) {
                 int waited = first ? 0 : dl_waiter_wait(&w, deadline);
-                if (waited == 0 && (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                if (waited == 0 && (rc = dl_dir_wait_step(h, err)) != DIRLOCK_OK)
                         break;
                 if (fair) {
                         if (reader_admitted(h)) {
@@ -439,13 +485,13 @@ static int reader_wait(dirlock *h, bool fair, dl_record *holder, const dl_time *
                 }
         }
         dl_waiter_close(&w);
-        dl_wait_end(h);
+        dl_dir_wait_end(h);
         return rc;
 }
 
 static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         bool fair = waits_visibly(h); /* fair or reader: waits as w.<T> */
         dl_record holder;
         int rc = announce(h, err);
@@ -480,364 +526,11 @@ static int shared_acquire(dirlock *h, const dl_time *deadline, dirlock_error *er
 
 static void wq_leave(dirlock *h)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         if (rw->wq_held) {
-                dl_rw_entry_drop(h, rw->wq_dir, rw->wq_entry);
+                dl_entry_drop(h, rw->wq_dir, rw->wq_entry);
                 rw->wq_held = false;
         }
-}
-
-/* What dl_take_w takes is W, or for a counting lock one of its permits
- * (permits.c): the same queue and the same waiting, over these three. */
-
-/* One attempt (exclusive.c dl_excl_try, permits.c dl_permit_try). */
-static int w_attempt(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
-{
-        return h->permits > 0 ? dl_permit_try(h, holder, judge, err) : dl_excl_try(h, holder, judge, err);
-}
-
-/* Whether it looks taken, or free, at a glance that judges nothing (an
- * error looking is neither). */
-static bool w_looks_taken(dirlock *h)
-{
-        struct stat st;
-        return h->permits > 0 ? !dl_permit_looks_free(h) : dl_fs_lstat(dl_dir_of(h)->lock_path, &st) == 0;
-}
-
-static bool w_looks_free(dirlock *h)
-{
-        struct stat st;
-        return h->permits > 0 ? dl_permit_looks_free(h)
-                              : dl_fs_lstat(dl_dir_of(h)->lock_path, &st) != 0 && errno == ENOENT;
-}
-
-/* The directory where its releases are removals. */
-static const char *w_release_dir(const dirlock *h)
-{
-        return h->permits > 0 ? dl_permit_release_dir(h) : dl_dir_of(h)->lockdir;
-}
-
-/* One attempt at W honouring the FIFO queue.  DIRLOCK_EBUSY with *holder
- * the one to watch (W's holder or the waiter ahead). */
-static int w_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err)
-{
-        if (dl_dir_of(h)->rw->ticket != NULL) {
-                int first = dl_fifo_first(h, holder, err);
-                if (first < 0)
-                        return err->code;
-                if (first == 0)
-                        return DIRLOCK_EBUSY;
-        }
-        return w_attempt(h, holder, judge, err);
-}
-
-/* How often a queued waiter renews its ticket: so that at least every
- * third of the stale age passes between renewals (INVARIANT C in
- * exclusive.c applies to waiting entries too) even though a renewal can
- * only happen when a wait ends, at the latest a re-check interval later;
- * at most every quarter of it, so that waiters do not write on every
- * wake-up. */
-static double ticket_renew_ms(const dirlock *h, const dl_waiter *w)
-{
-        double third = h->opts.stale_age * 1e3 / 3, every = h->opts.stale_age * 1e3 / 4;
-        if (third - w->recheck_ms < every)
-                every = third - w->recheck_ms;
-        return every > 0 ? every : 0;
-}
-
-static double ms_since(const dl_time *then)
-{
-        dl_time now = dl_now();
-        return (double)(now.tv_sec - then->tv_sec) * 1e3 + (double)(now.tv_nsec - then->tv_nsec) / 1e6;
-}
-
-/* One wait for W (dl_take_w): what a step of the queue keeps between wake-ups. */
-struct w_wait {
-        dl_waiter w;
-        dl_record holder;    /* the one to watch: W's holder or the waiter ahead */
-        char *ahead;         /* the ticket of the waiter we follow, or NULL      */
-        dl_time last_judged; /* the last judging attempt at W                    */
-        bool judge;          /* the next attempt judges W's holder               */
-        bool free_before;    /* W was free at the last re-check (not first)      */
-        double renew_ms;     /* how often our ticket is renewed                  */
-};
-
-/* Join the queues a waiter for W stands in (dl_take_w says who queues). */
-static int w_enqueue(dirlock *h, bool fifo, struct w_wait *ww, dirlock_error *err)
-{
-        struct dl_rw *rw = dl_dir_of(h)->rw;
-        int rc;
-        if (fifo && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK)
-                return rc;
-        if (h->opts.policy == DIRLOCK_POLICY_WRITER && h->mode != DIRLOCK_INTENT && h->permits == 0) {
-                if (dl_rw_entry_make(rw->wq_dir, rw->wq_entry, h, h->mode) != 0) {
-                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot register as a waiting writer in '%s'",
-                                     rw->wq_dir);
-                        dl_fifo_leave(h);
-                        return rc;
-                }
-                rw->wq_held = true;
-        }
-        waiter_start_in(&ww->w, h, w_release_dir(h), NULL, NULL);
-        /* Without DIRLOCK_FIFO we queue too, once our one try at W has
-         * failed, where releases can be watched (not on a network
-         * filesystem: no release wakes anyone there, and every waiter
-         * polls W). */
-        if (!fifo && ww->w.notify && (rc = dl_fifo_join(h, err)) != DIRLOCK_OK) {
-                dl_waiter_close(&ww->w);
-                wq_leave(h);
-                return rc;
-        }
-        if (rw->view != NULL && ww->w.notify) {
-                /* Queued through the thread's view (fifo.c): poked when
-                 * the one ahead goes, or the view stops.  Its steps watch
-                 * whom they follow; a waiter behind one of this thread
-                 * watches nobody (no pidfd for each of a thousand). */
-                rw->wake = &ww->w.listener;
-        } else {
-                dl_waiter_watch_owner(&ww->w, &ww->holder);
-        }
-        ww->renew_ms = ticket_renew_ms(h, &ww->w);
-        ww->last_judged = dl_now();
-        ww->judge = true;
-        return DIRLOCK_OK;
-}
-
-/* The first waiter's step: an attempt at W, made after releases are
- * watched.  DIRLOCK_EBUSY: wait. */
-static int w_step_first(dirlock *h, struct w_wait *ww, dirlock_error *err)
-{
-        int rc;
-        dl_waiter_lockdir_events(&ww->w, true); /* before the attempt */
-        /* Woken as the new first waiter, W is normally held by the waiter
-         * that went before: a lookup saves the rename that would fail
-         * (ACQUIRE 2 in exclusive.c).  Only where releases wake us: a free
-         * but empty W (its releaser died before the rmdir) sends no event,
-         * and the judging attempt at the next re-check takes it. */
-        if (!ww->judge && ww->w.notify && w_looks_taken(h))
-                rc = DIRLOCK_EBUSY;
-        else
-                rc = w_attempt(h, &ww->holder, ww->judge, err);
-        if (rc == DIRLOCK_EBUSY && ww->judge) {
-                dl_waiter_watch_owner(&ww->w, &ww->holder);
-                ww->last_judged = dl_now();
-        }
-        return rc;
-}
-
-/* The step of a waiter behind others: watch the ticket ahead.  Without
- * DIRLOCK_FIFO it also looks at W once per re-check interval, and tries
- * when it finds W free at two looks in a row: the first waiter normally
- * takes a free W within a millisecond, so W free that long means it has
- * stopped running (SIGSTOP, swapped out), and it then holds the others up
- * for two intervals at most, not for the stale age its ticket needs to go
- * stale.  (A FIFO queue waits for that.)  DIRLOCK_EBUSY: wait; EAGAIN
- * (not a dirlock code): the one ahead left after our look, look again. */
-#define W_LOOK_AGAIN (-1)
-static int w_step_behind(dirlock *h, bool fifo, bool local, struct w_wait *ww, dirlock_error *err)
-{
-        if (local) {
-                /* The one ahead is a pending acquire of this thread: it
-                 * runs when we do, and the thread's view of the queue
-                 * pokes us when it goes (fifo.c).  Nothing to watch, and
-                 * W's being free for long is its business. */
-                dl_waiter_lockdir_events(&ww->w, false);
-                dl_waiter_unwatch_owner(&ww->w);
-                return DIRLOCK_EBUSY;
-        }
-        if (!fifo && ww->judge) {
-                ww->last_judged = dl_now();
-                bool free_now = w_looks_free(h);
-                if (free_now && ww->free_before) {
-                        dl_record w_holder;
-                        int rc = w_attempt(h, &w_holder, true, err);
-                        if (rc != DIRLOCK_EBUSY)
-                                return rc;
-                }
-                ww->free_before = free_now;
-        }
-        dl_waiter_lockdir_events(&ww->w, false);
-        /* Through an active view the queue's directory is watched
-         * already: the ticket ahead going pokes us. */
-        if (!dl_fifo_viewed(dl_dir_of(h)->rw) && dl_waiter_watch_entry(&ww->w, ww->ahead) != 0 &&
-            errno == ENOENT)
-                return W_LOOK_AGAIN;
-        dl_waiter_watch_owner(&ww->w, &ww->holder);
-        return DIRLOCK_EBUSY;
-}
-
-/* How long a waiter behind one of its own thread's waits between wakes:
- * long enough to cost nothing, short enough that its ticket and wait
- * register entry are renewed in time (every ticket_renew_ms, checked at
- * each wake: at most renew + span apart, within a third of the stale
- * age); 0 (the re-check interval) when that is not longer. */
-static double follower_span_ms(const dirlock *h, const struct w_wait *ww)
-{
-        double span = (h->opts.stale_age * 1e3 / 3 - ww->renew_ms) / 2;
-        return span > ww->w.recheck_ms ? span : 0;
-}
-
-/* "lock 'NAME' is held by pid P on HOST", or for a counting lock "the N
- * permits of lock 'NAME' are held, e.g. by ...", after `prefix`. */
-static int w_busy(dirlock *h, int code, const char *prefix, const dl_record *holder, dirlock_error *err)
-{
-        const char *host = holder->host[0] ? holder->host : "an unknown host";
-        if (h->permits > 0)
-                return dl_fail(err, code, 0, "%sthe %u permit%s of lock '%s' %s held, e.g. by pid %ld on %s",
-                               prefix, h->permits, h->permits > 1 ? "s" : "", h->name,
-                               h->permits > 1 ? "are all" : "is", (long)holder->pid, host);
-        return dl_fail(err, code, 0, "%slock '%s' is held by pid %ld on %s", prefix, h->name,
-                       (long)holder->pid, host);
-}
-
-/* Who holds W now, for a message: W's owner, or for a counting lock one
- * of its permits' holders.  False when nobody does (the lock is between
- * holders) or the record cannot be read. */
-static bool w_holder_now(dirlock *h, dl_record *holder)
-{
-        struct dl_dir *d = dl_dir_of(h);
-        if (h->permits > 0) {
-                dirlock_owner *o = NULL;
-                size_t n = 0, cap = 0;
-                bool found = dl_permit_holders(d->lockdir, h->name, h->opts.stale_age, &o, &n, &cap, NULL) ==
-                                 DIRLOCK_OK &&
-                             n > 0;
-                if (found) {
-                        memset(holder, 0, sizeof *holder);
-                        holder->pid = o[0].pid;
-                        snprintf(holder->host, sizeof holder->host, "%s", o[0].host);
-                }
-                free(o);
-                return found;
-        }
-        dl_lock_view v;
-        if (dl_lock_look(d->lock_path, d->fs, &v) != 0 || v.state != DL_LOCK_OWNED || v.rec.pid <= 0)
-                return false;
-        *holder = v.rec;
-        return true;
-}
-
-/* Why a waiter gave up or a try failed (`code`): W's holder -- never the
- * waiter ahead in the queue, which is only in the way -- or, when W is
- * between holders, the waiter ahead that goes first. */
-static int w_refused(dirlock *h, int code, const char *prefix, const dl_record *ahead, dirlock_error *err)
-{
-        dl_record holder;
-        if (w_holder_now(h, &holder))
-                return w_busy(h, code, prefix, &holder, err);
-        if (ahead->pid <= 0)
-                return dl_fail(err, code, 0, "%slock '%s' is held", prefix, h->name);
-        return dl_fail(err, code, 0, "%slock '%s' goes first to a waiter ahead, pid %ld on %s", prefix,
-                       h->name, (long)ahead->pid, ahead->host[0] ? ahead->host : "an unknown host");
-}
-
-/* The wait ended without W (`waited`: timed out or canceled): one last
- * judging try, else the error naming who holds it. */
-static int w_gave_up(dirlock *h, int waited, struct w_wait *ww, dirlock_error *err)
-{
-        char why[48], prefix[64];
-        int rc = w_try(h, &ww->holder, true, err);
-        if (rc == DIRLOCK_EBUSY) {
-                snprintf(prefix, sizeof prefix, "%s: ", gave_up(waited, h->opts.timeout, why));
-                rc = w_refused(h, waited, prefix, &ww->holder, err);
-        }
-        return rc;
-}
-
-/* Take W by the deadline, waiting in the queue of NAME.fifo (fifo.c);
- * policy writer: also registered in NAME.wq while waiting.
- *
- * Who queues: a DIRLOCK_FIFO waiter always (and it makes no first try
- * while a queue exists: arrival order); any other waiter after one try at
- * W has failed, where inotify works (a local filesystem): it may take a
- * free lock ahead of the queue on arrival -- like ReentrantLock's
- * non-fair mode -- and, while queued, one it finds free at two re-checks
- * in a row (so a stopped first waiter cannot hold it up for long).
- * Without inotify (a network filesystem) a non-FIFO waiter does not
- * queue; it polls W with backoff.
- *
- * Waiting in the queue wakes one process per step instead of all of
- * them: only the first waiter lets releases of W wake it (and watches W's
- * holder); every other one watches just the ticket of the waiter ahead of
- * it (and that waiter's process), which is removed when that waiter takes
- * W or gives up.  So a release wakes the first waiter, and its taking W
- * wakes the next, whatever the length of the queue.  Each step turns its
- * watch on before it looks (the queue, then W), so no release or
- * departure after the look is missed; a waiter also looks again at least
- * every re-check interval (wait.c), whatever it watches, and renews its
- * ticket (ticket_renew_ms).  A release wakes the first waiter, which
- * makes one rename attempt; the holder is judged (readdir, readlink,
- * /proc) only when the watched owner died or the re-check interval
- * passed. */
-int dl_take_w(dirlock *h, const dl_time *deadline, dirlock_error *err)
-{
-        struct dl_rw *rw = dl_dir_of(h)->rw;
-        bool fifo = (h->opts.flags & DIRLOCK_FIFO) != 0;
-        struct w_wait ww = {.ahead = NULL, .free_before = false};
-        memset(&ww.holder, 0, sizeof ww.holder);
-        struct stat st;
-        int rc = DIRLOCK_EBUSY;
-        /* One try (timeout 0) cannot queue, so it tries even past a FIFO
-         * queue, as tryLock() does on a fair lock. */
-        if (!fifo || h->opts.timeout == 0 || dl_fs_stat(rw->fifo_dir, &st) != 0)
-                rc = w_attempt(h, &ww.holder, true, err);
-        if (rc != DIRLOCK_EBUSY)
-                return rc;
-        if (dl_deadline_passed(deadline))
-                return w_refused(h, timeout_code(h, &h->opts), "", &ww.holder, err);
-        /* Waiting from here on: seen in the wait register (waits.c),
-         * and checked for a cycle as it goes on (deadlock.c). */
-        rc = h->permits > 0 ? dl_wait_begin(h, DL_FOR_PERMIT, DIRLOCK_WAIT_PERMIT, h->mode, err)
-                            : dl_wait_begin(h, DL_FOR_W, DIRLOCK_WAIT_LOCK, h->mode, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        if ((rc = w_enqueue(h, fifo, &ww, err)) != DIRLOCK_OK) {
-                dl_wait_end(h);
-                return rc;
-        }
-        for (;;) {
-                int first = 1;
-                bool local = false;
-                free(ww.ahead);
-                ww.ahead = NULL;
-                if (rw->ticket != NULL) {
-                        first =
-                            dl_fifo_ahead(h, &ww.holder, &ww.ahead, rw->wake != NULL ? &local : NULL, err);
-                        if (first < 0) {
-                                rc = err->code;
-                                break;
-                        }
-                }
-                rc = first ? w_step_first(h, &ww, err) : w_step_behind(h, fifo, local, &ww, err);
-                if (rc == W_LOOK_AGAIN)
-                        continue;
-                if (rc != DIRLOCK_EBUSY)
-                        break;
-                /* INVARIANT: a step that waits has its watch on (releases
-                 * of W for the first waiter, the ticket ahead for the
-                 * others: through the thread's view of the queue when it
-                 * is in one) from before its look. */
-                DL_ASSERT(!ww.w.notify || ww.w.lockdir_muted == !first);
-                DL_ASSERT(!local || rw->wake == &ww.w.listener);
-                dl_waiter_span(&ww.w, local ? follower_span_ms(h, &ww) : 0);
-                int waited = dl_waiter_wait(&ww.w, deadline);
-                ww.judge = dl_waiter_owner_died(&ww.w) || ms_since(&ww.last_judged) >= ww.w.recheck_ms;
-                if (waited != 0) {
-                        rc = w_gave_up(h, waited, &ww, err);
-                        break;
-                }
-                if ((rc = dl_wait_step(h, err)) != DIRLOCK_OK)
-                        break;
-                dl_fifo_touch(h, ww.renew_ms);
-                if (rw->wq_held)
-                        dl_fs_touch(rw->wq_entry);
-        }
-        free(ww.ahead);
-        dl_waiter_close(&ww.w);
-        dl_wait_end(h);
-        dl_fifo_leave(h);
-        wq_leave(h);
-        return rc;
 }
 
 /* While we hold W (and U) and wait, we renew them as a holder would
@@ -850,8 +543,8 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
         if ((double)(now - *renewed_ns) < h->opts.stale_age * 1e9 / 4)
                 return DIRLOCK_OK;
         *renewed_ns = now;
-        if (dl_dir_of(h)->rw->up_held)
-                dl_fs_touch(dl_dir_of(h)->rw->up_path);
+        if (rw_of(h)->up_held)
+                dl_fs_touch(rw_of(h)->up_path);
         return dl_excl_refresh(h, err);
 }
 
@@ -863,7 +556,7 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
 static void tidy_readers_dir(const dirlock *h)
 {
         if (!dl_dir_of(h)->fs->network)
-                dl_fs_rmdir(dl_dir_of(h)->rw->readers_dir);
+                dl_fs_rmdir(rw_of(h)->readers_dir);
 }
 
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
@@ -873,7 +566,7 @@ static void tidy_readers_dir(const dirlock *h)
 static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, bool admit, int kind,
                  bool seen_there, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         /* (`seen_there`: the caller's own look since W found NAME.readers.) */
         if (!seen_there && dl_fs_present(rw->readers_dir, dl_dir_of(h)->fs->network) == 0)
                 return DIRLOCK_OK; /* the fast path: no readers at all */
@@ -881,24 +574,24 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
          * every reader it saw; one that withdraws later (its re-announce
          * crossed our take of W) is admitted by a later scan. */
         dl_scan sc = {.active = "ra", .admit_from = "w", .admit = admit, .remember = admit};
-        if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
-                dl_rw_scan_done(&sc);
+        if (dl_scan_dir(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
+                dl_scan_done(&sc);
                 return err->code;
         }
         if (sc.live == 0) {
-                dl_rw_scan_done(&sc);
+                dl_scan_done(&sc);
                 tidy_readers_dir(h);
                 return DIRLOCK_OK;
         }
         if (dl_deadline_passed(deadline)) {
-                dl_rw_scan_done(&sc);
+                dl_scan_done(&sc);
                 return dl_fail(err, timeout_code(h, o), 0, "lock '%s' is held for reading by %u reader(s)",
                                h->name, sc.live);
         }
-        int rc = dl_wait_begin(h, DL_FOR_READERS, kind,
-                               kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
+        int rc = dl_dir_wait_begin(h, DL_FOR_READERS, kind,
+                                   kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
         if (rc != DIRLOCK_OK) {
-                dl_rw_scan_done(&sc);
+                dl_scan_done(&sc);
                 return rc;
         }
         dl_waiter w;
@@ -920,10 +613,10 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                         dl_waiter_watch_owner(&w, &sc.one);
                 int waited = first || unwatched ? 0 : dl_waiter_wait(&w, deadline);
                 if ((rc = keep_w_fresh(h, &renewed, err)) != DIRLOCK_OK ||
-                    (rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                    (rc = dl_dir_wait_step(h, err)) != DIRLOCK_OK)
                         break;
                 unwatched = dl_waiter_watch_missing(&w, rw->readers_dir);
-                if (dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
+                if (dl_scan_dir(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
                         rc = err->code;
                         break;
                 }
@@ -940,70 +633,22 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
                 }
         }
         dl_waiter_close(&w);
-        dl_wait_end(h);
-        dl_rw_scan_done(&sc);
+        dl_dir_wait_end(h);
+        dl_scan_done(&sc);
         return rc;
-}
-
-/* Our hold was broken as stale while we waited (DIRLOCK_ELOST) and we
- * take the lock again: under a new token.  A breaker that judged the old
- * hold may still unlink the path it judged (INVARIANT B, exclusive.c);
- * under the old token that would remove the new hold, and a reader's new
- * entry, unseen by the writer that comes next. */
-static int new_token_for_retry(dirlock *h, dirlock_error *err)
-{
-        dl_excl_discard_prep(h); /* made under the old token */
-        /* What dl_handle_new_token does for dirlock_reacquire, for this
-         * layer's own retries: what a failed step left goes first. */
-        int rc = dl_rw_release_kept(h, err);
-        if (rc == DIRLOCK_OK)
-                rc = dl_random_token(h->token, err);
-        if (rc != DIRLOCK_OK)
-                return rc;
-        dl_excl_retoken(h);
-        dl_rw_retoken(h);
-        return dl_rw_state(h, err);
-}
-
-/* Writer (and `simple` holder): take W, then drain.  A W broken while we
- * drained (we were paused past the stale age) is taken again. */
-static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
-{
-        for (;;) {
-                struct dl_rw *rw = dl_dir_of(h)->rw; /* a retry's new token may remake it */
-                int rc = dl_take_w(h, deadline, err);
-                if (rc != DIRLOCK_OK)
-                        return rc;
-                /* On a network filesystem "absent" is asked of a listing of
-                 * D (fsops.c): one listing answers for NAME.readers (the
-                 * drain's fast path) and NAME.ranges (wait_ranges_clear's),
-                 * a look after W was taken, as both require. */
-                int ranges = 1;
-                int readers =
-                    dl_dir_of(h)->fs->network ? dl_fs_present2(rw->readers_dir, rw->ranges_dir, &ranges) : -1;
-                rw->ranges_absent_seen = readers >= 0 && ranges == 0;
-                rc = readers == 0 ? DIRLOCK_OK
-                                  : drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR,
-                                          DIRLOCK_WAIT_LOCK, readers == 1, err);
-                if (rc == DIRLOCK_OK)
-                        return rc;
-                dl_excl_release(h, NULL);
-                if (rc != DIRLOCK_ELOST || (rc = new_token_for_retry(h, err)) != DIRLOCK_OK)
-                        return rc;
-        }
 }
 
 /* Writer, policy `reader`: hold W only when no reader is there. */
 static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         dl_waiter w;
         bool waiting = false, unwatched = false;
         dl_scan sc = {.active = "raw"}; /* waiting readers go first */
         int rc;
         bool canceled = false;
         for (;;) {
-                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err);
+                rc = dl_scan_dir(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err);
                 if (rc != 0) {
                         rc = err->code;
                         break;
@@ -1012,8 +657,8 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (sc.live == 0) {
                         rc = dl_excl_try(h, &holder, true, err);
                         if (rc == DIRLOCK_OK) {
-                                rc = dl_rw_scan(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc,
-                                                err) != 0
+                                rc = dl_scan_dir(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc,
+                                                 err) != 0
                                          ? (err->code)
                                          : DIRLOCK_OK;
                                 if (rc == DIRLOCK_OK && sc.live == 0)
@@ -1021,13 +666,13 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                                 dirlock_error step_err;
                                 int released = dl_excl_release(h, &step_err);
                                 if (released == DIRLOCK_ELOST) /* broken: a new token (INVARIANT B) */
-                                        released = new_token_for_retry(h, &step_err);
+                                        released = rw_new_token(h, &step_err);
                                 if (released != DIRLOCK_OK) {
                                         *err = step_err; /* W stays ours: do not wait on it */
                                         rc = released;
                                         break;
                                 }
-                                rw = dl_dir_of(h)->rw; /* rebuilt with the token */
+                                rw = rw_of(h); /* rebuilt with the token */
                                 holder = sc.one;
                                 if (rc != DIRLOCK_OK)
                                         break;
@@ -1043,8 +688,8 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                         break;
                 }
                 if (!waiting) {
-                        if ((rc = dl_wait_begin(h, DL_FOR_READERS_OR_W, DIRLOCK_WAIT_LOCK, h->mode, err)) !=
-                            DIRLOCK_OK)
+                        if ((rc = dl_dir_wait_begin(h, DL_FOR_READERS_OR_W, DIRLOCK_WAIT_LOCK, h->mode,
+                                                    err)) != DIRLOCK_OK)
                                 break;
                         /* Watch first, then look again before sleeping: no
                          * lost wake-ups. */
@@ -1059,7 +704,7 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
                 if (!(unwatched && sc.live > 0)) {
                         dl_waiter_watch_owner(&w, &holder);
                         canceled = dl_waiter_wait(&w, deadline) == DIRLOCK_ECANCELED; /* one more try first */
-                        if ((rc = dl_wait_step(h, err)) != DIRLOCK_OK)
+                        if ((rc = dl_dir_wait_step(h, err)) != DIRLOCK_OK)
                                 break;
                 }
                 /* The readers directory may have been removed (by a
@@ -1070,142 +715,108 @@ static int reader_pref_write(dirlock *h, const dl_time *deadline, dirlock_error 
         }
         if (waiting)
                 dl_waiter_close(&w);
-        dl_wait_end(h);
+        dl_dir_wait_end(h);
         return rc;
 }
 
 static int intent_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         for (;;) {
-                int rc = dl_take_w(h, deadline, err);
+                int rc = dl_dir_take(h, &dl_dir_w, deadline, err);
                 if (rc != DIRLOCK_OK || h->opts.policy != DIRLOCK_POLICY_SIMPLE)
                         return rc;
-                if (dl_entry_create(dl_dir_of(h)->rw->up_path, h, DIRLOCK_INTENT) != 0) {
-                        rc =
-                            dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", dl_dir_of(h)->rw->up_path);
+                if (dl_entry_create(rw_of(h)->up_path, h, DIRLOCK_INTENT) != 0) {
+                        rc = dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", rw_of(h)->up_path);
                 } else {
-                        dl_dir_of(h)->rw->up_held = true;
+                        rw_of(h)->up_held = true;
                         rc = drain(h, &h->opts, deadline, false, DIRLOCK_WAIT_LOCK, false, err);
                 }
                 if (rc == DIRLOCK_OK)
                         return rc;
-                if (dl_dir_of(h)->rw->up_held)
-                        dl_fs_unlink(dl_dir_of(h)->rw->up_path);
-                dl_dir_of(h)->rw->up_held = false;
+                if (rw_of(h)->up_held)
+                        dl_fs_unlink(rw_of(h)->up_path);
+                rw_of(h)->up_held = false;
                 dl_excl_release(h, NULL);
                 /* else: broken while we drained, take it again */
-                if (rc != DIRLOCK_ELOST || (rc = new_token_for_retry(h, err)) != DIRLOCK_OK)
+                if (rc != DIRLOCK_ELOST || (rc = rw_new_token(h, err)) != DIRLOCK_OK)
                         return rc;
         }
 }
 
-/* ---- whole locks against ranges ---------------------------------------------- */
+/* ---- the kind's entries -------------------------------------------------------- */
 
-/* Announced (W taken, or our reader entry made): wait until no range of
- * the name is held (RANGES AGAINST WHOLE LOCKS in range.c), keeping the
- * announcement fresh as a holder would. */
-static int wait_ranges_clear(dirlock *h, const dl_time *deadline, dirlock_error *err)
+/* A writer of policy writer is registered in NAME.wq while it waits for
+ * W: waiting writers hold off `writer` readers (reader_look). */
+static int wq_enter(dirlock *h, dirlock_error *err)
 {
-        const char *dir = dl_dir_of(h)->rw->ranges_dir;
-        bool seen_absent = dl_dir_of(h)->rw->ranges_absent_seen;
-        dl_dir_of(h)->rw->ranges_absent_seen = false;
-        if (seen_absent || dl_fs_present(dir, dl_dir_of(h)->fs->network) == 0)
-                return DIRLOCK_OK; /* the fast path: no ranges at all */
-        struct dl_range_meta m;
-        int rc =
-            dl_range_meta_init(&m, dl_dir_of(h)->lockdir, dl_dir_of(h)->lockdir_mode, h->name, h->token, err);
+        int rc = rw_state(h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        dl_waiter w;
-        dl_waiter_init(&w, dl_dir_of(h)->lockdir, h->opts.flags, h->token, h->opts.stale_age);
-        dl_waiter_cancel_on(&w, h->opts.cancel_fd);
-        long long renewed = dl_wall_ns();
-        for (bool first = true;; first = false) {
-                if (w.notify)
-                        dl_waiter_watch_dir(&w, dir);
-                int waited = first ? 0 : dl_waiter_wait(&w, deadline);
-                /* We hold our announcement while we wait: keep it fresh. */
-                if ((double)(dl_wall_ns() - renewed) >= h->opts.stale_age * 1e9 / 4) {
-                        renewed = dl_wall_ns();
-                        if ((rc = dl_rw_refresh(h, err)) != DIRLOCK_OK)
-                                break;
-                }
-                dl_record one;
-                int n = dl_range_held(&m, h->opts.stale_age, &one, deadline, err);
-                if (n < 0) {
-                        rc = err->code;
-                        break;
-                }
-                if (n == 0)
-                        break;
-                dl_waiter_watch_owner(&w, &one);
-                if (waited == 0 && h->opts.timeout == 0)
-                        waited = DIRLOCK_EBUSY; /* one try */
-                if (waited != 0) {
-                        rc = dl_fail(err, waited, 0,
-                                     "%s: %d range(s) of lock '%s' are held, e.g. by pid %ld on %s",
-                                     waited == DIRLOCK_ECANCELED ? "canceled"
-                                     : waited == DIRLOCK_EBUSY   ? "busy"
-                                                                 : "timed out",
-                                     n, h->name, (long)one.pid, one.host[0] ? one.host : "an unknown host");
-                        break;
-                }
-                rc = first ? dl_wait_begin(h, DL_FOR_RANGES, DIRLOCK_WAIT_LOCK, h->mode, err)
-                           : dl_wait_step(h, err);
-                if (rc != DIRLOCK_OK)
-                        break;
-        }
-        dl_waiter_close(&w);
-        dl_wait_end(h);
-        dl_range_meta_free(&m);
-        return rc;
+        struct dl_rw *rw = rw_of(h);
+        if (dl_entry_make_in(rw->wq_dir, rw->wq_entry, h, h->mode) != 0)
+                return dl_fail(err, DIRLOCK_EIO, errno, "cannot register as a waiting writer in '%s'",
+                               rw->wq_dir);
+        rw->wq_held = true;
+        return DIRLOCK_OK;
 }
 
-/* ---- the layer's entry points ------------------------------------------------ */
-
-static int acquire_mode(dirlock *h, const dl_time *deadline, dirlock_error *err)
+static void wq_renew(dirlock *h)
 {
-        int policy = h->opts.policy;
-        switch (h->opts.mode) {
-        case DIRLOCK_SHARED:
-                return policy == DIRLOCK_POLICY_SIMPLE ? exclusive_acquire(h, deadline, err)
-                                                       : shared_acquire(h, deadline, err);
-        case DIRLOCK_INTENT:
-                return intent_acquire(h, deadline, err);
-        default:
-                return policy == DIRLOCK_POLICY_READER ? reader_pref_write(h, deadline, err)
-                                                       : exclusive_acquire(h, deadline, err);
-        }
+        if (rw_of(h) != NULL && rw_of(h)->wq_held)
+                dl_fs_touch(rw_of(h)->wq_entry);
 }
 
-int dl_rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
+static void wq_out(dirlock *h)
+{
+        if (rw_of(h) != NULL)
+                wq_leave(h);
+}
+
+/* W's slots for a writer of policy writer (made at load: the core's, and
+ * the waiting writers' registration). */
+static struct dl_slots writer_slots;
+
+static int rw_release(dirlock *h, dirlock_error *err);
+static bool rw_holds(const dirlock *h);
+
+/* The modes and policies that take W as the core does, then its
+ * neighbours -- exclusive under fair, writer and simple, and a `simple`
+ * reader (W with record mode shared) -- and the others. */
+static int rw_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         dirlock_error local; /* the steps below report through err->code */
         if (err == NULL)
                 err = &local;
-        int rc = dl_rw_state(h, err);
+        int policy = h->opts.policy, mode = h->opts.mode;
+        if ((mode == DIRLOCK_EXCLUSIVE && policy != DIRLOCK_POLICY_READER) ||
+            (mode == DIRLOCK_SHARED && policy == DIRLOCK_POLICY_SIMPLE))
+                return dl_dir_exclusive_acquire(
+                    h, policy == DIRLOCK_POLICY_WRITER ? &writer_slots : &dl_dir_w, deadline, err);
+        int rc = rw_state(h, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         for (;;) {
-                dl_dir_of(h)->rw->ranges_absent_seen = false; /* only exclusive_acquire's own look */
-                rc = acquire_mode(h, deadline, err);
+                rc = mode == DIRLOCK_SHARED   ? shared_acquire(h, deadline, err)
+                     : mode == DIRLOCK_INTENT ? intent_acquire(h, deadline, err)
+                                              : reader_pref_write(h, deadline, err);
                 if (rc != DIRLOCK_OK)
                         return rc;
                 /* Announced (W, or our reader entry): now no range of the
-                 * name may be held (range.c, RANGES AGAINST WHOLE LOCKS). */
-                rc = wait_ranges_clear(h, deadline, err);
+                 * name may be held (lib/range, RANGES AGAINST WHOLE LOCKS);
+                 * W's other neighbour, the readers, is the mode's own. */
+                rc = dl_dir_neighbours(h, DL_NEAR_RANGES, deadline, err);
                 if (rc == DIRLOCK_OK)
                         return rc;
-                dl_rw_release(h, NULL);
-                /* else: broken while we waited, again */
-                if (rc != DIRLOCK_ELOST || (rc = new_token_for_retry(h, err)) != DIRLOCK_OK)
+                rw_release(h, NULL);
+                /* else: broken while we waited for the ranges, again */
+                if (rc != DIRLOCK_ELOST || (rc = rw_new_token(h, err)) != DIRLOCK_OK)
                         return rc;
         }
 }
 
-int dl_rw_release(dirlock *h, dirlock_error *err)
+static int rw_release(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         if (rw != NULL && rw->reader_entry != NULL) {
                 const char *entry = rw->reader_entry;
                 if (dl_fs_unlink(entry) != 0) {
@@ -1226,11 +837,14 @@ int dl_rw_release(dirlock *h, dirlock_error *err)
         return dl_excl_release(h, err);
 }
 
-int dl_rw_release_kept(dirlock *h, dirlock_error *err)
+/* Release what a failed release left in place (an entry it could not
+ * remove; its paths carry the old token).  An entry broken meanwhile is
+ * no error: nothing is left. */
+static int rw_release_kept(dirlock *h, dirlock_error *err)
 {
-        if (!dl_rw_holds(h))
+        if (!rw_holds(h))
                 return DIRLOCK_OK;
-        int rc = dl_rw_release(h, err);
+        int rc = rw_release(h, err);
         if (rc == DIRLOCK_ELOST) {
                 dl_ok(err);
                 return DIRLOCK_OK;
@@ -1238,15 +852,17 @@ int dl_rw_release_kept(dirlock *h, dirlock_error *err)
         return rc;
 }
 
-bool dl_rw_holds(const dirlock *h)
+/* True while h still has an entry of its own in place: held, or left by a
+ * release that failed. */
+static bool rw_holds(const dirlock *h)
 {
-        const struct dl_rw *rw = dl_dir_of(h)->rw;
+        const struct dl_rw *rw = rw_of(h);
         return dl_dir_of(h)->excl_held || (rw != NULL && (rw->reader_entry != NULL || rw->up_held));
 }
 
-int dl_rw_refresh(dirlock *h, dirlock_error *err)
+static int rw_refresh(dirlock *h, dirlock_error *err)
 {
-        struct dl_rw *rw = dl_dir_of(h)->rw;
+        struct dl_rw *rw = rw_of(h);
         if (rw != NULL && rw->reader_entry != NULL) {
                 if (dl_fs_touch(rw->reader_entry) == 0)
                         return DIRLOCK_OK;
@@ -1259,9 +875,9 @@ int dl_rw_refresh(dirlock *h, dirlock_error *err)
         return dl_excl_refresh(h, err);
 }
 
-int dl_rw_check(const dirlock *h, dirlock_error *err)
+static int rw_check(const dirlock *h, dirlock_error *err)
 {
-        const struct dl_rw *rw = dl_dir_of(h)->rw;
+        const struct dl_rw *rw = rw_of(h);
         if (rw != NULL && rw->reader_entry != NULL) {
                 int present = dl_fs_present(rw->reader_entry, dl_dir_of(h)->fs->network);
                 if (present == 1)
@@ -1274,7 +890,7 @@ int dl_rw_check(const dirlock *h, dirlock_error *err)
 }
 
 /* The caller (handle.c) checked that this process owns the handle. */
-int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
+static int rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
@@ -1287,7 +903,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
                                "read lock '%s' cannot be upgraded: two readers upgrading at once would wait "
                                "for each other forever; take it in intent mode (DIRLOCK_INTENT) to upgrade",
                                lock->name);
-        rc = dl_rw_state(lock, err);
+        rc = rw_state(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         rc = dl_excl_check(lock, err);
@@ -1295,7 +911,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
                 return rc;
         dirlock_options o = opts != NULL ? *opts : lock->opts;
         dl_time deadline = dl_deadline(o.timeout);
-        struct dl_rw *rw = dl_dir_of(lock)->rw;
+        struct dl_rw *rw = rw_of(lock);
         if (!rw->up_held) {
                 if (dl_entry_create(rw->up_path, lock, DIRLOCK_INTENT) != 0 && errno != EEXIST)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot create '%s'", rw->up_path);
@@ -1318,7 +934,7 @@ int dl_rw_upgrade(dirlock *lock, const dirlock_options *opts, dirlock_error *err
         return DIRLOCK_OK;
 }
 
-int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
+static int rw_downgrade(dirlock *lock, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
@@ -1326,12 +942,12 @@ int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
         int rc;
         if (lock->mode == DIRLOCK_SHARED)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "lock '%s' is already a read lock", lock->name);
-        rc = dl_rw_state(lock, err);
+        rc = rw_state(lock, err);
         if (rc == DIRLOCK_OK)
                 rc = dl_excl_check(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        struct dl_rw *rw = dl_dir_of(lock)->rw;
+        struct dl_rw *rw = rw_of(lock);
         /* Reader first, then let go of W: no writer can slip in between.
          * U goes last: a W that cannot be released keeps its U, and so
          * stays exclusive; a U without its W blocks nobody. */
@@ -1354,17 +970,17 @@ int dl_rw_downgrade(dirlock *lock, dirlock_error *err)
 }
 
 /* The caller (handle.c) checked that this is an upgraded intent lock. */
-int dl_rw_downgrade_intent(dirlock *lock, dirlock_error *err)
+static int rw_downgrade_intent(dirlock *lock, dirlock_error *err)
 {
         dirlock_error local;
         if (err == NULL)
                 err = &local;
-        int rc = dl_rw_state(lock, err);
+        int rc = rw_state(lock, err);
         if (rc == DIRLOCK_OK)
                 rc = dl_excl_check(lock, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        struct dl_rw *rw = dl_dir_of(lock)->rw;
+        struct dl_rw *rw = rw_of(lock);
         if (rw->up_held && lock->opts.policy != DIRLOCK_POLICY_SIMPLE) {
                 if (dl_fs_unlink(rw->up_path) != 0 && errno != ENOENT)
                         return dl_fail(err, DIRLOCK_EIO, errno, "cannot remove '%s'", rw->up_path);
@@ -1402,47 +1018,33 @@ static void clean_up_entry(const char *lockdir, const dl_fs *fs, const char *pat
         free(lock);
 }
 
-int dl_rw_cleanup(const char *lockdir, dirlock_error *err)
+/* dirlock_cleanup, for each leaf of D: the readers' and the waiting
+ * writers' directories (dead entries broken, the directory removed when
+ * that left it empty -- never on a network filesystem), and U entries. */
+static void rw_cleanup(const char *lockdir, const dl_fs *fs, const char *leaf, const char *path)
 {
-        DIR *d = dl_fs_opendir(lockdir);
-        if (d == NULL)
-                return dl_fail(err, DIRLOCK_EIO, errno, "cannot read lock directory '%s'", lockdir);
-        const dl_fs *fs = dl_fs_of(lockdir, NULL);
-        struct dirent *de;
-        while (dl_fs_next(d, &de) > 0) {
-                const char *n = de->d_name;
-                if (n[0] == '.')
-                        continue;
-                char *path = dl_join(lockdir, n, NULL);
-                if (path == NULL)
-                        break;
-                if (dl_layout_has_suffix(n, DL_SUFFIX_READERS) || dl_layout_has_suffix(n, DL_SUFFIX_WQ) ||
-                    dl_layout_has_suffix(n, DL_SUFFIX_FIFO)) {
-                        dl_scan sc = {.active = "rawxt"};
-                        if (dl_rw_scan(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
-                                dl_fs_rmdir(path); /* only if empty; never on a network filesystem */
-                        dl_rw_scan_done(&sc);
-                } else if (dl_layout_has_suffix(n, DL_SUFFIX_PERMITS)) {
-                        dl_permits_cleanup(path, fs);
-                } else {
-                        clean_up_entry(lockdir, fs, path, n);
-                }
-                free(path);
+        if (dl_layout_has_suffix(leaf, DL_SUFFIX_READERS) || dl_layout_has_suffix(leaf, DL_SUFFIX_WQ)) {
+                dl_scan sc = {.active = "rawx"};
+                if (dl_scan_dir(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
+                        dl_fs_rmdir(path); /* only if empty; never on a network filesystem */
+                dl_scan_done(&sc);
+        } else {
+                clean_up_entry(lockdir, fs, path, leaf);
         }
-        closedir(d);
-        dl_ok(err);
-        return DIRLOCK_OK;
 }
 
-unsigned dl_rw_count_readers(const char *lockdir, const char *name)
+/* dirlock_inspect: the shared and intent holders of `name`. */
+static void rw_inspect(const char *lockdir, const char *name, double stale_age, dirlock_owner *owner)
 {
+        (void)stale_age;
         char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
         if (dir == NULL)
-                return 0;
+                return;
         dl_scan sc = {.active = "ra"};
-        unsigned n =
-            dl_rw_scan(dir, DIRLOCK_DEFAULT_STALE_AGE, dl_fs_of(lockdir, NULL), &sc, NULL) == 0 ? sc.live : 0;
-        dl_rw_scan_done(&sc);
+        unsigned n = dl_scan_dir(dir, DIRLOCK_DEFAULT_STALE_AGE, dl_fs_of(lockdir, NULL), &sc, NULL) == 0
+                         ? sc.live
+                         : 0;
+        dl_scan_done(&sc);
         free(dir);
         /* An intent holder is a reader too. */
         char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
@@ -1451,5 +1053,87 @@ unsigned dl_rw_count_readers(const char *lockdir, const char *name)
             v.state == DL_LOCK_OWNED && v.rec.mode == DIRLOCK_INTENT)
                 n++;
         free(lock);
-        return n;
+        owner->readers = n;
+}
+
+/* The readers' entries (r. and a.) of `name`, appended. */
+static int rw_holders(const char *lockdir, const char *name, double stale_age, dirlock_owner **out,
+                      size_t *count, size_t *cap, dirlock_error *err)
+{
+        const dl_fs *fs = dl_fs_of(lockdir, NULL);
+        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
+        char **names = NULL;
+        size_t n = 0;
+        if (dir == NULL || dl_dir_names(dir, fs, &names, &n, NULL) != DIRLOCK_OK) {
+                free(dir);
+                return DIRLOCK_OK; /* none (or unreadable: as inspect counts them) */
+        }
+        int rc = DIRLOCK_OK;
+        for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
+                int kind = dl_layout_entry_kind(names[i]);
+                if (kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED)
+                        continue;
+                dl_lock_view v;
+                memset(&v, 0, sizeof v);
+                char *entry = dl_join(dir, names[i], NULL);
+                if (entry == NULL || dl_entry_read(entry, &v.rec, &v.age) != 0) {
+                        free(entry);
+                        continue; /* gone meanwhile */
+                }
+                free(entry);
+                v.state = DL_LOCK_OWNED;
+                v.token = names[i] + 2;
+                dirlock_owner *o = dl_owner_append(out, count, cap);
+                if (o == NULL)
+                        rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                else
+                        dl_lock_describe(&v, stale_age, fs, o);
+        }
+        dl_dir_names_free(names, n);
+        free(dir);
+        return rc;
+}
+
+/* The drain of NAME's readers, W held: how a writer waits for them (the
+ * guard of the readers, dir.h). */
+static int rw_guard(dirlock *h, const dl_time *deadline, bool seen, dirlock_error *err)
+{
+        int rc = rw_state(h, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        return drain(h, &h->opts, deadline, h->opts.policy == DIRLOCK_POLICY_FAIR, DIRLOCK_WAIT_LOCK, seen,
+                     err);
+}
+
+static const struct dl_dir_kind rw_kind = {
+    .what = "a reader-writer lock",
+    .acquire = rw_acquire,
+    .release = rw_release,
+    .release_kept = rw_release_kept,
+    .refresh = rw_refresh,
+    .check = rw_check,
+    .retoken = rw_retoken,
+    .close = rw_free,
+    .upgrade = rw_upgrade,
+    .downgrade = rw_downgrade,
+    .downgrade_intent = rw_downgrade_intent,
+};
+
+static struct dl_dir_module rw_module = {
+    .name = "the reader-writer module (lib/rw)",
+    .whole = &rw_kind,
+    .guards = DL_NEAR_READERS,
+    .guard = rw_guard,
+    .inspect = rw_inspect,
+    .holders = rw_holders,
+    .cleanup = rw_cleanup,
+};
+
+DL_ON_LOAD(rw_register)
+{
+        writer_slots = dl_dir_w;
+        writer_slots.enter = wq_enter;
+        writer_slots.renew = wq_renew;
+        writer_slots.leave = wq_out;
+        dl_dir_module_add(&rw_module);
 }

@@ -48,7 +48,7 @@ int dl_mode_of_letter(char letter)
         return -1;
 }
 
-const char *dl_mode_name(int mode)
+const char *dirlock_mode_name(int mode)
 {
         return is_mode(mode) ? modes[mode].name : "?";
 }

@@ -1,13 +1,13 @@
 /* modes.h - which lock modes keep which out: the one table the backends
- * judge by (the directory backend's ranges, lib/dir/range.c, and its
- * deadlock search; etcd's queue, lib/etcd/etcd_queue.c; the Redis
- * scripts, which get it printed into their constants.lua at build time,
- * lib/redis/scripts/gen_constants.c), with each mode's name and letter.
- * The table is in modes.c. */
+ * judge by (the directory backend's ranges, lib/range/dir_range.c, and
+ * its deadlock search, lib/deadlock; etcd's queue, lib/etcd/etcd_queue.c;
+ * the Redis scripts, which get it printed into their constants.lua at
+ * build time, lib/redis/scripts/gen_constants.c), with each mode's name
+ * and letter.  The table is in modes.c. */
 #ifndef DIRLOCK_MODES_H
 #define DIRLOCK_MODES_H
 
-#include "dirlock.h"
+#include "dirlock_rw.h"
 
 #include <stdbool.h>
 
@@ -23,7 +23,7 @@ enum dl_mode {
 };
 
 /* The modes' letters: in the leaves of range entries (lib/dir/
- * range_internal.h), the values of etcd's entries, the Redis range
+ * dir_range.h), the values of etcd's entries, the Redis range
  * entries and scripts. */
 #define DL_MODE_LETTER_EXCLUSIVE 'x'
 #define DL_MODE_LETTER_SHARED    's'
@@ -40,10 +40,9 @@ bool dl_modes_conflict(int held, int want);
  * exclusive (its readers share nothing). */
 int dl_mode_under_policy(int mode, int policy);
 
-/* A mode's letter ('\0' for no mode), the mode of a letter (-1 for none),
- * and its name for people ("exclusive", ...; "?" for no mode). */
+/* A mode's letter ('\0' for no mode), and the mode of a letter (-1 for
+ * none); its name for people is dirlock_mode_name (dirlock_rw.h). */
 char dl_mode_letter(int mode);
 int dl_mode_of_letter(char letter);
-const char *dl_mode_name(int mode);
 
 #endif

@@ -32,7 +32,7 @@
  *     HTTP/2 GOAWAY would break the parent's).  Connections checked out
  *     in the parent at the fork are the caller's, as before.
  *   - Threads never share a cache entry: no locking. */
-#include "internal.h"
+#include "server.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * report each attempt that got no answer and each that did; a silence
  * is told once it has lasted DIRLOCK_SERVER_NOTICE_MS from the wait's
  * start or the last answer, and its end once. */
-#include "internal.h"
+#include "server.h"
 
 #include <stdio.h>
 
