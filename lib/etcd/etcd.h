@@ -10,8 +10,13 @@
 #ifndef DIRLOCK_ETCD_H
 #define DIRLOCK_ETCD_H
 
+#include "dirlock_deadlock.h"
+#include "dirlock_permit.h"
+#include "dirlock_rw.h"
 #include "etcd_url.h"
-#include "internal.h"
+#include "fence.h"
+#include "range.h"
+#include "server.h"
 
 #include <json-c/json.h>
 

@@ -1256,8 +1256,11 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
 
 static const char *const etcd_forms[] = {DL_ETCD_SPACE_FORMS, NULL};
 
-const dl_backend dl_etcd_backend = {
+static const char *const etcd_prefixes[] = {"etcd://", NULL};
+
+static const dl_backend dl_etcd_backend = {
     .name = "etcd",
+    .prefixes = etcd_prefixes,
     .forms = etcd_forms,
     .spec_has_scheme = true,
     .open = etcd_open,
@@ -1283,3 +1286,4 @@ const dl_backend dl_etcd_backend = {
     .waiters = dl_etcd_waiters,
     .list = dl_etcd_list,
 };
+DL_BACKEND(dl_etcd_backend)

@@ -2,7 +2,7 @@
  * from its space string (the grammar is in etcd_url.h).  A pure parser: no
  * libcurl, no network. */
 #include "etcd_url.h"
-#include "internal.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,8 +9,13 @@
 #ifndef DIRLOCK_REDIS_H
 #define DIRLOCK_REDIS_H
 
-#include "internal.h"
+#include "dirlock_deadlock.h"
+#include "dirlock_permit.h"
+#include "dirlock_rw.h"
+#include "fence.h"
+#include "range.h"
 #include "redis_url.h"
+#include "server.h"
 
 #include <hiredis/hiredis.h>
 

@@ -1,12 +1,14 @@
 # lib/redis/redis.mk - the Redis backend: lock spaces on a Redis server
-# shared by several hosts (redis://, redis+unix://; redis.h).
-#   adds to: LIB_SRCS, LIB_LIBS, PC_REQUIRES, ALL_CFLAGS (lib/lib.mk)
+# shared by several hosts (redis://, redis+unix://; redis.h), a shared
+# object of its own, dirlock/redis.so, which the library loads on the
+# first use of a redis:// space (and libdirlock-redis.a for static
+# programs).
 #   provides: REDIS (1 when built), REDIS_SRCS, REDIS_LUA (the scripts,
 #             made C strings in $(BUILD)/lib/redis/redis_lua.h: below)
 #
 # Built when pkg-config finds hiredis (Debian: libhiredis-dev), or never
-# with REDIS=0; without it only the placeholder is (redis_absent.c), and
-# redis:// spaces say that this build has none.
+# with REDIS=0; without it dirlock/redis.absent says what to install,
+# and redis:// spaces are refused with that.
 
 REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_deadlock.c \
 	lib/redis/redis_handle.c \
@@ -14,27 +16,24 @@ REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_d
 	lib/redis/redis_wait.c lib/redis/redis_whole.c
 REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)
 ifeq ($(REDIS),1)
-LIB_SRCS += $(REDIS_SRCS)
-LIB_LIBS += $(shell pkg-config --libs hiredis)
-# One Requires.private line for every backend that adds one.
-PC_REQUIRES += $(if $(findstring Requires.private:,$(PC_REQUIRES)),,Requires.private:) hiredis
+$(eval $(call backend,redis,$(REDIS_SRCS),$(shell pkg-config --libs hiredis)))
 ALL_CFLAGS += -DDIRLOCK_WITH_REDIS
 else
-LIB_SRCS += lib/redis/redis_absent.c
+$(eval $(call backend_absent,redis,this build of dirlock has no Redis support (install libhiredis-dev and rebuild)))
 endif
 
 # The Lua scripts (lib/redis/scripts/NAME.lua; redis_scripts.c puts them
 # together) are made C strings at build time: redis_lua.h, in the build
 # directory, defines DL_LUA_NAME (NAME in capitals) for each, and for
 # constants.lua, which gen_constants prints from the C headers and the
-# mode table (lib/modes.c).  Each line becomes a string literal with \,
+# mode table (lib/rw/modes.c).  Each line becomes a string literal with \,
 # " and ? escaped; whole-line comments and blank lines are left out, so
 # the server is sent the code alone (the scripts use no long strings or
 # comments, [[...]], inside which a line could start with --).
 # tests/lint-lua.t compiles every file, and every script as the server
 # gets it, with Redis' Lua 5.1.
 REDIS_LUA := $(sort $(wildcard lib/redis/scripts/*.lua)) $(BUILD)/lib/redis/scripts/constants.lua
-$(BUILD)/lib/redis/scripts/gen_constants: $(BUILD)/lib/redis/scripts/gen_constants.o $(BUILD)/lib/modes.o
+$(BUILD)/lib/redis/scripts/gen_constants: $(BUILD)/lib/redis/scripts/gen_constants.o $(BUILD)/lib/rw/modes.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 $(BUILD)/lib/redis/scripts/constants.lua: $(BUILD)/lib/redis/scripts/gen_constants
 	$< >$@.tmp && mv $@.tmp $@

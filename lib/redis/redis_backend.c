@@ -634,8 +634,11 @@ static const char *redis_space_key(const dirlock *h)
 
 static const char *const redis_forms[] = {DL_REDIS_SPACE_FORMS, NULL};
 
-const dl_backend dl_redis_backend = {
+static const char *const redis_prefixes[] = {"redis://", "redis+unix://", NULL};
+
+static const dl_backend dl_redis_backend = {
     .name = "Redis",
+    .prefixes = redis_prefixes,
     .forms = redis_forms,
     .spec_has_scheme = true,
     .open = redis_open,
@@ -663,3 +666,4 @@ const dl_backend dl_redis_backend = {
     .space_key = redis_space_key,
     .list = redis_list,
 };
+DL_BACKEND(dl_redis_backend)

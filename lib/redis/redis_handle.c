@@ -132,7 +132,7 @@ int dl_redis_format_record(const dirlock *h, int mode, char *buf, size_t size, d
         dl_record_self(&rec, h->token, mode, h->opts.stale_age, h->opts.partner_pid, h->partner_start);
         /* Held, or waited for, by no thread deadlock detection may follow
          * (owner.c): a lock another thread may let go, a pending acquire's. */
-        if ((h->opts.flags & DIRLOCK_NO_DEADLOCK) || dl_pending_current() != NULL)
+        if ((h->opts.flags & DIRLOCK_NO_DEADLOCK) || dl_task_current() != NULL)
                 rec.tid = 0;
         if (dl_record_format(&rec, buf, size) < 0)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "owner record of lock '%s' too long", h->name);

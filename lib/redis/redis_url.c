@@ -5,7 +5,7 @@
  * canonical form, which parses back to the same struct (the fuzz target
  * checks it). */
 #include "redis_url.h"
-#include "internal.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <string.h>

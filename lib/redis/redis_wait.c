@@ -428,7 +428,7 @@ static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct
         /* A thread's wait, for one name (not a pending acquire's, nor one
          * with DIRLOCK_NO_DEADLOCK: their records name no thread). */
         q->follow =
-            a->deadlock != 0 && n == 1 && !(o->flags & DIRLOCK_NO_DEADLOCK) && dl_pending_current() == NULL;
+            a->deadlock != 0 && n == 1 && !(o->flags & DIRLOCK_NO_DEADLOCK) && dl_task_current() == NULL;
         return dl_redis_format_record(q->h, o->mode, q->record, sizeof q->record, err);
 }
 

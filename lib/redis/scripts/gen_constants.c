@@ -1,10 +1,10 @@
 /* gen_constants.c - prints constants.lua, the part every Redis script
  * starts with: the facts the scripts share with the C code, taken from
- * the C headers and the mode table (lib/modes.c) at build time
+ * the C headers and the mode table (lib/rw/modes.c) at build time
  * (lib/redis/redis.mk), so that each is stated once.  Not part of the
  * library: a build tool. */
 #include "modes.h"
-#include "redis/redis.h"
+#include "redis.h"
 
 #include <stdio.h>
 
@@ -12,7 +12,7 @@
  * each mode a request is asked in, by its number. */
 static void print_modes(void)
 {
-        printf("-- MODES (lib/modes.c): does a holder in mode `held` keep a request in\n"
+        printf("-- MODES (lib/rw/modes.c): does a holder in mode `held` keep a request in\n"
                "-- mode `want` out?  CONFLICTS[held][want], by the modes' letters; the\n"
                "-- letter of each mode a request is asked in, by its number\n"
                "local CONFLICTS = {\n");
