@@ -29,7 +29,7 @@ BIN_DIR := $(BUILD)/bin
 BOARD_BIN := $(BUILD)/cgi-bin/board
 endif
 
-ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(ASSERTS) -fPIC -Ilib $(CFLAGS)
+ALL_CFLAGS = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(ASSERTS) -fPIC $(LIB_INCLUDES) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
 .PHONY: all clean check-format check-style format
@@ -39,7 +39,6 @@ include lib/lib.mk           # the library
 include bin/bin.mk           # the dirlock command
 include man/man.mk           # the manual pages: install-man, lint-man
 include cgi-bin/board.mk     # the board
-BOARD_LIBS += $(LIB_LIBS)    # what the library needs (hiredis), after it
 include tools/tools.mk       # dirlock-demo, deps, start/stop, demo, demo-rw
 include bindings/bindings.mk # the Perl and Python bindings
 include tests/tests.mk       # test, valgrind

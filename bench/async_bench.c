@@ -14,6 +14,7 @@
  *       hold their locks (ms).
  * Figures for bench/async-run; nothing is asserted. */
 #include "dirlock.h"
+#include "dirlock_async.h"
 
 #include <dirent.h>
 #include <poll.h>

@@ -12,6 +12,7 @@
  *   core_bench detect DIR SECONDS                          (deadlock detection's cost)
  * Each prints one line of numbers for bench/core-run to tabulate. */
 #include "dirlock.h"
+#include "dirlock_permit.h"
 
 #include <errno.h>
 #include <fcntl.h>

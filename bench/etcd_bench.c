@@ -17,7 +17,7 @@
  * queue, no fence), then a delete of it -- two writes the members sync,
  * as dirlock's acquire and release are three (lease, take, revoke). */
 #include "dirlock.h"
-#include "etcd/etcd.h"
+#include "etcd.h"
 
 #include <errno.h>
 #include <stdbool.h>

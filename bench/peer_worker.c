@@ -32,6 +32,7 @@
  * DIRLOCK_STALE (seconds) sets dirlock's stale age [its default].
  * Measures, never asserts. */
 #include "dirlock.h"
+#include "dirlock_rw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,6 +10,7 @@
  * other); `ofd` takes fcntl F_OFD_SETLKW on the same bytes of DIR/data.
  * Prints one line: the operations per second, all processes together. */
 #include "dirlock.h"
+#include "dirlock_range.h"
 
 #include <errno.h>
 #include <fcntl.h>

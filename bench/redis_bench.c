@@ -28,7 +28,7 @@
  * expiry or fence, and a crashed holder takes the token with it: the
  * floor of a hand-off through Redis on this machine, measured beside ours. */
 #include "dirlock.h"
-#include "redis/redis_url.h"
+#include "redis_url.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>

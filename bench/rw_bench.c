@@ -8,6 +8,7 @@
  * -u: the uncontended table only.
  * Usage: rw_bench [-u] [-d LOCKDIR] [-s SECONDS_PER_POINT] [-p PLOTDATA] */
 #include "dirlock.h"
+#include "dirlock_flock.h"
 
 #include <errno.h>
 #include <fcntl.h>

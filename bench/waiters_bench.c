@@ -23,6 +23,7 @@
  * "-" for threads.  Timeouts are 600 s.  Figures for bench/waiters-run;
  * nothing is asserted. */
 #include "dirlock.h"
+#include "dirlock_async.h"
 
 #include <dirent.h>
 #include <poll.h>

@@ -17,6 +17,8 @@
  * --help'", as flock(1) says it); taking the locks and running COMMAND
  * under them is run.c's. */
 #include "dirlock.h"
+#include "dirlock_permit.h"
+#include "dirlock_range.h"
 #include "run.h"
 #include "status.h"
 

@@ -30,6 +30,9 @@
  * pending, and run_locked passes it on to COMMAND, which by then is let
  * run.  Nothing is lost in between, and no lock outlives COMMAND. */
 #include "run.h"
+#include "dirlock_fence.h"
+#include "dirlock_permit.h"
+#include "dirlock_range.h"
 #include "hold.h"
 #include "keeper.h"
 #include "test_hooks.h"

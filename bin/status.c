@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "dirlock_deadlock.h"
+#include "dirlock_range.h"
 #include "run.h"
 
 static const char *progname = DIRLOCK_COMMAND_NAME;

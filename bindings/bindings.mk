@@ -13,12 +13,15 @@
 #                           per project, with npm (docs/bindings.md)
 # Bindings find the library with pkg-config.  In the tree that is
 # $(BUILD)/pkgconfig/dirlock.pc, made here from lib/dirlock.pc.in: the
-# uninstalled library, whose static archive (position-independent, like
-# every object of the build) is linked into each binding, so a binding
-# built here needs no libdirlock.so at run time, installed or not.
+# uninstalled library, its headers in the tree's lib/ folders and its
+# shared object in the build directory, which each binding links with a
+# runpath to it -- the shared library, which loads the server backends
+# it meets.  `make install` builds the Perl and Python ones again, against
+# the installed library ($(BUILD)/install/pkgconfig/dirlock.pc: the
+# library where DESTDIR puts it, and the installed LIBDIR as the runpath).
 #   provides: BINDINGS_PC, PERL, PYTHON, NODE, NODE_GYP
-#   uses:     BUILD, LIB_A, LIB_LIBS, PC_REQUIRES (lib/lib.mk), MANDIR (man/man.mk),
-#             PREFIX, DESTDIR
+#   uses:     BUILD, LIB_SO, LIB_INCLUDES, make_pc, install_rpath, LIBDIR,
+#             INCLUDEDIR (lib/lib.mk), MANDIR (man/man.mk), PREFIX, DESTDIR
 
 PERL ?= perl
 # Debian's interpreter by default: the one python3-dev, python3-pytest and
@@ -30,15 +33,17 @@ bindings_pc_path := $(CURDIR)/$(BUILD)/pkgconfig
 # (CC, PREFIX, DESTDIR...): none of ours leak into them through MAKEFLAGS.
 bindings_env := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(bindings_pc_path)
 bindings_make := $(bindings_env) $(MAKE)
-dirlock_version = $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"/\1/p' lib/dirlock.h)
 
-$(BINDINGS_PC): lib/dirlock.pc.in lib/dirlock.h
+$(BINDINGS_PC): lib/dirlock.pc.in lib/core/dirlock.h lib/lib.mk
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(CURDIR)|' -e 's|^libdir=.*|libdir=$(CURDIR)/$(BUILD)|' \
-		-e 's|^includedir=.*|includedir=$(CURDIR)/lib|' -e 's|@VERSION@|$(dirlock_version)|' \
-		-e 's|@REQUIRES@|$(subst Requires.private,Requires,$(PC_REQUIRES))|' \
-		-e 's|^Libs:.*|Libs: $${libdir}/libdirlock.a|' \
-		-e 's|^Description:.*|&, uninstalled (the source tree)|' $< >$@
+	$(call make_pc,$(CURDIR)/$(BUILD),$(CURDIR)/lib/core, -Wl$(comma)-rpath$(comma)$${libdir},$(LIB_INCLUDES:-I%=-I$(CURDIR)/%)) | \
+		sed -e 's|^Description:.*|&, uninstalled (the source tree)|' >$@
+# The installed library, where DESTDIR puts it, for `make install`'s builds.
+INSTALL_PC_PATH := $(CURDIR)/$(BUILD)/install/pkgconfig
+$(INSTALL_PC_PATH)/dirlock.pc: lib/dirlock.pc.in lib/core/dirlock.h lib/lib.mk FORCE
+	@mkdir -p $(dir $@)
+	$(call make_pc,$(DESTDIR)$(LIBDIR),$(DESTDIR)$(INCLUDEDIR),$(if $(install_rpath), $(install_rpath)),-I$${includedir}) >$@
+FORCE:
 
 # Node: node-gyp, offline.  --nodedir names the Node.js whose headers
 # (NODE_DIR/include/node: node_api.h, uv.h, common.gypi) the addon is
@@ -65,17 +70,17 @@ else
 bindings/perl/Makefile: bindings/perl/Makefile.PL $(BINDINGS_PC)
 	cd bindings/perl && PKG_CONFIG_PATH=$(bindings_pc_path) $(PERL) Makefile.PL
 
-bindings-perl: bindings/perl/Makefile $(LIB_A)
+bindings-perl: bindings/perl/Makefile $(LIB_SO)
 	$(bindings_make) -C bindings/perl
 
-bindings-python: $(BINDINGS_PC) $(LIB_A)
+bindings-python: $(BINDINGS_PC) $(LIB_SO)
 	cd bindings/python && PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) setup.py -q build_ext --inplace \
 		--build-temp $(CURDIR)/$(BUILD)/bindings/python --build-lib $(CURDIR)/$(BUILD)/bindings/python/lib
 
 # rebuild, not build: node-gyp's makefile does not know the library's
 # archive, and a new one must be linked in.
 $(BINDINGS_NODE): bindings/node/binding.gyp bindings/node/src/dirlock_node.c bindings/node/tools/dirlock-config.js \
-		bindings/node/tools/source-tree.js $(BINDINGS_PC) $(LIB_A)
+		bindings/node/tools/source-tree.js $(BINDINGS_PC) $(LIB_SO)
 	@[ -n "$(node_gyp_js)" ] || { echo "make bindings-node: no node-gyp (apt-get install npm; docs/bindings.md)" >&2; exit 2; }
 	@[ -f "$(NODE_DIR)/include/node/node_api.h" ] || \
 		{ echo "make bindings-node: no Node.js headers in $(NODE_DIR)/include/node (apt-get install npm; NODE_DIR=...)" >&2; exit 2; }
@@ -85,22 +90,26 @@ bindings-node: $(BINDINGS_NODE)
 
 bindings: bindings-perl bindings-python bindings-node
 
-# Perl: from the module built here, with MakeMaker's own install
-# (Makefile.PL is not run again), into the directory tools/install-paths
-# names for PREFIX, its .pm beside its XS library, and its page in
+# Perl: built again in $(BUILD)/install/perl, a copy of bindings/perl,
+# against the installed library (INSTALL_PC_PATH), and installed with
+# MakeMaker's own install into the directory tools/install-paths names
+# for PREFIX, its .pm beside its XS library, and its page in
 # MANDIR/man3.  Python: by pip, from this directory, with no package index
 # and no build isolation (nothing is downloaded: Debian's setuptools and
-# wheel build it), into the directory tools/install-paths names.  Both
-# under DESTDIR.
+# wheel build it), against the installed library too, into the directory
+# tools/install-paths names.  Both under DESTDIR, after the library.
 install: install-bindings
-install-bindings: bindings
+install-bindings: install-lib $(INSTALL_PC_PATH)/dirlock.pc
+	rm -rf $(BUILD)/install/perl && mkdir -p $(BUILD)/install && cp -r bindings/perl $(BUILD)/install/perl
+	cd $(BUILD)/install/perl && { [ ! -f Makefile ] || $(MAKE) -s realclean >/dev/null; } && \
+		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(INSTALL_PC_PATH) $(PERL) Makefile.PL >/dev/null
 	dir=$$(PERL=$(PERL) tools/install-paths perl $(PREFIX)) && \
-	$(bindings_make) -C bindings/perl pure_site_install DESTDIR=$(DESTDIR) \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) -C $(BUILD)/install/perl pure_site_install DESTDIR=$(DESTDIR) \
 		INSTALLSITEARCH="$$dir" INSTALLSITELIB="$$dir" INSTALLSITEBIN=$(PREFIX)/bin \
 		INSTALLSITESCRIPT=$(PREFIX)/bin INSTALLSITEMAN1DIR=$(MANDIR)/man1 INSTALLSITEMAN3DIR=$(MANDIR)/man3
 	dir=$$(PYTHON=$(PYTHON) tools/install-paths python $(PREFIX)) && \
-	PKG_CONFIG_PATH=$(bindings_pc_path) $(PYTHON) -m pip install --quiet --no-index --no-build-isolation \
-		--no-deps --upgrade --root-user-action=ignore --target "$(DESTDIR)$$dir" ./bindings/python
+	PKG_CONFIG_PATH=$(INSTALL_PC_PATH) $(PYTHON) -m pip install --quiet --no-index \
+		--no-build-isolation --no-deps --upgrade --root-user-action=ignore --target "$(DESTDIR)$$dir" ./bindings/python
 
 endif
 

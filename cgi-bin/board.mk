@@ -1,7 +1,7 @@
 # cgi-bin/board.mk - the bulletin board (cgi-bin/board), FastCGI and CGI.
 #   provides: BOARD_SRCS, BOARD_LIB_OBJS (every board object but main(), for
 #             tests and fuzzers), BOARD_LIBS
-#   uses:     BUILD, BOARD_BIN (Makefile), LIB_A (lib/lib.mk)
+#   uses:     BUILD, BOARD_BIN (Makefile), LIB_SO, LIB_SHARED (lib/lib.mk)
 
 BOARD_SRCS := cgi-bin/app.c cgi-bin/board.c cgi-bin/board_error.c cgi-bin/buf.c cgi-bin/cgi.c \
 	cgi-bin/config.c cgi-bin/cookie.c cgi-bin/csrf.c cgi-bin/csrf_memo.c cgi-bin/delay.c cgi-bin/deletelimit.c \
@@ -22,9 +22,9 @@ $(BUILD)/cgi-bin/%.o $(BUILD)/hooks/cgi-bin/%.o: WARN += -Wswitch-enum
 
 all: $(BOARD_BIN)
 
-$(BOARD_BIN): $(BOARD_OBJS) $(LIB_A)
+$(BOARD_BIN): $(BOARD_OBJS) $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(BOARD_OBJS) $(LIB_A) $(BOARD_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BOARD_OBJS) $(LIB_SHARED) $(BOARD_LIBS)
 
 .PHONY: board
 board: $(BOARD_BIN)

@@ -9,6 +9,10 @@
 #include <string.h>
 
 #include "dirlock.h"
+#include "dirlock_fence.h"
+#include "dirlock_flock.h"
+#include "dirlock_permit.h"
+#include "dirlock_rw.h"
 
 static int lock_error(const struct board_config *cfg, int code, const dirlock_error *de,
                       struct board_error *err)

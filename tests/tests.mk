@@ -1,7 +1,8 @@
 # tests/tests.mk - how `make test` finds and runs the tests, and the
 # memcheck run (make valgrind).  tests/README.md says where a test goes.
 #   provides: UNIT_BINS, PROG_BINS, test-build
-#   uses:     BUILD, LIB_A, LIB_SRCS, LIB_LIBS (lib/lib.mk), BOARD_LIB_OBJS and
+#   uses:     BUILD, LIB_A, LIB_SRCS, LIB_LIBS, BACKEND_SRCS, BACKEND_LIBS
+#             (lib/lib.mk), BOARD_LIB_OBJS and
 #             BOARD_LIBS (cgi-bin/board.mk), PYTHON (bindings/bindings.mk)
 #
 #   tests/unit/test_NAME.c  cmocka unit tests (UNIT_TESTS); linked with the
@@ -33,7 +34,7 @@ TEST_PROGS += redis_scripts
 endif
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
-TEST_LIBS := -lcmocka $(BOARD_LIBS) -lpthread
+TEST_LIBS := -lcmocka $(LIB_LIBS) $(BOARD_LIBS) -lpthread
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
@@ -47,7 +48,7 @@ $(BUILD)/tests/unit/test_redis_url: $(BUILD)/lib/redis/redis_url.o
 endif
 
 $(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 # look_enoent.so: a preload of the tests (tests/progs/look_enoent.c),
 # never built with a sanitizer (a test preloads ASan's runtime before it
@@ -57,47 +58,50 @@ $(BUILD)/tests/progs/%.so: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -fPIC -shared -o $@ $< -ldl
 
-# Test seams (the list, and which test uses each: lib/test_hooks.h) exist
-# only in a second build of the library, compiled with DIRLOCK_TEST_HOOKS,
-# that the shipped library and programs never link: lockworker, histworker,
-# rw_hold and redis_scripts link it.
-HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o)
+# Test seams (the list, and which test uses each: lib/core/test_hooks.h)
+# exist only in a second build of the library and its backends, compiled
+# with DIRLOCK_TEST_HOOKS, that the shipped library and programs never
+# link: lockworker, histworker, rw_hold and redis_scripts link it.  One
+# prelinked object, as libdirlock.a is, the backends in it.
+HOOK_LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/hooks/%.o) $(BACKEND_SRCS:%.c=$(BUILD)/hooks/%.o)
 HOOK_LIB_A := $(BUILD)/libdirlock-hooks.a
+HOOK_LIBS := $(BACKEND_LIBS) -lpthread
 $(BUILD)/hooks/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DDIRLOCK_TEST_HOOKS -DDIRLOCK_ASSERTS -MMD -MP -c -o $@ $<
 $(HOOK_LIB_A): $(HOOK_LIB_OBJS)
-	rm -f $@ && ar rcs $@ $^
+	$(LD) -r -o $(BUILD)/hooks/libdirlock-hooks.o $^
+	rm -f $@ && ar rcs $@ $(BUILD)/hooks/libdirlock-hooks.o
 $(BUILD)/tests/progs/lockworker: $(BUILD)/tests/progs/lockworker.o $(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS)
 $(BUILD)/tests/progs/histworker: $(BUILD)/tests/progs/histworker.o $(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS)
 $(BUILD)/tests/progs/rw_hold: $(BUILD)/tests/progs/rw_hold.o $(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS)
 $(BUILD)/tests/progs/redis_scripts: $(BUILD)/tests/progs/redis_scripts.o $(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS)
 
 # board-hooks: the board linked from objects built the same way, for
 # tests/http-cluster.t.
 HOOK_BOARD_OBJS := $(BOARD_SRCS:%.c=$(BUILD)/hooks/%.o)
 $(BUILD)/tests/progs/board-hooks: $(HOOK_BOARD_OBJS) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BOARD_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BOARD_LIBS) $(HOOK_LIBS)
 
 # test_board_view_lock: a unit test of the board's hooked objects.
 HOOK_BOARD_LIB_OBJS := $(filter-out $(BUILD)/hooks/cgi-bin/main.o,$(HOOK_BOARD_OBJS))
 $(BUILD)/tests/unit/test_board_view_lock: $(BUILD)/tests/unit/test_board_view_lock.o $(HOOK_BOARD_LIB_OBJS) \
 		$(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lcmocka $(BOARD_LIBS) $(HOOK_LIBS)
 # test_board_delete_limit: the same.
 $(BUILD)/tests/unit/test_board_delete_limit: $(BUILD)/tests/unit/test_board_delete_limit.o \
 		$(HOOK_BOARD_LIB_OBJS) $(HOOK_LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lcmocka $(BOARD_LIBS) $(HOOK_LIBS)
 
 # dirlock-hooks: the command built the same way, for tests/core-signals.t.
 $(BUILD)/tests/progs/dirlock-hooks: $(DIRLOCK_SRCS:%.c=$(BUILD)/hooks/%.o) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(DIRLOCK_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS) $(DIRLOCK_LIBS)
 
 # The C example of docs/examples/ (tests/http-cgi-examples.t runs each
 # example as a CGI program).

@@ -19,6 +19,7 @@
  * of short holds).  The format is in docs/rw-trace.md; htdocs/rw-timeline.html
  * draws it.  The file is written beside FILE and renamed over it at the end. */
 #include "dirlock.h"
+#include "dirlock_flock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -29,6 +29,7 @@
  * node (each process counts its own); the table shows edits, expected and
  * stored increments, lost ones and edits per second. */
 #include "dirlock.h"
+#include "dirlock_range.h"
 
 #include <errno.h>
 #include <fcntl.h>

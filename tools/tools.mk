@@ -36,7 +36,7 @@
 # Generated configuration, sockets and pid files live in run/, board data
 # in data/<board>/ (tools/deploy --help).
 #   provides: DEMO_BIN, TREE_DEMO_BIN
-#   uses:     BIN_DIR, BUILD, LIB_A, LIB_LIBS (lib/lib.mk), bindings-perl
+#   uses:     BIN_DIR, BUILD, LIB_SO, LIB_SHARED (lib/lib.mk), bindings-perl
 #             (bindings/bindings.mk: the Perl boards load the Dirlock module)
 
 DEMO_BIN := $(BIN_DIR)/dirlock-demo
@@ -44,13 +44,13 @@ TREE_DEMO_BIN := $(BIN_DIR)/dirlock-tree-demo
 
 all: $(DEMO_BIN) $(TREE_DEMO_BIN)
 
-$(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_A)
+$(DEMO_BIN): $(BUILD)/tools/dirlock-demo.o $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_SHARED)
 
-$(TREE_DEMO_BIN): $(BUILD)/tools/dirlock-tree-demo.o $(LIB_A)
+$(TREE_DEMO_BIN): $(BUILD)/tools/dirlock-tree-demo.o $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIB_SHARED)
 
 demo-range: $(TREE_DEMO_BIN)
 	@d=$$(mktemp -d) && $(TREE_DEMO_BIN) -d $$d $(if $(DEMO_SPACE),-s '$(DEMO_SPACE)'); rc=$$?; rm -rf $$d; exit $$rc

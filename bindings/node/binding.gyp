@@ -1,8 +1,8 @@
 # binding.gyp - node-gyp's recipe for the addon, build/Release/dirlock.node:
 # src/dirlock_node.c (Node-API, C) over the dirlock library, found with
-# pkg-config by tools/dirlock-config.js.  A static library in its answer
-# (the source tree's build/libdirlock.a) is linked in, so the addon then
-# needs no libdirlock.so at run time.
+# pkg-config by tools/dirlock-config.js: the shared library it names, with
+# the runpath its answer gives (the source tree's build directory, or the
+# installed LIBDIR where the dynamic linker does not look by itself).
 {
   "targets": [
     {

@@ -16,6 +16,9 @@
 #include "XSUB.h"
 
 #include <dirlock.h>
+#include <dirlock_fence.h>
+#include <dirlock_range.h>
+#include <dirlock_rw.h>
 
 #include <math.h>
 #include <stdio.h>

@@ -24,10 +24,10 @@ is done (make bindings names its own --build-temp).
 pkg-config looks in PKG_CONFIG_PATH as given first, then, when this
 directory sits in a built dirlock source tree, in the tree's uninstalled
 build/pkgconfig (the top-level `make bindings` makes it), then in the
-system's places (after the library's `make install`).  A static archive in
-its answer (the tree's build/libdirlock.a) is linked into the extension,
-which then needs no libdirlock.so at run time; an installed library's
-dirlock.pc gives the runpath that finds it, where one is needed.
+system's places (after the library's `make install`).  The extension links
+the shared library it names, with the runpath its answer gives (the
+tree's build directory, or the installed LIBDIR where the dynamic linker
+does not look by itself).
 """
 import atexit
 import os
@@ -69,17 +69,18 @@ for word in pkg_config("--cflags"):
         include_dirs.append(word[2:])
     else:
         extra_compile.append(word)
-libraries, library_dirs, extra_objects, extra_link = [], [], [], []
+libraries, library_dirs, extra_link = [], [], []
 for word in pkg_config("--libs"):
     if word.startswith("-l"):
         libraries.append(word[2:])
     elif word.startswith("-L"):
         library_dirs.append(word[2:])
-    elif word.endswith(".a"):
-        extra_objects.append(word)
     else:
         extra_link.append(word)
-depends = [os.path.join(d, "dirlock.h") for d in include_dirs if os.path.exists(os.path.join(d, "dirlock.h"))]
+depends = [
+    os.path.join(d, h) for d in include_dirs if os.path.isdir(d) for h in os.listdir(d) if h.startswith("dirlock")
+    and h.endswith(".h")
+]
 
 # What setuptools makes on the way (build/, dirlock.egg-info/), made away
 # from the source directory: installing leaves it as it was.
@@ -102,10 +103,9 @@ setup(
             include_dirs=include_dirs,
             library_dirs=library_dirs,
             libraries=libraries,
-            extra_objects=extra_objects,
             extra_compile_args=extra_compile + ["-std=c11", "-Wall", "-Wextra", "-Werror"],
             extra_link_args=extra_link,
-            depends=depends + extra_objects,
+            depends=depends,
         )
     ],
     zip_safe=False,

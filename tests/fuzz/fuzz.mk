@@ -27,7 +27,7 @@ FUZZ_CC ?= clang
 FUZZ_DIR := build-fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS = $(CSTD) $(WARN) -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
-	-Ilib -Icgi-bin -Itests/fuzz
+	$(LIB_INCLUDES) -Icgi-bin -Itests/fuzz
 
 FUZZ_BINS := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
@@ -40,13 +40,13 @@ $(FUZZ_DIR)/fuzz_form: $(FUZZ_DIR)/cgi-bin/form.o
 $(FUZZ_DIR)/fuzz_cookie: $(FUZZ_DIR)/cgi-bin/cookie.o
 $(FUZZ_DIR)/fuzz_logrecord: $(FUZZ_DIR)/cgi-bin/logrecord.o
 # owner.c with what it calls (error.c, clock.c): not the whole library, so
-# a half-edited file elsewhere in lib/ does not stop the fuzzer.
-FUZZ_OWNER_SRCS := lib/owner.c lib/error.c lib/clock.c
+# a half-edited file elsewhere in lib/core does not stop the fuzzer.
+FUZZ_OWNER_SRCS := lib/core/owner.c lib/core/error.c lib/core/clock.c
 $(FUZZ_DIR)/fuzz_owner: $(FUZZ_OWNER_SRCS:%.c=$(FUZZ_DIR)/%.o)
 # The Redis address parser is pure: it needs nothing else (nor hiredis).
 $(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_DIR)/lib/redis/redis_url.o
 # The range text parser, with the error helpers it fills errors with.
-FUZZ_RANGE_SRCS := lib/range_text.c lib/error.c
+FUZZ_RANGE_SRCS := lib/range/range_text.c lib/core/error.c
 $(FUZZ_DIR)/fuzz_range: $(FUZZ_RANGE_SRCS:%.c=$(FUZZ_DIR)/%.o)
 # So is the etcd one (nor libcurl, nor json-c).
 $(FUZZ_DIR)/fuzz_etcdurl: $(FUZZ_DIR)/lib/etcd/etcd_url.o

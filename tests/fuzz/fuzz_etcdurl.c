@@ -12,7 +12,7 @@
  *      DL_ETCD_CLUSTER_MAX and is the canonical form up to its "/PREFIX". */
 #include "fuzz.h"
 
-#include "etcd/etcd_url.h"
+#include "etcd_url.h"
 
 static void check_canonical(const dl_etcd_url *u)
 {

@@ -11,7 +11,7 @@
  *      parse(format(r)) == r. */
 #include "fuzz.h"
 
-#include "internal.h"
+#include "core.h"
 
 static int record_equal(const dl_record *a, const dl_record *b)
 {

@@ -12,6 +12,7 @@
 #include "fuzz.h"
 
 #include "dirlock.h"
+#include "dirlock_range.h"
 
 #include <math.h>
 

@@ -13,7 +13,7 @@
  *      format -> parse unchanged. */
 #include "fuzz.h"
 
-#include "redis/redis_url.h"
+#include "redis_url.h"
 
 static void check_canonical(const dl_redis_url *u)
 {

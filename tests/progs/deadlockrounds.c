@@ -31,6 +31,7 @@
  * second locks with DIRLOCK_NO_DEADLOCK and a 1 s timeout: the twin
  * whose rounds tell nobody. */
 #include "dirlock.h"
+#include "dirlock_permit.h"
 
 #include <pthread.h>
 #include <stdbool.h>

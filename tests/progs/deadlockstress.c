@@ -37,6 +37,7 @@
  * and exits 0 when false, unreported and errors are 0 and at least one
  * deadlock was reported, else 1. */
 #include "dirlock.h"
+#include "dirlock_permit.h"
 
 #include <pthread.h>
 #include <signal.h>

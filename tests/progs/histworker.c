@@ -28,6 +28,7 @@
  *   T released CODE      it returned: 0 released, 5 lost (DIRLOCK_ELOST)...
  * T is in ms with microseconds.  Exit status 0; 2 on a usage error. */
 #include "dirlock.h"
+#include "dirlock_fence.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -49,6 +49,8 @@
  *       L counts acquires that returned more than 0.5 s after their
  *       timeout, X releases that said DIRLOCK_ELOST. */
 #include "dirlock.h"
+#include "dirlock_fence.h"
+#include "dirlock_range.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -25,6 +25,7 @@
  * and exits 0 when over and errors are 0, reclaimed is 1, and max_inside
  * reached EXPECT (the permits were used in parallel), else 1. */
 #include "dirlock.h"
+#include "dirlock_permit.h"
 
 #include <signal.h>
 #include <stdatomic.h>

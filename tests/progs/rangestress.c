@@ -22,6 +22,8 @@
  * Prints: acquisitions=N violations=N shrinks=N upgrades=N errors=N kills=N
  * and exits 0 when violations and errors are 0. */
 #include "dirlock.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 
 #include <errno.h>
 #include <signal.h>

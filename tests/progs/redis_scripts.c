@@ -5,7 +5,7 @@
  * with DIRLOCK_TEST_REDIS_NO_LOCK set, the acquire script is the
  * no-lock twin's (lib/test_hooks.h).
  * Usage: redis_scripts DIR */
-#include "redis/redis.h"
+#include "redis.h"
 
 #include <stdio.h>
 #include <string.h>

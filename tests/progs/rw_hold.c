@@ -15,6 +15,7 @@
  * longest acquire and upgrade.
  * Exit status: 0, 1 on a timeout, 2 on any other error. */
 #include "dirlock.h"
+#include "dirlock_rw.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "dir/dir.h"
+#include "dir.h"
 
 #include <errno.h>
 #include <fcntl.h>

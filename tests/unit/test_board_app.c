@@ -17,6 +17,7 @@
 
 #include "../../cgi-bin/app.h"
 #include "dirlock.h"
+#include "dirlock_flock.h"
 
 struct world {
         char dir[64];

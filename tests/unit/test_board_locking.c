@@ -23,6 +23,7 @@
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/locking.h"
 #include "dirlock.h"
+#include "dirlock_flock.h"
 #include "open_fds.h"
 
 static char dir[64];

@@ -29,6 +29,7 @@
 #include "../../cgi-bin/logfile.h"
 #include "../../cgi-bin/store.h"
 #include "dirlock.h"
+#include "dirlock_flock.h"
 
 static char dir[64];
 

@@ -27,6 +27,7 @@
 #include "../../cgi-bin/locking.h"
 #include "../../cgi-bin/logrecord.h"
 #include "dirlock.h"
+#include "dirlock_permit.h"
 
 #define POSTERS 8
 

@@ -20,7 +20,8 @@
 #include "../../cgi-bin/board.h"
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/locking.h"
-#include "../../lib/dirlock.h"
+#include "dirlock.h"
+#include "dirlock_flock.h"
 
 static char dir[64];
 static char logpath[128];

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "server.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -7,6 +7,9 @@
  * without inotify, an upgrade canceled, a dead but unreaped holder whose
  * partner holds on, and the fork guard. */
 #include "core_fixture.h"
+#include "dirlock_async.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 
 #include <dirent.h>
 #include <poll.h>

@@ -2,6 +2,8 @@
  * (DIRLOCK_CANCEL_FD) in every mode and in flock, and of a descriptor
  * that is for the acquire call only. */
 #include "core_fixture.h"
+#include "dirlock_flock.h"
+#include "dirlock_rw.h"
 
 struct cancel_later {
         int fd;

@@ -9,6 +9,8 @@
  * made here with a timeout of 1 ns, which has passed when the first
  * attempt is made, so that attempt is the last.  Each case first shows
  * the same attempt kept out while the owner lives. */
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 #include "space_fixture.h"
 
 #define TRY  0.0

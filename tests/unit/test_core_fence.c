@@ -5,6 +5,8 @@
  * at DIRLOCK_FENCE_MAX, and a counter past it is refused; concurrent
  * readers get distinct ones; flock spaces have none. */
 #include "core_fixture.h"
+#include "dirlock_fence.h"
+#include "dirlock_flock.h"
 
 #include <sys/mman.h>
 

@@ -1,6 +1,7 @@
 /* test_core_reentrant.c - unit tests of reentrant lock objects and of
  * multi-locks. */
 #include "core_fixture.h"
+#include "dirlock_rw.h"
 
 static void test_reentrant(void **state)
 {

@@ -11,6 +11,8 @@
  * asking again for a lock its own handle holds gets DIRLOCK_EDEADLK at
  * once, in a directory and with flock(2), while a try says busy. */
 #include "core_fixture.h"
+#include "dirlock_async.h"
+#include "dirlock_permit.h"
 
 #include <poll.h>
 

@@ -20,9 +20,13 @@
 #include <cmocka.h>
 
 #include "dirlock.h"
+#include "dirlock_async.h"
+#include "dirlock_fence.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 
 #ifdef DIRLOCK_WITH_ETCD
-#include "../../lib/etcd/etcd.h"
+#include "etcd.h"
 
 #include <dirent.h>
 #include <errno.h>

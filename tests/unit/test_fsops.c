@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "dir/fsops.h"
+#include "dir_fsops.h"
 #include "netfs.h"
 
 #include <string.h>

@@ -10,6 +10,12 @@
  * acquire; a thread asking for one more of the N it holds (EDEADLK); what
  * inspect, list and dirlock_holders report; cleanup;
  * and what is refused (numbers, modes, flock spaces, mode changes). */
+#include "dirlock_async.h"
+#include "dirlock_deadlock.h"
+#include "dirlock_fence.h"
+#include "dirlock_permit.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 #include "space_fixture.h"
 
 #include <sys/prctl.h>

@@ -12,6 +12,9 @@
  * wait and its reservation, what is refused, and the text form of a
  * range (dirlock_range_parse): its grammar, and that what it accepts the
  * space takes. */
+#include "dirlock_fence.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 #include "space_fixture.h"
 
 /* The holds of one thread here stand for those of several, handed to

@@ -22,6 +22,10 @@
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/locking.h"
 #include "dirlock.h"
+#include "dirlock_async.h"
+#include "dirlock_fence.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 #include "redis_server.h"
 
 #include <errno.h>

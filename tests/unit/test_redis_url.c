@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "redis/redis_url.h"
+#include "redis_url.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "dirlock.h"
+#include "dirlock_rw.h"
 
 #include <dirent.h>
 #include <pthread.h>

@@ -10,6 +10,11 @@
  * and one killed while it waited is dropped (and its entry removed) by
  * the next listing; the holders are listed one by one, readers and
  * permits included; records name the thread that took the lock. */
+#include "deadlock.h"
+#include "dirlock_async.h"
+#include "dirlock_permit.h"
+#include "dirlock_range.h"
+#include "dirlock_rw.h"
 #include "space_fixture.h"
 
 #include <poll.h>

@@ -51,6 +51,10 @@
 #include <uv.h>
 
 #include <dirlock.h>
+#include <dirlock_async.h>
+#include <dirlock_fence.h>
+#include <dirlock_range.h>
+#include <dirlock_rw.h>
 
 #include <math.h>
 #include <stdbool.h>

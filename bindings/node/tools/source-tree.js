@@ -9,7 +9,7 @@ const path = require('node:path')
 
 function sourceTree () {
   const top = path.resolve(__dirname, '..', '..', '..')
-  const mine = ['lib/dirlock.h', 'bindings/bindings.mk'].every(f => fs.existsSync(path.join(top, f)))
+  const mine = ['lib/core/dirlock.h', 'bindings/bindings.mk'].every(f => fs.existsSync(path.join(top, f)))
   return mine && fs.realpathSync(path.join(top, 'bindings', 'node')) === fs.realpathSync(path.resolve(__dirname, '..'))
     ? top
     : null

@@ -45,6 +45,10 @@
 #include <Python.h>
 
 #include <dirlock.h>
+#include <dirlock_async.h>
+#include <dirlock_fence.h>
+#include <dirlock_range.h>
+#include <dirlock_rw.h>
 
 #include <errno.h>
 #include <fcntl.h>
