@@ -233,6 +233,13 @@ int dl_dir_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode
 int dl_dir_wait_step(dirlock *h, dirlock_error *err);
 void dl_dir_wait_end(dirlock *h);
 
+/* The queue and the wait register a module brings (dir_queue.c keeps the
+ * first of each, dl_dir_module_add tells it), and what they keep of
+ * handle h, freed as it goes. */
+void dl_dir_follow_waits(const struct dl_dir_queue *queue, const struct dl_dir_waits *waits);
+const struct dl_dir_queue *dl_dir_queue_of(void);
+void dl_dir_waits_close(dirlock *h);
+
 /* ---- modules (dir_backend.c) ------------------------------------------------ */
 
 struct dl_dir_module {
@@ -273,9 +280,6 @@ const struct dl_dir_module *dl_dir_modules(void);
         {                                                                                                    \
                 dl_dir_module_add(&module);                                                                  \
         }
-
-/* The queue a module keeps (dl_dir_take stands in it), NULL without one. */
-const struct dl_dir_queue *dl_dir_queue_of(void);
 
 /* The backend's entries that look at locks from outside their holders,
  * each with its modules' parts (dir_admin.c). */

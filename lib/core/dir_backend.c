@@ -31,10 +31,10 @@
 /* ---- modules ----------------------------------------------------------------- */
 
 static struct dl_dir_module *modules, **modules_end = &modules;
-/* What the registered modules serve, one each (the first registered). */
+/* The kind every whole lock is: the first registered module's that
+ * serves them, else the core's (the queue and the wait register: in
+ * dir_queue.c, which calls them). */
 static const struct dl_dir_kind *whole_kind = &dl_dir_exclusive;
-static const struct dl_dir_queue *queue;
-static const struct dl_dir_waits *waits;
 
 static int dir_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *err);
 static int dir_downgrade(dirlock *h, dirlock_error *err);
@@ -82,10 +82,7 @@ void dl_dir_module_add(struct dl_dir_module *m)
         }
         for (const struct dl_dir_kind *const *k = m->kinds; k != NULL && *k != NULL; k++)
                 offer_kind(*k);
-        if (m->queue != NULL && queue == NULL)
-                queue = m->queue;
-        if (m->waits != NULL && waits == NULL)
-                waits = m->waits;
+        dl_dir_follow_waits(m->queue, m->waits);
 }
 
 const struct dl_dir_module *dl_dir_modules(void)
@@ -100,29 +97,6 @@ static const struct dl_dir_module *guard_of(unsigned near)
                 if (m->guards & near)
                         return m;
         return NULL;
-}
-
-/* ---- the wait register's hooks ------------------------------------------------ */
-
-int dl_dir_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
-{
-        return waits != NULL ? waits->begin(h, target, kind, mode, err) : DIRLOCK_OK;
-}
-
-int dl_dir_wait_step(dirlock *h, dirlock_error *err)
-{
-        return waits != NULL ? waits->step(h, err) : DIRLOCK_OK;
-}
-
-void dl_dir_wait_end(dirlock *h)
-{
-        if (waits != NULL)
-                waits->end(h);
-}
-
-const struct dl_dir_queue *dl_dir_queue_of(void)
-{
-        return queue;
 }
 
 /* ---- a handle's directory state -------------------------------------- */
@@ -173,10 +147,7 @@ static void dir_close(dirlock *h)
         struct dl_dir *d = dl_dir_of(h);
         if (d == NULL)
                 return;
-        if (waits != NULL)
-                waits->close(h);
-        if (queue != NULL)
-                queue->close(h);
+        dl_dir_waits_close(h);
         if (d->kind->close != NULL)
                 d->kind->close(h);
         dir_free_state(d);
@@ -218,7 +189,7 @@ static int dir_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
                               h->ranged, h->opts.flags, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        if ((h->opts.flags & DIRLOCK_FIFO) && queue == NULL)
+        if ((h->opts.flags & DIRLOCK_FIFO) && dl_dir_queue_of() == NULL)
                 return dl_fail(err, DIRLOCK_EINVAL, 0,
                                "lock '%s': DIRLOCK_FIFO needs the queue module (lib/fifo), which this build "
                                "of dirlock does not have",

@@ -33,6 +33,50 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- the modules that follow waits --------------------------------------------- */
+
+/* The queue (lib/fifo) and the wait register (lib/deadlock): the first
+ * registered of each (dir_backend.c registers them), NULL without. */
+static const struct dl_dir_queue *queue;
+static const struct dl_dir_waits *waits;
+
+void dl_dir_follow_waits(const struct dl_dir_queue *q, const struct dl_dir_waits *w)
+{
+        if (queue == NULL)
+                queue = q;
+        if (waits == NULL)
+                waits = w;
+}
+
+const struct dl_dir_queue *dl_dir_queue_of(void)
+{
+        return queue;
+}
+
+int dl_dir_wait_begin(dirlock *h, enum dl_wait_target target, int kind, int mode, dirlock_error *err)
+{
+        return waits != NULL ? waits->begin(h, target, kind, mode, err) : DIRLOCK_OK;
+}
+
+int dl_dir_wait_step(dirlock *h, dirlock_error *err)
+{
+        return waits != NULL ? waits->step(h, err) : DIRLOCK_OK;
+}
+
+void dl_dir_wait_end(dirlock *h)
+{
+        if (waits != NULL)
+                waits->end(h);
+}
+
+void dl_dir_waits_close(dirlock *h)
+{
+        if (waits != NULL)
+                waits->close(h);
+        if (queue != NULL)
+                queue->close(h);
+}
+
 /* ---- W's table -------------------------------------------------------------- */
 
 static bool w_looks_taken(dirlock *h)
@@ -145,7 +189,7 @@ static int step_first(dirlock *h, struct dl_slot_wait *q, dirlock_error *err)
 /* Where h stands: 1 first (no queue, or first in it), 0 behind, -1. */
 static int place(dirlock *h, struct dl_slot_wait *q, dirlock_error *err)
 {
-        const struct dl_dir_queue *line = dl_dir_queue_of();
+        const struct dl_dir_queue *line = queue;
         return line != NULL ? line->place(h, q, err) : 1;
 }
 
@@ -180,7 +224,7 @@ static int begin(dirlock *h, struct dl_slot_wait *q, dirlock_error *err)
                 return rc;
         dl_waiter_init(&q->w, s->release_dir(h), h->opts.flags, h->token, h->opts.stale_age);
         dl_waiter_cancel_on(&q->w, h->opts.cancel_fd);
-        const struct dl_dir_queue *line = dl_dir_queue_of();
+        const struct dl_dir_queue *line = queue;
         if (line == NULL)
                 dl_waiter_watch_owner(&q->w, &q->holder);
         else if ((rc = line->join(h, q, err)) != DIRLOCK_OK)
@@ -193,7 +237,7 @@ static int begin(dirlock *h, struct dl_slot_wait *q, dirlock_error *err)
 
 static void end(dirlock *h, struct dl_slot_wait *q)
 {
-        const struct dl_dir_queue *line = dl_dir_queue_of();
+        const struct dl_dir_queue *line = queue;
         dl_waiter_close(&q->w);
         dl_dir_wait_end(h);
         if (line != NULL)
@@ -206,7 +250,7 @@ static void end(dirlock *h, struct dl_slot_wait *q)
  * canceled (THE WAIT above). */
 static int wait_loop(dirlock *h, struct dl_slot_wait *q, const dl_time *deadline, dirlock_error *err)
 {
-        const struct dl_dir_queue *line = dl_dir_queue_of();
+        const struct dl_dir_queue *line = queue;
         for (;;) {
                 int first = place(h, q, err);
                 if (first < 0)
@@ -234,7 +278,7 @@ static int wait_loop(dirlock *h, struct dl_slot_wait *q, const dl_time *deadline
 
 int dl_dir_take(dirlock *h, const struct dl_slots *s, const dl_time *deadline, dirlock_error *err)
 {
-        const struct dl_dir_queue *line = dl_dir_queue_of();
+        const struct dl_dir_queue *line = queue;
         struct dl_slot_wait q = {.slots = s, .w = {.pid_fd = -1}};
         int rc = DIRLOCK_EBUSY;
         if (line == NULL || !line->skip_try(h, s))

@@ -36,8 +36,8 @@ int dl_wait_record_parse(const char *buf, size_t len, dl_wait_record *w);
 
 /* ---- the wait register (dir_register.c) ---------------------------------- */
 
-/* The register's names (the table: dir_layout.h), malloc'd, NULL when out
- * of memory: D/.waits/t.<B>.<NS>.<P>.<TID>, thread `tid` of the process
+/* The register's names (the table: dir_layout.h; dir_wait_entry.c),
+ * malloc'd, NULL when out of memory: D/.waits/t.<B>.<NS>.<P>.<TID>, thread `tid` of the process
  * of boot id `boot_id`, pid namespace `pidns`, pid `pid`; D/.waits/o.<T>;
  * D/.waits/verdicts, and D/.waits/.v<T>. */
 char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
@@ -54,6 +54,25 @@ char *dl_layout_verdicts_prep(const char *lockdir, const char *token);
  * then every DL_DEADLOCK_RECHECK_MS); its waits wake for both
  * (dl_waiter_wake_by). */
 extern const struct dl_dir_waits dl_register_waits;
+
+/* A wait's entry and what the register keeps of it (a handle's
+ * wait_state, dir.h). */
+struct dl_wreg {
+        char *path;         /* the entry while it waits, else NULL */
+        dl_wait_record rec; /* what it holds                        */
+        dl_time renewed;    /* made or last renewed                 */
+        dl_time checked;    /* the last deadlock check, or the wait's start */
+        bool node;          /* a thread's entry (t.<...>)           */
+        unsigned checks;    /* deadlock checks made                 */
+        bool waking;        /* the wait wakes for the next (the first two) */
+        bool unwritten;     /* path chosen, entry not made yet (WHEN)    */
+};
+
+/* Write entry `path` holding `text`: a symlink made aside and renamed
+ * onto it, so that a reader sees the old record or the new one, never
+ * none (D/.waits made first when missing, mode as the lock directory's,
+ * `lockdir_mode`).  0, or -1 with errno.  dir_wait_entry.c. */
+int dl_wait_entry_write(const char *path, const char *text, const char *token, unsigned lockdir_mode);
 /* Mark h's entry told, or no longer (dir_deadlock.c, ONE VICTIM):
  * rewritten at once, by the same atomic rename.  0, or -1 (not marked:
  * nothing was written, or no entry is made yet). */

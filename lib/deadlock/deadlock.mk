@@ -5,6 +5,6 @@
 # (its verdicts are a counter) modules.
 #   adds to: LIB_SRCS, LIB_HEADERS (lib/lib.mk)
 
-LIB_SRCS += lib/deadlock/deadlock.c lib/deadlock/dir_deadlock.c lib/deadlock/dir_register.c lib/deadlock/held.c \
+LIB_SRCS += lib/deadlock/deadlock.c lib/deadlock/dir_deadlock.c lib/deadlock/dir_register.c lib/deadlock/dir_wait_entry.c lib/deadlock/held.c \
 	lib/deadlock/wait_record.c
 LIB_HEADERS += lib/deadlock/dirlock_deadlock.h

@@ -63,87 +63,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- names ------------------------------------------------------------------ */
-
-char *dl_layout_wait_thread(const char *lockdir, const char *boot_id, unsigned long long pidns, pid_t pid,
-                            pid_t tid)
-{
-        char leaf[2 + 36 + 1 + 20 + 1 + 10 + 1 + 10 + 1];
-        snprintf(leaf, sizeof leaf, "%c.%.36s.%llu.%ld.%ld", DL_WAIT_THREAD, boot_id, pidns, (long)pid,
-                 (long)tid);
-        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
-}
-
-char *dl_layout_wait_other(const char *lockdir, const char *token)
-{
-        char leaf[2 + DIRLOCK_TOKEN_LEN + 1];
-        snprintf(leaf, sizeof leaf, "%c.%s", DL_WAIT_OTHER, token);
-        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
-}
-
-char *dl_layout_verdicts(const char *lockdir)
-{
-        return dl_join(lockdir, DL_WAITS_DIR "/", DL_WAITS_VERDICTS);
-}
-
-char *dl_layout_verdicts_prep(const char *lockdir, const char *token)
-{
-        char leaf[sizeof DL_WAITS_PREP + DIRLOCK_TOKEN_LEN];
-        snprintf(leaf, sizeof leaf, DL_WAITS_PREP "%s", token);
-        return dl_join(lockdir, DL_WAITS_DIR "/", leaf);
-}
-
-struct dl_wreg {
-        char *path;         /* the entry while it waits, else NULL */
-        dl_wait_record rec; /* what it holds                        */
-        dl_time renewed;    /* made or last renewed                 */
-        dl_time checked;    /* the last deadlock check, or the wait's start */
-        bool node;          /* a thread's entry (t.<...>)           */
-        unsigned checks;    /* deadlock checks made                 */
-        bool waking;        /* the wait wakes for the next (the first two) */
-        bool unwritten;     /* path chosen, entry not made yet (WHEN)    */
-};
-
 /* The moment `ms` milliseconds after the wait's start (`checked` until
  * the first check), now at the earliest. */
 static dl_time since_start(const struct dl_wreg *w, double ms)
 {
         double left = ms - dl_ms_since(&w->checked);
         return dl_deadline(left > 0 ? left / 1e3 : 0);
-}
-
-/* Write the entry: a symlink made aside and renamed onto `path`, so that
- * a reader sees the old record or the new one, never none. */
-static int write_entry(const char *path, const char *text, const char *token, unsigned lockdir_mode)
-{
-        size_t n = strlen(path);
-        char *tmp = malloc(n + 2 + DIRLOCK_TOKEN_LEN + 1);
-        if (tmp == NULL)
-                return -1;
-        /* D/.waits/.n.<T>: a name no lister reads */
-        const char *slash = strrchr(path, '/');
-        size_t dir_len = (size_t)(slash - path);
-        snprintf(tmp, n + 2 + DIRLOCK_TOKEN_LEN + 1, "%.*s/.n%s", (int)dir_len, path, token);
-        int rc = -1;
-        for (int round = 0; round < 2 && rc != 0; round++) {
-                dl_fs_unlink(tmp);
-                if (dl_fs_symlink(text, tmp) == 0) {
-                        rc = dl_fs_rename(tmp, path);
-                        if (rc != 0)
-                                dl_fs_unlink(tmp);
-                } else if (errno == ENOENT && round == 0) {
-                        char *dir = strndup(path, dir_len);
-                        if (dir != NULL && dl_fs_mkdir_in(dir, lockdir_mode) != 0 && errno != EEXIST) {
-                                free(dir);
-                                break;
-                        }
-                        free(dir);
-                } else {
-                        break;
-                }
-        }
-        free(tmp);
-        return rc;
 }
 
 /* Make h's entry (w->path) now; the wait goes unlisted when it cannot
@@ -153,7 +78,7 @@ static void write_now(dirlock *h, struct dl_wreg *w)
         char text[DL_WAIT_RECORD_MAX];
         w->unwritten = false;
         if (dl_wait_record_format(&w->rec, text, sizeof text) < 0 ||
-            write_entry(w->path, text, h->token, dl_dir_of(h)->lockdir_mode) != 0) {
+            dl_wait_entry_write(w->path, text, h->token, dl_dir_of(h)->lockdir_mode) != 0) {
                 if (w->waking)
                         dl_waiter_wake_by(NULL);
                 w->waking = false;
@@ -251,22 +176,6 @@ static int wait_step(dirlock *h, dirlock_error *err)
         if (rc != DIRLOCK_OK)
                 wait_end(h);
         return rc;
-}
-
-int dl_wait_told(dirlock *h, bool told)
-{
-        struct dl_wreg *w = dl_dir_of(h)->wait_state;
-        if (w == NULL || w->path == NULL || w->unwritten || !w->node)
-                return -1;
-        char text[DL_WAIT_RECORD_MAX];
-        w->rec.told = told;
-        if (dl_wait_record_format(&w->rec, text, sizeof text) < 0 ||
-            write_entry(w->path, text, h->token, dl_dir_of(h)->lockdir_mode) != 0) {
-                w->rec.told = false;
-                return -1;
-        }
-        w->renewed = dl_now();
-        return 0;
 }
 
 static void wait_end(dirlock *h)

@@ -33,7 +33,7 @@ static inline struct dl_fifo *dl_fifo_of(const dirlock *h)
         return (struct dl_fifo *)dl_dir_of(h)->queue_state;
 }
 
-/* ---- the names of tickets (dir_fifo.c) ---------------------------------- */
+/* ---- the names of tickets (dir_ticket.c) ---------------------------------- */
 
 /* QUEUE_DIR/t.<SEQ>: malloc'd, NULL when out of memory. */
 char *dl_layout_ticket(const char *queue_dir, unsigned long long seq);

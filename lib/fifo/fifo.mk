@@ -4,4 +4,4 @@
 # Needs the core.
 #   adds to: LIB_SRCS (lib/lib.mk)
 
-LIB_SRCS += lib/fifo/dir_fifo.c lib/fifo/dir_fifo_view.c
+LIB_SRCS += lib/fifo/dir_fifo.c lib/fifo/dir_fifo_view.c lib/fifo/dir_ticket.c

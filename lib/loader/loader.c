@@ -43,13 +43,13 @@ static pthread_mutex_t load_mutex = PTHREAD_MUTEX_INITIALIZER;
 static bool all_loaded;
 
 /* The kinds this build knows of but could not make (BASE.absent files),
- * found by load_all: "BASE://...", and why. */
+ * found by load_every_module: "BASE://...", and why. */
 #define ABSENT_MAX 8
-static struct absent {
+static struct absent_note {
         char form[BASE_MAX + 8];
         char why[240];
-} absent[ABSENT_MAX];
-static size_t nabsent;
+} notes[ABSENT_MAX];
+static size_t nnotes;
 
 /* The directories to look in (see WHERE): their number, at most 2. */
 static size_t module_dirs(char dirs[2][PATH_MAX])
@@ -94,7 +94,7 @@ static int open_module(const char *path, dirlock_error *err)
         return -1;
 }
 
-static int load(const char *scheme, dirlock_error *err)
+static int load_scheme(const char *scheme, dirlock_error *err)
 {
         char base[BASE_MAX + 1], dirs[2][PATH_MAX], path[PATH_MAX + BASE_MAX + 16];
         size_t n = strcspn(scheme, "+");
@@ -137,17 +137,17 @@ static void load_dir(const char *dir)
                 if (len > 3 && strcmp(de->d_name + len - 3, ".so") == 0) {
                         (void)open_module(path, NULL);
                 } else if (len > 7 && len - 7 <= BASE_MAX && strcmp(de->d_name + len - 7, ".absent") == 0 &&
-                           nabsent < ABSENT_MAX) {
-                        struct absent *a = &absent[nabsent];
+                           nnotes < ABSENT_MAX) {
+                        struct absent_note *a = &notes[nnotes];
                         snprintf(a->form, sizeof a->form, "%.*s://...", (int)(len - 7), de->d_name);
                         if (read_note(path, a->why, sizeof a->why))
-                                nabsent++;
+                                nnotes++;
                 }
         }
         closedir(d);
 }
 
-static void load_all(void)
+static void load_every_module(void)
 {
         pthread_mutex_lock(&load_mutex);
         if (!all_loaded) {
@@ -160,17 +160,17 @@ static void load_all(void)
         pthread_mutex_unlock(&load_mutex);
 }
 
-static const char *absent_form(size_t i, const char **why)
+static const char *absent_kind(size_t i, const char **why)
 {
-        if (i >= nabsent)
+        if (i >= nnotes)
                 return NULL;
-        *why = absent[i].why;
-        return absent[i].form;
+        *why = notes[i].why;
+        return notes[i].form;
 }
 
-static const dl_backend_loader loader = {load, load_all, absent_form};
+static const dl_backend_loader module_loader = {load_scheme, load_every_module, absent_kind};
 
 DL_ON_LOAD(loader_register)
 {
-        dl_backend_loader_set(&loader);
+        dl_backend_loader_set(&module_loader);
 }
