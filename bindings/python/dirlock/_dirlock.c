@@ -358,6 +358,83 @@ static int timeout_options(PyObject *timeout, int nonblocking, dirlock_options *
         return 0;
 }
 
+/* The names of a Lock: one str, or a list or tuple of str (a set);
+ * none with a NUL (in C it would cut the name short, and the library
+ * would lock another name than the one given).  0, or -1 raised. */
+static int lock_names(LockObject *self, PyObject *name)
+{
+        if (PyUnicode_Check(name)) {
+                self->is_set = 0;
+                Py_XSETREF(self->names, PyTuple_Pack(1, name));
+        } else if (PyList_Check(name) || PyTuple_Check(name)) {
+                self->is_set = 1;
+                Py_XSETREF(self->names, PySequence_Tuple(name));
+                for (Py_ssize_t i = 0; self->names && i < PyTuple_GET_SIZE(self->names); i++)
+                        if (!PyUnicode_Check(PyTuple_GET_ITEM(self->names, i))) {
+                                PyErr_SetString(PyExc_TypeError, "lock names must be str");
+                                return -1;
+                        }
+        } else {
+                PyErr_SetString(PyExc_TypeError, "name must be a str or a list of str");
+                return -1;
+        }
+        if (self->names == NULL)
+                return -1;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->names); i++) {
+                PyObject *n = PyTuple_GET_ITEM(self->names, i);
+                if (PyUnicode_FindChar(n, 0, 0, PyUnicode_GET_LENGTH(n), 1) != -1) {
+                        raise_code(DIRLOCK_ENAME, 0, "invalid lock name: it has a NUL character");
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+/* The range option of a Lock: None, a pair (lo, hi), or the text "LO:HI"
+ * (the command's grammar).  0, or -1 raised. */
+static int lock_range(LockObject *self, PyObject *range)
+{
+        self->ranged = 0;
+        if (range == NULL || range == Py_None)
+                return 0;
+        if (self->is_set) {
+                raise_invalid("range locks are taken one name at a time");
+                return -1;
+        }
+        if (PyUnicode_Check(range)) {
+                Py_ssize_t len;
+                const char *text = PyUnicode_AsUTF8AndSize(range, &len);
+                if (text == NULL)
+                        return -1;
+                if (strlen(text) != (size_t)len) {
+                        raise_invalid("range: a NUL character in the text");
+                        return -1;
+                }
+                dirlock_error err;
+                int rc = dirlock_range_parse(text, &self->lo, &self->hi, &err);
+                if (rc != DIRLOCK_OK) {
+                        raise_err(rc, &err);
+                        return -1;
+                }
+                self->ranged = 1;
+                return 0;
+        }
+        PyObject *seq = PySequence_Fast(range, "range must be a pair (lo, hi) or a string 'LO:HI'");
+        if (seq == NULL)
+                return -1;
+        int bad = PySequence_Fast_GET_SIZE(seq) != 2 ||
+                  seconds(PySequence_Fast_GET_ITEM(seq, 0), "range lo", 0, &self->lo) < 0 ||
+                  seconds(PySequence_Fast_GET_ITEM(seq, 1), "range hi", 0, &self->hi) < 0;
+        Py_DECREF(seq);
+        if (bad) {
+                if (!PyErr_Occurred())
+                        raise_invalid("range must be a pair (lo, hi)");
+                return -1;
+        }
+        self->ranged = 1;
+        return 0;
+}
+
 static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
 {
         PyObject *space = NULL, *name = NULL, *timeout = NULL, *stale = NULL, *mode = NULL, *policy = NULL;
@@ -376,32 +453,8 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
         Py_XSETREF(self->space, space);
         dirlock_options *o = &self->opts;
         dirlock_options_init(o);
-        if (PyUnicode_Check(name)) {
-                self->is_set = 0;
-                Py_XSETREF(self->names, PyTuple_Pack(1, name));
-        } else if (PyList_Check(name) || PyTuple_Check(name)) {
-                self->is_set = 1;
-                Py_XSETREF(self->names, PySequence_Tuple(name));
-                for (Py_ssize_t i = 0; self->names && i < PyTuple_GET_SIZE(self->names); i++)
-                        if (!PyUnicode_Check(PyTuple_GET_ITEM(self->names, i))) {
-                                PyErr_SetString(PyExc_TypeError, "lock names must be str");
-                                return -1;
-                        }
-        } else {
-                PyErr_SetString(PyExc_TypeError, "name must be a str or a list of str");
+        if (lock_names(self, name) < 0)
                 return -1;
-        }
-        if (self->names == NULL)
-                return -1;
-        /* A NUL in a name would cut it short in C: the library would lock
-         * another name than the one given. */
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->names); i++) {
-                PyObject *n = PyTuple_GET_ITEM(self->names, i);
-                if (PyUnicode_FindChar(n, 0, 0, PyUnicode_GET_LENGTH(n), 1) != -1) {
-                        raise_code(DIRLOCK_ENAME, 0, "invalid lock name: it has a NUL character");
-                        return -1;
-                }
-        }
         if (timeout_options(timeout, nonblocking, o) < 0 ||
             seconds(stale, "stale_age", 0.0, &o->stale_age) < 0)
                 return -1;
@@ -424,45 +477,7 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
                         return -1;
                 o->partner_pid = (pid_t)pid;
         }
-        self->ranged = 0;
-        if (range != NULL && range != Py_None) {
-                if (self->is_set) {
-                        raise_invalid("range locks are taken one name at a time");
-                        return -1;
-                }
-                if (PyUnicode_Check(range)) { /* "LO:HI", the command's grammar */
-                        Py_ssize_t len;
-                        const char *text = PyUnicode_AsUTF8AndSize(range, &len);
-                        if (text == NULL)
-                                return -1;
-                        if (strlen(text) != (size_t)len) {
-                                raise_invalid("range: a NUL character in the text");
-                                return -1;
-                        }
-                        dirlock_error err;
-                        int rc = dirlock_range_parse(text, &self->lo, &self->hi, &err);
-                        if (rc != DIRLOCK_OK) {
-                                raise_err(rc, &err);
-                                return -1;
-                        }
-                        self->ranged = 1;
-                        return 0;
-                }
-                PyObject *seq = PySequence_Fast(range, "range must be a pair (lo, hi) or a string 'LO:HI'");
-                if (seq == NULL)
-                        return -1;
-                int bad = PySequence_Fast_GET_SIZE(seq) != 2 ||
-                          seconds(PySequence_Fast_GET_ITEM(seq, 0), "range lo", 0, &self->lo) < 0 ||
-                          seconds(PySequence_Fast_GET_ITEM(seq, 1), "range hi", 0, &self->hi) < 0;
-                Py_DECREF(seq);
-                if (bad) {
-                        if (!PyErr_Occurred())
-                                raise_invalid("range must be a pair (lo, hi)");
-                        return -1;
-                }
-                self->ranged = 1;
-        }
-        return 0;
+        return lock_range(self, range);
 }
 
 static void Lock_dealloc(LockObject *self)
