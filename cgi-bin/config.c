@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "dirlock.h"
+#include "dirlock_netfs.h"
 #include "dirlock_permit.h"
 
 #include <ctype.h>

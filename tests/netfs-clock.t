@@ -6,7 +6,7 @@
 # 60 s.  First what the volume stamps: a directory made and renamed
 # through a client, and a refresh (utimensat to now) through it, get that
 # client's clock (GlusterFS's features.ctime), not the server's.  Then,
-# with a stale age of 2 s (CLOCKS in lib/netfs.c):
+# with a stale age of 2 s (CLOCKS in lib/netfs/netfs.c):
 #   - a judge ahead never breaks a live holder that refreshes (on an
 #     unskewed host), however far ahead: it takes the lock once the holder
 #     releases it, and the holder's release finds it still its own;

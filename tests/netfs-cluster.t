@@ -142,7 +142,7 @@ holding() {
 	return 1
 }
 # The watch a judge keeps on a lock before it breaks it on a network
-# filesystem (CLOCKS in lib/netfs.c): a third of the stale age plus
+# filesystem (CLOCKS in lib/netfs/netfs.c): a third of the stale age plus
 # GlusterFS's cache lag, 2 s.
 WINDOW=$(awk -v s="$STALE_AGE" 'BEGIN { print s / 3 + 2 }')
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/netfs-fuse.t - what the library allows on FUSE filesystems other
-# than GlusterFS (lib/netfs.c, docs/netfs.md).
+# than GlusterFS (lib/netfs/netfs.c, docs/netfs.md).
 #
 # sshfs: two mounts of one directory (default options) served by a private
 # sshd (its own host key, configuration and port on 127.0.0.1, in a mount

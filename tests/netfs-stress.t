@@ -2,11 +2,11 @@
 # tests/netfs-stress.t - the lock across two clients of one GlusterFS
 # volume (tests/glusterfs-lib.sh): the stress checkers of the exclusive,
 # reader-writer and range locks with half of their processes on each
-# mount, for every mode claimed safe there (lib/netfs.c): no overlap, no
+# mount, for every mode claimed safe there (lib/netfs/netfs.c): no overlap, no
 # error (no ESTALE: lib/dir/fsops.c), no lock reported lost that was not
 # (no false DIRLOCK_ELOST).  Stale age 1 s, and 0.3 s, where a judge
 # reading a late cached time broke live holders before the library
-# watched entries before breaking them (CLOCKS in lib/netfs.c).  The twins:
+# watched entries before breaking them (CLOCKS in lib/netfs/netfs.c).  The twins:
 # the same checkers across the mounts without the lock count overlaps.
 # (With a library stale age far below what the holders refresh for -- the
 # twin on a local filesystem -- the library breaks nothing here: a judge

@@ -36,7 +36,7 @@
 
 #include "backend.h"
 #include "dir_layout.h"
-#include "netfs.h"
+#include "fs.h"
 
 struct dl_dir_kind;
 struct dl_slots;
@@ -45,7 +45,7 @@ struct dl_slots;
 struct dl_dir {
         char *lockdir;         /* absolute path of the lock directory          */
         unsigned lockdir_mode; /* its st_mode: new directories in it follow it */
-        const dl_fs *fs;       /* the filesystem it is on (netfs.c)            */
+        const dl_fs *fs;       /* the filesystem it is on (lib/netfs/netfs.c)            */
         /* <lockdir>/<name>.lock, the exclusive lock W -- or a lock
          * directory of a kind's own that it takes as W is taken (a
          * counting lock's permit, lib/permit) -- and our owner entry in it. */
@@ -367,7 +367,7 @@ int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age_s);
 /* Stale: older than the larger of stale_age and the holder's recorded
  * stale age (unless only its partner lives: dl_record_partner_only) --
  * on a network filesystem `fs`, also seen unchanged long enough (CLOCKS
- * in netfs.c) -- or owner provably dead on this host.  rec->changed_ns is
+ * in lib/netfs/netfs.c) -- or owner provably dead on this host.  rec->changed_ns is
  * the entry's change time (the entry readers fill it). */
 bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age, const dl_fs *fs);
 /* Create entry `path` (a symlink holding h's record: h's token, stale age
@@ -410,7 +410,7 @@ void dl_scan_done(dl_scan *s);
  * errno. */
 int dl_entry_make_in(const char *dir, const char *path, const dirlock *h, int mode);
 /* Remove our entry `path`, then `dir` if that left it empty (not on a
- * network filesystem: KEPT DIRECTORIES in netfs.c).  0, or -1 with errno
+ * network filesystem: KEPT DIRECTORIES in lib/netfs/netfs.c).  0, or -1 with errno
  * (ENOENT: the entry had been broken). */
 int dl_entry_drop(const dirlock *h, const char *dir, const char *path);
 /* The names in directory `dir` on `fs` but "." and "..", as one whole

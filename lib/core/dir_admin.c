@@ -76,7 +76,7 @@ int dl_dir_inspect(const char *lockdir, const char *name, double stale_age, dirl
 
 /* Whether lock view *v (owned) is stale, for a breaker from outside.  On
  * a network filesystem the judge must have seen it unchanged for a while
- * (CLOCKS in netfs.c): when the clocks say it is stale, it looks again
+ * (CLOCKS in lib/netfs/netfs.c): when the clocks say it is stale, it looks again
  * every 100 ms until it has, or the lock changed (*v is then the last
  * look). */
 static bool stale_for_break(dirlock *h, dl_lock_view *v)
@@ -118,7 +118,7 @@ int dl_dir_break(const char *lockdir, const char *name, double stale_age, int fo
         dl_lock_view v;
         if (!force && !fs->usable) {
                 /* No holder there can refresh, nor a judge see it do so
-                 * (netfs.c): every lock would look stale. */
+                 * (lib/netfs/netfs.c): every lock would look stale. */
                 rc = dl_fail(err, DIRLOCK_ENETFS, 0,
                              "'%s' is on %s, where no lock's age can be judged: %s; not broken (force "
                              "breaks it whatever its age), see docs/netfs.md",

@@ -230,7 +230,7 @@ static int dir_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *e
 
 static int dir_downgrade(dirlock *h, dirlock_error *err)
 {
-        /* A read lock from here: refused where read locks are (netfs.c). */
+        /* A read lock from here: refused where read locks are (lib/netfs/netfs.c). */
         int rc = dl_fs_allows(dl_dir_of(h)->fs, dl_dir_of(h)->lockdir, DIRLOCK_SHARED, h->opts.policy,
                               h->ranged, h->opts.flags, err);
         const struct dl_dir_kind *k = dl_dir_of(h)->kind;

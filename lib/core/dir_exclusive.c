@@ -79,7 +79,7 @@
  *      ENOENT is a loss only when a judge may have broken the lock first
  *      (released_after_all).  A judge breaks an entry only once it has
  *      seen it unchanged for the watch (dl_fs_watch: a third of the stale
- *      age plus the cache lag, CLOCKS in netfs.c), never seeing a change
+ *      age plus the cache lag, CLOCKS in lib/netfs/netfs.c), never seeing a change
  *      before it happens nor later than the cache lag after.  While each
  *      refresh came within a third of the stale age of the change before
  *      it, no judge can still see an older change past its watch; and an
@@ -110,7 +110,7 @@
  * ages every lock at once.  On a network filesystem the file times are
  * another host's clock, read through a cache: there age alone never
  * breaks a lock, the judge must also have seen it unchanged for a while
- * by its own monotonic clock (CLOCKS in netfs.c), so no clock skew breaks
+ * by its own monotonic clock (CLOCKS in lib/netfs/netfs.c), so no clock skew breaks
  * a holder that refreshes.  Every look that reads a name or a time may
  * meet ESTALE there, which means "changed under us": it looks again
  * (dir/fsops.c), and only ENOENT ever says an entry of ours is gone.
@@ -194,7 +194,7 @@ static double age_s(long long now_ns, long long then_ns)
 /* When `leaf` of dirfd (dirfd itself for "") last changed, the later of
  * its mtime and ctime, asked of the server on a network filesystem
  * (AT_STATX_FORCE_SYNC: a client's cache of attributes may be late,
- * CLOCKS in netfs.c).  0, or -1 with errno. */
+ * CLOCKS in lib/netfs/netfs.c).  0, or -1 with errno. */
 static int changed_at(int dirfd, const char *leaf, long long *changed)
 {
         struct statx sx;
@@ -858,7 +858,7 @@ int dl_excl_refresh(dirlock *h, dirlock_error *err)
         int e = errno;
         /* ENOENT is a loss only when the entry is gone: a filesystem that
          * sets a symbolic link's times through the link (sshfs: refused
-         * by netfs.c) answers ENOENT for the owner record it points to. */
+         * by lib/netfs/netfs.c) answers ENOENT for the owner record it points to. */
         int present = e == ENOENT ? dl_fs_present(dl_dir_of(h)->entry_path, dl_dir_of(h)->fs->network) : -1;
         if (present == 0)
                 return dl_fail(err, DIRLOCK_ELOST, 0, "lock '%s' was broken as stale", h->name);

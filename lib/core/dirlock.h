@@ -70,9 +70,9 @@
  *     mode (path.c), so that repeated acquires do not stat it; if it is
  *     removed later, the next acquire makes it again.
  *   - a per-thread note of the filesystem of the last lock directory
- *     asked about (netfs.c), and, per thread, the last 64 entries judged on
+ *     asked about (lib/netfs/netfs.c), and, per thread, the last 64 entries judged on
  *     a network filesystem with when their change time was first seen
- *     (SIGHTINGS in netfs.c: an entry is broken for its age only once
+ *     (SIGHTINGS in lib/netfs/netfs.c: an entry is broken for its age only once
  *     seen unchanged long enough).
  *   - the registered backends and modules (space.c, dir_backend.c):
  *     lists that registrations add to as the code is loaded, never later.
@@ -459,33 +459,6 @@ int dirlock_space_query(const char *space, dirlock_space_info *info, dirlock_err
  * 0 ("DIR", a lock directory) until NULL; *built (may be NULL) is 0 for a
  * kind this build of the library does not have. */
 const char *dirlock_space_form(size_t i, int *built);
-
-/* ---- filesystems ---------------------------------------------------------- */
-
-/* What the library knows of the filesystem a lock directory is on, and
- * what it allows there among processes of several clients (lib/netfs.c,
- * docs/netfs.md).  What is not ok is refused with DIRLOCK_ENETFS unless
- * the caller passes DIRLOCK_ONE_CLIENT; where `usable` is 0 (sshfs)
- * every lock is refused. */
-typedef struct dirlock_fs_info {
-        char type[32];    /* as the mount table names it: "ext4", "tmpfs",
-                             "fuse.glusterfs", "nfs4", ... ("" unknown)        */
-        char kind[32];    /* "local", "glusterfs", "nfs", "smb", "sshfs",
-                             "fuse" (another FUSE filesystem), ...             */
-        int network;      /* a network filesystem: its clients may be hosts  */
-        int notify;       /* waiters are woken by inotify (else they poll)   */
-        int shared_ok;    /* shared and intent locks are safe across clients */
-        int ranges_ok;    /* range locks are safe across clients             */
-        double cache_lag; /* seconds a client may show an entry's times late;
-                             judging a lock stale takes that much longer     */
-        int exclusive_ok; /* exclusive locks (FIFO or not) are safe across
-                             clients                                         */
-        int usable;       /* some lock is safe here, on one client at least  */
-} dirlock_fs_info;
-
-/* Look at directory `dir` (it must exist): DIRLOCK_OK and *info, or
- * DIRLOCK_EIO. */
-int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err);
 
 /* ---- processes ---------------------------------------------------------- */
 

@@ -27,12 +27,12 @@
  * forgotten.  Every wait goes through dl_poll (poll.c): a pending
  * acquire stops there instead of blocking.
  *
- * Without inotify (a lock directory on a network filesystem, netfs.c;
+ * Without inotify (a lock directory on a network filesystem, lib/netfs/netfs.c;
  * inotify limits reached; DIRLOCK_NO_NOTIFY) it sleeps a jittered
  * backoff instead (backoff.c): from POLL_FIRST_MS up to POLL_MAX_MS (or a
  * third of the stale age), so that waiters spread out. */
 #include "core.h"
-#include "netfs.h"
+#include "fs.h"
 #include "test_hooks.h"
 
 #include <errno.h>

@@ -146,7 +146,7 @@
  * partner of holds -- the command run by a dirlock that holds them -- and
  * most checks end at once, the holder in the way having no wait entry.)
  *
- * ON A NETWORK FILESYSTEM (netfs.c) the graph is this host's: a thread of
+ * ON A NETWORK FILESYSTEM (lib/netfs/netfs.c) the graph is this host's: a thread of
  * another host is never a node, so a knot through one is not reported.
  * Listings go through dl_dir_names (whole or nothing: a listing that
  * misses a blocker proves less, never more), and pass 2 asks whether a

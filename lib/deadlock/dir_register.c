@@ -46,7 +46,7 @@
  * for seeing and never stands in a lock's way: nothing waits for it, an
  * entry that cannot be made (a full disk) leaves the wait unlisted.
  *
- * On a network filesystem (netfs.c) every call goes through fsops.c, a
+ * On a network filesystem (lib/netfs/netfs.c) every call goes through fsops.c, a
  * listing is whole or an error, an entry's age breaks it only once this
  * thread has also seen it unchanged (CLOCKS), and D/.waits, which others
  * make entries in, is never removed (KEPT DIRECTORIES). */
@@ -208,7 +208,7 @@ const struct dl_dir_waits dl_register_waits = {wait_begin, wait_step, wait_end, 
  * (*w and its age filled), 0 not an entry or gone, and a dead waiter's
  * removed -- dead when provably so on this host, or older than its stale
  * age (on a network filesystem, also seen unchanged long enough: CLOCKS
- * in netfs.c). */
+ * in lib/netfs/netfs.c). */
 static int read_waiter(const char *dir, const char *leaf, const dl_fs *fs, dl_wait_record *w, double *age)
 {
         if ((leaf[0] != DL_WAIT_THREAD && leaf[0] != DL_WAIT_OTHER) || leaf[1] != '.')
@@ -406,7 +406,7 @@ void dl_waits_cleanup(const char *lockdir)
                 dl_dir_names_free(names, count);
         }
         /* Only if empty; never on a network filesystem, where others make
-         * their entries in it (KEPT DIRECTORIES in netfs.c). */
+         * their entries in it (KEPT DIRECTORIES in lib/netfs/netfs.c). */
         if (!fs->network)
                 dl_fs_rmdir(dir);
         free(dir);

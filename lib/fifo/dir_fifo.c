@@ -464,7 +464,7 @@ static const struct dl_dir_queue fifo_queue = {
 
 /* dirlock_cleanup: a queue's dead waiters' tickets, and the queue when
  * that left it empty (never on a network filesystem: KEPT DIRECTORIES in
- * netfs.c).  A counting lock's queue is its module's to clean. */
+ * lib/netfs/netfs.c).  A counting lock's queue is its module's to clean. */
 static void fifo_cleanup(const char *lockdir, const dl_fs *fs, const char *leaf, const char *path)
 {
         (void)lockdir;

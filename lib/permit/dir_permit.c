@@ -49,11 +49,11 @@
  * Q, and that no permit is leaked, with spin.
  *
  * Like the exclusive lock it is built on, a counting lock works between
- * the clients of a network filesystem (netfs.c; rename is atomic there);
+ * the clients of a network filesystem (lib/netfs/netfs.c; rename is atomic there);
  * its waiters then poll with backoff instead of queueing.  Permits come
  * and go whole by rename, as NAME.lock does, but NAME.permits, its groups
  * and its queue -- directories others make entries in -- are never
- * removed there once made (KEPT DIRECTORIES in netfs.c): a taker renaming
+ * removed there once made (KEPT DIRECTORIES in lib/netfs/netfs.c): a taker renaming
  * into a group another client had just removed and made again, through
  * its cached name, would hold a permit nobody else could see.  Every
  * listing here is whole or an error (dl_dir_names): a group read short
@@ -127,7 +127,7 @@ int dl_layout_permit_k(const char *leaf, unsigned *k)
 }
 
 /* rmdir of a directory others make entries in: never on a network
- * filesystem (KEPT DIRECTORIES in netfs.c); ENOTEMPTY leaves it. */
+ * filesystem (KEPT DIRECTORIES in lib/netfs/netfs.c); ENOTEMPTY leaves it. */
 static void remove_kept(const char *dir, const dl_fs *fs)
 {
         if (!fs->network)

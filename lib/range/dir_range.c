@@ -244,7 +244,7 @@ static void drop_entry(dirlock *h)
         if (r->entry == NULL)
                 return;
         dl_fs_unlink(r->entry);
-        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in netfs.c */
+        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in lib/netfs/netfs.c */
                 dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;
@@ -458,7 +458,7 @@ static int range_release(dirlock *h, dirlock_error *err)
                 return DIRLOCK_OK;
         int rc = dl_fs_unlink(r->entry);
         int e = errno;
-        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in netfs.c */
+        if (!dl_dir_of(h)->fs->network)          /* KEPT DIRECTORIES in lib/netfs/netfs.c */
                 dl_fs_rmdir(r->meta.ranges_dir); /* if that was the last one */
         free(r->entry);
         r->entry = NULL;

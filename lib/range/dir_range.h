@@ -36,7 +36,7 @@ struct dl_range_entry {
 /* The entries of one D/NAME.ranges, read at one moment (by name only). */
 struct dl_range_scan {
         const char *dir;
-        const dl_fs *fs; /* the filesystem it is on (netfs.c) */
+        const dl_fs *fs; /* the filesystem it is on (lib/netfs/netfs.c) */
         struct dl_range_entry *e;
         size_t n, cap;
         unsigned long long max_seq;
@@ -50,7 +50,7 @@ struct dl_range_meta {
         unsigned lockdir_mode; /* D's st_mode: shared D, shared file   */
         dl_backoff backoff;    /* while the meta-lock is busy           */
         const char *name;      /* the lock's name, for messages        */
-        const dl_fs *fs;       /* D's filesystem (netfs.c)             */
+        const dl_fs *fs;       /* D's filesystem (lib/netfs/netfs.c)             */
 };
 
 /* ---- names ------------------------------------------------------------------ */

@@ -16,7 +16,7 @@
  * exclusive.c).  NAME.wq is removed by whoever empties it.  NAME.readers
  * is removed by a writer whose drain found no reader left (and by
  * cleanup; on a network filesystem neither is ever removed: KEPT
- * DIRECTORIES in netfs.c), not by the last reader out: readers come and go far more
+ * DIRECTORIES in lib/netfs/netfs.c), not by the last reader out: readers come and go far more
  * often than writers, and a kept directory saves each of them a mkdir and
  * an rmdir (and the race of one reader's rmdir with the next one's
  * announce); after a write, "no readers" still costs the next writer a
@@ -51,7 +51,7 @@
  * from its cache that a name does not exist, so there shared and intent
  * locks are refused (DIRLOCK_ENETFS) unless every user of the lock
  * directory is on one client (DIRLOCK_ONE_CLIENT).  The table and the
- * reasons are in netfs.c.  The exclusive lock alone needs only rename's
+ * reasons are in lib/netfs/netfs.c.  The exclusive lock alone needs only rename's
  * atomicity at the server and is safe between the clients of all of them.
  *
  * INVARIANT M (mutual exclusion): while a writer is past its look (or an
@@ -552,7 +552,7 @@ static int keep_w_fresh(dirlock *h, long long *renewed_ns, dirlock_error *err)
  * writer's "no readers" is one failing stat().  ENOTEMPTY (waiting
  * readers, dead entries, a reader announcing right now) leaves it: such a
  * reader then finds W held and withdraws, as with the directory kept.
- * Never on a network filesystem (KEPT DIRECTORIES in netfs.c). */
+ * Never on a network filesystem (KEPT DIRECTORIES in lib/netfs/netfs.c). */
 static void tidy_readers_dir(const dirlock *h)
 {
         if (!dl_dir_of(h)->fs->network)

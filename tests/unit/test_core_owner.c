@@ -2,6 +2,7 @@
  * parsing, liveness, partners) and a child after fork() that does not
  * own its parent's lock unless it adopts it, and records its own pid. */
 #include "core_fixture.h"
+#include "netfs.h"
 
 static void test_record_round_trip(void **state)
 {

@@ -2,7 +2,7 @@
  * glusterfs.pathinfo attribute (dl_fs_pathinfo_name, STALE NAMES in
  * lib/dir/fsops.c): the name the brick resolves an entry to, taken from
  * the answers a client gives, and nothing from what is not one.  And what
- * lib/netfs.c's table allows on each filesystem (dl_fs_allows). */
+ * lib/netfs/netfs.c's table allows on each filesystem (dl_fs_allows). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

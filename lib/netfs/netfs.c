@@ -1,6 +1,8 @@
-/* netfs.c - which filesystem a lock directory is on (the table below:
- * the one place that says what each offers), and the judge's memory of
- * entries it has seen on a network filesystem.
+/* netfs.c - the network-filesystem module: which filesystem a lock
+ * directory is on (the table below: the one place that says what each
+ * offers), and the judge's memory of entries it has seen on a network
+ * filesystem.  It sets the core's filesystem calls (lib/core/fs.h) at
+ * load; without it the core knows local filesystems alone.
  *
  * TELLING.  The filesystem type is the one /proc/self/mountinfo gives for
  * the directory's device ("ext4", "tmpfs", "nfs4", "fuse.glusterfs"), so
@@ -14,7 +16,7 @@
  * found for up to a second (entry-timeout), an entry's times are up to a
  * second old (attribute-timeout, and the client's metadata cache,
  * performance.md-cache-timeout), and a path through a directory that was
- * removed or replaced answers ESTALE (dir/fsops.c).  Names another client
+ * removed or replaced answers ESTALE (lib/core/dir_fsops.c).  Names another client
  * made are seen at once (no negative lookups are cached: negative-timeout
  * 0, performance.nl-cache off), a listing is never served from a cache,
  * rename(2), mkdir(2) and symlink(2) are atomic at the server, and
@@ -80,6 +82,7 @@
  * oldest is forgotten for a new one, which only ever postpones a break. */
 #include "netfs.h"
 #include "core.h"
+#include "dirlock_netfs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -196,7 +199,7 @@ static int row_of_magic(unsigned long magic)
         }
 }
 
-const dl_fs *dl_fs_of(const char *dir, char type[32])
+static const dl_fs *netfs_of(const char *dir, char type[32])
 {
         static _Thread_local char last_dir[512];
         static _Thread_local char last_type[32];
@@ -234,8 +237,8 @@ const dl_fs *dl_fs_named(const char *name)
         return NULL;
 }
 
-int dl_fs_allows(const dl_fs *fs, const char *dir, int mode, int policy, bool ranged, unsigned flags,
-                 dirlock_error *err)
+static int netfs_allows(const dl_fs *fs, const char *dir, int mode, int policy, bool ranged, unsigned flags,
+                        dirlock_error *err)
 {
         if (!fs->usable)
                 return dl_fail(err, DIRLOCK_ENETFS, 0,
@@ -273,7 +276,10 @@ static double seconds_between(const dl_time *a, const dl_time *b)
         return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-double dl_fs_unchanged_for(const char *token, long long changed_ns)
+/* How long this thread has seen the entry of `token` ("" for an
+ * unreadable record) with change time `changed_ns`, in seconds by the
+ * monotonic clock; 0 at the first sighting (remembered from now). */
+static double unchanged_for(const char *token, long long changed_ns)
 {
         static _Thread_local struct sighting seen[SIGHTINGS];
         char key[DIRLOCK_TOKEN_LEN + 1];
@@ -305,16 +311,11 @@ double dl_fs_unchanged_for(const char *token, long long changed_ns)
         return 0;
 }
 
-double dl_fs_watch(const dl_fs *fs, double limit)
-{
-        return limit / 3 + fs->cache_lag;
-}
-
-bool dl_fs_aged_out(const dl_fs *fs, const char *token, long long changed_ns, double age, double limit)
+static bool netfs_aged_out(const dl_fs *fs, const char *token, long long changed_ns, double age, double limit)
 {
         if (!fs->network)
                 return age > limit;
-        double seen = dl_fs_unchanged_for(token, changed_ns);
+        double seen = unchanged_for(token, changed_ns);
         if (seen < dl_fs_watch(fs, limit))
                 return false;
         return age > limit || seen >= limit + fs->cache_lag;
@@ -330,7 +331,7 @@ int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err)
         struct stat st;
         if (stat(dir, &st) != 0)
                 return dl_fail(err, DIRLOCK_EIO, errno, "cannot look at '%s'", dir);
-        const dl_fs *fs = dl_fs_of(dir, info->type);
+        const dl_fs *fs = netfs_of(dir, info->type);
         snprintf(info->kind, sizeof info->kind, "%s", fs->name);
         info->network = fs->network;
         info->notify = fs->notify;
@@ -341,4 +342,11 @@ int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err)
         info->cache_lag = fs->cache_lag;
         dl_ok(err);
         return DIRLOCK_OK;
+}
+
+static const dl_netfs module = {netfs_of, netfs_allows, netfs_aged_out};
+
+DL_ON_LOAD(netfs_register)
+{
+        dl_netfs_set(&module);
 }
