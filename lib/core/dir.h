@@ -2,35 +2,9 @@
  * directory state, the exclusive primitive and entries with their ages
  * (dir_exclusive.c), directories of entries (dir_entries.c), the wait for
  * a slot (dir_queue.c), and the seam through which a module adds to the
- * backend (dir_backend.c).  Names on disk are in dir_layout.h; the
- * protocol at the top of dir_exclusive.c.
- *
- * HOW A MODULE ADDS TO THE DIRECTORY BACKEND.  A module (lib/rw,
- * lib/range, lib/permit, lib/fifo, lib/deadlock, lib/fence) fills a
- * struct dl_dir_module -- each part optional -- and registers it with
- * DL_DIR_MODULE in its own folder, at load.  What it may add, and the
- * invariant the core keeps for each:
- *   - entries of the backend's table (`offers`: range, permit, fence,
- *     ranges, waiters, ...), switched on as it registers: a space's
- *     features are those of the modules linked (dirlock_space_query);
- *   - kinds of lock (struct dl_dir_kind): a handle is of exactly one kind
- *     from its open on, the core's exclusive lock unless a module's
- *     backend entry (range, permit) made it another, or a module serves
- *     every whole lock (`whole`, lib/rw: the reader-writer lock, which
- *     takes its exclusive locks as the core does); every operation on a
- *     handle goes to its kind;
- *   - a guard of a neighbour of the lock (`guards`, `guard`): what W's
- *     holder waits for before it holds NAME whole (lib/rw: readers to
- *     drain; lib/range: held ranges to go).  Without one, a neighbour in
- *     use is refused, never overrun (NEIGHBOURS in dir_backend.c);
- *   - the queue waiters for a slot stand in (`queue`, lib/fifo): without
- *     it every waiter is woken by every release, and tries;
- *   - the wait register (`waits`, lib/deadlock): told when a wait begins,
- *     after each of its wake-ups (where it may end the wait with
- *     DIRLOCK_EDEADLK), and when it ends;
- *   - its part of what is seen from outside: inspect, holders, the names
- *     of list, cleanup.  Entries of a module a build lacks are left alone
- *     by cleanup and break, and still named by list. */
+ * backend (dir_backend.c; what a module may add, and the invariant the
+ * core keeps for each: docs/backends.md).  Names on disk are in
+ * dir_layout.h; the protocol at the top of dir_exclusive.c. */
 #ifndef DIRLOCK_DIR_H
 #define DIRLOCK_DIR_H
 
