@@ -39,7 +39,7 @@
  *      atomic on the server.)  Success makes the lock's age zero (C).
  *      On a network filesystem the taker then looks up the old name
  *      D/.NAME.<T>.new, expected absent: a GlusterFS brick may have kept
- *      it for the lock directory (STALE NAMES in fsops.c).
+ *      it for the lock directory (STALE NAMES in lib/netfs/netfs_fsops.c).
  *      A judging attempt (dl_excl_try with judge) first looks up
  *      D/NAME.lock, and when it is there goes straight to 3 without the
  *      rename: a rename that fails still takes D's inode lock (and on
@@ -62,7 +62,7 @@
  *      stale (DIRLOCK_ELOST) and whatever lock is there now is left alone
  *      (on a network filesystem only once the unlink, and refresh and
  *      check likewise, failed again after a lookup of the old prepared
- *      name: STALE NAMES in fsops.c; when that second try meets ESTALE
+ *      name: STALE NAMES in lib/netfs/netfs_fsops.c; when that second try meets ESTALE
  *      instead, the answer is DIRLOCK_EIO and the handle still holds, so
  *      a later release tries again -- never a loss not proven).
  *      After the unlink the lock is free (invariant A): the directory is
@@ -239,7 +239,7 @@ int dl_entry_read(const char *path, dl_record *rec, double *age)
                 int rc = dl_entry_readat(AT_FDCWD, path, rec, age);
                 if (rc == 0 || errno != ESTALE || try == DL_ESTALE_TRIES)
                         return rc;
-                dl_fs_refresh(path); /* ESTALE in fsops.c */
+                dl_fs_refresh(path); /* ESTALE in lib/netfs/netfs_fsops.c */
         }
 }
 
@@ -725,7 +725,7 @@ static int take_once(dirlock *h, bool peek, dirlock_error *err)
 
 /* Our entry could not be found (ENOENT) or reached (ESTALE) on a network
  * filesystem: the server may have kept the lock directory under the name
- * it had before our rename (STALE NAMES in fsops.c).  Look that name up
+ * it had before our rename (STALE NAMES in lib/netfs/netfs_fsops.c).  Look that name up
  * so that it is dropped; true when the caller should try once more. */
 static bool forget_prep_name(const dirlock *h)
 {
@@ -797,7 +797,7 @@ static int released_after_all(const dirlock *h, const dl_time *done)
         if (v.state == DL_LOCK_OWNED && strcmp(v.token, h->token) == 0) {
                 /* There, but the unlink cannot reach it: the brick keeps
                  * a name for the directory that is not our prepared one.
-                 * The client names it (STALE NAMES in fsops.c). */
+                 * The client names it (STALE NAMES in lib/netfs/netfs_fsops.c). */
                 dl_fs_refresh(d->entry_path);
                 if (dl_fs_unlink(d->entry_path) == 0)
                         return 1;

@@ -1,7 +1,5 @@
-/* fsops.h - the directory backend's system calls on paths, made to say
- * what happened on a network filesystem: each looks again when the
- * filesystem answers ESTALE, and a listing tells its end from an error
- * (fsops.c has why and how). */
+/* dir_fsops.h - the directory backend's system calls on paths, made to
+ * say what happened on a network filesystem (dir_fsops.c). */
 #ifndef DIRLOCK_DIR_FSOPS_H
 #define DIRLOCK_DIR_FSOPS_H
 
@@ -13,7 +11,7 @@
 
 /* Each behaves as the system call of its name (0, or -1 with errno), on
  * absolute paths, except that ESTALE is answered only when it outlived
- * DL_ESTALE_TRIES refreshes of the path (see ESTALE in fsops.c). */
+ * DL_ESTALE_TRIES refreshes of the path (ESTALE in lib/netfs/netfs_fsops.c). */
 #define DL_ESTALE_TRIES 4
 int dl_fs_unlink(const char *path);
 int dl_fs_rmdir(const char *path);
@@ -35,7 +33,7 @@ DIR *dl_fs_opendir(const char *path);
 /* Whether entry `path` exists: 1, 0 (ENOENT), or -1 with errno.  With
  * `ask_server` (a network filesystem), by listing its directory, which
  * no client answers from a cache -- a client may still find by name an
- * entry another client has removed (LISTINGS in fsops.c). */
+ * entry another client has removed (LISTINGS there). */
 int dl_fs_present(const char *path, bool ask_server);
 
 /* dl_fs_present(..., true) of `path` and of `other`, another entry of the
@@ -48,29 +46,25 @@ int dl_fs_present2(const char *path, const char *other, int *other_present);
  * directory finds no entries): on a network filesystem (`network`) an
  * ENOENT is believed only when a listing of the parent agrees, since a
  * client may have cached that the name does not exist (NEGATIVE LOOKUPS
- * in fsops.c); when the listing shows it but it still cannot be opened,
+ * there); when the listing shows it but it still cannot be opened,
  * -1 with ESTALE ("changing": look again). */
 int dl_fs_open_dir_sure(const char *path, bool network);
 
-/* Ask the server about `path` and its directory again (ESTALE in
- * fsops.c): the next call on the path sees what is there now. */
+/* Ask the server about `path` and its directory again, so that the next
+ * call sees what is there now (lib/netfs; nothing without it). */
 void dl_fs_refresh(const char *path);
 
-/* The last name of the first brick path in `info`, a GlusterFS client's
- * glusterfs.pathinfo attribute ("<POSIX(BRICK):HOST:/BRICK/DIR/NAME>",
- * within "(<DISTRIBUTE:...> ...)" on a volume of several bricks): the
- * name the brick resolves the entry to (STALE NAMES in fsops.c).  1 and
- * `name`, or 0 when `info` names none. */
-int dl_fs_pathinfo_name(const char *info, char name[NAME_MAX + 1]);
-
 /* Look up `path`, a directory's name before it was renamed away, so that
- * a server that kept that name for the directory drops it (STALE NAMES in
- * fsops.c).  Nothing is said: the name is expected to be absent. */
+ * a server that kept that name drops it (STALE NAMES, lib/netfs). */
 void dl_fs_forget(const char *path);
 
 /* The next entry of a listing: 1 and *de, 0 at its end, or -1 with errno
  * when the listing failed (ESTALE: the directory was removed or replaced
  * while we read it).  readdir(3) says both of the last with NULL. */
 int dl_fs_next(DIR *d, struct dirent **de);
+
+/* Path's directory into `dir`, and a pointer to path's last name; NULL
+ * when path has no directory part (no '/', or only the root's). */
+const char *dl_split_dir(const char *path, char dir[PATH_MAX]);
 
 #endif

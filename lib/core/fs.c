@@ -6,6 +6,7 @@
  * there is ever broken for its age alone. */
 #include "fs.h"
 #include "core.h"
+#include "dir_fsops.h"
 
 #include <linux/magic.h>
 #include <sys/vfs.h>
@@ -76,4 +77,16 @@ bool dl_fs_aged_out(const dl_fs *fs, const char *token, long long changed_ns, do
 double dl_fs_watch(const dl_fs *fs, double limit)
 {
         return limit / 3 + fs->cache_lag;
+}
+
+void dl_fs_refresh(const char *path)
+{
+        if (netfs != NULL)
+                netfs->refresh(path);
+}
+
+void dl_fs_forget(const char *path)
+{
+        if (netfs != NULL)
+                netfs->forget(path);
 }

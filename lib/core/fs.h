@@ -48,6 +48,8 @@ typedef struct dl_netfs {
         int (*allows)(const dl_fs *fs, const char *dir, int mode, int policy, bool ranged, unsigned flags,
                       dirlock_error *err);
         bool (*aged_out)(const dl_fs *fs, const char *token, long long changed_ns, double age, double limit);
+        void (*refresh)(const char *path); /* dl_fs_refresh, dl_fs_forget (dir_fsops.h) */
+        void (*forget)(const char *path);
 } dl_netfs;
 void dl_netfs_set(const dl_netfs *netfs);
 

@@ -674,7 +674,7 @@ static bool thread_alive(const dl_record *who)
 /* Whether hold h, `need` of which per wait the proof keeps, is there
  * still.  On a network filesystem a hold's presence is asked of a
  * listing of its directory: a client may still find by name an entry
- * another client has removed (LISTINGS in fsops.c). */
+ * another client has removed (LISTINGS in lib/netfs/netfs_fsops.c). */
 static bool still_held(const struct hold *h, bool network)
 {
         return dl_fs_present(h->path, network) == 1 &&
@@ -799,7 +799,7 @@ static int verdict_read(const char *lockdir, unsigned long long *n)
         *n = 0;
         int found = dir != NULL ? dl_counter_read(dir, n) : -1;
         if (found == -1 && errno == ESTALE) {
-                dl_fs_refresh(dir); /* replaced as we read it (fsops.c): once more */
+                dl_fs_refresh(dir); /* replaced as we read it (lib/core/dir_fsops.c): once more */
                 found = dl_counter_read(dir, n);
         }
         free(dir);

@@ -210,7 +210,7 @@ static int set_entry(dirlock *h, char state, char mode, dirlock_error *err)
                 rc = -1;
                 for (int round = 0; round < 100 && rc != 0; round++) {
                         rc = dl_entry_create(path, h, dl_range_mode_of_letter(mode));
-                        /* ESTALE after its tries (fsops.c): the directory
+                        /* ESTALE after its tries (lib/core/dir_fsops.c): the directory
                          * was replaced under us, as good as missing. */
                         bool missing = rc != 0 && (errno == ENOENT || errno == ESTALE);
                         if (missing && dl_fs_mkdir_in(r->meta.ranges_dir, dl_dir_of(h)->lockdir_mode) != 0 &&

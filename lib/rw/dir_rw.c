@@ -344,7 +344,7 @@ static enum wstate judge_w(dirlock *h, dl_record *holder, dirlock_error *err)
         }
         /* On a network filesystem a listing says whether U is there: a
          * client may have cached that it is not (NEGATIVE LOOKUPS in
-         * fsops.c). */
+         * lib/netfs/netfs_fsops.c). */
         int present = dl_fs_present(up_path, dl_dir_of(h)->fs->network);
         free(up_path);
         return present != 0 ? W_BLOCK : W_OPEN; /* only ENOENT says U is not there */

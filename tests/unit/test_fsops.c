@@ -1,6 +1,6 @@
 /* test_fsops.c - the directory backend's reading of a GlusterFS client's
  * glusterfs.pathinfo attribute (dl_fs_pathinfo_name, STALE NAMES in
- * lib/dir/fsops.c): the name the brick resolves an entry to, taken from
+ * lib/netfs/netfs_fsops.c): the name the brick resolves an entry to, taken from
  * the answers a client gives, and nothing from what is not one.  And what
  * lib/netfs/netfs.c's table allows on each filesystem (dl_fs_allows). */
 #include <setjmp.h>
