@@ -15,23 +15,18 @@
 #include <stdint.h>
 #include <time.h>
 
-/* DL_ASSERT(c): a precondition or invariant that a protocol's comment
- * states, checked where the comment states it, as SQLite's assert()s
- * check its comments: in the builds the tests run under the sanitizers
- * (make test SANITIZE=1) and the test-hook build (tests/tests.mk), which
- * compile with DIRLOCK_ASSERTS.  The shipped library pays nothing. */
+/* DL_ASSERT(c): an invariant a protocol's comment states, checked where
+ * it states it, in builds with DIRLOCK_ASSERTS (the sanitizer and
+ * test-hook builds, tests/tests.mk); the shipped library pays nothing. */
 #ifdef DIRLOCK_ASSERTS
 #define DL_ASSERT(c) assert(c)
 #else
 #define DL_ASSERT(c) ((void)0)
 #endif
 
-/* DL_ON_LOAD(fn) { ... }: run when the program, or the shared library it
- * is in, is loaded -- before main, or inside the dlopen that loads it.
- * How a module or a backend adds itself to the core's registries
- * (dl_backend_register, dl_dir_module_add, ...): adding one is a folder,
- * and no line elsewhere.  A registration only links a node of static
- * storage into a list, and never fails. */
+/* DL_ON_LOAD(fn) { ... }: run as the program or library it is in loads:
+ * how a module or backend registers itself (a node of static storage
+ * linked into a list; it never fails). */
 #define DL_ON_LOAD(fn) __attribute__((constructor)) static void fn(void)
 
 /* ---- the handle -------------------------------------------------------- */
@@ -48,9 +43,7 @@ struct dirlock {
         unsigned holds;                   /* reentrant hold count (>= 1 while held) */
         unsigned long long partner_start; /* opts.partner_pid's start time        */
         unsigned long long fence;         /* this acquisition's fence, 0 = not drawn */
-        /* What is asked, besides a whole lock: set by the module's call
-         * before the backend's entry makes the handle that kind of lock
-         * (backend.h: range, permit). */
+        /* Set by a module's call before its backend entry (range, permit). */
         bool ranged; /* a range lock of [lo, hi) (lib/range) */
         double lo, hi;
         unsigned permits; /* a counting lock's permit: its N, else 0 (lib/permit) */
@@ -59,73 +52,50 @@ struct dirlock {
 };
 
 void dl_handle_free(dirlock *h);
-/* After a successful acquire: the cancel descriptor was for that call only. */
 void dl_handle_forget_cancel(dirlock *h);
 /* DIRLOCK_ENOTOWNER unless the calling process acquired h. */
 int dl_handle_owned(const dirlock *h, dirlock_error *err);
-/* The preamble of a public call on a handle: DIRLOCK_EINVAL for NULL,
- * DIRLOCK_ENOTOWNER in another process than the one that acquired it. */
+/* A public call's preamble: DIRLOCK_EINVAL for NULL, else dl_handle_owned. */
 int dl_handle_usable(const dirlock *h, dirlock_error *err);
-/* dl_handle_usable, and DIRLOCK_ELOST for a reentrant handle released to
- * zero holds: the preamble of a call on a held lock. */
+/* dl_handle_usable, and DIRLOCK_ELOST for a handle that holds nothing. */
 int dl_handle_held(const dirlock *h, dirlock_error *err);
-/* Draw a new token for h and let its backend put it in its paths (tokens
- * are never reused: INVARIANT B in dir_exclusive.c), after releasing what
- * a failed release left (the backend's release_kept). */
+/* A new token for h, after release_kept (INVARIANT B, dir_exclusive.c). */
 int dl_handle_new_token(dirlock *h, dirlock_error *err);
-/* A handle of lock `name` in lock space `space` (dl_space_resolve, then
- * dl_handle_open in backend.h): what a module's acquire call starts from,
- * before the backend's entry makes it that module's kind of lock. */
+/* A handle of `name` in `space`, open: where a module's acquire starts. */
 int dl_handle_open_in(const char *space, const char *name, const dirlock_options *opts, dirlock **out,
                       dirlock_error *err);
 
-/* Hooks on the life of every handle, whatever its backend, that one
- * module sets (lib/deadlock: the locks this process holds, for its
- * self-deadlock check).  Without it they do nothing. */
+/* Hooks on every handle's life, set by lib/deadlock (its held table). */
 typedef struct dl_handle_hooks {
-        /* h now holds its lock (true), or holds nothing any more (false). */
         void (*held)(const dirlock *h, bool held);
-        /* Before a waiting acquire of h: DIRLOCK_EDEADLK when it would
-         * wait for the calling thread itself, else DIRLOCK_OK. */
+        /* DIRLOCK_EDEADLK when h's wait would be for the thread itself. */
         int (*before_wait)(const dirlock *h, dirlock_error *err);
 } dl_handle_hooks;
 void dl_handle_hooks_set(const dl_handle_hooks *hooks);
-/* The hooks' calls, for the core's own files (handle.c, multi.c). */
 void dl_handle_note_held(const dirlock *h, bool held);
 
 /* ---- errors (error.c) -------------------------------------------------- */
 
-/* Fill err (if any) and return code.  Message is printf-formatted; for
- * DIRLOCK_EIO pass the errno, and ": strerror" is appended. */
+/* Fill err (if any) and return code; with an errno, ": strerror" follows. */
 int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void dl_ok(dirlock_error *err);
-/* An acquire (or upgrade) that waited `timeout` s ended without its lock:
- * DIRLOCK_EBUSY for a try (timeout 0), "WHAT is held by WHO";
- * DIRLOCK_ECANCELED when its cancel descriptor fired, "canceled waiting
- * for WHAT (held by WHO)"; else DIRLOCK_ETIMEDOUT, "timed out after T s:
- * WHAT is held by WHO".  `what` names the lock ("lock 'x'"), `who` what
- * holds it (dl_record_describe, or "3 readers"). */
+/* A wait of `timeout` s ended without its lock: EBUSY (a try), ECANCELED
+ * or ETIMEDOUT, "WHAT is held by WHO" (dl_record_describe, "3 readers"). */
 int dl_gave_up(dirlock_error *err, double timeout, bool canceled, const char *what, const char *who);
-/* The same when nobody holds WHAT but a waiter ahead goes first: "WHAT
- * goes first to a waiter ahead, AHEAD" (never "held by" a waiter). */
+/* The same when a waiter ahead goes first. */
 int dl_gave_up_ahead(dirlock_error *err, double timeout, bool canceled, const char *what, const char *ahead);
-/* Put "lock 'NAME': " before err's message (unless it starts so already),
- * for an error met while acting on that lock; returns rc. */
+/* Put "lock 'NAME': " before err's message (once); returns rc. */
 int dl_about(dirlock_error *err, int rc, const char *name);
 
 /* ---- paths (path.c) ---------------------------------------------------- */
 
 /* malloc'd "<a>/<b><suffix>", NULL when out of memory. */
 char *dl_join(const char *a, const char *b, const char *suffix);
-/* Make lock directory `dir` absolute (malloc'd) and create it if missing
- * and allowed; *mode_out (may be NULL) gets its st_mode. */
+/* Lock directory `dir` made absolute (malloc'd) and, if allowed, created. */
 int dl_lockdir_prepare(const char *dir, bool create, char **abs_out, unsigned *mode_out, dirlock_error *err);
-/* mkdir(path) inside a lock directory of mode `lockdir_mode`: when that
- * directory is shared (writable by group or others), the new directory
- * gets the same permission bits (setgid and sticky included), whatever
- * the umask, so that every user of the lock directory can use it (see
- * docs/sharing.md).  0 or -1 with errno. */
+/* mkdir(path) in a lock directory of mode `lockdir_mode`, with its
+ * permission bits when it is shared (docs/sharing.md).  0 or -1/errno. */
 int dl_mkdir_in(const char *path, unsigned lockdir_mode);
 /* mkdir -p (path is modified temporarily); 0 or -1 with errno. */
 int dl_make_dirs(char *path);
@@ -149,48 +119,32 @@ typedef struct dl_record {
         unsigned long long partner_start;
         pid_t tid; /* the thread that took it (deadlock detection); 0: unknown */
         char host[256];
-        /* Not in the text: when the entry it was read from last changed
-         * (its file times, INVARIANT C in dir_exclusive.c), filled by the
-         * readers of entries; 0 otherwise. */
+        /* Not in the text: its entry's change time (INVARIANT C), or 0. */
         long long changed_ns;
 } dl_record;
 
-/* Our own record for a new lock (token, our stale age and partner given;
- * partner 0 for none), naming the calling thread. */
+/* Our own record for a new lock, naming the calling thread. */
 void dl_record_self(dl_record *rec, const char *token, int mode, double stale_age, pid_t partner,
                     unsigned long long partner_start);
-/* Text form, NUL-terminated; returns its length, or -1 if it does not fit
- * (buf then holds an empty string, when size > 0). */
+/* Text form; its length, or -1 (and "") if it does not fit. */
 int dl_record_format(const dl_record *rec, char *buf, size_t size);
 /* Parse the text form (not NUL-terminated: `len` bytes).  0 or -1. */
 int dl_record_parse(const char *buf, size_t len, dl_record *rec);
-/* Who holds a lock, for messages: "pid 812 on www1" after `role` (e.g.
- * "a reader, ", or ""); "an owner without a readable record" for rec
- * NULL.  Truncated to `size`. */
+/* "pid 812 on www1" after `role` ("a reader, "), for messages. */
 void dl_record_describe(const dl_record *rec, const char *role, char *out, size_t size);
-/* What a record says of its owner, for dirlock_inspect(): pid, start
- * time, host, when acquired, same host, alive (dl_record_owner_alive; -1
- * without a pid), partner.  The backend fills in the rest (token, mode,
- * age, stale, readers, ranges). */
+/* What a record says of its owner, for dirlock_inspect(). */
 void dl_record_to_owner(const dl_record *rec, dirlock_owner *owner);
-/* 1 alive, 0 provably dead, -1 cannot tell (other host, boot or pid
- * namespace).  The owner is the recording process and its partner, if
- * any: alive while either is. */
+/* 1 alive (it or its partner), 0 provably dead, -1 cannot tell. */
 int dl_record_owner_alive(const dl_record *rec);
-/* 1 when the recording process is provably dead on this host but its
- * partner lives: nobody refreshes the lock, and it stays held (see
- * dirlock_options.partner_pid). */
+/* 1 when only the partner lives: the lock stays held, unrefreshed. */
 int dl_record_partner_only(const dl_record *rec);
-/* 1 when process `pid` of this host has start time `start` (is alive),
- * 0 when it is provably gone, -1 when that cannot be told. */
 int dl_process_alive(pid_t pid, unsigned long long start);
 /* 1 when the record was written on this host, this boot, this pid ns. */
 int dl_record_same_host(const dl_record *rec);
 /* Start time of a process in clock ticks since boot, 0 when it is gone. */
 unsigned long long dl_process_start_time(pid_t pid);
-/* getpid(), without a system call after the first (cleared by fork()). */
+/* getpid() and gettid(), cached (cleared by fork()). */
 pid_t dl_self_pid(void);
-/* gettid(), the same way, per thread. */
 pid_t dl_self_tid(void);
 /* 128 random bits as DIRLOCK_TOKEN_LEN hex digits. */
 int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
@@ -200,7 +154,7 @@ int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err);
 typedef struct timespec dl_time;
 
 dl_time dl_now(void); /* CLOCK_MONOTONIC */
-/* Deadline for a timeout in seconds; negative = never (tv_sec = -1). */
+/* Deadline for a timeout in seconds; negative = never. */
 dl_time dl_deadline(double timeout);
 bool dl_deadline_never(const dl_time *deadline);
 /* True once a (finite) deadline has passed. */
@@ -216,42 +170,28 @@ long long dl_ts_ns(const struct timespec *ts);
 
 /* ---- thread-exit destructors (thread_key.c) ---------------------------- */
 
-/* pthread_key_create(key, destructor), the library pinned in memory first
- * so that no dlclose unmaps the destructor before a thread runs it: 0 or
- * an errno value.  Every thread-exit destructor of the library is
- * registered through it. */
+/* pthread_key_create, the library pinned in memory first (thread_key.c). */
 int dl_thread_key_create(pthread_key_t *key, void (*destructor)(void *));
 
 /* ---- the one wait primitive (poll.c) ----------------------------------- */
 
-/* Every wait of the library goes through here: ppoll(2) without a signal
- * mask -- or, while a task that waits by suspending runs on the calling
- * thread (a pending acquire of lib/async), that task's way of waiting,
- * with the same result.  `timeout` NULL: no timeout. */
+/* Every wait of the library: ppoll(2), or the running task's wait. */
 int dl_poll(struct pollfd *fds, unsigned long n, const struct timespec *timeout);
-/* Sleep up to `ms`, never past the deadline; 1 when cancel_fd (>= 0)
- * polled readable meanwhile, else 0.  Through dl_poll. */
+/* Sleep up to `ms`, never past the deadline; 1 when cancel_fd fired. */
 int dl_nap_ms(double ms, const dl_time *deadline, int cancel_fd);
-/* A pseudo-descriptor for dl_poll: inside a suspending task it polls
- * readable (POLLIN) once after each dl_task_kick of that task; ppoll(2)
- * ignores it (negative), so a blocking caller never waits for it. */
+/* A pseudo-descriptor: readable once after each dl_task_kick of the task. */
 #define DL_POLL_KICK (-2)
-/* The task that runs on this thread now, or NULL: the calls it makes
- * block no thread (deadlock detection leaves them out; a queue may be
- * followed for many of them at once). */
+/* The task that runs on this thread now, or NULL. */
 void *dl_task_current(void);
-/* Make `task` go on at its next chance: its wait ends when it waits for
- * DL_POLL_KICK.  For the thread that runs it. */
+/* Make `task` (of this thread) go on: its DL_POLL_KICK polls readable. */
 void dl_task_kick(void *task);
-/* What a module that runs tasks (lib/async) sets: how a task waits and
- * is kicked.  Set once, at load (DL_ON_LOAD). */
+/* How a task waits and is kicked: set once, at load, by lib/async. */
 typedef struct dl_tasks {
         int (*poll)(void *task, struct pollfd *fds, unsigned long n, const struct timespec *timeout);
         void (*kick)(void *task);
 } dl_tasks;
 void dl_tasks_set(const dl_tasks *tasks);
-/* The task that runs on this thread from now on (NULL: none), as the
- * module that runs tasks switches to one and back. */
+/* The task that runs on this thread from now on (NULL: none). */
 void dl_task_enter(void *task);
 
 /* ---- the per-thread inotify hub (notify.c) ------------------------------ */
@@ -259,9 +199,7 @@ void dl_task_enter(void *task);
 #define DL_LISTENER_WATCHES 16
 struct dl_listener;
 struct inotify_event;
-/* One watch of a listener: a slot of its own, linked into the list of
- * the listeners of that watched inode (notify.c), so that an event is
- * dispatched to the listeners of its watch alone. */
+/* One watch of a listener, on its inode's list of listeners (notify.c). */
 typedef struct dl_listen_slot {
         int wd;                   /* -1: a free slot                      */
         uint32_t mask;            /* IN_* events wanted there             */
@@ -269,23 +207,19 @@ typedef struct dl_listen_slot {
         struct dl_listener *owner;
         struct dl_listen_slot *prev, *next;
 } dl_listen_slot;
-/* One waiter's interest in the thread's inotify instance. */
+/* One waiter's interest in the thread's inotify instance (notify.c). */
 typedef struct dl_listener {
         dl_listen_slot watch[DL_LISTENER_WATCHES];
         bool joined; /* the thread has an instance, and we are on its list */
         bool fired;  /* an event that matters came since dl_notify_take   */
-        /* The task made to go on (dl_task_kick) when another's drain
-         * fires us, or NULL. */
+        /* The task kicked when another's drain fires us, or NULL. */
         void *kick;
-        /* NULL (every name), or false when an event naming `name` in a
-         * watched directory cannot matter to this waiter. */
+        /* NULL, or false for a name whose events cannot matter. */
         bool (*filter)(const char *name, unsigned mask, void *arg);
         void *filter_arg;
-        /* NULL, or called with every event that matters to it instead of
-         * firing it (the thread's view of a queue, lib/fifo). */
+        /* NULL, or called with each event instead of firing (lib/fifo). */
         void (*on_event)(struct dl_listener *l, const struct inotify_event *ev);
-        /* On leaving, watches no listener wants any more are removed from
-         * the instance (not only narrowed): a directory watched for long. */
+        /* On leaving, remove watches nobody wants (not only narrow them). */
         bool drop_unwanted;
         struct dl_listener *prev, *next;
 } dl_listener;
@@ -295,26 +229,20 @@ int dl_notify_fd(void);
 int dl_notify_fd_made(void);
 void dl_notify_join(dl_listener *l);
 void dl_notify_leave(dl_listener *l);
-/* Watch `path` for `mask` (IN_ONLYDIR and the like in `flags`): its watch
- * descriptor, or -1 with errno (ENOSPC, ENOMEM: out of watches). */
+/* Watch `path` for `mask`: its watch descriptor, or -1 with errno. */
 int dl_notify_add(dl_listener *l, const char *path, uint32_t mask, uint32_t flags);
 void dl_notify_set_mask(dl_listener *l, int wd, uint32_t mask);
-/* Read every queued event and fire the listeners it matters to (`self`
- * is the caller's own, which is not kicked). */
+/* Read every queued event and fire its listeners (all but `self` kicked). */
 void dl_notify_drain(const dl_listener *self);
 /* Whether l fired since the last call (and reset it). */
 bool dl_notify_take(dl_listener *l);
-/* Fire l as an event that matters to it would (kicking its task): what
- * the thread's view of a queue does for a waiter whose waiter ahead
- * left. */
+/* Fire l as an event that matters to it would (kicking its task). */
 void dl_notify_poke(dl_listener *l);
 
 /* ---- backing off (backoff.c) ------------------------------------------- */
 
-/* A jittered exponential backoff: each step is the base times a random
- * factor in [0.5, 1.5), at most cap_ms; the base starts at first_ms and
- * doubles after each step up to cap_ms.  `seed` (a token) seeds the
- * jitter, so that processes backing off from one event spread out. */
+/* A jittered exponential backoff (backoff.c): from first_ms, doubling, at
+ * most cap_ms, each step times [0.5, 1.5); `seed` (a token) seeds it. */
 typedef struct dl_backoff {
         double first_ms; /* the first step's base, again after a reset */
         double base_ms;  /* the next step's base                       */
@@ -330,10 +258,7 @@ void dl_backoff_reset(dl_backoff *b);
 
 /* ---- waiting (waiter.c) ------------------------------------------------ */
 
-/* Waits for "something may have changed in lockdir": an inotify event on
- * the lock directory naming one of our interesting entries, the death of a
- * watched owner process (pidfd), or a backoff step when notification is
- * not available.  Never sleeps past the deadline. */
+/* Waits for "something may have changed" (waiter.c says what wakes it). */
 typedef struct dl_waiter {
         dl_listener listener; /* its interest in the thread's inotify hub */
         int lockdir_wd;       /* the lock directory's watch, or -1       */
@@ -346,71 +271,46 @@ typedef struct dl_waiter {
         bool owner_died;       /* the last wait ended on the owner's death   */
         int cancel_fd;         /* readable: DIRLOCK_ECANCELED; -1 = none      */
         const char *wake_name; /* a name starting with '.' that counts too */
-        /* NULL, or a filter of the other names (IN_* mask given): false
-         * when such an event cannot matter to this waiter. */
+        /* NULL, or false for a name whose event cannot matter. */
         bool (*relevant)(const char *name, unsigned mask, void *arg);
         void *relevant_arg;
         const char *lockdir; /* the caller's; releases there wake us      */
         bool lockdir_muted;  /* ... unless muted (dl_waiter_lockdir_events) */
 } dl_waiter;
 
-/* The calling thread's next dl_waiter_wait returns by `at` at the latest
- * (0, as on a re-check), whatever else wakes it, until called again with
- * NULL: the moment a deadlock check falls due (lib/deadlock).  Per
- * thread; a task never sets it. */
+/* This thread's waits return by `at` (NULL: no more): lib/deadlock's
+ * next check. */
 void dl_waiter_wake_by(const dl_time *at);
-/* `stale_age` bounds the re-check interval and the backoff: a waiter
- * renews its waiting entries (queue ticket, ...) at least every third of
- * it. */
+/* `stale_age` / 3 bounds the re-check interval and the backoff. */
 int dl_waiter_init(dl_waiter *w, const char *lockdir, unsigned flags, const char *seed, double stale_age);
 /* Also wake when this owner dies (same host only; no-op otherwise). */
 void dl_waiter_watch_owner(dl_waiter *w, const dl_record *owner);
-/* A pidfd that polls readable when the owner of `rec` dies: on its process
- * if that still runs (the recorded start time: not a reused pid), else on
- * its partner (which then holds the lock alone); *followed (may be NULL)
- * gets that pid.  -1 when neither runs, when the record is another host's
- * (dl_record_same_host), or without pidfds. */
+/* A pidfd that polls readable when the owner of `rec` (or, once it is
+ * gone, its partner: *followed) dies; -1 when none can be had. */
 int dl_owner_pidfd(const dl_record *rec, pid_t *followed);
-/* Whether this system gives pidfds at all (pidfd_open: Linux 5.3; not
- * under valgrind 3.19).  Without them a waiter cannot be woken by a
- * same-host owner's death and re-judges it every DL_RECHECK_MS instead. */
+/* Whether pidfd_open works here (else waiters re-judge every DL_RECHECK_MS). */
 bool dl_pidfd_supported(void);
-/* How often a waiter looks again when nothing can wake it (the safety
- * net under inotify, and the owner check without pidfds), in ms. */
+/* How often a waiter looks again when nothing can wake it, in ms. */
 #define DL_RECHECK_MS 100.0
-/* Also wake on deletions and renames in another directory (e.g. a readers'
- * directory).  0, or -1 when it cannot be watched (then back off). */
+/* Also wake on deletions and renames in `dir`; 0, or -1 (then back off). */
 int dl_waiter_watch_dir(dl_waiter *w, const char *dir);
-/* dl_waiter_watch_dir, saying whether `dir` was missing: true when it
- * does not exist, so that a directory made there later is not watched
- * (its caller looks again before sleeping once it exists); false when it
- * is watched, or when this waiter does not use inotify at all. */
+/* dl_waiter_watch_dir; true when `dir` is missing (look again once made). */
 bool dl_waiter_watch_missing(dl_waiter *w, const char *dir);
-/* Also wake when entry `path` (a file or symlink, not followed) is
- * removed: the queue's predecessor ticket.  0, or -1 with errno (ENOENT:
- * it is gone already, look again instead of waiting). */
+/* Also wake when entry `path` goes; -1 with ENOENT when it is gone. */
 int dl_waiter_watch_entry(dl_waiter *w, const char *path);
-/* Whether deletions in the lock directory (releases) wake this waiter:
- * on by dl_waiter_init; a queued waiter that is not first turns them off,
- * so that a release wakes only the first.  Turning them on happens before
- * the caller's next look, so no release after that look is missed. */
+/* Whether releases (deletions in the lock directory) wake this waiter;
+ * on from dl_waiter_init, and on again before the caller's next look. */
 void dl_waiter_lockdir_events(dl_waiter *w, bool on);
 /* True when the last wait ended because the watched owner died. */
 bool dl_waiter_owner_died(const dl_waiter *w);
 /* Also end waits when fd polls readable (DIRLOCK_CANCEL_FD); fd < 0: no. */
 void dl_waiter_cancel_on(dl_waiter *w, int fd);
-/* With inotify: wait up to `ms` (0: the re-check interval again) before
- * returning for a re-check -- for a waiter that an event of the thread's
- * own wakes when it matters (the waiter ahead in a queue is a task of
- * this thread: lib/fifo), whose only other business is renewing its
- * entries. */
+/* With inotify: wait up to `ms` (0: the re-check interval) before a
+ * re-check (a waiter behind a task of this thread, lib/fifo). */
 void dl_waiter_span(dl_waiter *w, double ms);
-/* Stop watching the owner given to dl_waiter_watch_owner (its pidfd is
- * closed). */
+/* Stop watching the owner given to dl_waiter_watch_owner. */
 void dl_waiter_unwatch_owner(dl_waiter *w);
-/* Returns 0 after a wake-up or step, DIRLOCK_ETIMEDOUT at the deadline,
- * DIRLOCK_ECANCELED when the cancel descriptor is readable (or was
- * closed under the wait). */
+/* 0 after a wake-up, DIRLOCK_ETIMEDOUT at the deadline, or ECANCELED. */
 int dl_waiter_wait(dl_waiter *w, const dl_time *deadline);
 void dl_waiter_close(dl_waiter *w);
 

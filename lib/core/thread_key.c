@@ -1,31 +1,12 @@
-/* thread_key.c - the library's thread-exit destructors (pthread keys: the
- * inotify hub of notify.c, the spare shells of pending.c, the idle
- * connections of conn_cache.c), and what makes them safe to register: the
- * code they run stays loaded for as long as a thread may still run it.
- *
- * THE HAZARD.  glibc calls a key's destructor when a thread whose value for
- * the key is set exits (__nptl_deallocate_tsd), wherever the destructor's
- * code is by then.  A library linked into an object that is loaded with
- * dlopen -- a Node addon, a Python extension, a Perl XS module -- may be
- * unloaded by dlclose while threads that used it live on: Node unloads an
- * addon when the worker thread that loaded it ends, before that thread
- * exits, and the thread's exit then jumped into unmapped memory (SIGSEGV,
- * issue 39).  pthread_key_delete in a destructor function of the library
- * (run at dlclose) is no cure: it races a thread exiting at that moment,
- * and what other threads hold (their inotify instance, connections) could
- * then never be closed.  Linking with -z nodelete is a property of the
- * final object (the addon, the extension), which a static library linked
- * into it cannot set.
- *
- * THE RULE.  The first time the library registers a destructor, it pins
- * the object its own code is in (found with dladdr): dlopen with
- * RTLD_NOLOAD | RTLD_NODELETE, whose handle is never closed, so that no
- * later dlclose unmaps it.  Python and Perl never unload an extension
- * anyway; OpenSSL pins itself the same way for the same reason.  A program
- * that never registers one (no wait, no pending acquire, no connection)
- * can still unload the library.  In a program linked with the library (its
- * static archive, or libdirlock.so named at link time) the pin is a no-op:
- * such an object is never unloaded. */
+/* thread_key.c - the library's thread-exit destructors (the inotify hub,
+ * lib/async's spare shells, lib/server's idle connections), made safe:
+ * glibc runs a key's destructor wherever its code is by then, and a
+ * library inside a dlopen'd object (a Node addon) may be unloaded while
+ * threads that used it live on (SIGSEGV at their exit, issue 39).  So the
+ * first registration pins the object the library's code is in (dlopen
+ * RTLD_NOLOAD | RTLD_NODELETE, never closed), as OpenSSL does; a program
+ * that registers none can still unload it, and in a program linked with
+ * the library the pin is a no-op. */
 #include "core.h"
 
 #include <dlfcn.h>
