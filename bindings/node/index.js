@@ -12,7 +12,6 @@
 // Times are milliseconds, as everywhere in Node (timeout, staleAge); the
 // library takes seconds, converted here and nowhere else.
 'use strict'
-const { ProcessQueue } = require('./process-lock')
 
 let native
 try {
@@ -183,6 +182,8 @@ class Lock {
   constructor (space, name, options) {
     if (name === undefined && options === undefined && (space === undefined || isPlainObject(space))) {
       const o = optionsObject(space, PROCESS_LOCK_OPTIONS, 'new Lock() (a lock within this process)')
+      // The in-process queue is loaded on first use: require('dirlock') stays light.
+      const { ProcessQueue } = require('./process-lock')
       this.#local = new ProcessQueue(lockError)
       this.#blocking = boolOption(o.blocking, 'blocking')
       this.#timeout = msOption(o.timeout, 'timeout')

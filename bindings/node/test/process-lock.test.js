@@ -6,10 +6,13 @@
 // beside its twin without the lock; then the queue's promises: a release
 // hands the lock to the first waiter (a try cannot pass it), a waiter
 // that timed out or was aborted is never granted, two Locks are two
-// locks, and what the release function carries.
+// locks, and what the release function carries.  And require('dirlock')
+// loads this queue only when a `new Lock()` needs it.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert')
+const path = require('node:path')
+const { execFileSync } = require('node:child_process')
 const { Lock, LockError } = require('..')
 
 const N = 10
@@ -143,4 +146,15 @@ test('new Lock(options) takes only the acquire defaults; a space without a name 
   assert.throws(() => new Lock({ timeout: 'x' }), TypeError)
   assert.throws(() => new Lock('/tmp/locks'), { name: 'TypeError', message: /name must be a string/ })
   assert.throws(() => new Lock(undefined, 'x'), { name: 'TypeError', message: /new Lock\(\) with no space and no name/ })
+})
+
+test('require("dirlock") loads the in-process queue only when a new Lock() needs it', () => {
+  const code = `
+    const loaded = () => Object.keys(require.cache).some(f => f.endsWith('process-lock.js'))
+    const { Lock } = require(process.argv[1])
+    const before = loaded()
+    new Lock() // eslint-disable-line no-new
+    console.log(before, loaded())`
+  const out = execFileSync(process.execPath, ['-e', code, path.resolve(__dirname, '..')], { encoding: 'utf8' })
+  assert.strictEqual(out.trim(), 'false true')
 })

@@ -39,13 +39,16 @@ leaves nothing behind.
 """
 from __future__ import annotations
 
-import asyncio
 import weakref
 from types import TracebackType
 
 from dirlock import _dirlock
 from dirlock._dirlock import *  # noqa: F401,F403 - the C module is the API
 from dirlock._dirlock import CODES, LIBRARY_VERSION, Error, Owner, RangeInfo, SpaceInfo  # noqa: F401
+
+TYPE_CHECKING = False  # as typing's, without importing typing
+if TYPE_CHECKING:  # asyncio itself is imported by the first asynchronous acquire
+    import asyncio
 
 
 class _Driver:
@@ -108,6 +111,8 @@ object is used by one task at a time."""
         cancelled, or anything else raised into it -- the acquire is
         canceled and finished, a lock it got meanwhile let go with `undo`,
         and the exception goes on."""
+        import asyncio  # on first use: `import dirlock` stays light (issue 40)
+
         driver = _driver(asyncio.get_running_loop())
         try:
             while not self._pending_step():

@@ -3,12 +3,14 @@ acquire_async/upgrade_async wait without blocking the event loop (64
 waiting tasks and a ticking one; the twin waits with the blocking
 acquire() and the ticks stop), end with the library's errors, give up
 when the task is cancelled leaving nothing behind, and keep processes
-from losing each other's updates (the twin without a lock loses some)."""
+from losing each other's updates (the twin without a lock loses some); and
+`import dirlock` imports no asyncio until an acquire awaits."""
 import asyncio
 import multiprocessing
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -354,3 +356,20 @@ def test_processes_count_under_async_with(lockdir, tmp_path):
 def test_twin_without_the_lock_loses(tmp_path):
     got = run_counter(None, str(tmp_path / "counter"))
     assert got < PROCS * EACH, f"no lock, yet all {got} additions kept"
+
+
+def test_import_leaves_asyncio_out():
+    """`import dirlock` does not import asyncio (a CGI program pays for
+    it only when it awaits a lock); the first asynchronous acquire does."""
+    code = ("import sys, dirlock\n"
+            "print('asyncio' in sys.modules)\n"
+            "import asyncio\n"
+            "async def main():\n"
+            "    async with dirlock.Lock(sys.argv[1], 'x'):\n"
+            "        pass\n"
+            "asyncio.run(main())\n"
+            "print('done')\n")
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.split() == ["False", "done"], out.stderr
