@@ -67,30 +67,9 @@
  *      a later release tries again -- never a loss not proven).
  *      After the unlink the lock is free (invariant A): the directory is
  *      empty.
- *      On a network filesystem an unlink that removed our entry may still
- *      answer ENOENT: GlusterFS's brick (10.3) reads the directory's
- *      attributes through its handle after the unlink, and the directory,
- *      empty (free) from the unlink on, may be removed meanwhile (an
- *      earlier holder's late step 2) or replaced (a waiter's rename); the
- *      brick then answers ENOENT for the unlink it made (its log: "post-
- *      operation lstat on parent ... failed").  Measured (issue 38):
- *      1 to 4 false DIRLOCK_ELOST in a run of 800 acquisitions across two
- *      clients.  So there
- *      ENOENT is a loss only when a judge may have broken the lock first
- *      (released_after_all).  A judge breaks an entry only once it has
- *      seen it unchanged for the watch (dl_fs_watch: a third of the stale
- *      age plus the cache lag, CLOCKS in lib/netfs/netfs.c), never seeing a change
- *      before it happens nor later than the cache lag after.  While each
- *      refresh came within a third of the stale age of the change before
- *      it, no judge can still see an older change past its watch; and an
- *      unlink that ended within the watch of the start of the last change
- *      reached the entry before any judge could break that one.  Then the
- *      entry was there for our unlink and is gone: ours removed it, and
- *      the release succeeded.  (dirlock break --force in that window is
- *      the one break this cannot tell from the race.)  And an entry of
- *      ours still there after such an ENOENT is a name the brick kept
- *      (STALE NAMES): it is unlinked once more after the repair, or the
- *      answer is DIRLOCK_EIO -- never a loss.
+ *      On a network filesystem an ENOENT there is not always a loss:
+ *      RELEASE ON A NETWORK FILESYSTEM in lib/netfs/netfs_release.c, which
+ *      the bookkeeping of `changed` and `kept_young` below serves.
  *   2. rmdir(D/NAME.lock).  Tidies up and wakes waiters (inotify IN_DELETE).
  *      If someone renamed a new lock over the empty directory in between,
  *      rmdir fails with ENOTEMPTY and the new lock stays: rmdir can only
@@ -775,41 +754,6 @@ static void note_change(dirlock *h, const dl_time *began)
         d->changed = *began;
 }
 
-/* RELEASE 1 on a network filesystem: our unlink, which ended at `done`,
- * answered ENOENT.  1 when our entry is gone and no judge can have broken
- * the lock before the unlink (so it removed our entry), or when it is
- * still there and a second unlink after the repair of STALE NAMES removed
- * it; 0 when a judge may have broken it; -1 with errno when our entry is
- * still there all the same (ESTALE) or the lock cannot be looked at (its
- * directory changing hands: a few looks, 50 ms apart). */
-static int released_after_all(const dirlock *h, const dl_time *done)
-{
-        const struct dl_dir *d = dl_dir_of(h);
-        if (!d->fs->network)
-                return 0;
-        dl_lock_view v;
-        for (int look = 0; dl_lock_look(d->lock_path, d->fs, &v) != 0; look++) {
-                if (errno != ESTALE || look == 10)
-                        return -1;
-                struct timespec nap = {0, 50000000L};
-                nanosleep(&nap, NULL);
-        }
-        if (v.state == DL_LOCK_OWNED && strcmp(v.token, h->token) == 0) {
-                /* There, but the unlink cannot reach it: the brick keeps
-                 * a name for the directory that is not our prepared one.
-                 * The client names it (STALE NAMES in lib/netfs/netfs_fsops.c). */
-                dl_fs_refresh(d->entry_path);
-                if (dl_fs_unlink(d->entry_path) == 0)
-                        return 1;
-                errno = ESTALE;
-                return -1;
-        }
-        /* A hundredth off the watch: the judge's monotonic clock may run
-         * a little faster than ours. */
-        double took = (double)(dl_ts_ns(done) - dl_ts_ns(&d->changed)) / 1e9;
-        return d->kept_young && took < 0.99 * dl_fs_watch(d->fs, h->opts.stale_age);
-}
-
 int dl_excl_release(dirlock *h, dirlock_error *err)
 {
         if (!dl_dir_of(h)->excl_held)
@@ -822,7 +766,7 @@ int dl_excl_release(dirlock *h, dirlock_error *err)
         }
         if (gone) {
                 dl_time done = dl_now();
-                int ours = released_after_all(h, &done);
+                int ours = dl_fs_released(h, &done);
                 if (ours == 1)
                         rc = 0; /* our unlink removed it */
                 else if (ours == 0)

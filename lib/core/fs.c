@@ -6,6 +6,7 @@
  * there is ever broken for its age alone. */
 #include "fs.h"
 #include "core.h"
+#include "dir.h"
 #include "dir_fsops.h"
 
 #include <linux/magic.h>
@@ -89,4 +90,9 @@ void dl_fs_forget(const char *path)
 {
         if (netfs != NULL)
                 netfs->forget(path);
+}
+
+int dl_fs_released(const dirlock *h, const struct timespec *done)
+{
+        return netfs != NULL && dl_dir_of(h)->fs->network ? netfs->released(h, done) : 0;
 }

@@ -8,6 +8,7 @@
 #include "dirlock.h"
 
 #include <stdbool.h>
+#include <time.h>
 
 /* What a filesystem offers (lib/netfs/netfs.c has the table and why). */
 typedef struct dl_fs {
@@ -41,6 +42,11 @@ bool dl_fs_aged_out(const dl_fs *fs, const char *token, long long changed_ns, do
  * age may break it: limit / 3 plus the filesystem's cache lag. */
 double dl_fs_watch(const dl_fs *fs, double limit);
 
+/* A holder's unlink of its entry answered ENOENT at `done`: 1 when it
+ * removed the entry all the same, 0 when the lock was broken, -1 with
+ * errno (RELEASE 1 in dir_exclusive.c).  0 but on a network filesystem. */
+int dl_fs_released(const dirlock *h, const struct timespec *done);
+
 /* What the network-filesystem module sets, at load: the calls above for
  * every filesystem. */
 typedef struct dl_netfs {
@@ -50,6 +56,8 @@ typedef struct dl_netfs {
         bool (*aged_out)(const dl_fs *fs, const char *token, long long changed_ns, double age, double limit);
         void (*refresh)(const char *path); /* dl_fs_refresh, dl_fs_forget (dir_fsops.h) */
         void (*forget)(const char *path);
+        /* dl_fs_released on a network filesystem. */
+        int (*released)(const dirlock *h, const struct timespec *done);
 } dl_netfs;
 void dl_netfs_set(const dl_netfs *netfs);
 

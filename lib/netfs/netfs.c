@@ -344,7 +344,8 @@ int dirlock_fs_query(const char *dir, dirlock_fs_info *info, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-static const dl_netfs module = {netfs_of, netfs_allows, netfs_aged_out, dl_netfs_refresh, dl_netfs_forget};
+static const dl_netfs module = {netfs_of,         netfs_allows,    netfs_aged_out,
+                                dl_netfs_refresh, dl_netfs_forget, dl_netfs_released};
 
 DL_ON_LOAD(netfs_register)
 {

@@ -4,5 +4,5 @@
 # locks on local filesystems only.
 #   adds to: LIB_SRCS, LIB_HEADERS (lib/lib.mk)
 
-LIB_SRCS += lib/netfs/netfs.c lib/netfs/netfs_fsops.c
+LIB_SRCS += lib/netfs/netfs.c lib/netfs/netfs_fsops.c lib/netfs/netfs_release.c
 LIB_HEADERS += lib/netfs/dirlock_netfs.h
