@@ -356,28 +356,22 @@ int dl_fail_unbreakable(dirlock_error *err, const char *what, const dl_record *r
 /* Result of scanning a directory of entries: the readers of a name, its
  * waiting writers, a queue's tickets. */
 typedef struct dl_scan {
-        const char *active;                   /* kinds counted as live holders ("ra")  */
-        const char *admit_from;               /* with admit: rename "w." entries ...    */
-        bool admit;                           /* ... to "a." (fair writer's first scan) */
-        bool remember;                        /* record the tokens of live r./w. entries */
-        bool admit_known;                     /* admit w.<T> only for remembered tokens  */
-        char (*known)[DIRLOCK_TOKEN_LEN + 1]; /* remembered tokens (malloc'd)           */
-        unsigned nknown, cap;
-        unsigned live;     /* live entries of an active kind         */
-        unsigned admitted; /* waiting readers let in by this scan    */
-        bool have_one;     /* `one` holds a live holder's record     */
+        const char *active; /* kinds counted as live holders ("ra") */
+        /* NULL, or told of each live entry first (lib/rw admits waiting
+         * readers): DL_SCAN_DEFAULT (`active` decides), DL_SCAN_LIVE,
+         * DL_SCAN_SKIP, or -1 with err. */
+        int (*live_entry)(struct dl_scan *s, int dfd, const char *leaf, int kind, dirlock_error *err);
+        void *arg;
+        unsigned live; /* live entries counted               */
+        bool have_one; /* `one` holds a live holder's record */
         dl_record one;
 } dl_scan;
+enum { DL_SCAN_DEFAULT, DL_SCAN_LIVE, DL_SCAN_SKIP };
 
 /* Scan `dir` (absent = empty; on filesystem `fs`): break every stale
- * entry (unlink exactly the judged path), count live entries whose kind
- * letter is in s->active and, when s->admit, rename live waiting entries
- * w.<T> to a.<T> (only those whose token was remembered by an earlier
- * scan when s->admit_known).  s->remember: remember the tokens of the
- * live r. and w. entries seen.  0 or -1 with a dirlock_code in err;
- * dl_scan_done frees the memory. */
+ * entry (unlink exactly the judged path) and count the live ones.  0 or
+ * -1 with a dirlock_code in err. */
 int dl_scan_dir(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err);
-void dl_scan_done(dl_scan *s);
 /* Create entry `path` (our record, `mode`) in directory `dir`, making the
  * directory when it is missing (an empty one may be removed at any time:
  * by the last one out, or for NAME.readers by a writer).  0 or -1 with

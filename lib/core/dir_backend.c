@@ -266,7 +266,6 @@ static int readers_in_use(dirlock *h, const char *dir, dirlock_error *err)
 {
         dl_scan sc = {.active = "ra"};
         int rc = dl_scan_dir(dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err);
-        dl_scan_done(&sc);
         if (rc != 0)
                 return -1;
         if (sc.live == 0 && !dl_dir_of(h)->fs->network)

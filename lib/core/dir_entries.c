@@ -1,7 +1,7 @@
 /* dir_entries.c - directories of entries in a lock directory: creating
  * and dropping one process's entry, scanning a directory of entries (the
  * readers of a name, its waiting writers, a queue's tickets) to count the
- * live ones, break the stale ones and admit waiting readers, and listing
+ * live ones and break the stale ones, and listing
  * a directory whole.  The protocols that give these steps their meaning
  * are their modules' (lib/rw/dir_rw.c, lib/fifo/dir_fifo.c); the core
  * scans a name's readers itself (NEIGHBOURS in dir_backend.c). */
@@ -47,40 +47,6 @@ int dl_entry_drop(const dirlock *h, const char *dir, const char *path)
                 dl_fs_rmdir(dir); /* ENOTEMPTY: others are still there */
         errno = e;
         return rc;
-}
-
-static bool admissible(const dl_scan *s, const char *token)
-{
-        if (!s->admit_known)
-                return true;
-        for (unsigned i = 0; i < s->nknown; i++)
-                if (strcmp(s->known[i], token) == 0)
-                        return true;
-        return false;
-}
-
-void dl_scan_done(dl_scan *s)
-{
-        free(s->known);
-        s->known = NULL;
-        s->nknown = s->cap = 0;
-}
-
-/* Remember the token of a live entry (s->remember); 0, or -1 and err. */
-static int remember(dl_scan *s, const char *token, dirlock_error *err)
-{
-        if (s->nknown == s->cap) {
-                unsigned cap = s->cap ? s->cap * 2 : 16;
-                char(*k)[DIRLOCK_TOKEN_LEN + 1] = realloc(s->known, cap * sizeof *k);
-                if (k == NULL) {
-                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                        return -1;
-                }
-                s->known = k;
-                s->cap = cap;
-        }
-        memcpy(s->known[s->nknown++], token, DIRLOCK_TOKEN_LEN + 1);
-        return 0;
 }
 
 static void count_live(dl_scan *s, const dl_record *rec)
@@ -129,20 +95,10 @@ static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_a
                 }
                 return 0;
         }
-        const char *token = leaf + 2;
-        if (s->remember && (kind == DL_ENTRY_READER || kind == DL_ENTRY_WAITING) && s->nknown < 4096 &&
-            remember(s, token, err) != 0)
+        int told = s->live_entry != NULL ? s->live_entry(s, dfd, leaf, kind, err) : DL_SCAN_DEFAULT;
+        if (told < 0)
                 return -1;
-        if (s->admit && s->admit_from != NULL && kind == s->admit_from[0] && admissible(s, token)) {
-                char to[DL_ENTRY_LEAF_SIZE];
-                snprintf(to, sizeof to, "%c.%s", (char)DL_ENTRY_ADMITTED, token);
-                if (renameat(dfd, leaf, dfd, to) == 0) {
-                        s->admitted++;
-                        count_live(s, &rec);
-                }
-                return 0;
-        }
-        if (s->active != NULL && strchr(s->active, kind) != NULL)
+        if (told == DL_SCAN_LIVE || (told == DL_SCAN_DEFAULT && s->active != NULL && strchr(s->active, kind)))
                 count_live(s, &rec);
         return 0;
 }
@@ -152,7 +108,6 @@ static int scan_entry(int dfd, const char *dir, const char *leaf, double stale_a
 static int scan_once(const char *dir, double stale_age, const dl_fs *fs, dl_scan *s, dirlock_error *err)
 {
         s->live = 0;
-        s->admitted = 0;
         s->have_one = false;
         int dfd = dl_fs_open_dir_sure(dir, fs->network);
         if (dfd < 0) {

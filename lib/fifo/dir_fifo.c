@@ -473,7 +473,6 @@ static void fifo_cleanup(const char *lockdir, const dl_fs *fs, const char *leaf,
         dl_scan sc = {.active = "t"};
         if (dl_scan_dir(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
                 dl_fs_rmdir(path); /* only if empty */
-        dl_scan_done(&sc);
 }
 
 static struct dl_dir_module fifo_module = {

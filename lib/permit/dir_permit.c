@@ -482,7 +482,6 @@ static void permits_cleanup(const char *permits_dir, const dl_fs *fs)
                         dl_scan sc = {.active = "t"};
                         if (dl_scan_dir(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0)
                                 remove_kept(path, fs);
-                        dl_scan_done(&sc);
                 }
                 free(path);
         }

@@ -265,11 +265,8 @@ static int whole_busy(dirlock *h, dl_record *who, dirlock_error *err)
                 break;
         }
         dl_scan sc = {.active = "ra"};
-        if (dl_scan_dir(range_of(h)->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
-                dl_scan_done(&sc);
+        if (dl_scan_dir(range_of(h)->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0)
                 return -1;
-        }
-        dl_scan_done(&sc);
         if (sc.live == 0)
                 return 0;
         *who = sc.one;

@@ -559,6 +559,59 @@ static void tidy_readers_dir(const dirlock *h)
                 dl_fs_rmdir(rw_of(h)->readers_dir);
 }
 
+/* A fair writer's admission of the waiting readers, as its drain scans
+ * NAME.readers (dl_scan's live_entry): the first scan remembers every
+ * live reader's token and admits (w.<T> -> a.<T>) the waiting ones; the
+ * later scans admit only readers the first one saw. */
+struct admission {
+        bool admit;                           /* rename waiting entries w.<T> to a.<T>        */
+        bool remember;                        /* record the tokens of live r./w. entries       */
+        bool admit_known;                     /* admit w.<T> only for remembered tokens        */
+        char (*known)[DIRLOCK_TOKEN_LEN + 1]; /* remembered tokens (malloc'd) */
+        unsigned nknown, cap;
+};
+
+static bool admissible(const struct admission *ad, const char *token)
+{
+        if (!ad->admit_known)
+                return true;
+        for (unsigned i = 0; i < ad->nknown; i++)
+                if (strcmp(ad->known[i], token) == 0)
+                        return true;
+        return false;
+}
+
+/* Remember the token of a live entry; 0, or -1 and err. */
+static int remember(struct admission *ad, const char *token, dirlock_error *err)
+{
+        if (ad->nknown == ad->cap) {
+                unsigned cap = ad->cap ? ad->cap * 2 : 16;
+                char(*k)[DIRLOCK_TOKEN_LEN + 1] = realloc(ad->known, cap * sizeof *k);
+                if (k == NULL) {
+                        dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+                        return -1;
+                }
+                ad->known = k;
+                ad->cap = cap;
+        }
+        memcpy(ad->known[ad->nknown++], token, DIRLOCK_TOKEN_LEN + 1);
+        return 0;
+}
+
+static int admit_entry(dl_scan *s, int dfd, const char *leaf, int kind, dirlock_error *err)
+{
+        struct admission *ad = s->arg;
+        const char *token = leaf + 2;
+        if (ad->remember && (kind == DL_ENTRY_READER || kind == DL_ENTRY_WAITING) && ad->nknown < 4096 &&
+            remember(ad, token, err) != 0)
+                return -1;
+        if (!ad->admit || kind != DL_ENTRY_WAITING || !admissible(ad, token))
+                return DL_SCAN_DEFAULT;
+        char to[DL_ENTRY_LEAF_SIZE];
+        snprintf(to, sizeof to, "%c.%s", (char)DL_ENTRY_ADMITTED, token);
+        return renameat(dfd, leaf, dfd, to) == 0 ? DL_SCAN_LIVE : DL_SCAN_SKIP;
+}
+
 /* Holding W (or U): wait until no live reader is left.  `admit`: the fair
  * writer's first scan lets the waiting readers in first; `kind` says what
  * the wait is for (dirlock_wait_kind: a lock or an upgrade).  DIRLOCK_ELOST
@@ -573,31 +626,32 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         /* fair: the first scan admits the waiting readers and remembers
          * every reader it saw; one that withdraws later (its re-announce
          * crossed our take of W) is admitted by a later scan. */
-        dl_scan sc = {.active = "ra", .admit_from = "w", .admit = admit, .remember = admit};
+        struct admission ad = {.admit = admit, .remember = admit};
+        dl_scan sc = {.active = "ra", .live_entry = admit_entry, .arg = &ad};
         if (dl_scan_dir(rw->readers_dir, h->opts.stale_age, dl_dir_of(h)->fs, &sc, err) != 0) {
-                dl_scan_done(&sc);
+                free(ad.known);
                 return err->code;
         }
         if (sc.live == 0) {
-                dl_scan_done(&sc);
+                free(ad.known);
                 tidy_readers_dir(h);
                 return DIRLOCK_OK;
         }
         if (dl_deadline_passed(deadline)) {
-                dl_scan_done(&sc);
+                free(ad.known);
                 return dl_fail(err, timeout_code(h, o), 0, "lock '%s' is held for reading by %u reader(s)",
                                h->name, sc.live);
         }
         int rc = dl_dir_wait_begin(h, DL_FOR_READERS, kind,
                                    kind == DIRLOCK_WAIT_UPGRADE ? DIRLOCK_EXCLUSIVE : h->mode, err);
         if (rc != DIRLOCK_OK) {
-                dl_scan_done(&sc);
+                free(ad.known);
                 return rc;
         }
         dl_waiter w;
         waiter_start(&w, h, NULL, NULL);
-        sc.remember = false;
-        sc.admit_known = true;
+        ad.remember = false;
+        ad.admit_known = true;
         long long renewed = dl_wall_ns();
         /* NAME.readers is watched again before every scan, so a reader
          * leaving after that scan always wakes us even when the directory
@@ -634,7 +688,7 @@ static int drain(dirlock *h, const dirlock_options *o, const dl_time *deadline, 
         }
         dl_waiter_close(&w);
         dl_dir_wait_end(h);
-        dl_scan_done(&sc);
+        free(ad.known);
         return rc;
 }
 
@@ -1027,7 +1081,6 @@ static void rw_cleanup(const char *lockdir, const dl_fs *fs, const char *leaf, c
                 dl_scan sc = {.active = "rawx"};
                 if (dl_scan_dir(path, DIRLOCK_DEFAULT_STALE_AGE, fs, &sc, NULL) == 0 && !fs->network)
                         dl_fs_rmdir(path); /* only if empty; never on a network filesystem */
-                dl_scan_done(&sc);
         } else {
                 clean_up_entry(lockdir, fs, path, leaf);
         }
@@ -1044,7 +1097,6 @@ static void rw_inspect(const char *lockdir, const char *name, double stale_age, 
         unsigned n = dl_scan_dir(dir, DIRLOCK_DEFAULT_STALE_AGE, dl_fs_of(lockdir, NULL), &sc, NULL) == 0
                          ? sc.live
                          : 0;
-        dl_scan_done(&sc);
         free(dir);
         /* An intent holder is a reader too. */
         char *lock = dl_layout_path(lockdir, name, DL_SUFFIX_LOCK);
