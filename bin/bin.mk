@@ -18,7 +18,8 @@ DIRLOCK_LIBS := -ljson-c # `dirlock status --json` (bin/status.c)
 $(DIRLOCK_BIN): $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SHARED) $(DIRLOCK_LIBS)
-$(BUILD)/install/dirlock: $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO)
+# Linked at every install: its runpath is the PREFIX of this one.
+$(BUILD)/install/dirlock: $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO) FORCE
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO) $(install_rpath) $(DIRLOCK_LIBS)
 

@@ -98,11 +98,15 @@ bindings: bindings-perl bindings-python bindings-node
 # and no build isolation (nothing is downloaded: Debian's setuptools and
 # wheel build it), against the installed library too, into the directory
 # tools/install-paths names.  Both under DESTDIR, after the library.
+# (The copy carries the in-place build: its realclean, where MakeMaker
+# finds its Makefile older than the copied Makefile.PL, makes the Makefile
+# again and asks to be run once more.)
 install: install-bindings
 install-bindings: install-lib $(INSTALL_PC_PATH)/dirlock.pc
 	rm -rf $(BUILD)/install/perl && mkdir -p $(BUILD)/install && cp -r bindings/perl $(BUILD)/install/perl
-	cd $(BUILD)/install/perl && { [ ! -f Makefile ] || $(MAKE) -s realclean >/dev/null; } && \
-		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(INSTALL_PC_PATH) $(PERL) Makefile.PL >/dev/null
+	cd $(BUILD)/install/perl && perl_env="env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PKG_CONFIG_PATH=$(INSTALL_PC_PATH)" && \
+		{ [ ! -f Makefile ] || $$perl_env $(MAKE) -s realclean >/dev/null 2>&1 || \
+		  $$perl_env $(MAKE) -s realclean >/dev/null; } && $$perl_env $(PERL) Makefile.PL >/dev/null
 	dir=$$(PERL=$(PERL) tools/install-paths perl $(PREFIX)) && \
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) -C $(BUILD)/install/perl pure_site_install DESTDIR=$(DESTDIR) \
 		INSTALLSITEARCH="$$dir" INSTALLSITELIB="$$dir" INSTALLSITEBIN=$(PREFIX)/bin \
