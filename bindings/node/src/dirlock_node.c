@@ -56,7 +56,9 @@
 #include <dirlock_range.h>
 #include <dirlock_rw.h>
 
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,9 +470,25 @@ static void poll_closed(uv_handle_t *handle)
         free(handle);
 }
 
+/* Keep the addon loaded for good.  Its poll handle is closed by its
+ * environment's clean-up, and libuv calls poll_closed on the loop's next
+ * turn: after Node has unloaded the addon when the worker thread that
+ * loaded it was its last user, a call into unmapped memory (SIGSEGV at
+ * the worker's exit, test/worker-exit.test.js).  So the first handle pins
+ * the object this code is in, as the library pins itself before it
+ * registers a thread-exit destructor (lib/core/thread_key.c). */
+static void pin_addon(void)
+{
+        Dl_info where;
+        if (dladdr((void *)&pin_addon, &where) != 0 && where.dli_fname != NULL)
+                (void)dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE); /* never closed */
+}
+
 /* The thread's descriptor polled in the loop: 0 or a libuv error. */
 static int poll_start(struct addon *a, int fd)
 {
+        static pthread_once_t pinned = PTHREAD_ONCE_INIT;
+        pthread_once(&pinned, pin_addon);
         if (a->poll == NULL) {
                 uv_poll_t *poll = calloc(1, sizeof *poll);
                 if (poll == NULL)
