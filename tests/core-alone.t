@@ -15,6 +15,10 @@
 . "$(dirname "$0")/tap.sh"
 cd "$TOP" || exit 1
 CC=${CC:-cc}
+# Under make test SANITIZE=1 the programs are built with the sanitizers
+# too (after the documented command's own flags).
+SAN=
+[ "${SANITIZE:-}" = 1 ] && SAN="-g -fsanitize=address,undefined -fno-sanitize-recover=all"
 N=300
 plan 16
 
@@ -22,7 +26,7 @@ plan 16
 
 CORE="$T/core_prog"
 # shellcheck disable=SC2086 # the command exactly as documented
-$CC -std=c11 -D_GNU_SOURCE -Ilib/core lib/core/*.c tests/core-alone/core_prog.c -o "$CORE" -lpthread \
+$CC -std=c11 -D_GNU_SOURCE -Ilib/core lib/core/*.c tests/core-alone/core_prog.c -o "$CORE" -lpthread $SAN \
 	2>"$T/cc.err"
 ok $? "the core compiles and links alone: $CC -std=c11 -D_GNU_SOURCE -Ilib/core lib/core/*.c prog.c -lpthread$(
 	head -c 300 "$T/cc.err" | tr '\n' ' ')"
@@ -72,7 +76,7 @@ fi
 RW="$T/rw_prog"
 # shellcheck disable=SC2086
 $CC -std=c11 -D_GNU_SOURCE -Ilib/core -Ilib/rw lib/core/*.c lib/rw/*.c tests/core-alone/rw_prog.c \
-	-o "$RW" -lpthread 2>"$T/cc-rw.err"
+	-o "$RW" -lpthread $SAN 2>"$T/cc-rw.err"
 ok $? "the core and lib/rw compile and link alone$(head -c 300 "$T/cc-rw.err" | tr '\n' ' ')"
 out=$("$RW" "$T/rw" 2>&1)
 is "$out" OK "core + lib/rw: two readers at once, a writer refused while they hold, taken once they left"
