@@ -114,16 +114,18 @@ int dl_fs_open_dir(const char *path)
 
 DIR *dl_fs_opendir(const char *path)
 {
-        int fd = dl_fs_open_dir(path);
-        if (fd < 0)
-                return NULL;
-        DIR *d = fdopendir(fd);
-        if (d == NULL) {
-                int e = errno;
-                close(fd);
-                errno = e;
+        /* opendir, not open + fdopendir: glibc's opendir opens with
+         * O_DIRECTORY | O_CLOEXEC itself, where fdopendir costs two fcntl
+         * calls more on every listing (a waiter lists its queue at each
+         * step). */
+        DIR *d;
+        for (int try = 0;; try++) {
+                d = opendir(path);
+                if (d != NULL || errno != ESTALE || try == DL_ESTALE_TRIES)
+                        return d;
+                dl_fs_refresh(path);
+                errno = ESTALE;
         }
-        return d;
 }
 
 int dl_fs_next(DIR *d, struct dirent **de)
