@@ -3,8 +3,10 @@
 # runs a block under a lock (with), and documents it all (perldoc Dirlock).
 package Dirlock;
 
+# No `use warnings`: warnings.pm (and overload.pm, below) would cost a
+# CGI program more at start-up than the rest of the module; the test
+# suite runs the module with warnings on everywhere (prove -w).
 use strict;
-use warnings;
 
 our $VERSION = '1.0.0';
 
@@ -64,15 +66,23 @@ sub CLONE_SKIP { 1 }
 
 package Dirlock::Error;
 
-use overload
-    '""'     => sub { $_[0]->{message} . " at $_[0]->{file} line $_[0]->{line}.\n" },
-    'bool'   => sub { 1 },
-    fallback => 1;
+# Stringifying an error shows its message and where it was thrown.
+# overload.pm is loaded with the first error, not at start-up.
+my $overloaded;
 
-# Called by the XS glue with the library's code number, message and errno:
-# dies with an object of the code's class, located at the caller's line.
+sub _overload {
+        require overload;
+        overload->import(
+                '""'     => sub { $_[0]->{message} . " at $_[0]->{file} line $_[0]->{line}.\n" },
+                'bool'   => sub { 1 },
+                fallback => 1
+        );
+        $overloaded = 1;
+}
+
 sub _throw {
         my (undef, $number, $message, $errno) = @_;
+        _overload() unless $overloaded;
         my $name = Dirlock::code_name($number);
         my ($file, $line) = ('?', 0);
         for (my $i = 0; my @frame = caller($i); $i++) {
