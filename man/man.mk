@@ -1,5 +1,5 @@
 # man/man.mk - the manual pages: dirlock(1) for the command and, in
-# section 3, one page per group of the library's calls (lib/dirlock.h);
+# section 3, one page per group of the library's calls (lib/*/dirlock*.h);
 # their installation, with a link for every other name a page's NAME
 # section gives (man/links), and their lint (man/lint, mandoc).
 #   provides: MAN1_PAGES, MAN3_PAGES, MANDIR (where pages are installed:
