@@ -2,7 +2,10 @@
 # man-pages.t - the manual pages in man/: each passes man/lint (mandoc
 # -Tlint, every message down to style), which is first shown failing on
 # pages with deliberate mistakes; the section-3 pages name exactly the
-# functions lib/dirlock.h declares; dirlock(1)'s table of what each kind
+# functions the public headers declare (lib/core/dirlock.h and each
+# module's lib/*/dirlock_*.h), and each synopsis shows its functions as
+# they are declared, under the header that declares them (first shown
+# failing on a page that names the wrong header and argument); dirlock(1)'s table of what each kind
 # of space offers, and its address forms, say what the library says;
 # their references to the
 # project's pages lead somewhere; dirlock_strerror(3) lists exactly the header's
@@ -17,11 +20,16 @@ if ! command -v mandoc >/dev/null 2>&1; then
 	exit 0
 fi
 CC=${CC:-cc}
-HEADER=lib/dirlock.h
+# The core's header (the codes, the flags) and every public header.
+HEADER=lib/core/dirlock.h
+HEADERS=(lib/*/dirlock*.h)
+# The include directories of a program built in the tree: every folder
+# of lib/ with a header (lib/lib.mk's LIB_INCLUDES).
+mapfile -t INCLUDES < <(for h in lib/*/*.h; do echo "-I${h%/*}"; done | sort -u)
 pages=(man/*.[0-9])
 pages3=(man/*.3)
 mapfile -t with_examples < <(grep -l '^\.Sh EXAMPLES' "${pages3[@]}")
-plan $((2 + ${#pages[@]} + 8 + ${#with_examples[@]} + 3))
+plan $((2 + ${#pages[@]} + 10 + ${#with_examples[@]} + 3))
 
 # ---- the lint can fail ------------------------------------------------
 
@@ -63,13 +71,13 @@ done
 
 # The functions the header declares (a declaration starts its line with
 # its type), and the names the section-3 pages give (NAME sections).
-sed -n 's/^[a-z][a-z_ ]*[ *]\(dirlock_[a-z_]*\)(.*/\1/p' "$HEADER" | sort >"$T/functions"
+sed -n 's/^[a-z][a-z_ ]*[ *]\(dirlock_[a-z_]*\)(.*/\1/p' "${HEADERS[@]}" | sort >"$T/functions"
 {
 	for page in "${pages3[@]}"; do basename "$page" .3; done
 	man/links "${pages3[@]}" | sed 's/\.3 .*//'
 } | grep -vx dirlock | sort >"$T/names"
 diff "$T/functions" "$T/names" >"$T/diff"
-ok $? "the section-3 pages name every function of $HEADER, and no other ($(wc -l <"$T/functions") functions)"
+ok $? "the section-3 pages name every function of the public headers, and no other ($(wc -l <"$T/functions") functions)"
 [ -s "$T/diff" ] && diag "<: declared in the header only, >: named by a page only"
 sed 's/^/  /' "$T/diff" | while read -r line; do diag "$line"; done
 
@@ -79,6 +87,83 @@ grep -ho '^\.Xr dirlock[a-z_]* 3' "${pages3[@]}" | awk '{print $2}' | sort -u >"
 missing=$(comm -23 "$T/referenced" "$T/known")
 [ -z "$missing" ]
 ok $? "every .Xr to a dirlock page leads to one ($(wc -l <"$T/referenced") names)${missing:+: missing $missing}"
+
+# Each synopsis shows its functions as the headers declare them -- return
+# type and arguments, spaces aside -- and names with .In a header that
+# declares each (the public headers each include dirlock.h, so a page of
+# a module's calls names the module's header).  synopses PAGE...: one
+# line per disagreement, PAGE: what.
+cat >"$T/synopses.pl" <<'EOF'
+use strict;
+use warnings;
+my (@headers, @pages);
+my $list = \@headers;
+for (@ARGV) { if ($_ eq '--') { $list = \@pages } else { push @$list, $_ } }
+sub norm { my $s = shift; $s =~ s/\s+/ /g; $s =~ s/\s*([*(),\[\]])\s*/$1/g; $s =~ s/^ | $//g; return $s }
+my (%proto, %where);
+for my $h (@headers) {
+	open my $f, '<', $h or die "$h: $!";
+	local $/;
+	my $text = <$f>;
+	$text =~ s{/\*.*?\*/}{ }gs;
+	$text =~ s{^#(?:[^\n]*\\\n)*[^\n]*}{}gm;
+	(my $base = $h) =~ s{.*/}{};
+	my $args = qr/(?:[^()]|\((?:[^()]|\([^()]*\))*\))*/;
+	while ($text =~ /(?:^|[;{}])\s*([A-Za-z_][\w \t\n*]*?)\b(dirlock_\w+)\s*\(($args)\)\s*(?=;)/gs) {
+		$proto{$2} = norm($1) . '|' . join(',', map { norm($_) } split_args($3));
+		$where{$2} = $base;
+	}
+}
+sub split_args { # the arguments of a prototype, split at top-level commas
+	my ($s, $depth, @out, $cur) = (shift, 0);
+	$cur = '';
+	for my $c (split //, $s) {
+		$depth++ if $c eq '(';
+		$depth-- if $c eq ')';
+		if ($c eq ',' && $depth == 0) { push @out, $cur; $cur = ''; next }
+		$cur .= $c;
+	}
+	push @out, $cur;
+	return @out;
+}
+for my $page (@pages) {
+	open my $f, '<', $page or die "$page: $!";
+	my ($in, $ret, $name, @args, %inc, @shown) = (0, '');
+	while (<$f>) {
+		chomp;
+		if (/^\.Sh /) { $in = /^\.Sh SYNOPSIS/; next }
+		next unless $in;
+		if (/^\.In (\S+)/) { $inc{$1} = 1 }
+		elsif (/^\.Ft "?(.*?)"?$/) { $ret = $1 }
+		elsif (/^\.Fn (\S+)\s*(.*)/) {
+			my ($n, $rest) = ($1, $2);
+			my @a = $rest =~ /"([^"]*)"|(\S+)/g;
+			push @shown, [$n, $ret, grep { defined } @a];
+		}
+		elsif (/^\.Fo (\S+)/) { ($name, @args) = ($1) }
+		elsif (/^\.Fa "([^"]*)"/ && defined $name) { push @args, $1 }
+		elsif (/^\.Fc/ && defined $name) { push @shown, [$name, $ret, @args]; undef $name }
+	}
+	for (@shown) {
+		my ($n, $r, @a) = @$_;
+		if (!exists $proto{$n}) { print "$page: $n is declared in no public header\n"; next }
+		my $got = norm($r) . '|' . join(',', map { norm($_) } @a);
+		print "$page: $n is shown as '$got', declared '$proto{$n}'\n" if $got ne $proto{$n};
+		print "$page: $n is declared in $where{$n}, which no .In names\n" unless $inc{$where{$n}};
+	}
+}
+EOF
+sed -e 's/^\.In dirlock_range\.h$/.In dirlock.h/' -e 's/"const char \*space"/"const char *lockdir"/' \
+	man/dirlock_acquire_range.3 >"$T/dirlock_acquire_range.3"
+said=$(perl "$T/synopses.pl" "${HEADERS[@]}" -- "$T/dirlock_acquire_range.3")
+echo "$said" | grep -q "dirlock_acquire_range is declared in dirlock_range.h, which no .In names" &&
+	echo "$said" | grep -q "dirlock_acquire_range is shown as 'int|const char\*lockdir,"
+ok $? "a synopsis that names the wrong header, or an argument the header does not, is found"
+[ -n "$said" ] || diag "nothing found in the broken page"
+said=$(perl "$T/synopses.pl" "${HEADERS[@]}" -- "${pages3[@]}")
+[ -z "$said" ]
+ok $? "each synopsis shows its functions as the headers declare them, under their header's .In"
+echo "$said" | while read -r line; do [ -n "$line" ] && diag "$line"; done
 
 # dirlock_strerror(3) lists exactly the codes of enum dirlock_code, which
 # DIRLOCK_CODES(X) makes: one X(NAME, "description") per code.
@@ -106,10 +191,10 @@ fields() { # fields FILE STRUCT: the names of its fields, one a line
 		}
 	}' "$1"
 }
-mapfile -t structs < <(sed -n 's/^typedef struct \(dirlock_[a-z_]*\) {$/\1/p' "$HEADER")
+mapfile -t structs < <(sed -n 's/^typedef struct \(dirlock_[a-z_]*\) {$/\1/p' "${HEADERS[@]}")
 bad=
 for struct in "${structs[@]}"; do
-	fields "$HEADER" "$struct" >"$T/want"
+	for h in "${HEADERS[@]}"; do fields "$h" "$struct"; done >"$T/want"
 	shown=0
 	for page in "${pages3[@]}"; do
 		fields "$page" "$struct" >"$T/got"
@@ -158,7 +243,7 @@ mandoc -Tutf8 man/dirlock.1 | col -b | sed -n '/^LOCK SPACES/,/^SUBCOMMANDS/p' |
 # A sanitizer build's library needs its runtime linked into the program.
 san=
 [ "${SANITIZE:-}" = 1 ] && san="-fsanitize=address,undefined"
-if "$CC" -std=c11 -D_GNU_SOURCE $san -Ilib -o "$T/query" "$T/query.c" -L"$BUILD_DIR" -ldirlock \
+if "$CC" -std=c11 -D_GNU_SOURCE $san -Ilib/core -o "$T/query" "$T/query.c" -L"$BUILD_DIR" -ldirlock \
 	-Wl,-rpath,"$BUILD_DIR" 2>"$T/cc.err" && "$T/query" >/dev/null 2>"$T/run.err"; then
 	bad=
 	while read -r kind cells; do
@@ -206,7 +291,7 @@ for page in "${with_examples[@]}"; do
 	blocks=("$T/ex.$base".*.c)
 	good=0
 	for c in "${blocks[@]}"; do
-		if ! "$CC" -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only -Ilib "$c" 2>"$T/cc.err"; then
+		if ! "$CC" -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only "${INCLUDES[@]}" "$c" 2>"$T/cc.err"; then
 			good=1
 			diag "$c:"
 			sed 's/^/  /' "$T/cc.err" | while read -r line; do diag "$line"; done
