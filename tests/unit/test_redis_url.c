@@ -1,7 +1,8 @@
 /* test_redis_url.c - unit tests of the Redis space address parser
  * (lib/redis/redis_url.c): the defaults, every part, credentials with %XX, the
- * canonical form and its round trip, the password never shown, and a clear
- * refusal of each kind of bad address. */
+ * canonical form and its round trip, the password never shown, TLS
+ * (rediss://) and the parameters that name files and a variable, and a
+ * clear refusal of each kind of bad address. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,7 +56,51 @@ static void test_defaults_and_parts(void **state)
         assert_true(dl_redis_url_is_redis("redis://x"));
         assert_true(dl_redis_url_is_redis("redis+unix:///x"));
         assert_false(dl_redis_url_is_redis("/var/locks"));
-        assert_false(dl_redis_url_is_redis("rediss://x"));
+        assert_true(dl_redis_url_is_redis("rediss://x"));
+        assert_false(dl_redis_url_is_redis("redis:/x"));
+}
+
+static void test_tls_and_files(void **state)
+{
+        (void)state;
+        dl_redis_url u;
+        char why[200], out[DL_REDIS_URL_MAX];
+        assert_int_equal(parse("rediss://locker@redis.example:6380/2?prefix=board&password_file=/etc/dl/pw"
+                               "&cacert=/etc/dl/ca.pem&cert=/etc/dl/c.pem&key=/etc/dl/c.key",
+                               &u, why),
+                         0);
+        assert_true(u.tls);
+        assert_true(u.has_user);
+        assert_false(u.has_password);
+        assert_true(dl_redis_url_logs_in(&u));
+        assert_string_equal(u.user, "locker");
+        assert_string_equal(u.password_file, "/etc/dl/pw");
+        assert_string_equal(u.cacert, "/etc/dl/ca.pem");
+        assert_string_equal(u.cert, "/etc/dl/c.pem");
+        assert_string_equal(u.key, "/etc/dl/c.key");
+        assert_int_equal(u.port, 6380);
+        assert_int_equal(u.db, 2);
+        /* The canonical order, whatever the order given; a user with no
+         * password in the address is "USER@", hidden or not. */
+        canonical("rediss://locker@h?key=k&cacert=c&password_file=p&prefix=x&cert=c2",
+                  "rediss://locker@h:6379/0?prefix=x&password_file=p&cacert=c&cert=c2&key=k");
+        assert_int_equal(parse("rediss://locker@h?password_file=p", &u, why), 0);
+        assert_true(dl_redis_url_format(&u, true, out, sizeof out) > 0);
+        assert_string_equal(out, "rediss://locker@h:6379/0?prefix=dirlock&password_file=p");
+        /* Files may hold any byte but NUL, %XX-encoded. */
+        canonical("rediss://h?cacert=/a%20b/c%26d%3Fe%25f%23",
+                  "rediss://h:6379/0?prefix=dirlock&cacert=/a%20b/c%26d%3Fe%25f%23");
+        assert_int_equal(parse("rediss://h?cacert=/a%20b/c%26d", &u, why), 0);
+        assert_string_equal(u.cacert, "/a b/c&d");
+        /* The password from the environment; a default user's password from a file. */
+        canonical("redis://:@h?password_env=DL_PW_1", "redis://h:6379/0?prefix=dirlock&password_env=DL_PW_1");
+        canonical("redis+unix:///s?password_file=/p&db=3",
+                  "redis+unix:///s?db=3&prefix=dirlock&password_file=/p");
+        assert_int_equal(parse("redis://h?password_env=X", &u, why), 0);
+        assert_false(u.has_user);
+        assert_true(dl_redis_url_logs_in(&u));
+        assert_int_equal(parse("redis://h", &u, why), 0);
+        assert_false(dl_redis_url_logs_in(&u));
 }
 
 static void test_credentials(void **state)
@@ -119,7 +164,24 @@ static void test_bad_addresses(void **state)
         refused("redis://h_1", "host name");
         refused("redis://[::1", "']'");
         refused("redis://[zz]", "IPv6");
-        refused("redis://user@h", "':'");
+        refused("redis://user@h", "a user needs a password");
+        refused("redis://@h", "nothing before '@'");
+        refused("redis://u:hunter2@h?password_file=/p", "given twice");
+        refused("redis://h?password_file=/p&password_env=P", "given twice");
+        refused("redis://u:hunter2@h?password_env=P", "given twice");
+        refused("redis://h?password_file=", "file name");
+        refused("redis://h?password_file=/a b", "file name");
+        refused("redis://h?password_file=/a%00", "file name");
+        refused("redis://h?password_file=/a%2", "file name");
+        refused("redis://h?password_file=/p&password_file=/q", "twice");
+        refused("redis://h?password_env=1X", "environment variable");
+        refused("redis://h?password_env=A-B", "environment variable");
+        refused("redis://h?password_env=", "environment variable");
+        refused("redis://h?cacert=/ca.pem", "rediss://");
+        refused("redis+unix:///s?cert=/c", "rediss://");
+        refused("rediss://h?cert=/c", "both cert=FILE and key=FILE");
+        refused("rediss://h?key=/k", "both cert=FILE and key=FILE");
+        refused("rediss://h?cacert=/a&cacert=/b", "twice");
         refused("redis://u:hunter2 x@h", "password");
         refused("redis://u:hunter2%4@h", "password");
         refused("redis://u:hunter2%00@h", "password");
@@ -145,6 +207,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_defaults_and_parts),
             cmocka_unit_test(test_credentials),
+            cmocka_unit_test(test_tls_and_files),
             cmocka_unit_test(test_bad_addresses),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
