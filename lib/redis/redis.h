@@ -1,11 +1,12 @@
 /* redis.h - what the files of the Redis backend share, one section per
- * file: the connections (redis_conn.c), the scripts (redis_scripts.c),
+ * file: the connections (redis_conn.c, over the links of redis_link.h:
+ * TCP, unix sockets, TLS), the scripts (redis_scripts.c),
  * the handle and the calls made for it (redis_handle.c), the waits whole
  * locks and ranges share (redis_wait.c), whole locks (redis_whole.c) and
  * ranges (redis_range.c); redis_backend.c, the table, uses them all and
  * is used by none.  The data model is at the top of redis_backend.c; the
- * address grammar in redis_url.h.  Only built when hiredis is
- * (DIRLOCK_WITH_REDIS). */
+ * address grammar in redis_url.h.  Only built when hiredis and OpenSSL
+ * are (DIRLOCK_WITH_REDIS). */
 #ifndef DIRLOCK_REDIS_H
 #define DIRLOCK_REDIS_H
 
@@ -55,7 +56,10 @@ typedef struct dl_redis_conn dl_redis_conn;
 
 /* A connection to `srv` that is the caller's alone until dl_redis_done():
  * one this thread kept, or a new one (connect, AUTH, SELECT) made by
- * `deadline`.  DIRLOCK_ESERVER, DIRLOCK_EAUTH, DIRLOCK_ENOMEM (*out NULL).
+ * `deadline`.  DIRLOCK_ESERVER; DIRLOCK_EAUTH (the password or database
+ * refused, a TLS refusal); DIRLOCK_EPERM (the user's ACL refuses
+ * SELECT); DIRLOCK_EINVAL (a file or variable the address names cannot
+ * be used); DIRLOCK_ENOMEM (*out NULL).
  * A thread keeps up to DL_REDIS_CONNS_PER_THREAD idle, the least recently
  * used closed first; after fork() the child makes its own. */
 #define DL_REDIS_CONNS_PER_THREAD 4
@@ -157,7 +161,7 @@ const char *dl_redis_script_name(dl_redis_script_id id);
  * flushed server) EVAL, which loads it again.  The first call of a
  * process learns each script's SHA1 with SCRIPT LOAD, pipelined with its
  * EVAL: one round trip always.  Error replies are mapped (EDATA, EAUTH,
- * ESERVER) with the lock `what` in the message; *reply is the script's
+ * EPERM, ESERVER) with the lock `what` in the message; *reply is the script's
  * answer otherwise. */
 int dl_redis_eval(dl_redis_conn *c, dl_redis_script_id id, int nkeys, const char **keys, int nargs,
                   const char **args, const dl_time *deadline, const char *what, redisReply **reply,
@@ -165,7 +169,8 @@ int dl_redis_eval(dl_redis_conn *c, dl_redis_script_id id, int nkeys, const char
 
 /* Map an error reply of the server to a dirlock code and message (which
  * names the server and `what`): WRONGTYPE and script errors are
- * DIRLOCK_EDATA, NOAUTH/WRONGPASS/NOPERM DIRLOCK_EAUTH, LOADING, BUSY,
+ * DIRLOCK_EDATA, NOAUTH/WRONGPASS DIRLOCK_EAUTH, an ACL's refusal of a
+ * command or key (NOPERM, or inside a script) DIRLOCK_EPERM, LOADING, BUSY,
  * OOM, READONLY, MISCONF and the like DIRLOCK_ESERVER. */
 int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what, dirlock_error *err);
 

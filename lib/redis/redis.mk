@@ -1,25 +1,29 @@
 # lib/redis/redis.mk - the Redis backend: lock spaces on a Redis server
-# shared by several hosts (redis://, redis+unix://; redis.h), a shared
-# object of its own, dirlock/redis.so, which the library loads on the
-# first use of a redis:// space (and libdirlock-redis.a for static
-# programs).
+# shared by several hosts (redis://, rediss:// over TLS, redis+unix://;
+# redis.h), a shared object of its own, dirlock/redis.so, which the
+# library loads on the first use of a redis:// space (and
+# libdirlock-redis.a for static programs).
 #   provides: REDIS (1 when built), REDIS_SRCS, REDIS_LUA (the scripts,
 #             made C strings in $(BUILD)/lib/redis/redis_lua.h: below)
 #
-# Built when pkg-config finds hiredis (Debian: libhiredis-dev), or never
-# with REDIS=0; without it dirlock/redis.absent says what to install,
-# and redis:// spaces are refused with that.
+# Built when pkg-config finds hiredis and OpenSSL (Debian: libhiredis-dev,
+# libssl-dev: hiredis formats and parses, OpenSSL is the TLS of
+# rediss://, redis_tls.c), or never with REDIS=0; without them
+# dirlock/redis.absent says what to install, and redis:// spaces are
+# refused with that.  OpenSSL is linked by redis.so alone: the library
+# itself needs libc only.
 
 REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_deadlock.c \
-	lib/redis/redis_handle.c \
+	lib/redis/redis_handle.c lib/redis/redis_link.c lib/redis/redis_tls.c \
 	lib/redis/redis_permits.c lib/redis/redis_range.c lib/redis/redis_scripts.c lib/redis/redis_url.c \
 	lib/redis/redis_wait.c lib/redis/redis_whole.c
-REDIS ?= $(shell pkg-config --exists hiredis 2>/dev/null && echo 1 || echo 0)
+REDIS_PKGS := hiredis libssl libcrypto
+REDIS ?= $(shell pkg-config --exists $(REDIS_PKGS) 2>/dev/null && echo 1 || echo 0)
 ifeq ($(REDIS),1)
-$(eval $(call backend,redis,$(REDIS_SRCS),$(shell pkg-config --libs hiredis)))
+$(eval $(call backend,redis,$(REDIS_SRCS),$(shell pkg-config --libs $(REDIS_PKGS))))
 ALL_CFLAGS += -DDIRLOCK_WITH_REDIS
 else
-$(eval $(call backend_absent,redis,this build of dirlock has no Redis support (install libhiredis-dev and rebuild)))
+$(eval $(call backend_absent,redis,this build of dirlock has no Redis support (install libhiredis-dev and libssl-dev and rebuild)))
 endif
 
 # The Lua scripts (lib/redis/scripts/NAME.lua; redis_scripts.c puts them

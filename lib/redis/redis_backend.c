@@ -634,7 +634,7 @@ static const char *redis_space_key(const dirlock *h)
 
 static const char *const redis_forms[] = {DL_REDIS_SPACE_FORMS, NULL};
 
-static const char *const redis_prefixes[] = {"redis://", "redis+unix://", NULL};
+static const char *const redis_prefixes[] = {"redis://", "rediss://", "redis+unix://", NULL};
 
 static const dl_backend dl_redis_backend = {
     .name = "Redis",

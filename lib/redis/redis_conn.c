@@ -5,27 +5,36 @@
  * makes its own), with every wait bounded by a deadline.
  *
  * KEYS.  A connection is kept under its server's key (dl_redis_server):
- * the canonical address with credentials, database and prefix, so that
- * two spaces never share one.  Up to DL_REDIS_CONNS_PER_THREAD idle ones
- * are kept per thread, the least recently used closed first.
+ * the canonical address with credentials, files, database and prefix,
+ * so that two spaces never share one.  Up to DL_REDIS_CONNS_PER_THREAD
+ * idle ones are kept per thread, the least recently used closed first.
  *
- * I/O.  hiredis 0.14 formats commands and parses replies; the bytes go
- * through send(MSG_NOSIGNAL) (a server gone away must not kill the caller
- * with SIGPIPE).  On TCP a reply is read with a blocking recv() bounded
- * by the socket's SO_RCVTIMEO, READ_SLICE_MS, as long as at least that
- * much of the caller's deadline is left (a slow reply is waited for slice
- * by slice); the rest of the time, on a unix socket, and whenever another
- * descriptor is watched too (cancel, pidfd), after poll() says it is
- * readable.  Every wait is so bounded by the caller's deadline.  System
- * calls are most of a lock's cost on a virtual machine: the common path
- * makes none but send and recv on TCP, send, poll and read on a unix
- * socket (there a reader blocked in recv() is also woken when the server
- * reads our request -- the socket's write-space wake-up, which poll()
- * filters out -- and a context switch costs more than the poll()), and
- * no getpid() (a fork is seen by an atfork handler).  A connection on which
- * anything failed, or whose reply was abandoned, is closed at once: a
- * reused connection never holds a stale reply.  Sockets are made
- * close-on-exec right after they are opened.
+ * I/O.  hiredis formats commands (redisFormatCommandArgv) and parses
+ * replies (a redisReader); the bytes go over a link (redis_link.h: plain
+ * TCP, a unix socket or TLS, one table of operations), which never
+ * raises SIGPIPE.  On plain TCP a reply is read with a blocking recv()
+ * bounded by the socket's SO_RCVTIMEO, DL_REDIS_READ_SLICE_MS, as long as
+ * at least that much of the caller's deadline is left (a slow reply is
+ * waited for slice by slice); the rest of the time, on a unix socket or
+ * TLS, and whenever another descriptor is watched too (cancel, pidfd),
+ * after poll() says it is readable -- save for bytes TLS has already
+ * decrypted, which are read at once.  Every wait is so bounded by the
+ * caller's deadline.  System calls are most of a lock's cost on a
+ * virtual machine: the common path makes none but send and recv on TCP,
+ * send, poll and read on a unix socket (there a reader blocked in recv()
+ * is also woken when the server reads our request -- the socket's
+ * write-space wake-up, which poll() filters out -- and a context switch
+ * costs more than the poll()), and no getpid() (a fork is seen by an
+ * atfork handler).  A connection on which anything failed, or whose reply
+ * was abandoned, is closed at once: a reused connection never holds a
+ * stale reply.
+ *
+ * LOGGING IN.  A new connection sends AUTH [USER] PASSWORD when the
+ * address gives a password or names where it is (password_file,
+ * password_env: read at each connect, wiped once sent), then SELECT for
+ * a database other than 0.  A server that closes a new plain TCP
+ * connection before its first answer is asked, once, whether it speaks
+ * TLS (a TLS-only port closes plain ones): then the refusal says so.
  *
  * SCRIPTS are called by SHA1 (EVALSHA).  The SHA1 of each is learnt once
  * per process from SCRIPT LOAD, sent in the same round trip as the first
@@ -34,47 +43,56 @@
  *
  * ERRORS become dirlock codes here (dl_redis_reply_error): unreachable,
  * broken or silent servers DIRLOCK_ESERVER; refused credentials or
- * database DIRLOCK_EAUTH; data dirlock did not write (a key of the wrong
- * type) and script errors DIRLOCK_EDATA.  Messages name the server with
- * its password replaced by ***. */
+ * database, and TLS refusals, DIRLOCK_EAUTH; an ACL that does not let
+ * the user run a command or touch a key of the space DIRLOCK_EPERM; data
+ * dirlock did not write (a key of the wrong type) and script errors
+ * DIRLOCK_EDATA.  Messages name the server with its password replaced by
+ * ***, and never hold a password. */
 #include "redis.h"
+#include "redis_link.h"
+#include "secret.h"
 #include "test_hooks.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-/* SO_RCVTIMEO of every connection: under DL_REDIS_GRACE_MS, so that even
- * a call at timeout 0 (a round trip of DL_REDIS_GRACE_MS) reads its reply
- * on TCP without a poll() first. */
-#define READ_SLICE_MS 100
-_Static_assert(READ_SLICE_MS < DL_REDIS_GRACE_MS, "a call at timeout 0 reads without poll()");
+/* Under DL_REDIS_GRACE_MS, so that even a call at timeout 0 (a round trip
+ * of DL_REDIS_GRACE_MS) reads its reply on TCP without a poll() first. */
+_Static_assert(DL_REDIS_READ_SLICE_MS < DL_REDIS_GRACE_MS, "a call at timeout 0 reads without poll()");
 
 struct dl_redis_conn {
-        redisContext *ctx;          /* NULL: closed after a failure (dl_redis_drop) */
-        bool unix_socket;           /* poll() before reads; a send to a server that closed it fails (EPIPE) */
-        bool unsent;                /* the last request failed before any byte of it went out */
-        int clock;                  /* CLOCK_UNREAD, CLOCK_KNOWN or CLOCK_REFUSED */
-        unsigned clock_epoch;       /* this thread's clock_epoch when the clock was read */
-        long long clock_offset_ms;  /* server ms (TIME) - our monotonic ms, when read */
-        char key[DL_REDIS_URL_MAX]; /* its server's key, under which it is kept */
+        dl_redis_link link;          /* link.type NULL: closed after a failure (dl_redis_drop) */
+        redisReader *reader;         /* the replies' parser */
+        short read_want;             /* what the next read waits for: POLLIN, or POLLOUT (TLS) */
+        bool unsent;                 /* the last request failed before any byte of it went out */
+        bool answered;               /* a reply came on it */
+        bool closed_unanswered;      /* the server closed it before any reply */
+        int clock;                   /* CLOCK_UNREAD, CLOCK_KNOWN or CLOCK_REFUSED */
+        unsigned clock_epoch;        /* this thread's clock_epoch when the clock was read */
+        long long clock_offset_ms;   /* server ms (TIME) - our monotonic ms, when read */
+        char key[DL_REDIS_URL_MAX];  /* its server's key, under which it is kept */
         char name[DL_REDIS_URL_MAX]; /* the address with the password hidden, for messages */
 };
 
-/* hiredis' redisFree() closes the socket and frees, sending nothing: fit
- * for a forked child's copy as well. */
+static bool is_open(const dl_redis_conn *c)
+{
+        return c->link.type != NULL;
+}
+
+/* The link's close sends nothing (redis_link.h): fit for a forked child's
+ * copy as well. */
 static void conn_close(void *p, bool forked)
 {
         (void)forked;
         dl_redis_conn *c = p;
-        if (c->ctx != NULL)
-                redisFree(c->ctx);
+        dl_redis_link_close(&c->link);
+        if (c->reader != NULL)
+                redisReaderFree(c->reader);
         free(c);
 }
 
@@ -100,9 +118,7 @@ const char *dl_redis_conn_name(const dl_redis_conn *c)
 
 void dl_redis_drop(dl_redis_conn *c)
 {
-        if (c->ctx != NULL)
-                redisFree(c->ctx);
-        c->ctx = NULL;
+        dl_redis_link_close(&c->link);
 }
 
 /* A failed connection: close it and say why. */
@@ -114,9 +130,29 @@ static int conn_failed(dl_redis_conn *c, dirlock_error *err, const char *what, c
         return rc;
 }
 
+/* The link failed with errno (redis_link.h): a refusal (EACCES) is
+ * DIRLOCK_EAUTH, anything else a broken connection. */
+static int link_failed(dl_redis_conn *c, dirlock_error *err, const char *what)
+{
+        if (errno == EACCES) {
+                int rc =
+                    dl_fail(err, DIRLOCK_EAUTH, 0, "Redis server %.300s: TLS: %s", c->name, c->link.detail);
+                dl_redis_drop(c);
+                return rc;
+        }
+        return conn_failed(c, err, what, c->link.detail[0] ? c->link.detail : strerror(errno));
+}
+
 static bool starts(const char *s, const char *word)
 {
         return strncmp(s, word, strlen(word)) == 0;
+}
+
+/* An ACL's refusal: of a command or key (NOPERM), or inside a script
+ * (Redis 7: "The user executing the script can't ..."). */
+static bool acl_refusal(const char *s)
+{
+        return starts(s, "NOPERM") || strstr(s, "user executing the script can't") != NULL;
 }
 
 int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what, dirlock_error *err)
@@ -125,8 +161,13 @@ int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what
         const char *w = what ? what : "request";
         if (starts(s, "ERR Protocol error"))
                 dl_redis_drop(c); /* the server closes such a connection */
-        if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") || starts(s, "NOPERM") ||
-            starts(s, "ERR Protocol error: unauthenticated"))
+        if (acl_refusal(s))
+                return dl_fail(err, DIRLOCK_EPERM, 0,
+                               "Redis server %.300s: the user may not run the %s (its ACL does not allow a "
+                               "command or a key of the space; docs/security.md lists what a locker needs): "
+                               "%.200s",
+                               c->name, w, s);
+        if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") || starts(s, "ERR Protocol error: unauthenticated"))
                 return dl_fail(err, DIRLOCK_EAUTH, 0, "Redis server %.300s refused the %s: %.200s", c->name,
                                w, s);
         if (starts(s, "WRONGTYPE"))
@@ -151,42 +192,23 @@ int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what
 
 /* ---- I/O -------------------------------------------------------------------- */
 
-static int poll_until(struct pollfd *fds, nfds_t n, const dl_time *deadline)
-{
-        for (;;) {
-                double ms = dl_remaining(deadline);
-                struct timespec ts = {(time_t)(ms / 1e3),
-                                      (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-                int r = dl_poll(fds, n, &ts);
-                if (r >= 0 || errno != EINTR)
-                        return r;
-                if (dl_remaining(deadline) <= 0)
-                        return 0;
-        }
-}
-
 static int write_all(dl_redis_conn *c, const char *buf, size_t len, const dl_time *deadline,
                      dirlock_error *err)
 {
         size_t off = 0;
         while (off < len) {
-                ssize_t n = send(c->ctx->fd, buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t n = c->link.type->send(&c->link, buf + off, len - off);
                 if (n > 0) {
                         off += (size_t)n;
                         continue;
                 }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                        struct pollfd p = {.fd = c->ctx->fd, .events = POLLOUT};
-                        if (poll_until(&p, 1, deadline) <= 0) {
-                                c->unsent = off == 0;
+                c->unsent = off == 0;
+                if (n < 0 && errno == EAGAIN) {
+                        if (dl_redis_link_poll(&c->link, c->link.want, NULL, 0, NULL, deadline) <= 0)
                                 return conn_failed(c, err, "no room to send within the time left", NULL);
-                        }
                         continue;
                 }
-                c->unsent = off == 0;
-                return conn_failed(c, err, "cannot send", strerror(errno));
+                return link_failed(c, err, "cannot send");
         }
         return DIRLOCK_OK;
 }
@@ -206,8 +228,8 @@ static int send_formatted(dl_redis_conn *c, int argc, const char **argv, const s
 int dl_redis_send(dl_redis_conn *c, int argc, const char **argv, const size_t *argvlen,
                   const dl_time *deadline, dirlock_error *err)
 {
-        c->unsent = c->ctx == NULL;
-        if (c->ctx == NULL)
+        c->unsent = !is_open(c);
+        if (!is_open(c))
                 return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: not connected", c->name);
         return send_formatted(c, argc, argv, argvlen, deadline, err);
 }
@@ -217,33 +239,29 @@ bool dl_redis_unsent(const dl_redis_conn *c)
         return c->unsent;
 }
 
-static int read_failed(dl_redis_conn *c, dirlock_error *err)
-{
-        if (c->ctx->err == REDIS_ERR_EOF)
-                return conn_failed(c, err, "connection closed by the server", NULL);
-        if (c->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-                return conn_failed(c, err, "no answer within the time left", NULL);
-        return conn_failed(c, err, "cannot read the reply", c->ctx->errstr);
-}
-
-/* One blocking recv() of at most READ_SLICE_MS (SO_RCVTIMEO), fed to the
- * reply parser.  DIRLOCK_OK when bytes came and when the slice passed (or
- * a signal came) without any; else the failure (the connection is
- * closed). */
-static int read_slice(dl_redis_conn *c, dirlock_error *err)
+/* One recv() on the link, fed to the reply parser.  DIRLOCK_OK when bytes
+ * came, and when none were ready (the slice passed, a signal, TLS wants
+ * more: read_want says what to wait for); else the failure (the
+ * connection is closed). */
+static int read_some(dl_redis_conn *c, dirlock_error *err)
 {
         char buf[16384];
-        ssize_t n = recv(c->ctx->fd, buf, sizeof buf, 0);
+        ssize_t n = c->link.type->recv(&c->link, buf, sizeof buf);
         if (n > 0) {
-                if (redisReaderFeed(c->ctx->reader, buf, (size_t)n) != REDIS_OK)
-                        return conn_failed(c, err, "unreadable reply", c->ctx->reader->errstr);
+                c->read_want = POLLIN;
+                if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
+                        return conn_failed(c, err, "unreadable reply", c->reader->errstr);
                 return DIRLOCK_OK;
         }
+        if (n < 0 && errno == EAGAIN) {
+                c->read_want = c->link.want;
+                return DIRLOCK_OK;
+        }
+        if (!c->answered && (n == 0 || errno == ECONNRESET))
+                c->closed_unanswered = true;
         if (n == 0)
                 return conn_failed(c, err, "connection closed by the server", NULL);
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                return DIRLOCK_OK;
-        return conn_failed(c, err, "cannot read the reply", strerror(errno));
+        return link_failed(c, err, "cannot read the reply");
 }
 
 int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *fds, int n, int *which,
@@ -252,46 +270,44 @@ int dl_redis_await_reply(dl_redis_conn *c, const dl_time *deadline, const int *f
         *reply = NULL;
         if (which != NULL)
                 *which = -1;
-        if (c->ctx == NULL)
+        if (!is_open(c))
                 return dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: not connected", c->name);
-        struct pollfd p[DL_REDIS_AWAIT_FDS_MAX + 1];
+        short revents[DL_REDIS_AWAIT_FDS_MAX];
         DL_ASSERT(n >= 0 && n <= DL_REDIS_AWAIT_FDS_MAX);
         for (;;) {
                 void *r = NULL;
-                if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK)
-                        return conn_failed(c, err, "unreadable reply", c->ctx->errstr);
+                if (redisReaderGetReply(c->reader, &r) != REDIS_OK)
+                        return conn_failed(c, err, "unreadable reply", c->reader->errstr);
                 if (r != NULL) {
+                        c->answered = true;
                         *reply = r;
                         return DIRLOCK_OK;
                 }
-                if (n == 0 && !c->unix_socket && dl_remaining(deadline) >= READ_SLICE_MS) {
-                        /* Nothing else to watch, and a whole slice left:
-                         * a blocking read cannot pass the deadline, and
-                         * saves a poll(). */
-                        int rc = read_slice(c, err);
+                bool slice = n == 0 && c->link.type->blocking_reads &&
+                             dl_remaining(deadline) >= DL_REDIS_READ_SLICE_MS;
+                if (slice || c->link.type->pending(&c->link) > 0) {
+                        /* Bytes the library holds, or nothing else to
+                         * watch and a whole slice left: a blocking read
+                         * cannot pass the deadline, and saves a poll(). */
+                        int rc = read_some(c, err);
                         if (rc != DIRLOCK_OK)
                                 return rc;
                         continue;
                 }
-                nfds_t k = 0;
-                p[k++] = (struct pollfd){.fd = c->ctx->fd, .events = POLLIN};
-                for (int i = 0; i < n; i++)
-                        p[k++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-                int got = poll_until(p, k, deadline);
+                int got = dl_redis_link_poll(&c->link, c->read_want, fds, n, revents, deadline);
                 if (got < 0)
                         return conn_failed(c, err, "cannot wait for the reply", strerror(errno));
                 if (got == 0)
                         return conn_failed(c, err, "no answer within the time left", NULL);
-                for (nfds_t i = 1; i < k; i++)
-                        if (fds[i - 1] >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+                for (int i = 0; i < n; i++)
+                        if (fds[i] >= 0 && (revents[i] & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
                                 if (which != NULL)
-                                        *which = (int)i - 1;
+                                        *which = i;
                                 return DIRLOCK_OK;
                         }
-                if (p[0].revents == 0)
-                        continue;
-                if (redisBufferRead(c->ctx) != REDIS_OK)
-                        return read_failed(c, err);
+                int rc = read_some(c, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
         }
 }
 
@@ -305,49 +321,64 @@ int dl_redis_command(dl_redis_conn *c, int argc, const char **argv, const size_t
 
 /* ---- connecting ------------------------------------------------------------- */
 
-/* AUTH and SELECT on a new connection: any refusal is DIRLOCK_EAUTH. */
-static int handshake(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
+/* One command of the log-in (AUTH, SELECT): an error reply is the
+ * refusal `code` of `words` (DIRLOCK_EPERM when an ACL refuses the
+ * command), and closes the connection. */
+static int login_step(dl_redis_conn *c, int argc, const char **argv, const dl_time *deadline, int code,
+                      const char *words, dirlock_error *err)
+{
+        redisReply *r = NULL;
+        int rc = dl_redis_command(c, argc, argv, NULL, deadline, &r, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        if (r->type == REDIS_REPLY_ERROR) {
+                rc =
+                    acl_refusal(r->str)
+                        ? dl_fail(err, DIRLOCK_EPERM, 0,
+                                  "Redis server %.300s: the user may not use %s (its ACL does not allow %s): "
+                                  "%.200s",
+                                  c->name, words, argv[0], r->str)
+                        : dl_fail(err, code, 0, "Redis server %.300s refused %s: %.200s", c->name, words,
+                                  r->str);
+                dl_redis_drop(c);
+        }
+        freeReplyObject(r);
+        return rc;
+}
+
+/* AUTH and SELECT on a new connection (LOGGING IN): a refused password or
+ * database is DIRLOCK_EAUTH, a file or variable that cannot be read
+ * DIRLOCK_EINVAL. */
+static int log_in(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
 {
         const char *argv[3];
         int argc = 0;
-        redisReply *r = NULL;
-        if (u->has_password) {
+        if (dl_redis_url_logs_in(u)) {
+                char password[DL_REDIS_PASSWORD_MAX + 1];
+                int rc = u->has_password ? DIRLOCK_OK
+                                         : dl_secret_read(u->password_file, u->password_env, password,
+                                                          sizeof password, c->name, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
                 argv[argc++] = "AUTH";
                 if (u->has_user)
                         argv[argc++] = u->user;
-                argv[argc++] = u->password;
-                int rc = dl_redis_command(c, argc, argv, NULL, deadline, &r, err);
+                argv[argc++] = u->has_password ? u->password : password;
+                rc = login_step(c, argc, argv, deadline, DIRLOCK_EAUTH, "the credentials", err);
+                dl_secret_wipe(password, sizeof password);
                 if (rc != DIRLOCK_OK)
                         return rc;
-                if (r->type == REDIS_REPLY_ERROR) {
-                        rc = dl_fail(err, DIRLOCK_EAUTH, 0,
-                                     "Redis server %.300s refused the credentials: %.200s", c->name, r->str);
-                        freeReplyObject(r);
-                        dl_redis_drop(c);
-                        return rc;
-                }
-                freeReplyObject(r);
         }
         if (u->db != 0) {
-                char db[16];
+                char db[16], words[32];
                 snprintf(db, sizeof db, "%d", u->db);
+                snprintf(words, sizeof words, "database %d", u->db);
                 argv[0] = "SELECT";
                 argv[1] = db;
-                int rc = dl_redis_command(c, 2, argv, NULL, deadline, &r, err);
-                if (rc != DIRLOCK_OK)
-                        return rc;
-                if (r->type == REDIS_REPLY_ERROR) {
-                        rc = dl_fail(err, DIRLOCK_EAUTH, 0, "Redis server %.300s refused database %d: %.200s",
-                                     c->name, u->db, r->str);
-                        freeReplyObject(r);
-                        dl_redis_drop(c);
-                        return rc;
-                }
-                freeReplyObject(r);
+                return login_step(c, 2, argv, deadline, DIRLOCK_EAUTH, words, err);
         }
         return DIRLOCK_OK;
 }
-
 enum { CLOCK_UNREAD, CLOCK_KNOWN, CLOCK_REFUSED };
 
 static long long mono_ms(const dl_time *t)
@@ -423,33 +454,21 @@ void dl_redis_clock_stale(void)
 
 static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *deadline, dirlock_error *err)
 {
-        double ms = dl_remaining(deadline);
-        struct timeval tv = {(time_t)(ms / 1e3),
-                             (suseconds_t)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e3)};
-        if (tv.tv_sec == 0 && tv.tv_usec < 1000)
-                tv.tv_usec = 1000;
-        redisContext *ctx = u->unix_socket ? redisConnectUnixWithTimeout(u->path, tv)
-                                           : redisConnectWithTimeout(u->host, u->port, tv);
-        if (ctx == NULL)
+        c->reader = redisReaderCreate();
+        if (c->reader == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        if (ctx->err) {
-                int rc = dl_fail(err, DIRLOCK_ESERVER, 0, "Redis server %.300s: cannot connect: %.200s",
-                                 c->name, ctx->errstr);
-                redisFree(ctx);
-                return rc;
-        }
-        int flags = fcntl(ctx->fd, F_GETFD);
-        if (flags >= 0)
-                fcntl(ctx->fd, F_SETFD, flags | FD_CLOEXEC);
-        struct timeval slice = {0, READ_SLICE_MS * 1000};
-        setsockopt(ctx->fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice);
-        if (!u->unix_socket)
-                redisEnableKeepAlive(ctx);
-        c->ctx = ctx;
-        c->unix_socket = u->unix_socket;
-        int rc = handshake(c, u, deadline, err);
+        c->read_want = POLLIN;
+        int rc = dl_redis_link_open(&c->link, u, deadline, c->name, err);
+        if (rc == DIRLOCK_OK)
+                rc = log_in(c, u, deadline, err);
         if (rc == DIRLOCK_OK)
                 rc = read_server_clock(c, deadline, err);
+        if (rc == DIRLOCK_ESERVER && c->closed_unanswered && !u->tls && !u->unix_socket &&
+            dl_redis_tls_probe(u, deadline))
+                rc = dl_fail(err, DIRLOCK_EAUTH, 0,
+                             "Redis server %.300s closed the connection before its first answer: it speaks "
+                             "TLS on this port (rediss://, with cacert=FILE)",
+                             c->name);
 #ifdef DIRLOCK_TEST_HOOKS
         /* a clock offset gone stale since the connection opened (our host
          * suspended, the server's clock set forward): tests/core-redis.t */
@@ -469,8 +488,8 @@ static int open_conn(dl_redis_conn *c, const dl_redis_url *u, const dl_time *dea
  * out (EPIPE), and dl_redis_unsent() says so. */
 static bool idle_and_open(const dl_redis_conn *c)
 {
-        struct pollfd p = {.fd = c->ctx->fd, .events = POLLIN | POLLRDHUP};
-        return poll(&p, 1, 0) == 0;
+        struct pollfd p = {.fd = c->link.fd, .events = POLLIN | POLLRDHUP};
+        return c->link.type->pending(&c->link) == 0 && poll(&p, 1, 0) == 0;
 }
 
 int dl_redis_connect(const dl_redis_server *srv, const dl_time *deadline, bool checked, dl_redis_conn **out,
@@ -479,7 +498,7 @@ int dl_redis_connect(const dl_redis_server *srv, const dl_time *deadline, bool c
         *out = NULL;
         dl_redis_conn *c = dl_conn_get(&conns, srv->key);
         if (c != NULL) {
-                if (c->ctx != NULL && c->ctx->err == 0 && (!checked || c->unix_socket || idle_and_open(c))) {
+                if (is_open(c) && (!checked || c->link.type->send_fails_closed || idle_and_open(c))) {
                         *out = c;
                         return DIRLOCK_OK;
                 }
@@ -488,6 +507,7 @@ int dl_redis_connect(const dl_redis_server *srv, const dl_time *deadline, bool c
         c = calloc(1, sizeof *c);
         if (c == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        c->link.fd = -1;
         snprintf(c->key, sizeof c->key, "%s", srv->key);
         if (dl_redis_url_format(&srv->url, true, c->name, sizeof c->name) < 0)
                 snprintf(c->name, sizeof c->name, "%s", "(address too long)");
@@ -504,7 +524,7 @@ void dl_redis_done(dl_redis_conn *c)
 {
         if (c == NULL)
                 return;
-        if (c->ctx != NULL && c->ctx->err == 0)
+        if (is_open(c))
                 dl_conn_put(&conns, c, c->key);
         else
                 conn_close(c, false);
