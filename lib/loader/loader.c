@@ -6,7 +6,10 @@
  * uses instead.
  *
  * WHERE.  A scheme's backend is the shared object BASE.so, BASE the
- * scheme up to its first '+' (redis+unix:// is redis.so's), looked for
+ * scheme up to its first '+' (redis+unix:// is redis.so's) -- or, when
+ * there is no BASE.so nor BASE.absent and BASE ends in 's', BASE without
+ * it: the TLS form of a scheme is its module's too, as https is http's
+ * (rediss:// is redis.so's, etcds:// etcd.so's) -- looked for
  * in the directory `dirlock` beside the file this library was loaded
  * from (build/dirlock/ in the source tree, LIBDIR/dirlock/ installed),
  * then in the directory the build named (DIRLOCK_MODULE_DIR, the
@@ -94,17 +97,11 @@ static int open_module(const char *path, dirlock_error *err)
         return -1;
 }
 
-static int load_scheme(const char *scheme, dirlock_error *err)
+/* Module BASE.so of one of dirs loaded, or BASE.absent's note in err:
+ * 1, -1, or 0 when there is neither.  Under load_mutex. */
+static int load_base(const char *base, char dirs[2][PATH_MAX], size_t ndirs, dirlock_error *err)
 {
-        char base[BASE_MAX + 1], dirs[2][PATH_MAX], path[PATH_MAX + BASE_MAX + 16];
-        size_t n = strcspn(scheme, "+");
-        if (n > BASE_MAX)
-                return 0;
-        for (size_t i = 0; i < n; i++)
-                base[i] = (char)(scheme[i] >= 'A' && scheme[i] <= 'Z' ? scheme[i] - 'A' + 'a' : scheme[i]);
-        base[n] = '\0';
-        pthread_mutex_lock(&load_mutex);
-        size_t ndirs = module_dirs(dirs);
+        char path[PATH_MAX + BASE_MAX + 16];
         int rc = 0;
         for (size_t d = 0; d < ndirs && rc == 0; d++) {
                 snprintf(path, sizeof path, "%s/%s.so", dirs[d], base);
@@ -118,6 +115,25 @@ static int load_scheme(const char *scheme, dirlock_error *err)
                         dl_fail(err, DIRLOCK_EINVAL, 0, "%s", why);
                         rc = -1;
                 }
+        }
+        return rc;
+}
+
+static int load_scheme(const char *scheme, dirlock_error *err)
+{
+        char base[BASE_MAX + 1], dirs[2][PATH_MAX];
+        size_t n = strcspn(scheme, "+");
+        if (n > BASE_MAX)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                base[i] = (char)(scheme[i] >= 'A' && scheme[i] <= 'Z' ? scheme[i] - 'A' + 'a' : scheme[i]);
+        base[n] = '\0';
+        pthread_mutex_lock(&load_mutex);
+        size_t ndirs = module_dirs(dirs);
+        int rc = load_base(base, dirs, ndirs, err);
+        if (rc == 0 && n > 1 && base[n - 1] == 's') {
+                base[n - 1] = '\0'; /* the TLS form: its plain scheme's module (WHERE) */
+                rc = load_base(base, dirs, ndirs, err);
         }
         pthread_mutex_unlock(&load_mutex);
         return rc;
