@@ -176,10 +176,13 @@ int dl_redis_reply_error(dl_redis_conn *c, const redisReply *r, const char *what
 
 /* ---- the handle and its calls (redis_handle.c) ------------------------------ */
 
+/* The size of a space's key, {P}:names (dl_redis_make_keys). */
+#define DL_REDIS_SPACE_KEY_MAX (DL_REDIS_PREFIX_MAX + 9)
+
 struct dl_redis {
         dl_redis_server server;
         char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4]; /* {P}:NAME */
-        char space[DL_REDIS_PREFIX_MAX + 3];                   /* {P}      */
+        char space_key[DL_REDIS_SPACE_KEY_MAX];                /* {P}:names */
         unsigned long long fence;                              /* drawn at acquire */
         long long seq;                                         /* arrival number, 0: none */
         /* The last release of the whole lock never reached the server (no
@@ -194,10 +197,12 @@ long long dl_redis_stale_ms(const dirlock *h);
 long long dl_redis_queue_ttl_ms(const dirlock *h);
 /* Lock space `space`'s server, or DIRLOCK_EINVAL with the reason. */
 int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error *err);
-/* The keys of space `srv`: its base {P} into space and, unless base is
- * NULL, lock `name`'s {P}:NAME into base. */
-void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize, char *space,
-                        size_t ssize);
+/* The keys of space `srv`: its key {P}:names (the set of its lock names,
+ * the last KEYS of every script: scripts/common.lua) into space_key and,
+ * unless base is NULL, lock `name`'s base {P}:NAME into base.  Every key
+ * of the space starts with "{P}:", so an ACL of ~{P}:* covers them. */
+void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize,
+                        char *space_key, size_t ssize);
 int dl_redis_bad_reply(dirlock_error *err, const char *what);
 /* DIRLOCK_ELOST: h's entry (a whole lock's or a range's) on the server
  * is gone.  `answer` is the script's LOST answer (scripts/common.lua): -2

@@ -64,7 +64,7 @@ static int redis_open(dirlock *h, const char *spec, dirlock_error *err)
                 free(r);
                 return rc;
         }
-        dl_redis_make_keys(&r->server, h->name, r->base, sizeof r->base, r->space, sizeof r->space);
+        dl_redis_make_keys(&r->server, h->name, r->base, sizeof r->base, r->space_key, sizeof r->space_key);
         h->impl = r;
         return DIRLOCK_OK;
 }
@@ -529,9 +529,8 @@ static int names_of(const dl_redis_server *srv, char ***names_out, size_t *count
 {
         *names_out = NULL;
         *count = 0;
-        char space[DL_REDIS_PREFIX_MAX + 3], key[DL_REDIS_PREFIX_MAX + 16];
-        dl_redis_make_keys(srv, NULL, NULL, 0, space, sizeof space);
-        snprintf(key, sizeof key, "%s:names", space);
+        char key[DL_REDIS_SPACE_KEY_MAX];
+        dl_redis_make_keys(srv, NULL, NULL, 0, key, sizeof key);
         dl_time never = dl_deadline(-1);
         dl_time io = dl_redis_io_deadline(&never);
         dl_redis_conn *c;

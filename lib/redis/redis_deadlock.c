@@ -204,7 +204,7 @@ static int report(const redisReply *rep, dirlock_error *err)
 int dl_redis_deadlock_check(dirlock *h, char kind, long long seq, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_redis *r = dl_redis_of(h);
-        const char *keys[2] = {r->base, r->space};
+        const char *keys[2] = {r->base, r->space_key};
         char k[2] = {kind, '\0'}, s[24], ttl[24], nodes[24];
         snprintf(s, sizeof s, "%lld", seq);
         snprintf(ttl, sizeof ttl, "%lld", 2 * dl_redis_queue_ttl_ms(h));

@@ -39,10 +39,10 @@ int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error 
         return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s': %s", shown, why);
 }
 
-void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize, char *space,
-                        size_t ssize)
+void dl_redis_make_keys(const dl_redis_server *srv, const char *name, char *base, size_t bsize,
+                        char *space_key, size_t ssize)
 {
-        snprintf(space, ssize, "{%s}", srv->url.prefix);
+        snprintf(space_key, ssize, "{%s}:names", srv->url.prefix);
         if (base != NULL)
                 snprintf(base, bsize, "{%s}:%s", srv->url.prefix, name);
 }
@@ -117,7 +117,7 @@ int dl_redis_run_on(const dirlock *h, dl_redis_script_id id, int nargs, const ch
                     bool *resent, redisReply **reply, dirlock_error *err)
 {
         const struct dl_redis *r = dl_redis_of(h);
-        const char *keys[2] = {r->base, r->space};
+        const char *keys[2] = {r->base, r->space_key};
         dl_time call = dl_deadline(h->opts.timeout);
         dl_time io = dl_redis_io_deadline(&call);
         char what[DIRLOCK_NAME_MAX + 16];
@@ -198,9 +198,9 @@ int dl_redis_release_entry(const dirlock *h, dl_redis_script_id id, const char *
 int dl_redis_admin_script(const dl_redis_server *srv, const char *name, dl_redis_script_id id, int nargs,
                           const char **args, redisReply **reply, dirlock_error *err)
 {
-        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4], space[DL_REDIS_PREFIX_MAX + 3];
-        dl_redis_make_keys(srv, name, base, sizeof base, space, sizeof space);
-        const char *keys[2] = {base, space};
+        char base[DL_REDIS_PREFIX_MAX + DIRLOCK_NAME_MAX + 4], space_key[DL_REDIS_SPACE_KEY_MAX];
+        dl_redis_make_keys(srv, name, base, sizeof base, space_key, sizeof space_key);
+        const char *keys[2] = {base, space_key};
         dl_time never = dl_deadline(-1);
         dl_time io = dl_redis_io_deadline(&never);
         char what[DIRLOCK_NAME_MAX + 16];

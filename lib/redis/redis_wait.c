@@ -413,14 +413,14 @@ static int acquire_begin(struct acquire *q, dirlock **hs, size_t n, const struct
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         for (size_t i = 0; i < n; i++)
                 q->keys[i] = dl_redis_of(hs[i])->base;
-        q->keys[n] = q->r->space;
+        q->keys[n] = q->r->space_key;
         const dirlock_options *o = &q->h->opts;
         snprintf(q->mode, sizeof q->mode, "%d", o->mode);
         snprintf(q->policy, sizeof q->policy, "%d", o->policy);
         snprintf(q->stale, sizeof q->stale, "%lld", dl_redis_stale_ms(q->h));
         q->ttl = dl_redis_queue_ttl_ms(q->h);
         snprintf(q->qttl, sizeof q->qttl, "%lld", q->ttl);
-        snprintf(q->wake_key, sizeof q->wake_key, "%s:wake:%s", q->r->space, q->h->token);
+        snprintf(q->wake_key, sizeof q->wake_key, "{%s}:wake:%s", q->r->server.url.prefix, q->h->token);
         q->may_queue = o->timeout != 0;
         dl_backoff_init(&q->retry, DL_REDIS_RETRY_FIRST_MS, DL_REDIS_RETRY_MAX_MS, q->h->token);
         dl_silence_begin(&q->silence);
@@ -700,7 +700,7 @@ static int upgrade_attempt(struct upgrade *q, bool last, long long *state, struc
                            dirlock_error *err)
 {
         struct dl_redis *r = dl_redis_of(q->h);
-        const char *keys[2] = {r->base, r->space};
+        const char *keys[2] = {r->base, r->space_key};
         const char *args[4] = {q->h->token, q->stale, last ? "1" : "0",
                                q->h->opts.policy == DIRLOCK_POLICY_SIMPLE ? "1" : "0"};
         dl_time io = dl_redis_io_deadline(&q->deadline);
@@ -752,7 +752,7 @@ int dl_redis_upgrade_wait(dirlock *h, const dirlock_options *opts, const struct 
                             .deadline = dl_deadline(o.timeout),
                             .ow = {-1, 0}};
         snprintf(q.stale, sizeof q.stale, "%lld", dl_redis_stale_ms(h));
-        snprintf(q.wake_key, sizeof q.wake_key, "%s:wake:%s", dl_redis_of(h)->space, h->token);
+        snprintf(q.wake_key, sizeof q.wake_key, "{%s}:wake:%s", dl_redis_of(h)->server.url.prefix, h->token);
         int rc;
         for (;;) {
                 bool last = q.canceled || q.timeout == 0 || dl_deadline_passed(&q.deadline);

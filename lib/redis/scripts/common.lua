@@ -10,9 +10,12 @@
 -- (lib/redis/redis.mk).
 --
 -- KEYS of every script: the bases K of the names it works on, then the
--- space's base {P}.  Only keys under the same hash tag {P} are touched
--- (K:w, K:r, ..., {P}:seq, {P}:names, {P}:wake:<token>), so they all live
--- in the slot of the given keys (Redis Cluster keeps a space in one slot).
+-- space's key {P}:names, its set of lock names; B, the space's base {P},
+-- is that key without ":names".  Only keys under the same hash tag {P}
+-- are touched (K:w, K:r, ..., {P}:seq, {P}:names, {P}:wake:<token>), so
+-- they all live in the slot of the given keys (Redis Cluster keeps a
+-- space in one slot), and every one, given or touched, starts with
+-- "{P}:" (an ACL user limited to ~{P}:* runs them all).
 --
 -- INVARIANTS the scripts keep together:
 --   M  (mutual exclusion) K:w names at most one holder; while K:w holds a
@@ -43,7 +46,7 @@
 -- script reads (and so type-checks) what it will change, and draws fences
 -- and touches hashes before it takes anything: a key of the wrong type or
 -- a fence counter that holds no number fails it before a lock is taken.
-local B = KEYS[#KEYS]
+local B = string.sub(KEYS[#KEYS], 1, -7)
 local tm = redis.call('TIME')
 local NOW = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local NOW_US = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
