@@ -1,5 +1,6 @@
 /* test_etcd.c - unit tests of lock spaces on an etcd cluster (lib/etcd/):
- * the address grammar, the text of a queue entry, the rules of who may
+ * the address grammar (etcds:// and its parameters too), the text of a
+ * queue entry, the rules of who may
  * hold (etcd_queue.c: modes, policies, ranges, the entry a waiter
  * watches, the grant pass), and the API against a live cluster -- the
  * shared one of tests/run-all ($DIRLOCK_TEST_ETCD), or a private one this
@@ -98,6 +99,66 @@ static void test_url(void **state)
         assert_int_equal(parse(long_prefix, &u, why), -1);
         long_prefix[9 + DL_ETCD_PREFIX_MAX] = '\0';
         assert_int_equal(parse(long_prefix, &u, why), 0);
+}
+
+/* etcds://, the log-in and the files: parsed, printed in the grammar's
+ * order, the cluster's key with them and without the prefix, and each
+ * wrong combination refused with its reason. */
+static void test_url_tls(void **state)
+{
+        (void)state;
+        dl_etcd_url u, back;
+        char why[200], buf[2000];
+        assert_int_equal(parse("etcds://e1:2379,e2/board?key=/k%20y&user=locker&cert=/c&cacert=/ca.pem"
+                               "&password_file=/etc/dl/pw",
+                               &u, why),
+                         0);
+        assert_true(u.tls);
+        assert_string_equal(u.user, "locker");
+        assert_string_equal(u.password_file, "/etc/dl/pw");
+        assert_string_equal(u.key, "/k y");
+        int n = dl_etcd_url_format(&u, buf, sizeof buf);
+        assert_int_equal(n, (int)strlen(buf));
+        assert_string_equal(buf, "etcds://e1:2379,e2:2379/board?user=locker&password_file=/etc/dl/pw"
+                                 "&cacert=/ca.pem&cert=/c&key=/k%20y");
+        assert_int_equal(parse(buf, &back, why), 0);
+        assert_memory_equal(&u, &back, sizeof u);
+        dl_etcd_url_cluster(&u, buf, sizeof buf);
+        assert_string_equal(buf, "etcds://e1:2379,e2:2379?user=locker&password_file=/etc/dl/pw"
+                                 "&cacert=/ca.pem&cert=/c&key=/k%20y");
+        dl_etcd_url_base(&u, 1, buf, sizeof buf);
+        assert_string_equal(buf, "https://e2:2379");
+        assert_int_equal(parse("etcd://h?user=a%26b&password_env=ETCD_PW", &u, why), 0);
+        assert_false(u.tls);
+        assert_string_equal(u.user, "a&b");
+        assert_string_equal(u.prefix, DL_ETCD_DEFAULT_PREFIX);
+        dl_etcd_url_format(&u, buf, sizeof buf);
+        assert_string_equal(buf, "etcd://h:2379/dirlock?user=a%26b&password_env=ETCD_PW");
+        struct {
+                const char *in, *words;
+        } bad[] = {
+            {"etcd://h?cacert=/ca", "etcds://"},
+            {"etcds://h?cert=/c", "both cert=FILE and key=FILE"},
+            {"etcds://h?user=u", "a user needs a password"},
+            {"etcds://h?password_file=/p", "a password needs a user"},
+            {"etcds://h?user=u&password_file=/p&password_env=P", "given twice"},
+            {"etcds://h?user=u&user=v&password_env=P", "given twice"},
+            {"etcds://h?user=&password_env=P", "1-255 bytes"},
+            {"etcds://h?user=u&password_env=9P", "environment variable"},
+            {"etcds://h?cacert=/a b", "1-255 bytes"},
+            {"etcds://h?cacert=/a%00", "1-255 bytes"},
+            {"etcds://h?color=red", "unknown query parameter"},
+            {"etcds://h?cacert=/a&", "ends with '&'"},
+            {"etcds://h/p/q?cacert=/a", "prefix"},
+            {"etcds://u:pw@h", "user=NAME&password_file=FILE"},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                why[0] = '\0';
+                if (parse(bad[i].in, &u, why) != -1)
+                        fail_msg("'%s' was accepted", bad[i].in);
+                if (strstr(why, bad[i].words) == NULL)
+                        fail_msg("'%s': '%s' does not say '%s'", bad[i].in, why, bad[i].words);
+        }
 }
 
 /* ---- entries and rules ------------------------------------------------------- */
@@ -827,6 +888,7 @@ int main(void)
         signal(SIGPIPE, SIG_DFL); /* the library must not need it ignored */
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_url),
+            cmocka_unit_test(test_url_tls),
             cmocka_unit_test(test_entry_text),
             cmocka_unit_test(test_rules_modes),
             cmocka_unit_test(test_rules_policies),
