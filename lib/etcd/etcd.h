@@ -1,6 +1,8 @@
 /* etcd.h - what the files of the etcd backend share: the space's address
  * (etcd_url.h), the calls to the cluster's v3 JSON gateway (etcd_http.c:
- * libcurl and json-c, endpoints tried in turn), the typed requests
+ * libcurl and json-c, endpoints tried in turn), how they get in (TLS
+ * options and what refusals mean: etcd_access.c; the log-in and the calls
+ * made as the space's user: etcd_auth.c), the typed requests
  * (etcd_kv.c: leases, ranges, transactions, watches, as JSON with its
  * base64), a lock's queue and
  * the rules that say who may hold (etcd_queue.c), and what the protocol
@@ -18,6 +20,7 @@
 #include "range.h"
 #include "server.h"
 
+#include <curl/curl.h>
 #include <json-c/json.h>
 
 /* ---- time budgets ---------------------------------------------------------- */
@@ -52,17 +55,23 @@ typedef struct dl_etcd_reply {
         char message[200]; /* the error's message */
 } dl_etcd_reply;
 
-/* POST `request` (JSON, not consumed) to `path` ("/v3/kv/range") on the
- * space's members by `deadline`: the thread's current member first, then
- * the next ones, until one answers.  DIRLOCK_OK with *r filled (body, or
- * grpc_code for the errors a caller handles: not found, failed
- * precondition, out of range); DIRLOCK_ESERVER when no member answered
- * (or each said it cannot serve now: no leader, timed out, too many
- * requests), DIRLOCK_EAUTH (permission denied, unauthenticated),
- * DIRLOCK_EDATA (anything else the gateway refused).  *sent (may be NULL)
- * tells whether a request that got no answer may have reached a member
- * before the one that answered: a caller for whom asking twice is not the
- * same as asking once (a revoke) must know. */
+/* The calls made as the space's user (etcd_auth.c): dl_etcd_post() with
+ * the log-in's token (none when the address has no user), the token got
+ * again and the call made again once when the cluster refuses it (it
+ * expired).  POST `request` (JSON, not consumed) to `path`
+ * ("/v3/kv/range") on the space's members by `deadline`: the thread's
+ * current member first, then the next ones, until one answers.
+ * DIRLOCK_OK with *r filled (body, or grpc_code for the errors a caller
+ * handles: not found, failed precondition, out of range);
+ * DIRLOCK_ESERVER when no member answered (or each said it cannot serve
+ * now: no leader, timed out, too many requests); DIRLOCK_EAUTH (TLS or
+ * the log-in refused), DIRLOCK_EPERM (the user may not touch the
+ * prefix), DIRLOCK_EINVAL (a file of the address cannot be used): the
+ * refusals of etcd_access.c; DIRLOCK_EDATA (anything else the gateway
+ * refused).  *sent (may be NULL) tells whether a request that got no
+ * answer may have reached a member before the one that answered: a
+ * caller for whom asking twice is not the same as asking once (a revoke)
+ * must know. */
 int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, const dl_time *deadline,
                  bool *sent, dl_etcd_reply *r, dirlock_error *err);
 void dl_etcd_reply_free(dl_etcd_reply *r);
@@ -90,10 +99,62 @@ typedef bool dl_etcd_made_fn(void *arg, long long made);
  * for; what changed before R is so the caller's to read.  The one
  * blocking wait of the backend that is not a request: a stream on the
  * current member, closed when the wait ends.  DIRLOCK_ESERVER when no
- * member would watch. */
+ * member would watch; the refusals of dl_etcd_call (etcd_auth.c: with the
+ * log-in's token, got again once when refused). */
 int dl_etcd_watch_wait(const dl_etcd_url *u, json_object *request, const dl_time *until, int cancel_fd,
                        int pid_fd, dl_etcd_made_fn *made, void *arg, dl_etcd_woken *woken,
                        dirlock_error *err);
+
+/* The gateway itself (etcd_http.c): dl_etcd_call and dl_etcd_watch_wait
+ * with the token given (NULL or "": none) and no second try;
+ * *token_refused (may be NULL) tells that the cluster refused the token
+ * (DIRLOCK_EAUTH). */
+int dl_etcd_post(const dl_etcd_url *u, const char *path, json_object *request, const char *token,
+                 const dl_time *deadline, bool *sent, dl_etcd_reply *r, bool *token_refused,
+                 dirlock_error *err);
+int dl_etcd_watch(const dl_etcd_url *u, const char *token, json_object *request, const dl_time *until,
+                  int cancel_fd, int pid_fd, dl_etcd_made_fn *made, void *arg, dl_etcd_woken *woken,
+                  bool *token_refused, dirlock_error *err);
+
+/* ---- getting in (etcd_access.c, etcd_auth.c) ---------------------------------- */
+
+/* The longest log-in token kept: etcd's simple tokens are ~20 bytes, its
+ * JWTs a few hundred. */
+#define DL_ETCD_TOKEN_MAX 2048
+
+/* Set the TLS options of an etcds:// request on e (its CAs, its client
+ * certificate, verification always on); libcurl's words of a failure go
+ * to errbuf (CURL_ERROR_SIZE bytes), for every request. */
+void dl_etcd_tls_options(CURL *e, const dl_etcd_url *u, char *errbuf);
+/* A transfer to `member` (host:port/path) that failed with `result`
+ * (libcurl's words in errbuf): DIRLOCK_EAUTH for a TLS refusal,
+ * DIRLOCK_EINVAL for a file that cannot be used, else DIRLOCK_ESERVER with
+ * *next (another member may do better). */
+int dl_etcd_transfer_failed(const dl_etcd_url *u, const char *member, CURLcode result, const char *errbuf,
+                            bool *next, dirlock_error *err);
+/* An answer that is not the gateway's JSON (HTTP `status`, `body` or
+ * NULL): its refusal of a client certificate with a Common Name
+ * (DIRLOCK_EAUTH), a failing member (>= 500: DIRLOCK_ESERVER, *next), or
+ * DIRLOCK_EDATA. */
+int dl_etcd_not_json(const char *member, long status, const char *body, bool *next, dirlock_error *err);
+/* The gateway's error answer, gRPC `code` and `text`: 0 when the caller
+ * handles it (not found, failed precondition, out of range), else the
+ * dirlock code with its words in err: DIRLOCK_ESERVER with *next (cannot
+ * serve now), DIRLOCK_EAUTH (the log-in: none given, a wrong password, a
+ * token refused -- *token_refused), DIRLOCK_EPERM (permission denied
+ * under the prefix), DIRLOCK_EDATA. */
+int dl_etcd_grpc_error(const dl_etcd_url *u, const char *member, int code, const char *text, bool *next,
+                       bool *token_refused, dirlock_error *err);
+
+/* The log-in token this process sends to u's cluster as u's user into
+ * out: the one it got before, or, when it has none or `stale` is the one
+ * the cluster refused, a new one (Authenticate, with the password read
+ * from its file or variable now).  "" when u has no user, or the
+ * cluster's authentication is off.  DIRLOCK_OK, or the refusals of
+ * dl_etcd_call (DIRLOCK_EAUTH: a wrong user or password; DIRLOCK_EINVAL:
+ * the password's file or variable), DIRLOCK_ESERVER. */
+int dl_etcd_token(const dl_etcd_url *u, const char *stale, const dl_time *deadline, char *out, size_t size,
+                  dirlock_error *err);
 
 /* Header revision of a reply (0 when missing). */
 long long dl_etcd_revision(const json_object *body);

@@ -1,8 +1,8 @@
 # lib/etcd/etcd.mk - the etcd backend: lock spaces on an etcd cluster
-# shared by several hosts (etcd://; etcd.h), reached through its v3 JSON
-# gateway: a shared object of its own, dirlock/etcd.so, which the library
-# loads on the first use of an etcd:// space (and libdirlock-etcd.a for
-# static programs).
+# shared by several hosts (etcd://, etcds:// over TLS; etcd.h), reached
+# through its v3 JSON gateway: a shared object of its own, dirlock/etcd.so,
+# which the library loads on the first use of an etcd:// space (and
+# libdirlock-etcd.a for static programs).
 #   provides: ETCD (1 when built), ETCD_SRCS
 #
 # Built when pkg-config finds libcurl, json-c and libcrypto (Debian:
@@ -10,7 +10,8 @@
 # without them dirlock/etcd.absent says what to install, and etcd://
 # spaces are refused with that.
 
-ETCD_SRCS := lib/etcd/etcd_admin.c lib/etcd/etcd_backend.c lib/etcd/etcd_http.c lib/etcd/etcd_kv.c \
+ETCD_SRCS := lib/etcd/etcd_access.c lib/etcd/etcd_admin.c lib/etcd/etcd_auth.c lib/etcd/etcd_backend.c \
+	lib/etcd/etcd_http.c lib/etcd/etcd_kv.c \
 	lib/etcd/etcd_queue.c lib/etcd/etcd_url.c
 ETCD_PKGS := libcurl json-c libcrypto
 ETCD ?= $(shell pkg-config --exists $(ETCD_PKGS) 2>/dev/null && echo 1 || echo 0)

@@ -1256,7 +1256,7 @@ static int etcd_upgrade(dirlock *h, const dirlock_options *opts, dirlock_error *
 
 static const char *const etcd_forms[] = {DL_ETCD_SPACE_FORMS, NULL};
 
-static const char *const etcd_prefixes[] = {"etcd://", NULL};
+static const char *const etcd_prefixes[] = {"etcd://", "etcds://", NULL};
 
 static const dl_backend dl_etcd_backend = {
     .name = "etcd",

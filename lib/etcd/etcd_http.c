@@ -1,7 +1,9 @@
 /* etcd_http.c - the etcd backend's calls to the cluster's v3 JSON gateway
  * (the gRPC API as HTTP POSTs of JSON, on each member's client port):
- * libcurl does the HTTP, json-c parses the answers; what a request says
- * (its JSON, the base64 of its byte fields) is etcd_kv.c's.
+ * libcurl does the HTTP (HTTPS for etcds://), json-c parses the answers;
+ * what a request says (its JSON, the base64 of its byte fields) is
+ * etcd_kv.c's, its TLS options and what a refusal means etcd_access.c's,
+ * the log-in token it carries etcd_auth.c's (which calls this file).
  *
  * CONNECTIONS.  A connection is a libcurl multi handle with one easy
  * handle (the multi handle keeps the TCP connections to the members it
@@ -16,8 +18,12 @@
  * closes its TCP connection: a connection given back never holds an
  * answer nobody will read.  Up to CONNS_PER_THREAD idle ones are kept
  * per thread and closed when it exits; a forked child closes its copies
- * of its parent's, which sends nothing (plain HTTP/1.1: no TLS
- * close_notify, no HTTP/2 GOAWAY), and makes its own.
+ * of its parent's and makes its own.  That close must send nothing (the
+ * parent goes on using the other copy of each socket): plain HTTP/1.1
+ * sends nothing, but libcurl ends a TLS session with a close_notify, so
+ * the child first points each socket's descriptor at /dev/null, and
+ * what libcurl sends goes nowhere -- it opens and closes every socket
+ * through our callbacks, which keep the list.
  *
  * Each thread also notes, for each of up to NOTES clusters, which member
  * answered last: calls go there first.  The note is not a connection's:
@@ -55,6 +61,7 @@
  * caller as soon as the silence has lasted DIRLOCK_SERVER_NOTICE_MS,
  * though a call goes on for up to DL_ETCD_IO_MS. */
 #include "etcd.h"
+#include "secret.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -75,8 +82,9 @@
 #define ATTEMPT_MS 1000.0
 /* After a round in which every member said it cannot serve now. */
 #define ROUND_PAUSE_MS   25.0
-#define CONNS_PER_THREAD 8 /* idle ones kept; more in use at once are made and closed */
-#define SOCKS            4 /* sockets one transfer may ask to be watched (a connection, a resolver) */
+#define CONNS_PER_THREAD 8  /* idle ones kept; more in use at once are made and closed */
+#define SOCKS            4  /* sockets one transfer may ask to be watched (a connection, a resolver) */
+#define OPEN_SOCKS       16 /* sockets of a connection's handle kept track of (CONNECTIONS) */
 
 /* A connection: a multi handle with its one easy handle, what its
  * requests send, and what libcurl asked drive() to watch for it (its
@@ -90,7 +98,14 @@ struct conn {
                 int what; /* CURL_POLL_IN, _OUT, _INOUT */
         } socks[SOCKS];
         int nsocks;
-        long timer_ms;                 /* when libcurl wants to be called back, -1: not */
+        long timer_ms; /* when libcurl wants to be called back, -1: not */
+        /* With a log-in (etcd_auth.c): the headers above with the token's
+         * "Authorization:" line, made for the token they hold. */
+        struct curl_slist *auth_json, *auth_watch;
+        char token[DL_ETCD_TOKEN_MAX];
+        char errbuf[CURL_ERROR_SIZE];   /* libcurl's words for the last failure */
+        curl_socket_t open[OPEN_SOCKS]; /* the sockets libcurl has open for it */
+        int nopen;
         char key[DL_ETCD_CLUSTER_MAX]; /* its cluster's address, its key in the cache */
 };
 
@@ -101,13 +116,17 @@ static void curl_init(void)
         curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* The cache's close: libcurl's cleanup closes the sockets and sends
- * nothing on them (CONNECTIONS), so a forked child's copy is freed the
- * same way. */
+/* The cache's close: libcurl's cleanup closes the sockets; in a forked
+ * child, after each descriptor was pointed at /dev/null, so that nothing
+ * goes out (CONNECTIONS). */
 static void conn_close(void *p, bool forked)
 {
-        (void)forked;
         struct conn *c = p;
+        int null = forked && c->nopen > 0 ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1;
+        for (int k = 0; null >= 0 && k < c->nopen; k++)
+                dup2(null, c->open[k]);
+        if (null >= 0)
+                close(null);
         if (c->multi != NULL && c->easy != NULL)
                 curl_multi_remove_handle(c->multi, c->easy);
         if (c->easy != NULL)
@@ -116,16 +135,35 @@ static void conn_close(void *p, bool forked)
                 curl_multi_cleanup(c->multi);
         curl_slist_free_all(c->json_headers);
         curl_slist_free_all(c->watch_headers);
+        curl_slist_free_all(c->auth_json);
+        curl_slist_free_all(c->auth_watch);
+        dl_secret_wipe(c->token, sizeof c->token);
         free(c);
 }
 
 static const dl_conn_cache conns = {CONNS_PER_THREAD, conn_close};
 
-static curl_socket_t open_cloexec(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+/* libcurl's socket opening and closing: close-on-exec, and kept track of
+ * (CONNECTIONS). */
+static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
-        (void)arg;
         (void)purpose;
-        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+        struct conn *c = arg;
+        curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+        if (fd >= 0 && c->nopen < OPEN_SOCKS)
+                c->open[c->nopen++] = fd;
+        return fd;
+}
+
+static int close_socket(void *arg, curl_socket_t fd)
+{
+        struct conn *c = arg;
+        for (int k = 0; k < c->nopen; k++)
+                if (c->open[k] == fd) {
+                        c->open[k] = c->open[--c->nopen];
+                        break;
+                }
+        return close(fd);
 }
 
 /* The descriptors open now, as a list ended by -1, or NULL. */
@@ -242,12 +280,59 @@ static struct conn *conn_new(const char *key)
         return c;
 }
 
-/* Check out a connection to cluster `key`: an idle one of this thread,
- * else a new one.  NULL: out of memory. */
-static struct conn *conn_get(const char *key)
+/* Check out a connection to u's cluster, whose key is `key`: an idle one
+ * of this thread, else a new one -- after a look at the client key's file
+ * (it may not be readable by every user: secret.c).  DIRLOCK_OK,
+ * DIRLOCK_EINVAL, DIRLOCK_ENOMEM. */
+static int conn_get(const dl_etcd_url *u, const char *key, struct conn **out, dirlock_error *err)
 {
-        struct conn *c = dl_conn_get(&conns, key);
-        return c != NULL ? c : conn_new(key);
+        *out = dl_conn_get(&conns, key);
+        if (*out != NULL)
+                return DIRLOCK_OK;
+        if (u->key[0] != '\0') {
+                char who[DL_ETCD_HOST_MAX + 32];
+                snprintf(who, sizeof who, "etcd member %s:%d", u->ep[0].host, u->ep[0].port);
+                int rc = dl_secret_check_key(u->key, who, err);
+                if (rc != DIRLOCK_OK)
+                        return rc;
+        }
+        *out = conn_new(key);
+        return *out != NULL ? DIRLOCK_OK : dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+}
+
+/* A copy of `base` with `line` at its end; NULL: out of memory. */
+static struct curl_slist *with_line(const struct curl_slist *base, const char *line)
+{
+        struct curl_slist *l = NULL;
+        for (const struct curl_slist *h = base;; h = h->next) {
+                struct curl_slist *more = curl_slist_append(l, h != NULL ? h->data : line);
+                if (more == NULL) {
+                        curl_slist_free_all(l);
+                        return NULL;
+                }
+                l = more;
+                if (h == NULL)
+                        return l;
+        }
+}
+
+/* The headers of a request on c: JSON, or a watch's; with `token` (not
+ * empty) its "Authorization:" line.  NULL: out of memory. */
+static struct curl_slist *headers_for(struct conn *c, bool watch, const char *token)
+{
+        if (token == NULL || token[0] == '\0')
+                return watch ? c->watch_headers : c->json_headers;
+        if (c->auth_json == NULL || c->auth_watch == NULL || strcmp(c->token, token) != 0) {
+                curl_slist_free_all(c->auth_json);
+                curl_slist_free_all(c->auth_watch);
+                char line[DL_ETCD_TOKEN_MAX + 16];
+                snprintf(line, sizeof line, "Authorization: %s", token);
+                c->auth_json = with_line(c->json_headers, line);
+                c->auth_watch = with_line(c->watch_headers, line);
+                dl_secret_wipe(line, sizeof line);
+                snprintf(c->token, sizeof c->token, "%s", token);
+        }
+        return watch ? c->auth_watch : c->auth_json;
 }
 
 static void conn_put(struct conn *c)
@@ -314,7 +399,9 @@ struct sink {
         long long created_rev; /* ... at this revision */
         bool stop_on_created;  /* watch: drive() returns once it is made */
         bool changed;          /* watch: an event, or the server ended the watch */
-        bool failed;           /* watch: an error line */
+        bool failed;           /* watch: an error line, or a refusal (fail_code) */
+        int fail_code;         /* watch: the refusal's gRPC code (3, 7, 16), 0: none */
+        char fail_text[160];   /* ... and its words */
         bool oom;
 };
 
@@ -325,10 +412,30 @@ static void watch_line(struct sink *s, const char *line, size_t len)
         json_tokener_free(tok);
         if (o == NULL)
                 return;
-        json_object *res, *ev, *c;
-        if (json_object_object_get_ex(o, "error", NULL)) {
+        json_object *res, *ev, *c, *why;
+        if (json_object_object_get_ex(o, "error", &res)) {
                 s->failed = true;
+                if (json_object_object_get_ex(res, "grpc_code", &c))
+                        s->fail_code = json_object_get_int(c);
+                if (json_object_object_get_ex(res, "message", &why))
+                        snprintf(s->fail_text, sizeof s->fail_text, "%s", json_object_get_string(why));
         } else if (json_object_object_get_ex(o, "result", &res)) {
+                /* A watch the member refused (the user's permissions, its
+                 * log-in) is made and canceled at once, saying why. */
+                const char *reason =
+                    json_object_object_get_ex(res, "cancel_reason", &why) ? json_object_get_string(why) : "";
+                int code = strstr(reason, "code = PermissionDenied")  ? 7
+                           : strstr(reason, "code = Unauthenticated") ? 16
+                           : strstr(reason, "code = InvalidArgument") ? 3
+                                                                      : 0;
+                if (code != 0) {
+                        s->failed = true;
+                        s->fail_code = code;
+                        const char *desc = strstr(reason, "desc = ");
+                        snprintf(s->fail_text, sizeof s->fail_text, "%s", desc ? desc + 7 : reason);
+                        json_object_put(o);
+                        return;
+                }
                 if (json_object_object_get_ex(res, "created", &c) && json_object_get_boolean(c)) {
                         s->created = true;
                         s->created_rev = dl_etcd_revision(res);
@@ -439,26 +546,37 @@ static enum driven drive(struct conn *c, struct sink *s, const dl_time *until, c
         }
 }
 
+/* Where a request goes: member i of u, the address with the path (url)
+ * and the member without the scheme, for messages (member). */
+struct target {
+        char url[DL_ETCD_HOST_MAX + 64];
+        const char *member;
+};
+
 /* The easy handle of c, set for a POST of `body` to path `path` of member
- * i of u with `headers`, the answer going to s; *url gets the member's
- * address with the path (for messages, after its "http://"). */
+ * i of u with `headers` and u's TLS options, the answer going to s. */
 static CURL *easy_setup(struct conn *c, const dl_etcd_url *u, size_t i, const char *path, const char *body,
-                        struct curl_slist *headers, struct sink *s, char *url, size_t url_size)
+                        struct curl_slist *headers, struct sink *s, struct target *t)
 {
-        dl_etcd_url_base(u, i, url, url_size);
-        size_t bl = strlen(url);
-        snprintf(url + bl, url_size - bl, "%s", path);
+        dl_etcd_url_base(u, i, t->url, sizeof t->url);
+        size_t bl = strlen(t->url);
+        snprintf(t->url + bl, sizeof t->url - bl, "%s", path);
+        t->member = strstr(t->url, "://") + 3;
         CURL *e = c->easy;
         curl_easy_reset(e);
-        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_URL, t->url);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1); /* what CONNECTIONS says */
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, s);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+        curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, c);
         curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        dl_etcd_tls_options(e, u, c->errbuf);
         return e;
 }
 
@@ -486,42 +604,111 @@ void dl_etcd_reply_free(dl_etcd_reply *r)
         r->body = NULL;
 }
 
-/* What the gateway's error code means to a caller: 0 the caller handles
- * it (the reply stands), else the dirlock code, with `next` when another
- * member may do better. */
-static int classify(int code, bool *next)
+/* Whether member i of u speaks TLS, asked when a plain request got no
+ * answer at all (a TLS-only member closes a plain connection without
+ * one): a TLS handshake on c's handle, by `until`, that trusts nothing
+ * and sends nothing but the handshake. */
+static bool speaks_tls(struct conn *c, const dl_etcd_url *u, size_t i, const dl_time *until)
 {
-        *next = false;
-        switch (code) {
-        case 5:  /* NotFound: a lease */
-        case 9:  /* FailedPrecondition: a lease that exists */
-        case 11: /* OutOfRange: a compacted revision */
-                return 0;
-        case 1:  /* Canceled */
-        case 4:  /* DeadlineExceeded */
-        case 8:  /* ResourceExhausted: too many requests, no space */
-        case 10: /* Aborted */
-        case 13: /* Internal */
-        case 14: /* Unavailable: no leader, leader changed, timed out, stopping */
-                *next = true;
-                return DIRLOCK_ESERVER;
-        case 7:  /* PermissionDenied */
-        case 16: /* Unauthenticated */
-                return DIRLOCK_EAUTH;
-        default:
-                return DIRLOCK_EDATA;
-        }
+        dl_etcd_url tls = *u;
+        tls.tls = true;
+        struct sink s = {0};
+        struct target t;
+        CURL *e = easy_setup(c, &tls, i, "/", NULL, c->json_headers, &s, &t);
+        curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L); /* it only asks what the port speaks */
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)DL_ETCD_CONNECT_MS);
+        int which;
+        CURLcode result;
+        enum driven how = transfer(c, &s, until, NULL, 0, &which, &result);
+        free(s.buf);
+        /* Done, or ended by the member's alert (it wants a certificate):
+         * a TLS server either way. */
+        return how == DONE &&
+               (result == CURLE_OK || (result == CURLE_SSL_CONNECT_ERROR && strstr(c->errbuf, " alert ")));
 }
 
-/* One POST to member i; DIRLOCK_OK with r filled (maybe a handled error),
- * or an error with *next (try another member); *sent whether the request
- * went out. */
-static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char *path, const char *body,
-                     double limit_ms, bool *next, bool *sent, dl_etcd_reply *r, dirlock_error *err)
+/* After a transfer that ended with `result`: DIRLOCK_OK, or the error,
+ * with *next when another member may do better. */
+static int transfer_failed(struct conn *c, const dl_etcd_url *u, size_t i, const struct target *t,
+                           enum driven how, CURLcode result, bool *next, dirlock_error *err)
 {
-        char url[DL_ETCD_HOST_MAX + 64];
+        if (how != DONE) {
+                *next = true;
+                return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: no answer in time", t->member);
+        }
+        char words[CURL_ERROR_SIZE];
+        snprintf(words, sizeof words, "%s", c->errbuf);
+        if (result == CURLE_GOT_NOTHING && !u->tls) {
+                dl_time until = dl_deadline(DL_ETCD_CONNECT_MS / 1e3);
+                if (speaks_tls(c, u, i, &until)) {
+                        *next = false;
+                        return dl_fail(err, DIRLOCK_EAUTH, 0,
+                                       "etcd member %s closed the connection without an answer: it speaks "
+                                       "only TLS (etcds://, with cacert=FILE)",
+                                       t->member);
+                }
+        }
+        return dl_etcd_transfer_failed(u, t->member, result, words, next, err);
+}
+
+/* The answer of a POST, s, which was sent to t with HTTP status `status`,
+ * into r (OK: JSON, or an error the caller handles), else the error with
+ * *next and *token_refused (etcd_access.c). */
+static int read_answer(const dl_etcd_url *u, const struct target *t, struct sink *s, long status, bool *next,
+                       bool *token_refused, dl_etcd_reply *r, dirlock_error *err)
+{
+        *next = false;
+        *token_refused = false;
+        json_object *o = s->buf ? json_tokener_parse(s->buf) : NULL;
+        if (o == NULL || !json_object_is_type(o, json_type_object)) {
+                if (o != NULL)
+                        json_object_put(o);
+                return dl_etcd_not_json(t->member, status, s->buf, next, err);
+        }
+        json_object *code;
+        if (json_object_object_get_ex(o, "code", &code) && !json_object_object_get_ex(o, "header", NULL)) {
+                json_object *msg;
+                const char *text = json_object_object_get_ex(o, "message", &msg) ? json_object_get_string(msg)
+                                   : json_object_object_get_ex(o, "error", &msg) ? json_object_get_string(msg)
+                                                                                 : "";
+                int c = json_object_get_int(code);
+                int rc = dl_etcd_grpc_error(u, t->member, c, text ? text : "", next, token_refused, err);
+                if (rc == 0) {
+                        r->body = NULL;
+                        r->grpc_code = c;
+                        snprintf(r->message, sizeof r->message, "%s", text ? text : "");
+                }
+                json_object_put(o); /* text was its */
+                return rc == 0 ? DIRLOCK_OK : rc;
+        }
+        if (status != 200) {
+                json_object_put(o);
+                return dl_etcd_not_json(t->member, status, NULL, next, err);
+        }
+        r->body = o;
+        r->grpc_code = 0;
+        r->message[0] = '\0';
+        return DIRLOCK_OK;
+}
+
+/* One POST to member i with `token`; DIRLOCK_OK with r filled (maybe a
+ * handled error), or an error with *next (try another member) and
+ * *token_refused; *sent whether the request went out. */
+static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char *path, const char *body,
+                     const char *token, double limit_ms, bool *next, bool *token_refused, bool *sent,
+                     dl_etcd_reply *r, dirlock_error *err)
+{
+        struct target t;
         struct sink s = {0};
-        CURL *e = easy_setup(c, u, i, path, body, c->json_headers, &s, url, sizeof url);
+        *token_refused = false;
+        struct curl_slist *headers = headers_for(c, false, token);
+        if (headers == NULL) {
+                *next = false;
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+        }
+        CURL *e = easy_setup(c, u, i, path, body, headers, &s, &t);
         long connect_ms = (long)(limit_ms < DL_ETCD_CONNECT_MS ? limit_ms : DL_ETCD_CONNECT_MS);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms > 0 ? connect_ms : 1L);
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms > 0 ? (long)limit_ms : 1L);
@@ -537,91 +724,48 @@ static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char 
                 *next = false;
                 *sent = true; /* it may have gone out */
                 return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: canceled before it answered",
-                               url + 7);
+                               t.member);
         }
         long status = 0;
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
         long request_bytes = 0;
         curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_bytes);
         *sent = request_bytes > 0;
-        if (s.oom) {
-                free(s.buf);
+        int rc = s.oom ? dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory")
+                 : how != DONE || result != CURLE_OK
+                     ? transfer_failed(c, u, i, &t, how, result, next, err)
+                     : read_answer(u, &t, &s, status, next, token_refused, r, err);
+        if (s.oom)
                 *next = false;
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-        }
-        if (how != DONE || result != CURLE_OK) {
-                free(s.buf);
-                return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: %s", url + 7,
-                               how != DONE ? "no answer in time" : curl_easy_strerror(result));
-        }
-        json_object *o = s.buf ? json_tokener_parse(s.buf) : NULL;
         free(s.buf);
-        if (o == NULL || !json_object_is_type(o, json_type_object)) {
-                if (o != NULL)
-                        json_object_put(o);
-                if (status >= 500)
-                        return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: HTTP status %ld", url + 7,
-                                       status);
-                *next = false;
-                return dl_fail(err, DIRLOCK_EDATA, 0, "etcd member %s: an answer that is not JSON (HTTP %ld)",
-                               url + 7, status);
-        }
-        json_object *code;
-        if (json_object_object_get_ex(o, "code", &code) && !json_object_object_get_ex(o, "header", NULL)) {
-                json_object *msg;
-                const char *text = json_object_object_get_ex(o, "message", &msg) ? json_object_get_string(msg)
-                                   : json_object_object_get_ex(o, "error", &msg) ? json_object_get_string(msg)
-                                                                                 : "";
-                int c = json_object_get_int(code);
-                int rc = classify(c, next);
-                if (rc == 0) {
-                        r->body = NULL;
-                        r->grpc_code = c;
-                        snprintf(r->message, sizeof r->message, "%s", text ? text : "");
-                        json_object_put(o); /* text was its */
-                        *next = false;
-                        return DIRLOCK_OK;
-                }
-                int out =
-                    dl_fail(err, rc, 0, "etcd member %s: %s (gRPC code %d)", url + 7, text ? text : "", c);
-                json_object_put(o);
-                return out;
-        }
-        if (status != 200) {
-                json_object_put(o);
-                if (status >= 500)
-                        return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: HTTP status %ld", url + 7,
-                                       status);
-                *next = false;
-                return dl_fail(err, DIRLOCK_EDATA, 0, "etcd member %s: HTTP status %ld", url + 7, status);
-        }
-        *next = false;
-        r->body = o;
-        r->grpc_code = 0;
-        r->message[0] = '\0';
-        return DIRLOCK_OK;
+        return rc;
 }
 
-int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, const dl_time *deadline,
-                 bool *sent, dl_etcd_reply *r, dirlock_error *err)
+int dl_etcd_post(const dl_etcd_url *u, const char *path, json_object *request, const char *token,
+                 const dl_time *deadline, bool *sent, dl_etcd_reply *r, bool *token_refused,
+                 dirlock_error *err)
 {
         r->body = NULL;
         r->grpc_code = 0;
         r->message[0] = '\0';
-        bool sent_local = false;
+        bool sent_local = false, refused_local = false;
         if (sent == NULL)
                 sent = &sent_local;
+        if (token_refused == NULL)
+                token_refused = &refused_local;
         *sent = false;
+        *token_refused = false;
         const char *body = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
         if (body == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
         char key[DL_ETCD_CLUSTER_MAX];
         dl_etcd_url_cluster(u, key, sizeof key);
-        struct conn *c = conn_get(key);
-        if (c == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+        struct conn *c;
+        int rc = conn_get(u, key, &c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         size_t *current = current_member(key);
-        int rc = DIRLOCK_ESERVER;
+        rc = DIRLOCK_ESERVER;
         double pause = ROUND_PAUSE_MS;
         for (size_t tried = 0;; tried++) {
                 size_t i = (*current + tried) % u->n;
@@ -642,8 +786,8 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
                 double share = left < ATTEMPT_MS ? left : ATTEMPT_MS;
                 if (share < DL_ETCD_GRACE_MS)
                         share = DL_ETCD_GRACE_MS;
-                bool next, reached;
-                rc = post_once(c, u, i, path, body, share, &next, &reached, r, err);
+                bool next, reached = false;
+                rc = post_once(c, u, i, path, body, token, share, &next, token_refused, &reached, r, err);
                 if (rc == DIRLOCK_OK)
                         *current = i;
                 else if (reached)
@@ -660,70 +804,85 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
 
 /* ---- watching ------------------------------------------------------------------ */
 
-/* Once the member has made the watch, at revision R, its caller says
+/* One watch stream on member i until it has what it waits for, `until`
+ * or fds[0..1] (cancel, pidfd) fire: how it ended (drive), its sink in s.
+ * Once the member has made the watch, at revision R, its caller says
  * whether the key changed before the watch could see it (made(arg, R));
  * meanwhile the stream waits in its socket, so nothing after R is
  * missed. */
-int dl_etcd_watch_wait(const dl_etcd_url *u, json_object *request, const dl_time *until, int cancel_fd,
-                       int pid_fd, dl_etcd_made_fn *made, void *arg, dl_etcd_woken *woken, dirlock_error *err)
+static enum driven watch_member(struct conn *c, const dl_etcd_url *u, size_t i, const char *body,
+                                const char *token, const dl_time *until, const int fds[2],
+                                dl_etcd_made_fn *made, void *arg, struct sink *s, struct target *t,
+                                int *which, CURLcode *result)
+{
+        struct curl_slist *headers = headers_for(c, true, token);
+        if (headers == NULL) {
+                s->oom = true;
+                return DONE;
+        }
+        CURL *e = easy_setup(c, u, i, "/v3/watch", body, headers, s, t);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)DL_ETCD_CONNECT_MS);
+        c->timer_ms = -1;
+        *result = CURLE_FAILED_INIT;
+        if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
+                return DONE;
+        enum driven how = drive(c, s, until, fds, 2, which, result);
+        if (how == STOPPED && !s->changed && !s->failed && s->created) {
+                s->stop_on_created = false;
+                if (made(arg, s->created_rev))
+                        s->changed = true;
+                else
+                        how = drive(c, s, until, fds, 2, which, result);
+        }
+        curl_multi_remove_handle(c->multi, e);
+        return how;
+}
+
+int dl_etcd_watch(const dl_etcd_url *u, const char *token, json_object *request, const dl_time *until,
+                  int cancel_fd, int pid_fd, dl_etcd_made_fn *made, void *arg, dl_etcd_woken *woken,
+                  bool *token_refused, dirlock_error *err)
 {
         *woken = DL_ETCD_QUIET;
+        *token_refused = false;
         const char *body = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
         char cluster[DL_ETCD_CLUSTER_MAX];
         dl_etcd_url_cluster(u, cluster, sizeof cluster);
-        struct conn *c = conn_get(cluster);
-        if (c == NULL)
-                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory (libcurl)");
+        struct conn *c;
+        int rc = conn_get(u, cluster, &c, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
         size_t *current = current_member(cluster);
-        int rc = DIRLOCK_ESERVER;
+        rc = DIRLOCK_ESERVER;
         for (size_t tried = 0; tried < u->n; tried++) {
                 size_t i = (*current + tried) % u->n;
-                char url[DL_ETCD_HOST_MAX + 64];
+                struct target t;
                 struct sink s = {.watch = true, .stop_on_created = true};
-                CURL *e = easy_setup(c, u, i, "/v3/watch", body, c->watch_headers, &s, url, sizeof url);
-                curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)DL_ETCD_CONNECT_MS);
                 int fds[2] = {cancel_fd, pid_fd}, which;
                 CURLcode result;
-                enum driven how = DONE;
-                c->timer_ms = -1;
-                if (curl_multi_add_handle(c->multi, e) == CURLM_OK) {
-                        how = drive(c, &s, until, fds, 2, &which, &result);
-                        if (how == STOPPED && !s.changed && s.created) {
-                                s.stop_on_created = false;
-                                if (made(arg, s.created_rev))
-                                        s.changed = true;
-                                else
-                                        how = drive(c, &s, until, fds, 2, &which, &result);
-                        }
-                        curl_multi_remove_handle(c->multi, e);
-                } else {
-                        result = CURLE_FAILED_INIT;
-                }
+                enum driven how =
+                    watch_member(c, u, i, body, token, until, fds, made, arg, &s, &t, &which, &result);
                 free(s.buf);
-                if (s.oom) {
+                bool next = true;
+                if (s.oom)
                         rc = dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
-                        break;
-                }
-                if (s.changed) {
+                else if (s.failed && s.fail_code != 0)
+                        rc = dl_etcd_grpc_error(u, t.member, s.fail_code, s.fail_text, &next, token_refused,
+                                                err);
+                else if (s.changed || how == TIMED_OUT || how == FD_FIRED)
+                        rc = DIRLOCK_OK;
+                else if (how == DONE && result != CURLE_OK)
+                        rc = dl_etcd_transfer_failed(u, t.member, result, c->errbuf, &next, err);
+                else /* The stream ended or failed: this member will not watch now. */
+                        rc = dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: the watch %s", t.member,
+                                     s.failed ? "was refused" : "ended");
+                if (rc == DIRLOCK_OK && s.changed) {
                         *woken = DL_ETCD_CHANGED;
-                        rc = DIRLOCK_OK;
                         *current = i;
-                        break;
                 }
-                if (how == TIMED_OUT) {
-                        rc = DIRLOCK_OK;
-                        break;
-                }
-                if (how == FD_FIRED) {
+                if (rc == DIRLOCK_OK && how == FD_FIRED)
                         *woken = which == 0 ? DL_ETCD_CANCELED : DL_ETCD_PID;
-                        rc = DIRLOCK_OK;
+                if (rc != DIRLOCK_ESERVER || !next || s.oom)
                         break;
-                }
-                /* The stream ended or failed: this member will not watch now. */
-                rc = dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: the watch %s", url + 7,
-                             s.failed             ? "was refused"
-                             : result != CURLE_OK ? curl_easy_strerror(result)
-                                                  : "ended");
                 *current = (i + 1) % u->n;
                 if (dl_deadline_passed(until))
                         break;
