@@ -104,7 +104,9 @@ static void last_reason(char *buf, size_t size)
  * not known any more). */
 static void alert_words(int alert, const char *cert, char *detail, size_t size)
 {
-        const char *text = SSL_alert_desc_string_long(alert);
+        /* OpenSSL 3.0 has no words for TLS 1.3's certificate_required. */
+        const char *text =
+            alert == SSL_AD_CERTIFICATE_REQUIRED ? "certificate required" : SSL_alert_desc_string_long(alert);
         if (alert == SSL_AD_CERTIFICATE_REQUIRED ||
             (cert != NULL && cert[0] == '\0' && alert == SSL_AD_HANDSHAKE_FAILURE))
                 snprintf(detail, size,
@@ -190,7 +192,28 @@ static ssize_t tls_send(dl_redis_link *l, const char *buf, size_t len)
         ERR_clear_error();
         errno = 0;
         int n = SSL_write(l->tls, buf, len > INT_MAX ? INT_MAX : (int)len);
-        return n > 0 ? n : io_failed(l, n, NULL);
+        if (n > 0)
+                return n;
+        ssize_t r = io_failed(l, n, NULL);
+        if (r < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+                /* A TLS 1.3 server that refuses our certificate sends its
+                 * alert after the handshake and closes: the first send
+                 * may meet the reset before the alert is read.  The alert
+                 * is still in the socket's queue: read it, once, for the
+                 * words of the refusal. */
+                char detail[sizeof l->detail];
+                int saved = errno;
+                snprintf(detail, sizeof detail, "%s", l->detail);
+                char byte;
+                ERR_clear_error();
+                errno = 0;
+                int m = SSL_read(l->tls, &byte, 1);
+                if (m <= 0 && io_failed(l, m, NULL) < 0 && errno == EACCES)
+                        return -1;
+                snprintf(l->detail, sizeof l->detail, "%s", detail);
+                errno = saved;
+        }
+        return r;
 }
 
 static ssize_t tls_recv(dl_redis_link *l, char *buf, size_t len)
