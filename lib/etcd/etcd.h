@@ -35,6 +35,11 @@
 #define DL_ETCD_CONNECT_MS 500.0
 /* The least one request is given, even at timeout 0 or at a deadline. */
 #define DL_ETCD_GRACE_MS 250.0
+/* What a log-in is given (etcd_auth.c), whatever the deadline of the call
+ * that needs it: the cluster answers it after a password hash
+ * (bcrypt: tens of ms of a core) and a write through its log, once per
+ * process, and several processes starting at once queue for it. */
+#define DL_ETCD_LOGIN_MS 2000.0
 
 /* ---- calls to the gateway (etcd_http.c) ------------------------------------- */
 
@@ -149,12 +154,12 @@ int dl_etcd_grpc_error(const dl_etcd_url *u, const char *member, int code, const
 /* The log-in token this process sends to u's cluster as u's user into
  * out: the one it got before, or, when it has none or `stale` is the one
  * the cluster refused, a new one (Authenticate, with the password read
- * from its file or variable now).  "" when u has no user, or the
+ * from its file or variable now, given DL_ETCD_LOGIN_MS).  "" when u has
+ * no user, or the
  * cluster's authentication is off.  DIRLOCK_OK, or the refusals of
  * dl_etcd_call (DIRLOCK_EAUTH: a wrong user or password; DIRLOCK_EINVAL:
  * the password's file or variable), DIRLOCK_ESERVER. */
-int dl_etcd_token(const dl_etcd_url *u, const char *stale, const dl_time *deadline, char *out, size_t size,
-                  dirlock_error *err);
+int dl_etcd_token(const dl_etcd_url *u, const char *stale, char *out, size_t size, dirlock_error *err);
 
 /* Header revision of a reply (0 when missing). */
 long long dl_etcd_revision(const json_object *body);

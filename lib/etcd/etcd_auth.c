@@ -111,8 +111,7 @@ static int log_in(const dl_etcd_url *u, const dl_time *deadline, char *out, size
         return DIRLOCK_OK;
 }
 
-int dl_etcd_token(const dl_etcd_url *u, const char *stale, const dl_time *deadline, char *out, size_t size,
-                  dirlock_error *err)
+int dl_etcd_token(const dl_etcd_url *u, const char *stale, char *out, size_t size, dirlock_error *err)
 {
         char refused[DL_ETCD_TOKEN_MAX];
         snprintf(refused, sizeof refused, "%s", stale != NULL ? stale : "");
@@ -133,7 +132,8 @@ int dl_etcd_token(const dl_etcd_url *u, const char *stale, const dl_time *deadli
         dl_secret_wipe(refused, sizeof refused);
         if (fresh)
                 return DIRLOCK_OK;
-        int rc = log_in(u, deadline, out, size, err);
+        dl_time login = dl_deadline(DL_ETCD_LOGIN_MS / 1e3);
+        int rc = log_in(u, &login, out, size, err);
         if (rc != DIRLOCK_OK)
                 return rc;
         pthread_mutex_lock(&mutex);
@@ -151,11 +151,11 @@ int dl_etcd_call(const dl_etcd_url *u, const char *path, json_object *request, c
         bool refused = false, again_sent = false;
         if (sent != NULL)
                 *sent = false;
-        int rc = dl_etcd_token(u, NULL, deadline, token, sizeof token, err);
+        int rc = dl_etcd_token(u, NULL, token, sizeof token, err);
         if (rc == DIRLOCK_OK)
                 rc = dl_etcd_post(u, path, request, token, deadline, sent, r, &refused, err);
         if (rc == DIRLOCK_EAUTH && refused && u->user[0] != '\0') {
-                rc = dl_etcd_token(u, token, deadline, token, sizeof token, err);
+                rc = dl_etcd_token(u, token, token, sizeof token, err);
                 if (rc == DIRLOCK_OK)
                         rc = dl_etcd_post(u, path, request, token, deadline, &again_sent, r, NULL, err);
                 if (sent != NULL)
@@ -171,14 +171,12 @@ int dl_etcd_watch_wait(const dl_etcd_url *u, json_object *request, const dl_time
         char token[DL_ETCD_TOKEN_MAX];
         bool refused = false;
         *woken = DL_ETCD_QUIET;
-        dl_time io = dl_etcd_io_deadline(until); /* a log-in is a request */
-        int rc = dl_etcd_token(u, NULL, &io, token, sizeof token, err);
+        int rc = dl_etcd_token(u, NULL, token, sizeof token, err);
         if (rc == DIRLOCK_OK)
                 rc = dl_etcd_watch(u, token, request, until, cancel_fd, pid_fd, made, arg, woken, &refused,
                                    err);
         if (rc == DIRLOCK_EAUTH && refused && u->user[0] != '\0') {
-                io = dl_etcd_io_deadline(until);
-                rc = dl_etcd_token(u, token, &io, token, sizeof token, err);
+                rc = dl_etcd_token(u, token, token, sizeof token, err);
                 if (rc == DIRLOCK_OK)
                         rc = dl_etcd_watch(u, token, request, until, cancel_fd, pid_fd, made, arg, woken,
                                            &refused, err);
