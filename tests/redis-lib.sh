@@ -13,8 +13,17 @@
 #   redis_start [-p PORT] [ARGS...]   start it (ARGS go to redis-server);
 #                         sets REDIS_PID, REDIS_SOCK, REDIS_SPACE
 #                         (redis+unix://...), REDIS_PORT when -p
+#   redis_start_tls PORT [ARGS...]   start it with TLS only on 127.0.0.1:PORT
+#                         (tls-port, no plain TCP port, client certificates
+#                         asked for: tls-auth-clients yes), certificates
+#                         from tools/tls-certs in $REDIS_TLS, the default
+#                         user's password in a configuration file (mode
+#                         0600) and in REDISCLI_AUTH for redis_cli
 #   redis_stop            SIGKILL it and wait (data lost, as in a crash)
 #   redis_cli ARGS...     redis-cli on the socket
+#   redis_user NAME PASSWORD_FILE ACL...   make ACL user NAME whose password
+#                         is the file's, by its SHA-256 (#HASH: no password
+#                         in any process's arguments)
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # REDIS_WHY and REDIS_PORT: for the scripts that source this file
 
@@ -23,6 +32,7 @@ REDIS_SPACE="redis+unix://$REDIS_SOCK"
 REDIS_PID=""
 REDIS_PORT=""
 REDIS_WHY=""
+REDIS_TLS=""
 
 redis_available() {
 	if ! command -v redis-server >/dev/null 2>&1; then
@@ -90,4 +100,26 @@ redis_stop() {
 	wait "$REDIS_PID" 2>/dev/null
 	REDIS_PID=""
 	rm -f "$REDIS_SOCK"
+}
+
+redis_start_tls() {
+	local port=$1
+	shift
+	REDIS_TLS=$T/tls
+	"$TOP/tools/tls-certs" "$REDIS_TLS" 127.0.0.1 || return 1
+	REDISCLI_AUTH=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+	export REDISCLI_AUTH
+	(
+		umask 077
+		printf '%s\n' "tls-port $port" "tls-cert-file $REDIS_TLS/server.pem" \
+			"tls-key-file $REDIS_TLS/server.key" "tls-ca-cert-file $REDIS_TLS/ca.pem" \
+			"tls-auth-clients yes" "requirepass $REDISCLI_AUTH" >"$T/redis-tls.conf"
+	)
+	redis_start --include "$T/redis-tls.conf" "$@"
+}
+
+redis_user() {
+	local name=$1 file=$2
+	shift 2
+	redis_cli ACL SETUSER "$name" reset on "#$(tr -d '\n' <"$file" | sha256sum | cut -d' ' -f1)" "$@" >/dev/null
 }

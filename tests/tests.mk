@@ -26,7 +26,7 @@ UNIT_TESTS := conn_cache fsops core_api core_async core_cancel core_dead_try cor
 	board_app board_config board_cookie board_csrf board_escape board_fence board_form board_locking \
 	board_lockmode board_logrecord board_postqueue board_ratelimit board_signal board_store_log board_store_sqlite board_utf8 board_validate board_view \
 	board_view_lock board_delete_limit board_post_gate
-TEST_PROGS := deadlockrounds deadlockstress histcheck histworker lockworker permitstress rangestress rw_hold stress
+TEST_PROGS := deadlockrounds deadlockstress forkconn histcheck histworker lockworker permitstress rangestress rw_hold stress
 # redis_scripts: the Redis backend's scripts as the server gets them, for
 # tests/lint-lua.t (linked with the test build, for the no-lock twin's).
 ifeq ($(REDIS),1)
