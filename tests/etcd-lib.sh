@@ -11,12 +11,19 @@
 #                      with etcd support, else 1 (a reason in $ETCD_WHY)
 #   etcd_start         the shared cluster, or a private one; sets
 #                      ETCD_SPACE (etcd://ENDPOINTS/PREFIX) and ETCD_PRIVATE
+#   etcd_start tls [TTL]   a private cluster that speaks only HTTPS, asks for
+#                      client certificates and has etcd's authentication on
+#                      (tools/etcd-cluster TLS=1 AUTH=1; tokens unused for
+#                      TTL seconds expire): ETCD_SPACE is etcds://...?cacert=
+#                      &cert=&key= (no user), ETCD_TLS the certificates'
+#                      directory (tools/tls-certs)
 #   etcd_space PREFIX  the lock space of another prefix on the same cluster
-#   etcd_ctl ARGS...   etcdctl on the cluster
+#   etcd_ctl ARGS...   etcdctl on the cluster (as root with TLS)
 # shellcheck shell=bash
 
 ETCD_SPACE=""
 ETCD_PRIVATE=""
+ETCD_TLS=""
 ETCD_WHY=""
 ETCD_ENDPOINTS=""
 
@@ -33,16 +40,17 @@ etcd_available() {
 }
 
 etcd_start() {
-	local prefix=t$$
-	if [ -n "${DIRLOCK_TEST_ETCD:-}" ]; then
+	local prefix=t$$ tls=()
+	[ "${1:-}" != tls ] || tls=(TLS=1 AUTH=1 AUTH_TOKEN_TTL="${2:-300}")
+	if [ -n "${DIRLOCK_TEST_ETCD:-}" ] && [ ${#tls[@]} -eq 0 ]; then
 		ETCD_ENDPOINTS=${DIRLOCK_TEST_ETCD#etcd://}
 	else
 		# Outside $T, which the script's own trap removes: the watcher
 		# (WATCH_PID) stops the members even if this shell is killed,
 		# and needs the cluster's state for that.
 		ETCD_PRIVATE=$(mktemp -d /tmp/dirlock-etcd.XXXXXX)
-		RUN_DIR=$ETCD_PRIVATE PORT_RANGE=${PORT_RANGE:-22000-22499} WATCH_PID=$$ WATCH_CLEAN=1 ETCD_NS='' \
-			"$TOP/tools/etcd-cluster" start >/dev/null || return 1
+		env RUN_DIR="$ETCD_PRIVATE" PORT_RANGE="${PORT_RANGE:-22000-22499}" WATCH_PID=$$ WATCH_CLEAN=1 ETCD_NS='' \
+			"${tls[@]}" "$TOP/tools/etcd-cluster" start >/dev/null || return 1
 		ETCD_ENDPOINTS=$(RUN_DIR=$ETCD_PRIVATE "$TOP/tools/etcd-cluster" endpoints)
 		local prev
 		prev=$(trap -p EXIT)
@@ -50,7 +58,12 @@ etcd_start() {
 		etcd_prev_trap=${3:-}
 		trap 'etcd_stop; eval "$etcd_prev_trap"' EXIT
 	fi
-	ETCD_SPACE=etcd://$ETCD_ENDPOINTS/$prefix
+	if [ ${#tls[@]} -gt 0 ]; then
+		ETCD_TLS=$ETCD_PRIVATE/tls
+		ETCD_SPACE=$(etcd_space "$prefix")
+	else
+		ETCD_SPACE=etcd://$ETCD_ENDPOINTS/$prefix
+	fi
 }
 
 # etcd_stop: stop a private cluster now (the shared one is run-all's).
@@ -61,6 +74,18 @@ etcd_stop() {
 	ETCD_PRIVATE=""
 }
 
-etcd_space() { echo "etcd://$ETCD_ENDPOINTS/$1"; }
+etcd_space() {
+	if [ -n "$ETCD_TLS" ]; then
+		echo "etcds://$ETCD_ENDPOINTS/$1?cacert=$ETCD_TLS/ca.pem&cert=$ETCD_TLS/client.pem&key=$ETCD_TLS/client.key"
+	else
+		echo "etcd://$ETCD_ENDPOINTS/$1"
+	fi
+}
 
-etcd_ctl() { ETCDCTL_API=3 etcdctl --endpoints "$ETCD_ENDPOINTS" --dial-timeout 2s --command-timeout 5s "$@"; }
+etcd_ctl() {
+	if [ -n "$ETCD_TLS" ]; then
+		RUN_DIR=$ETCD_PRIVATE "$TOP/tools/etcd-cluster" etcdctl "$@"
+	else
+		ETCDCTL_API=3 etcdctl --endpoints "$ETCD_ENDPOINTS" --dial-timeout 2s --command-timeout 5s "$@"
+	fi
+}
