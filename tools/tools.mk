@@ -23,6 +23,10 @@
 #   make demo-cluster [LOCKS=etcd] start-cluster with DELAY_MS=20 from empty
 #                                  boards + the lost-update demonstration
 #                                  posting to both hosts at once
+#   ... CLUSTER_TLS=0              both cluster targets run the lock
+#                                  servers with TLS, client certificates
+#                                  and users (tools/cluster TLS=1,
+#                                  docs/cluster.md); 0: plain, open to all
 #   make start-cluster FS=glusterfs / make demo-cluster FS=glusterfs
 #                                  the same with the boards' data (and the
 #                                  lock directories) on a GlusterFS volume
@@ -108,6 +112,7 @@ demo: deps
 CLUSTER_PORT ?= 8090
 FS ?= local
 LOCKS ?= redis
+CLUSTER_TLS ?= 1
 # The boards the demonstration posts to, by where the data lives and
 # which lock servers run (tools/cluster picks the board list the same way).
 CLUSTER_MODES_local_redis := none mkdir redis redis-sqlite
@@ -117,14 +122,14 @@ CLUSTER_MODES_local_etcd := none mkdir etcd etcd-sqlite
 # tools/cluster exits 77, after one line saying why, where network
 # namespaces cannot be made: the target stops there.
 start-cluster: all
-	@FS=$(FS) LOCKS=$(LOCKS) PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
+	@FS=$(FS) LOCKS=$(LOCKS) TLS=$(CLUSTER_TLS) PORT=$(CLUSTER_PORT) DELAY_MS=$(DELAY_MS) tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; }
 
 stop-cluster:
 	tools/cluster stop
 
 demo-cluster: deps
 	$(MAKE) all
-	@FS=$(FS) LOCKS=$(LOCKS) PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
+	@FS=$(FS) LOCKS=$(LOCKS) TLS=$(CLUSTER_TLS) PORT=$(CLUSTER_PORT) DELAY_MS=$(demo_delay) FRESH=1 tools/cluster start || { rc=$$?; [ $$rc -eq 77 ] || exit $$rc; exit 0; }; \
 	rc=0; tests/lost-update --expect-loss -c $(DEMO_CLIENTS) -n $(DEMO_POSTS) -m "$(CLUSTER_MODES_$(FS)_$(LOCKS))" \
 		$$(tools/cluster urls | sed 's/^/--host /') || rc=$$?; \
 	echo; \
