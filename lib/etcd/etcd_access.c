@@ -33,7 +33,16 @@ void dl_etcd_tls_options(CURL *e, const dl_etcd_url *u, char *errbuf)
                 return;
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-        curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+        /* TLS 1.2 only: there a member judges our certificate (or its
+         * absence) inside the handshake, and its refusal is the
+         * handshake's end.  In TLS 1.3 it judges it after our side of the
+         * handshake has ended and our request is sent; Go's server then
+         * sends its alert and closes with our request unread, which
+         * resets the connection, and the alert may be lost to the reset:
+         * a refusal looked like a member gone (DIRLOCK_ESERVER, tried
+         * again until the deadline). */
+        curl_easy_setopt(e, CURLOPT_SSLVERSION,
+                         (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
         if (u->cacert[0] != '\0')
                 curl_easy_setopt(e, CURLOPT_CAINFO, u->cacert);
         if (u->cert[0] != '\0') {
