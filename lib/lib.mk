@@ -37,6 +37,9 @@ LIB_HEADERS :=
 BACKENDS :=
 BACKENDS_ABSENT :=
 LIB_INCLUDES := $(addprefix -I,$(patsubst %/,%,$(sort $(dir $(wildcard lib/*/*.h)))))
+# Named before the folders' fragments: the backend template makes each
+# backend's rule there, and links it with LIB_SO.
+LIB_SO := $(BUILD)/libdirlock.so.1
 
 # The backend template: $(eval $(call backend,NAME,SOURCES,LIBRARIES)) in
 # lib/NAME/NAME.mk when its client libraries are there, $(eval $(call
@@ -67,7 +70,6 @@ DIRLOCK_VERSION := $(shell sed -n 's/^\#define DIRLOCK_VERSION "\(.*\)"$$/\1/p' 
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB_A := $(BUILD)/libdirlock.a
-LIB_SO := $(BUILD)/libdirlock.so.1
 BACKEND_SOS := $(BACKENDS:%=$(BUILD)/dirlock/%.so) $(BACKENDS_ABSENT:%=$(BUILD)/dirlock/%.absent)
 BACKEND_AS := $(BACKENDS:%=$(BUILD)/libdirlock-%.a)
 
