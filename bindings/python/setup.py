@@ -89,11 +89,12 @@ atexit.register(shutil.rmtree, scratch, True)
 
 setup(
     name="dirlock",
-    version="1.0.0",
+    # The library's version (lib/core/dirlock.h, its one home).
+    version=pkg_config("--modversion")[0],
     description="Cross-process locks for CGI programs, over the dirlock C library",
     long_description=open(os.path.join(HERE, "README"), encoding="utf-8").read(),
     long_description_content_type="text/plain",
-    python_requires=">=3.11",
+    python_requires=">=3.9",
     packages=["dirlock"],
     package_data={"dirlock": ["__init__.pyi", "py.typed"]},
     ext_modules=[

@@ -8,10 +8,12 @@ package Dirlock;
 # suite runs the module with warnings on everywhere (prove -w).
 use strict;
 
-our $VERSION = '1.0.0';
-
+# The module's version is the library's (lib/core/dirlock.h, its one
+# home), as the glue was built with it: Makefile.PL gives it to MakeMaker
+# from pkg-config, and the glue says it here.
 require XSLoader;
-XSLoader::load('Dirlock', $VERSION);
+XSLoader::load('Dirlock');
+our $VERSION = library_version();
 
 # Dirlock::Error::EBUSY and the others: one class per code the library
 # names (dirlock_code_name), each a Dirlock::Error.  No list of codes is

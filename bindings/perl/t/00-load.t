@@ -3,6 +3,7 @@
 use strict;
 use warnings;
 use Test::More;
+use FindBin;
 
 use_ok('Dirlock');
 
@@ -18,6 +19,12 @@ for my $i (1 .. $#names) {
 ok(!Dirlock::Error::EBUSY->isa('Dirlock::Error::ETIMEDOUT'), 'the classes are distinct');
 is(Dirlock::code_name(scalar @names), undef, 'no name past the last code');
 like(Dirlock::library_version(), qr/\A\d+\.\d+\.\d+\z/, 'library_version');
-is($Dirlock::VERSION, '1.0.0', '$Dirlock::VERSION');
+is($Dirlock::VERSION, Dirlock::library_version(), '$Dirlock::VERSION is the library\'s');
+SKIP: {
+        # In the source tree: the version lib/core/dirlock.h states.
+        open my $h, '<', "$FindBin::Bin/../../../lib/core/dirlock.h" or skip 'not in the source tree', 1;
+        my ($header) = map { /^#define DIRLOCK_VERSION "(.*)"$/ ? $1 : () } <$h>;
+        is($Dirlock::VERSION, $header, '... which lib/core/dirlock.h states');
+}
 
 done_testing;

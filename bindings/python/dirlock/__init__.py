@@ -160,6 +160,7 @@ object is used by one task at a time."""
         return self.__exit__(exc_type, exc, tb)
 
 
-__version__ = "1.0.0"
+# The library's version, as the C module was built with it.
+__version__ = LIBRARY_VERSION
 __all__ = ["Lock", "Error", "Owner", "RangeInfo", "SpaceInfo", "inspect", "list_locks", "break_lock", "cleanup",
            "ranges", "space_info", "space_forms", "code_name", "strerror", "CODES", "LIBRARY_VERSION"] + [c for c in CODES if c != "OK"]

@@ -44,6 +44,24 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* CPython 3.9 (setup.py's python_requires) lacks two calls of 3.10. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o)
+{
+        Py_INCREF(o);
+        return o;
+}
+static int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *value)
+{
+        Py_XINCREF(value);
+        if (PyModule_AddObject(m, name, value) < 0) {
+                Py_XDECREF(value);
+                return -1;
+        }
+        return 0;
+}
+#endif
+
 #include <dirlock.h>
 #include <dirlock_async.h>
 #include <dirlock_fence.h>
