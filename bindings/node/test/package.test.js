@@ -35,12 +35,12 @@ test(`the tarball installs and works${offline ? ', without network' : ''}`,
   { skip: !haveNpm && 'npm is not installed' }, t => {
     const dir = tmpdir(t)
     const cache = path.join(dir, 'cache')
-    npm(['pack', '--pack-destination', dir, '--cache', cache], { cwd: PKG })
+    const [packed] = JSON.parse(npm(['pack', '--json', '--pack-destination', dir, '--cache', cache], { cwd: PKG }))
     const app = path.join(dir, 'app')
     fs.mkdirSync(app)
     fs.writeFileSync(path.join(app, 'package.json'), '{"name": "app", "version": "1.0.0", "private": true}\n')
     const install = ['npm', 'install', '--offline', '--no-audit', '--no-fund', '--cache', cache,
-      `--nodedir=${NODE_DIR}`, path.join(dir, 'dirlock-1.0.0.tgz')]
+      `--nodedir=${NODE_DIR}`, path.join(dir, packed.filename)]
     execFileSync(offline ? 'unshare' : install[0], offline ? ['-n', ...install] : install.slice(1), {
       cwd: app,
       stdio: ['ignore', 'pipe', 'pipe'],
