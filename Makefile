@@ -45,7 +45,7 @@ include tests/tests.mk       # test, valgrind
 include tests/fuzz/fuzz.mk   # fuzz
 include tests/model/model.mk # verify
 include bench/bench.mk       # bench
-include tools/dist.mk        # npm-pack
+include tools/dist.mk        # deb, npm-pack
 
 # make install: every fragment adds its install-NAME; once they are done,
 # what a shell needs to use what is in PREFIX (tools/install-paths: PATH,

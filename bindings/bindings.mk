@@ -94,7 +94,9 @@ bindings: bindings-perl bindings-python bindings-node
 # against the installed library (INSTALL_PC_PATH), and installed with
 # MakeMaker's own install into the directory tools/install-paths names
 # for PREFIX, its .pm beside its XS library, and its page in
-# MANDIR/man3.  Python: by pip, from this directory, with no package index
+# MANDIR/man3, with no LD_RUN_PATH (MakeMaker's would be the library's
+# directory under DESTDIR; the runpath, where one is needed, is the
+# dirlock.pc's).  Python: by pip, from this directory, with no package index
 # and no build isolation (nothing is downloaded: Debian's setuptools and
 # wheel build it), against the installed library too, into the directory
 # tools/install-paths names.  Both under DESTDIR, after the library.
@@ -108,7 +110,7 @@ install-bindings: install-lib $(INSTALL_PC_PATH)/dirlock.pc
 		{ [ ! -f Makefile ] || $$perl_env $(MAKE) -s realclean >/dev/null 2>&1 || \
 		  $$perl_env $(MAKE) -s realclean >/dev/null; } && $$perl_env $(PERL) Makefile.PL >/dev/null
 	dir=$$(PERL=$(PERL) tools/install-paths perl $(PREFIX)) && \
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) -C $(BUILD)/install/perl pure_site_install DESTDIR=$(DESTDIR) \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) -C $(BUILD)/install/perl pure_site_install DESTDIR=$(DESTDIR) LD_RUN_PATH= \
 		INSTALLSITEARCH="$$dir" INSTALLSITELIB="$$dir" INSTALLSITEBIN=$(PREFIX)/bin \
 		INSTALLSITESCRIPT=$(PREFIX)/bin INSTALLSITEMAN1DIR=$(MANDIR)/man1 INSTALLSITEMAN3DIR=$(MANDIR)/man3
 	dir=$$(PYTHON=$(PYTHON) tools/install-paths python $(PREFIX)) && \
