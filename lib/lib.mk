@@ -7,7 +7,8 @@
 #             program that links LIB_A links after it, to have the
 #             backends too), LIB_SHARED
 #             (how a program links LIB_SO, with the runpath RPATH),
-#             RPATH, LIBDIR, INCLUDEDIR, and the backend template
+#             RPATH, LIB_ABI, LIB_SONAME, LIBDIR, INCLUDEDIR, and the
+#             backend template
 #   uses:     BUILD, CC, ALL_CFLAGS, ALL_LDFLAGS, PREFIX, DESTDIR (Makefile)
 #
 # Every folder of lib/ keeps its sources, and the rule that decides
@@ -37,9 +38,15 @@ LIB_HEADERS :=
 BACKENDS :=
 BACKENDS_ABSENT :=
 LIB_INCLUDES := $(addprefix -I,$(patsubst %/,%,$(sort $(dir $(wildcard lib/*/*.h)))))
-# Named before the folders' fragments: the backend template makes each
-# backend's rule there, and links it with LIB_SO.
-LIB_SO := $(BUILD)/libdirlock.so.1
+# The shared library's ABI number, its soname's: raised when a call or a
+# structure of the public headers changes so that a program built before
+# would break (a symbol that goes fails the Debian build: debian/
+# libdirlock1.symbols), and the runtime package's name follows it
+# (libdirlock1).  Named before the folders' fragments: the backend
+# template makes each backend's rule there, and links it with LIB_SO.
+LIB_ABI := 1
+LIB_SONAME := libdirlock.so.$(LIB_ABI)
+LIB_SO := $(BUILD)/$(LIB_SONAME)
 
 # The backend template: $(eval $(call backend,NAME,SOURCES,LIBRARIES)) in
 # lib/NAME/NAME.mk when its client libraries are there, $(eval $(call
@@ -97,8 +104,8 @@ $(LIB_A): $(LIB_OBJS) | $(BACKEND_AS)
 	rm -f $@ && ar rcs $@ $(BUILD)/libdirlock.o
 
 $(LIB_SO): $(LIB_OBJS) $(LOADER_OBJS)
-	$(CC) -shared -Wl,-soname,libdirlock.so.1 -Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^
-	ln -sf libdirlock.so.1 $(BUILD)/libdirlock.so
+	$(CC) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^
+	ln -sf $(LIB_SONAME) $(BUILD)/libdirlock.so
 
 # Where it goes: LIBDIR and INCLUDEDIR, under PREFIX unless given (a
 # multiarch LIBDIR, /usr/lib/x86_64-linux-gnu, for instance).  The
@@ -129,13 +136,13 @@ install: install-lib
 install-lib: $(LIB_A) $(LIB_SO) $(BACKEND_SOS) $(BACKEND_AS)
 	install -d $(DESTDIR)$(LIBDIR)/dirlock $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 644 $(LIB_A) $(BACKEND_AS) $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libdirlock.so.1
-	ln -sf libdirlock.so.1 $(DESTDIR)$(LIBDIR)/libdirlock.so
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdirlock.so
 	install -m 644 $(BACKEND_SOS) $(DESTDIR)$(LIBDIR)/dirlock/
 	install -m 644 $(LIB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	$(call make_pc,$(LIBDIR),$(INCLUDEDIR),$(if $(install_rpath), -Wl$(comma)-rpath$(comma)$${libdir}),-I$${includedir}) \
 		>$(DESTDIR)$(LIBDIR)/pkgconfig/dirlock.pc
 	@[ -z "$(DESTDIR)" ] && $(ld_searches_libdir) && { $(LDCONFIG) || \
-		echo "make install: $(LDCONFIG) failed: run it as root, so that programs find $(LIBDIR)/libdirlock.so.1" >&2; } || :
+		echo "make install: $(LDCONFIG) failed: run it as root, so that programs find $(LIBDIR)/$(LIB_SONAME)" >&2; } || :
 
 .PHONY: install install-lib
