@@ -17,15 +17,20 @@
 # posts to both: the board without a lock loses posts (the twin that
 # shows the run able to fail), the locked one none.
 #
-# Root only (apt, the board's user); skipped when dpkg-buildpackage is
-# missing or when a dirlock package is installed already (the test
-# purges what it installs).  The packages are `make deb`'s: built when
-# build/deb/ does not have those of this tree (about a minute on two
-# cores), else reused.
+# Run by `make test-deb` (DIRLOCK_TEST_DEB=1), not by make test: it
+# changes the machine's packages.  Root only (apt, the board's user);
+# skipped when dpkg-buildpackage is missing or when a dirlock package is
+# installed already (the test purges what it installs).  The packages
+# are `make deb`'s: built when build/deb/ does not have those of this
+# tree (about a minute on two cores), else reused.
 # shellcheck source=/dev/null # tests/tap.sh
 . "$(dirname "$0")/tap.sh"
 cd "$TOP" || exit 1
 
+if [ "${DIRLOCK_TEST_DEB:-}" != 1 ]; then
+	echo "1..0 # SKIP installs and purges packages of this machine: make test-deb runs it (and CI)"
+	exit 0
+fi
 if [ "${SANITIZE:-}" = 1 ]; then
 	echo "1..0 # SKIP SANITIZE=1: the packages are built without sanitizers (make test runs this)"
 	exit 0
