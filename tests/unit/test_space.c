@@ -206,7 +206,7 @@ static void test_space_query(void **state)
          * ones first, then by prefix. */
         assert_int_equal(dirlock_space_query("nosuch://x", &info, &e), DIRLOCK_EINVAL);
         assert_non_null(strstr(e.message, "known: a directory path, flock:DIR, "));
-        assert_true(redis != DIRLOCK_OK || strstr(e.message, ", redis://, redis+unix://") != NULL);
+        assert_true(redis != DIRLOCK_OK || strstr(e.message, ", redis://, rediss://, redis+unix://") != NULL);
         assert_int_equal(dirlock_space_query("", &info, &e), DIRLOCK_EINVAL);
         assert_int_equal(dirlock_space_query("/x", NULL, &e), DIRLOCK_EINVAL);
 }
