@@ -34,8 +34,7 @@ static int parse_endpoint(const char *p, const char *end, dl_etcd_url *u, char *
         if (p < end && *p == '[') {
                 host = ++p;
                 while (p < end && *p != ']')
-                        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
-                              (*p >= 'A' && *p <= 'F') || *p == ':' || *p == '.'))
+                        if (dl_url_hex_value(*p) < 0 && *p != ':' && *p != '.')
                                 return fail(why, why_size,
                                             "an IPv6 address in brackets holds only hex digits, ':' and '.'");
                         else
@@ -85,41 +84,11 @@ static bool value_plain(unsigned char c)
                strchr("-._~/", c) != NULL;
 }
 
-static int hex_value(char c)
+/* A value of the query may be written with any printable ASCII byte
+ * unencoded but '&', '#' and '?' (which end it) and '%' (which encodes). */
+static bool query_plain(unsigned char c)
 {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* %-decode [s, e) into out (size bytes with the NUL), refusing an empty
- * value, a NUL and the bytes that must be encoded.  0 or -1. */
-static int decode_value(const char *s, const char *e, char *out, size_t size)
-{
-        size_t n = 0;
-        if (s == e)
-                return -1;
-        while (s < e) {
-                unsigned char c = (unsigned char)*s++;
-                if (c == '%') {
-                        int hi = e - s >= 2 ? hex_value(s[0]) : -1, lo = e - s >= 2 ? hex_value(s[1]) : -1;
-                        if (hi < 0 || lo < 0 || hi * 16 + lo == 0)
-                                return -1;
-                        c = (unsigned char)(hi * 16 + lo);
-                        s += 2;
-                } else if (c <= ' ' || c >= 127 || c == '&' || c == '#' || c == '?') {
-                        return -1;
-                }
-                if (n + 1 >= size)
-                        return -1;
-                out[n++] = (char)c;
-        }
-        out[n] = '\0';
-        return 0;
+        return c > ' ' && c < 127 && c != '&' && c != '#' && c != '?';
 }
 
 /* The parameters whose value is %-encoded: where each goes, its size,
@@ -160,7 +129,7 @@ static int parse_param(const char *s, const char *end, dl_etcd_url *u, char *why
                                     "cacert, cert and key are for a TLS connection: etcds://HOST...");
                 if (to[0] != '\0')
                         return fail(why, why_size, "a query parameter is given twice");
-                if (decode_value(v, end, to, params[i].size) != 0)
+                if (v == end || dl_url_decode(v, end, query_plain, to, params[i].size) != 0)
                         return fail(why, why_size,
                                     "a file or user name must be 1-255 bytes (a user 1-127), with spaces, "
                                     "control characters, '&', '#', '?' and non-ASCII bytes written %XX, and "
@@ -306,7 +275,6 @@ static int format_members(const dl_etcd_url *u, char *buf, size_t size)
  * its length, or -1. */
 static int format_params(const dl_etcd_url *u, char *buf, size_t size)
 {
-        static const char hex[] = "0123456789ABCDEF";
         size_t n = 0;
         buf[0] = '\0';
         for (size_t i = 0; i <= PARAM_COUNT; i++) {
@@ -318,18 +286,10 @@ static int format_params(const dl_etcd_url *u, char *buf, size_t size)
                 if (k < 0 || (size_t)k >= size - n)
                         return -1;
                 n += (size_t)k;
-                for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
-                        if (n + 4 > size)
-                                return -1;
-                        if (value_plain(*c)) {
-                                buf[n++] = (char)*c;
-                        } else {
-                                buf[n++] = '%';
-                                buf[n++] = hex[*c >> 4];
-                                buf[n++] = hex[*c & 15];
-                        }
-                }
-                buf[n] = '\0';
+                k = dl_url_encode(v, value_plain, buf + n, size - n);
+                if (k < 0)
+                        return -1;
+                n += (size_t)k;
         }
         return (int)n;
 }

@@ -38,65 +38,6 @@ static bool cred_plain(unsigned char c)
                strchr("-._~!$&'()*+,;=", c) != NULL;
 }
 
-static int hex_value(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* %-decode [s, e) into out (size bytes with the NUL).  0 or -1. */
-static int decode_cred(const char *s, const char *e, char *out, size_t size)
-{
-        size_t n = 0;
-        while (s < e) {
-                unsigned char c = (unsigned char)*s;
-                if (c == '%') {
-                        int hi = e - s >= 3 ? hex_value(s[1]) : -1, lo = e - s >= 3 ? hex_value(s[2]) : -1;
-                        if (hi < 0 || lo < 0)
-                                return -1;
-                        c = (unsigned char)(hi * 16 + lo);
-                        if (c == 0)
-                                return -1;
-                        s += 3;
-                } else if (cred_plain(c)) {
-                        s++;
-                } else {
-                        return -1;
-                }
-                if (n + 1 >= size)
-                        return -1;
-                out[n++] = (char)c;
-        }
-        out[n] = '\0';
-        return 0;
-}
-
-static int encode_cred(const char *in, char *out, size_t size)
-{
-        static const char hex[] = "0123456789ABCDEF";
-        size_t n = 0;
-        for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
-                if (n + 4 > size)
-                        return -1;
-                if (cred_plain(*p)) {
-                        out[n++] = (char)*p;
-                } else {
-                        out[n++] = '%';
-                        out[n++] = hex[*p >> 4];
-                        out[n++] = hex[*p & 15];
-                }
-        }
-        if (n + 1 > size)
-                return -1;
-        out[n] = '\0';
-        return 0;
-}
-
 /* A decimal number of [s, e) in 0..max, without sign or leading zeros
  * (except "0").  0 or -1. */
 static int parse_number(const char *s, const char *e, long max, long *out)
@@ -146,30 +87,11 @@ static bool env_char(char c, bool first)
                (!first && c >= '0' && c <= '9');
 }
 
-/* %-decode the file name [s, e) into out (size bytes with the NUL),
- * refusing an empty one and a NUL.  0 or -1. */
-static int decode_file(const char *s, const char *e, char *out, size_t size)
+/* A value of the query may be written with any printable ASCII byte
+ * unencoded but '&', '#' and '?' (which end it) and '%' (which encodes). */
+static bool query_plain(unsigned char c)
 {
-        size_t n = 0;
-        if (s == e)
-                return -1;
-        while (s < e) {
-                unsigned char c = (unsigned char)*s++;
-                if (c == '%') {
-                        int hi = e - s >= 2 ? hex_value(s[0]) : -1, lo = e - s >= 2 ? hex_value(s[1]) : -1;
-                        if (hi < 0 || lo < 0 || hi * 16 + lo == 0)
-                                return -1;
-                        c = (unsigned char)(hi * 16 + lo);
-                        s += 2;
-                } else if (c <= ' ' || c >= 127 || c == '&' || c == '#' || c == '?') {
-                        return -1;
-                }
-                if (n + 1 >= size)
-                        return -1;
-                out[n++] = (char)c;
-        }
-        out[n] = '\0';
-        return 0;
+        return c > ' ' && c < 127 && c != '&' && c != '#' && c != '?';
 }
 
 /* The parameters that name a file: where each goes, and whether it is
@@ -214,7 +136,7 @@ static int parse_param(const char *s, const char *end, dl_redis_url *u, char *wh
                                       "cacert, cert and key are for a TLS connection: rediss://HOST...");
                 if (file[0] != '\0')
                         return refuse(why, size, "a file parameter is given twice");
-                if (decode_file(v, end, file, DL_REDIS_FILE_MAX + 1) != 0)
+                if (v == end || dl_url_decode(v, end, query_plain, file, DL_REDIS_FILE_MAX + 1) != 0)
                         return refuse(why, size,
                                       "a file name must be 1-255 bytes, with spaces, control characters, "
                                       "'&', '#', '?' and non-ASCII bytes written %XX, and no %00");
@@ -286,7 +208,7 @@ static int parse_userinfo(const char **s, const char *authority_end, dl_redis_ur
         const char *colon = memchr(*s, ':', (size_t)(at - *s));
         const char *user_end = colon ? colon : at;
         if (user_end > *s) {
-                if (decode_cred(*s, user_end, u->user, sizeof u->user) != 0)
+                if (dl_url_decode(*s, user_end, cred_plain, u->user, sizeof u->user) != 0)
                         return refuse(
                             why, size,
                             "the user name is not valid (at most 127 bytes; write reserved characters "
@@ -297,7 +219,7 @@ static int parse_userinfo(const char **s, const char *authority_end, dl_redis_ur
                               "credentials are USER@, USER:PASSWORD@ or :PASSWORD@ (nothing before '@')");
         }
         if (colon != NULL) {
-                if (decode_cred(colon + 1, at, u->password, sizeof u->password) != 0)
+                if (dl_url_decode(colon + 1, at, cred_plain, u->password, sizeof u->password) != 0)
                         return refuse(why, size,
                                       "the password is not valid (at most 255 bytes; write reserved "
                                       "characters as %XX)");
@@ -324,7 +246,7 @@ static int parse_tcp(const char *s, const char *e, dl_redis_url *u, char *why, s
                 if (hl == 0 || hl >= sizeof u->host)
                         return refuse(why, size, "the IPv6 address is empty or too long");
                 for (const char *p = s + 1; p < close; p++)
-                        if (hex_value(*p) < 0 && *p != ':' && *p != '.')
+                        if (dl_url_hex_value(*p) < 0 && *p != ':' && *p != '.')
                                 return refuse(why, size,
                                               "the IPv6 address holds characters other than hex digits, "
                                               "':' and '.'");
@@ -454,7 +376,6 @@ static int format_params(const dl_redis_url *u, char *buf, size_t size)
                 const char *name, *value;
         } files[] = {
             {"password_file", u->password_file}, {"cacert", u->cacert}, {"cert", u->cert}, {"key", u->key}};
-        static const char hex[] = "0123456789ABCDEF";
         size_t n = 0;
         for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
                 if (files[i].value[0] == '\0')
@@ -463,18 +384,10 @@ static int format_params(const dl_redis_url *u, char *buf, size_t size)
                 if (k < 0 || (size_t)k >= size - n)
                         return -1;
                 n += (size_t)k;
-                for (const unsigned char *p = (const unsigned char *)files[i].value; *p; p++) {
-                        if (n + 4 > size)
-                                return -1;
-                        if (file_plain(*p)) {
-                                buf[n++] = (char)*p;
-                        } else {
-                                buf[n++] = '%';
-                                buf[n++] = hex[*p >> 4];
-                                buf[n++] = hex[*p & 15];
-                        }
-                }
-                buf[n] = '\0';
+                k = dl_url_encode(files[i].value, file_plain, buf + n, size - n);
+                if (k < 0)
+                        return -1;
+                n += (size_t)k;
         }
         if (u->password_env[0] != '\0') {
                 int k = snprintf(buf + n, size - n, "&password_env=%s", u->password_env);
@@ -489,9 +402,9 @@ int dl_redis_url_format(const dl_redis_url *u, bool hide_password, char *buf, si
         char cred[3 * DL_REDIS_USER_MAX + 3 * DL_REDIS_PASSWORD_MAX + 4] = "";
         if (u->has_password || u->has_user) {
                 char user[3 * DL_REDIS_USER_MAX + 1] = "", password[3 * DL_REDIS_PASSWORD_MAX + 1] = "***";
-                if (u->has_user && encode_cred(u->user, user, sizeof user) != 0)
+                if (u->has_user && dl_url_encode(u->user, cred_plain, user, sizeof user) < 0)
                         return -1;
-                if (!hide_password && encode_cred(u->password, password, sizeof password) != 0)
+                if (!hide_password && dl_url_encode(u->password, cred_plain, password, sizeof password) < 0)
                         return -1;
                 if (u->has_password)
                         snprintf(cred, sizeof cred, "%s:%s@", user, password);

@@ -1,8 +1,9 @@
 /* server.h - what every server backend shares (lib/redis, lib/etcd, and
  * whatever backend keeps its locks on a server next): the connections it
  * keeps per thread (conn_cache.c), how its waits bound each request and
- * give up when the server cannot be reached (server_wait.c), and how it
- * tells its caller that the server does not answer (server_notice.c).
+ * give up when the server cannot be reached (server_wait.c), how it
+ * tells its caller that the server does not answer (server_notice.c),
+ * and the %-encoding of a value in a server's address (url_text.c).
  * docs/backends.md has the kit table. */
 #ifndef DIRLOCK_SERVER_H
 #define DIRLOCK_SERVER_H
@@ -12,6 +13,23 @@
 /* How a lock server's address with a bad port is refused: the same words
  * for every scheme (redis_url.c, etcd_url.c). */
 #define DL_PORT_RULE "the port must be a whole number from 1 to 65535"
+
+/* ---- a value in a server's address, %-encoded (url_text.c) ------------- */
+
+/* Whether byte c of a value may stand unencoded: each grammar's own rule
+ * (a credential's, a file name's), passed to the calls below. */
+typedef bool dl_url_plain(unsigned char c);
+/* The value of hex digit c (0-9, a-f, A-F), or -1. */
+int dl_url_hex_value(char c);
+/* %-decode [s, e) into out (size bytes with the NUL): each %XX is its
+ * byte, every other byte must be `plain`.  An empty value decodes to "".
+ * 0, or -1 for a bad or short %XX, a %00, a byte that must be encoded, or
+ * a value longer than out holds. */
+int dl_url_decode(const char *s, const char *e, dl_url_plain *plain, char *out, size_t size);
+/* %-encode in into out (size bytes with the NUL): the `plain` bytes as
+ * they are, every other one as %XX (upper-case hex).  Its length, or -1
+ * when it does not fit. */
+int dl_url_encode(const char *in, dl_url_plain *plain, char *out, size_t size);
 
 /* ---- connections kept per thread (conn_cache.c) ------------------------ */
 

@@ -43,13 +43,16 @@ $(FUZZ_DIR)/fuzz_logrecord: $(FUZZ_DIR)/cgi-bin/logrecord.o
 # a half-edited file elsewhere in lib/core does not stop the fuzzer.
 FUZZ_OWNER_SRCS := lib/core/owner.c lib/core/error.c lib/core/clock.c
 $(FUZZ_DIR)/fuzz_owner: $(FUZZ_OWNER_SRCS:%.c=$(FUZZ_DIR)/%.o)
-# The Redis address parser is pure: it needs nothing else (nor hiredis).
-$(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_DIR)/lib/redis/redis_url.o
+# The Redis address parser is pure: it needs only the %-encoding of the
+# values in an address (nor hiredis).
+FUZZ_REDISURL_SRCS := lib/redis/redis_url.c lib/server/url_text.c
+$(FUZZ_DIR)/fuzz_redisurl: $(FUZZ_REDISURL_SRCS:%.c=$(FUZZ_DIR)/%.o)
 # The range text parser, with the error helpers it fills errors with.
 FUZZ_RANGE_SRCS := lib/range/range_text.c lib/core/error.c
 $(FUZZ_DIR)/fuzz_range: $(FUZZ_RANGE_SRCS:%.c=$(FUZZ_DIR)/%.o)
 # So is the etcd one (nor libcurl, nor json-c).
-$(FUZZ_DIR)/fuzz_etcdurl: $(FUZZ_DIR)/lib/etcd/etcd_url.o
+FUZZ_ETCDURL_SRCS := lib/etcd/etcd_url.c lib/server/url_text.c
+$(FUZZ_DIR)/fuzz_etcdurl: $(FUZZ_ETCDURL_SRCS:%.c=$(FUZZ_DIR)/%.o)
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lpthread
 
@@ -101,9 +104,9 @@ $(BUILD)/tests/fuzz/replay_form: $(BUILD)/cgi-bin/form.o
 $(BUILD)/tests/fuzz/replay_cookie: $(BUILD)/cgi-bin/cookie.o
 $(BUILD)/tests/fuzz/replay_logrecord: $(BUILD)/cgi-bin/logrecord.o
 $(BUILD)/tests/fuzz/replay_owner: $(FUZZ_OWNER_SRCS:%.c=$(BUILD)/%.o)
-$(BUILD)/tests/fuzz/replay_redisurl: $(BUILD)/lib/redis/redis_url.o
+$(BUILD)/tests/fuzz/replay_redisurl: $(FUZZ_REDISURL_SRCS:%.c=$(BUILD)/%.o)
 $(BUILD)/tests/fuzz/replay_range: $(FUZZ_RANGE_SRCS:%.c=$(BUILD)/%.o)
-$(BUILD)/tests/fuzz/replay_etcdurl: $(BUILD)/lib/etcd/etcd_url.o
+$(BUILD)/tests/fuzz/replay_etcdurl: $(FUZZ_ETCDURL_SRCS:%.c=$(BUILD)/%.o)
 $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/fuzz_%.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread
 
