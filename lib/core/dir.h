@@ -280,6 +280,10 @@ dirlock_owner *dl_owner_append(dirlock_owner **out, size_t *count, size_t *cap);
 int dl_excl_try(dirlock *h, dl_record *holder, bool judge, dirlock_error *err);
 /* Release h->lock_path if it is still ours: DIRLOCK_OK or DIRLOCK_ELOST. */
 int dl_excl_release(dirlock *h, dirlock_error *err);
+/* The release_kept of a kind held as one lock directory (dl_dir_kind):
+ * release what a failed release left of h->lock_path; one broken as stale
+ * meanwhile is no error, nothing is left. */
+int dl_excl_release_kept(dirlock *h, dirlock_error *err);
 int dl_excl_refresh(dirlock *h, dirlock_error *err);
 int dl_excl_check(const dirlock *h, dirlock_error *err);
 /* Look at the holder of h->lock_path; break it if stale (see BREAK in

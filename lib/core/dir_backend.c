@@ -398,23 +398,11 @@ static int exclusive_acquire(dirlock *h, const dl_time *deadline, dirlock_error 
         return dl_dir_exclusive_acquire(h, &dl_dir_w, deadline, err);
 }
 
-static int exclusive_release_kept(dirlock *h, dirlock_error *err)
-{
-        if (!dl_dir_of(h)->excl_held)
-                return DIRLOCK_OK;
-        int rc = dl_excl_release(h, err);
-        if (rc == DIRLOCK_ELOST) {
-                dl_ok(err);
-                return DIRLOCK_OK;
-        }
-        return rc;
-}
-
 const struct dl_dir_kind dl_dir_exclusive = {
     .what = "an exclusive lock",
     .acquire = exclusive_acquire,
     .release = dl_excl_release,
-    .release_kept = exclusive_release_kept,
+    .release_kept = dl_excl_release_kept,
     .refresh = dl_excl_refresh,
     .check = dl_excl_check,
 };

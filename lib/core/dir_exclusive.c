@@ -791,6 +791,16 @@ int dl_excl_release(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
+int dl_excl_release_kept(dirlock *h, dirlock_error *err)
+{
+        int rc = dl_excl_release(h, err);
+        if (rc == DIRLOCK_ELOST) {
+                dl_ok(err);
+                return DIRLOCK_OK;
+        }
+        return rc;
+}
+
 int dl_excl_refresh(dirlock *h, dirlock_error *err)
 {
         dl_time began = dl_now();

@@ -546,23 +546,11 @@ static const struct dl_slots permit_slots = {
 
 /* A permit is held, refreshed, checked and released as a lock directory
  * is (lock_path points at it). */
-static int permit_release_kept(dirlock *h, dirlock_error *err)
-{
-        if (!dl_dir_of(h)->excl_held)
-                return DIRLOCK_OK;
-        int rc = dl_excl_release(h, err);
-        if (rc == DIRLOCK_ELOST) {
-                dl_ok(err);
-                return DIRLOCK_OK;
-        }
-        return rc;
-}
-
 static const struct dl_dir_kind permit_kind = {
     .what = "a permit of a counting lock",
     .acquire = permit_acquire,
     .release = dl_excl_release,
-    .release_kept = permit_release_kept,
+    .release_kept = dl_excl_release_kept,
     .refresh = dl_excl_refresh,
     .check = dl_excl_check,
     .close = permit_free,
