@@ -312,6 +312,23 @@ static int w_hold(const char *lockdir, const char *name, bool to_read, double st
         return rc;
 }
 
+/* Entry `leaf` of folder `dir` of `name`, under `token` (a reader's or a
+ * range's), added as a hold when it is live (read_hold) and no step of
+ * its thread's wait (transient, in one of the waits `looks` names).  0,
+ * or -1 (out of memory). */
+static int add_entry_hold(const char *lockdir, const char *name, const char *dir, const char *leaf,
+                          const char *token, double stale_age, const dl_fs *fs, const char *looks,
+                          struct hold **v, size_t *n, size_t *cap)
+{
+        char *entry = dl_join(dir, leaf, NULL);
+        dl_record rec;
+        if (entry != NULL && read_hold(entry, stale_age, fs, &rec) == 0 &&
+            !transient(lockdir, &rec, token, name, looks))
+                return add_hold(v, n, cap, entry, NULL, &rec, looks);
+        free(entry);
+        return 0;
+}
+
 /* The readers' entries (r. and a.) of `name`, but `token`'s own and those
  * that are steps of their readers' waits (transient). */
 static int reader_holds(const char *lockdir, const char *name, const char *token, double stale_age,
@@ -331,13 +348,8 @@ static int reader_holds(const char *lockdir, const char *name, const char *token
                 if ((kind != DL_ENTRY_READER && kind != DL_ENTRY_ADMITTED) ||
                     strcmp(names[i] + 2, token) == 0)
                         continue;
-                char *entry = dl_join(dir, names[i], NULL);
-                dl_record rec;
-                if (entry != NULL && read_hold(entry, stale_age, fs, &rec) == 0 &&
-                    !transient(lockdir, &rec, names[i] + 2, name, reader_looks))
-                        rc = add_hold(v, n, cap, entry, NULL, &rec, reader_looks);
-                else
-                        free(entry);
+                rc = add_entry_hold(lockdir, name, dir, names[i], names[i] + 2, stale_age, fs, reader_looks,
+                                    v, n, cap);
         }
         dl_dir_names_free(names, count);
         free(dir);
@@ -367,13 +379,8 @@ static int range_holds(const char *lockdir, const char *name, bool any, double l
                 if (!any && (!dl_range_overlap(e.lo, e.hi, lo, hi) ||
                              !dl_modes_conflict(dl_mode_of_letter(e.mode), mode)))
                         continue;
-                char *entry = dl_join(dir, names[i], NULL);
-                dl_record rec;
-                if (entry != NULL && read_hold(entry, stale_age, fs, &rec) == 0 &&
-                    !transient(lockdir, &rec, e.token, name, range_looks))
-                        rc = add_hold(v, n, cap, entry, NULL, &rec, range_looks);
-                else
-                        free(entry);
+                rc = add_entry_hold(lockdir, name, dir, names[i], e.token, stale_age, fs, range_looks, v, n,
+                                    cap);
         }
         dl_dir_names_free(names, count);
         free(dir);
