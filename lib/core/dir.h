@@ -390,6 +390,13 @@ int dl_entry_drop(const dirlock *h, const char *dir, const char *path);
  * ESTALE): DIRLOCK_OK with a malloc'd array (none when it does not
  * exist), or an error -- never a listing cut short. */
 int dl_dir_names(const char *dir, const dl_fs *fs, char ***names, size_t *count, dirlock_error *err);
+/* The names in `name`'s folder NAME<suffix> of lockdir on `fs`
+ * (dl_layout_path, then dl_dir_names), for a look from outside at who
+ * holds: true with its path in *dir and its names, both the caller's to
+ * free; false, with nothing to free, when it is absent, unreadable or out
+ * of memory: then no entry there is seen. */
+bool dl_dir_names_of(const char *lockdir, const char *name, const char *suffix, const dl_fs *fs, char **dir,
+                     char ***names, size_t *count);
 void dl_dir_names_free(char **names, size_t count);
 
 #endif

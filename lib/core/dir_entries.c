@@ -228,3 +228,14 @@ int dl_dir_names(const char *dir, const dl_fs *fs, char ***out, size_t *count, d
                 dl_fs_refresh(dir); /* replaced while we read it: read it again (fsops.c) */
         }
 }
+
+bool dl_dir_names_of(const char *lockdir, const char *name, const char *suffix, const dl_fs *fs, char **dir,
+                     char ***names, size_t *count)
+{
+        *dir = dl_layout_path(lockdir, name, suffix);
+        if (*dir != NULL && dl_dir_names(*dir, fs, names, count, NULL) == DIRLOCK_OK)
+                return true;
+        free(*dir);
+        *dir = NULL;
+        return false;
+}

@@ -335,13 +335,10 @@ static int reader_holds(const char *lockdir, const char *name, const char *token
                         struct hold **v, size_t *n, size_t *cap)
 {
         const dl_fs *fs = dl_fs_of(lockdir, NULL);
-        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
-        char **names = NULL;
-        size_t count = 0;
-        if (dir == NULL || dl_dir_names(dir, fs, &names, &count, NULL) != DIRLOCK_OK) {
-                free(dir);
+        char *dir, **names;
+        size_t count;
+        if (!dl_dir_names_of(lockdir, name, DL_SUFFIX_READERS, fs, &dir, &names, &count))
                 return 0; /* none seen: fewer blockers prove less, never more */
-        }
         int rc = 0;
         for (size_t i = 0; i < count && rc == 0; i++) {
                 int kind = dl_layout_entry_kind(names[i]);
@@ -363,13 +360,10 @@ static int range_holds(const char *lockdir, const char *name, bool any, double l
                        const char *token, double stale_age, struct hold **v, size_t *n, size_t *cap)
 {
         const dl_fs *fs = dl_fs_of(lockdir, NULL);
-        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_RANGES);
-        char **names = NULL;
-        size_t count = 0;
-        if (dir == NULL || dl_dir_names(dir, fs, &names, &count, NULL) != DIRLOCK_OK) {
-                free(dir);
+        char *dir, **names;
+        size_t count;
+        if (!dl_dir_names_of(lockdir, name, DL_SUFFIX_RANGES, fs, &dir, &names, &count))
                 return 0;
-        }
         int rc = 0;
         for (size_t i = 0; i < count && rc == 0; i++) {
                 struct dl_range_entry e;

@@ -1113,13 +1113,10 @@ static int rw_holders(const char *lockdir, const char *name, double stale_age, d
                       size_t *count, size_t *cap, dirlock_error *err)
 {
         const dl_fs *fs = dl_fs_of(lockdir, NULL);
-        char *dir = dl_layout_path(lockdir, name, DL_SUFFIX_READERS);
-        char **names = NULL;
-        size_t n = 0;
-        if (dir == NULL || dl_dir_names(dir, fs, &names, &n, NULL) != DIRLOCK_OK) {
-                free(dir);
+        char *dir, **names;
+        size_t n;
+        if (!dl_dir_names_of(lockdir, name, DL_SUFFIX_READERS, fs, &dir, &names, &n))
                 return DIRLOCK_OK; /* none (or unreadable: as inspect counts them) */
-        }
         int rc = DIRLOCK_OK;
         for (size_t i = 0; i < n && rc == DIRLOCK_OK; i++) {
                 int kind = dl_layout_entry_kind(names[i]);
