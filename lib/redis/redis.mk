@@ -14,7 +14,7 @@
 # itself needs libc only.
 
 REDIS_SRCS := lib/redis/redis_backend.c lib/redis/redis_conn.c lib/redis/redis_deadlock.c \
-	lib/redis/redis_handle.c lib/redis/redis_link.c lib/redis/redis_tls.c \
+	lib/redis/redis_handle.c lib/redis/redis_link.c lib/redis/redis_socket.c lib/redis/redis_tls.c \
 	lib/redis/redis_permits.c lib/redis/redis_range.c lib/redis/redis_scripts.c lib/redis/redis_url.c \
 	lib/redis/redis_wait.c lib/redis/redis_whole.c
 REDIS_PKGS := hiredis libssl libcrypto

@@ -4,12 +4,14 @@
  * bytes and nothing else: redis_conn.c formats the commands and parses
  * the replies (hiredis' redisFormatCommandArgv and redisReader) the same
  * way over every kind.  Plain links are redis_link.c's, TLS is
- * redis_tls.c's (OpenSSL). */
+ * redis_tls.c's (OpenSSL), both on the sockets of redis_socket.c. */
 #ifndef DIRLOCK_REDIS_LINK_H
 #define DIRLOCK_REDIS_LINK_H
 
 #include "core.h"
 #include "redis_url.h"
+
+#include <sys/socket.h>
 
 #include <sys/types.h>
 
@@ -90,8 +92,14 @@ int dl_redis_tls_start(dl_redis_link *l, const dl_redis_url *u, const dl_time *d
  * first answer (a TLS-only port closes a plain one). */
 bool dl_redis_tls_probe(const dl_redis_url *u, const dl_time *deadline);
 
-/* For redis_tls.c's probe: a TCP connection to u's server by the deadline
- * (non-blocking, close-on-exec), or -1 with `detail` set. */
+/* ---- the sockets (redis_socket.c) ---- */
+
+/* A TCP connection to u's server by the deadline (non-blocking,
+ * close-on-exec), or -1 with `detail` set. */
 int dl_redis_tcp_connect(const dl_redis_url *u, const dl_time *deadline, char *detail, size_t size);
+
+/* connect() of the non-blocking socket fd to a, waited for by the
+ * deadline: 0, or -1 with errno (ETIMEDOUT at the deadline). */
+int dl_redis_connect_wait(int fd, const struct sockaddr *a, socklen_t alen, const dl_time *deadline);
 
 #endif

@@ -1,5 +1,5 @@
 /* redis_tls.c - the TLS kind of link of the Redis backend (rediss://,
- * redis_link.h), on OpenSSL, over a TCP connection redis_link.c made.
+ * redis_link.h), on OpenSSL, over a TCP connection redis_socket.c made.
  *
  * TRUST.  The server's certificate must chain to the CAs of the address's
  * cacert= file (or, without one, the system's: OpenSSL's default paths)
