@@ -193,8 +193,7 @@ static int seconds(PyObject *value, const char *what, double none_value, double 
 
 static int sig_r = -1, sig_w = -1; /* the pipe, made per process */
 static pid_t sig_pid;
-static unsigned long main_ident;
-static PyObject *set_wakeup_fd; /* signal.set_wakeup_fd */
+static PyObject *set_wakeup_fd; /* _signal.set_wakeup_fd */
 
 static int sig_pipe(void)
 {
@@ -215,10 +214,11 @@ static int sig_pipe(void)
 }
 
 /* Point the wakeup descriptor at our pipe: 1 when done, 0 when the
- * caller is not the main thread or one was set already (left alone). */
+ * caller is not the main thread (set_wakeup_fd refuses it: ValueError)
+ * or one was set already (left alone). */
 static int sig_catch(void)
 {
-        if (PyThread_get_thread_ident() != main_ident || set_wakeup_fd == NULL || sig_pipe() != 0)
+        if (set_wakeup_fd == NULL || sig_pipe() != 0)
                 return 0;
         PyObject *old = PyObject_CallFunction(set_wakeup_fd, "i", sig_w);
         if (old == NULL) {
@@ -1635,15 +1635,9 @@ PyMODINIT_FUNC PyInit__dirlock(void)
                 goto fail;
         if (add_exceptions(m) < 0 || PyModule_AddStringConstant(m, "LIBRARY_VERSION", DIRLOCK_VERSION) < 0)
                 goto fail;
-        /* The main thread and signal.set_wakeup_fd, for waits (see the top). */
-        PyObject *threading = PyImport_ImportModule("threading");
-        PyObject *main = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
-        PyObject *ident = main ? PyObject_GetAttrString(main, "ident") : NULL;
-        main_ident = ident ? PyLong_AsUnsignedLong(ident) : 0;
-        Py_XDECREF(ident);
-        Py_XDECREF(main);
-        Py_XDECREF(threading);
-        PyObject *signal = PyImport_ImportModule("signal");
+        /* signal.set_wakeup_fd, for waits (see the top), from the C module
+         * under it: `signal` itself imports enum, a cost at every start. */
+        PyObject *signal = PyImport_ImportModule("_signal");
         set_wakeup_fd = signal ? PyObject_GetAttrString(signal, "set_wakeup_fd") : NULL;
         Py_XDECREF(signal);
         if (PyErr_Occurred())
