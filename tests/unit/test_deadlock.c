@@ -78,8 +78,9 @@ static void run_sides(struct side *s, int n, int stagger_ms)
                 pthread_join(s[i].th, NULL);
 }
 
-/* A then B against B then A: one EDEADLK within 100 ms naming the
- * cycle, the other gets its lock. */
+/* A then B against B then A: one EDEADLK within the second the
+ * documentation promises (typically 15-25 ms; under valgrind, on a busy
+ * machine, past 100), naming the cycle; the other gets its lock. */
 static void test_two_threads(void **state)
 {
         (void)state;
@@ -91,7 +92,7 @@ static void test_two_threads(void **state)
         assert_int_equal(ok, 1);
         struct side *d = s[0].rc == DIRLOCK_EDEADLK ? &s[0] : &s[1];
         print_message("%.1f ms: %s\n", d->waited_ms, d->message);
-        assert_true(d->waited_ms < 100);
+        assert_true(d->waited_ms < 1000);
         assert_non_null(strstr(d->message, "deadlock"));
         assert_non_null(strstr(d->message, "'A'"));
         assert_non_null(strstr(d->message, "'B'"));
