@@ -81,11 +81,11 @@ dpkg -L $PKGS | grep -vx "/\." | sort -u >"$T/files"
 
 # outside COMMAND: runs COMMAND (bash) in a new directory, with nothing in
 # the environment but what a login shell has.
-mkdir -p "$T/work" "$T/home"
+mkdir -p "$T/outside" "$T/home"
 chmod 755 "$T"
 outside() {
 	env -i HOME="$T/home" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 T="$T" V="$version" \
-		bash -c "cd \"\$T/work\" && $1" >"$T/out" 2>&1
+		bash -c "cd \"\$T/outside\" && $1" >"$T/out" 2>&1
 }
 check() {
 	local st=$?
@@ -99,7 +99,7 @@ outside '[ "$(command -v dirlock)" = /usr/bin/dirlock ] && [ "$(dirlock --versio
 	dirlock -d "$T/locks" cmd -- echo held | grep -qx held'
 check "dirlock (/usr/bin) takes a lock, and says version $version"
 
-cat >"$T/work/prog.c" <<'EOF'
+cat >"$T/outside/prog.c" <<'EOF'
 #include <dirlock.h>
 #include <dirlock_rw.h>
 #include <stdio.h>
@@ -140,8 +140,8 @@ elif ! make -s npm-pack >"$T/out" 2>&1; then
 	ok 1 "make npm-pack"
 	diag "$(tail -5 "$T/out")"
 else
-	mkdir -p "$T/work/app"
-	echo '{"name": "app", "version": "1.0.0", "private": true}' >"$T/work/app/package.json"
+	mkdir -p "$T/outside/app"
+	echo '{"name": "app", "version": "1.0.0", "private": true}' >"$T/outside/app/package.json"
 	outside "cd app && npm install --offline --no-audit --no-fund --cache \"\$T/npm-cache\" --nodedir=$node_dir \
 		$TOP/build/npm/dirlock-$version.tgz && [ \"\$(node -e 'const d = require(\"dirlock\")
 new d.Lock(process.argv[1], \"node\").runExclusive(() => console.log(d.libraryVersion))' \"\$T/locks\")\" = \"\$V\" ] &&

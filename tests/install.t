@@ -45,15 +45,15 @@ is "$usr_local" "" "PREFIX=/usr/local needs no variable here"
 [ -f "$P/share/man/man3/Dirlock.3pm" ] && [ ! -e "$P/man" ]
 ok $? "the Perl module's page is in PREFIX/share/man/man3 (and nothing in PREFIX/man)"
 
-# outside COMMAND: runs COMMAND (a bash script) in $T/work, with only
+# outside COMMAND: runs COMMAND (a bash script) in $T/outside, with only
 # what a login shell has, and what make install-env printed.
-mkdir -p "$T/work" "$T/home"
+mkdir -p "$T/outside" "$T/home"
 NODE_DIR=$(node -p 'require("path").resolve(process.execPath, "..", "..")' 2>/dev/null)
 outside() {
 	env -i HOME="$T/home" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 TMPDIR="$T" \
 		P="$P" T="$T" TOP="$TOP" PYTHON="$PYTHON" NODE_DIR="$NODE_DIR" TAKE_IN_NODE="$take_in_node" \
 		bash -c "$env_lines
-cd \"\$T/work\" && $1" >"$T/out" 2>&1
+cd \"\$T/outside\" && $1" >"$T/out" 2>&1
 }
 # check DESCRIPTION: the last command's status as a test, with its output
 # when it failed.
@@ -75,7 +75,7 @@ else
 	skip "man is not installed (man-db)"
 fi
 
-cat >"$T/work/prog.c" <<'EOF'
+cat >"$T/outside/prog.c" <<'EOF'
 #include <dirlock.h>
 #include <stdio.h>
 int main(int argc, char **argv)
@@ -112,8 +112,8 @@ if [ -z "$node_can_build" ]; then
 else
 	# npm links a directory: the project uses the tree's addon, built there
 	# by make, and nothing is built or written in the tree.
-	mkdir -p "$T/work/app"
-	echo '{"name": "app", "version": "1.0.0", "private": true}' >"$T/work/app/package.json"
+	mkdir -p "$T/outside/app"
+	echo '{"name": "app", "version": "1.0.0", "private": true}' >"$T/outside/app/package.json"
 	outside 'cd app && npm install --offline --no-audit --no-fund --cache "$T/npm-cache" --nodedir="$NODE_DIR" "$TOP/bindings/node" &&
 		node -e "$TAKE_IN_NODE" "$T/locks"'
 	check "npm install /path/to/bindings/node: require('dirlock') takes a lock in the new project"
@@ -122,10 +122,10 @@ else
 
 	# --install-links copies the package, which builds against the library
 	# that pkg-config names (PREFIX's) and finds it with no search path.
-	mkdir -p "$T/work/app2"
-	echo '{"name": "app2", "version": "1.0.0", "private": true}' >"$T/work/app2/package.json"
+	mkdir -p "$T/outside/app2"
+	echo '{"name": "app2", "version": "1.0.0", "private": true}' >"$T/outside/app2/package.json"
 	outside 'cd app2 && npm install --install-links --offline --no-audit --no-fund --cache "$T/npm-cache" \
-		--nodedir="$NODE_DIR" "$TOP/bindings/node" && node -e "$TAKE_IN_NODE" "$T/locks" | grep "^$T/work/app2/" &&
+		--nodedir="$NODE_DIR" "$TOP/bindings/node" && node -e "$TAKE_IN_NODE" "$T/locks" | grep "^$T/outside/app2/" &&
 		ldd node_modules/dirlock/build/Release/dirlock.node | grep -F "libdirlock.so.1 => $P/lib/libdirlock.so.1"'
 	check "npm install --install-links: a copy built against PREFIX's library loads"
 	outside 'node -e "require(\"$TOP/bindings/node\")"'
