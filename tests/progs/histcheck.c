@@ -21,7 +21,8 @@
  * it (a holder paused past its lease overlaps each of its successors
  * briefly, but believes on through all of them).
  * With --window: the longest stretch of [T1, T2] in which nobody
- * believed it held the lock, "gap_ms G" (unavailability after a fault).
+ * believed it held the lock, "gap_ms G" (unavailability after a fault),
+ * and how many acquisitions began in it, "holds_in H" (work went on).
  * With --store: the elements the workers were told were added ("add E
  * ok") that are not in FILE, and whether the fences in FILE.commits (in
  * commit order) strictly increase: "acked A lost L fences F increasing
@@ -154,6 +155,9 @@ int main(int argc, char **argv)
                 /* Walk the window, jumping over every interval that covers
                  * the point reached. */
                 double at = w1, gap = 0;
+                size_t held_in = 0;
+                for (size_t k = 0; k < nholds; k++)
+                        held_in += holds[k].from >= w1 && holds[k].from <= w2;
                 for (size_t k = 0; k < nholds && at < w2; k++) {
                         if (holds[k].to <= at)
                                 continue;
@@ -165,7 +169,7 @@ int main(int argc, char **argv)
                 }
                 if (at < w2 && w2 - at > gap)
                         gap = w2 - at;
-                printf(" gap_ms %.1f", gap);
+                printf(" gap_ms %.1f holds_in %zu", gap, held_in);
         }
         bool bad = overlaps > 0;
         if (store != NULL) {
