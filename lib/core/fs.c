@@ -40,6 +40,14 @@ static unsigned long fs_magic(const char *dir)
         return statfs(dir, &s) == 0 ? (unsigned long)s.f_type : 0;
 }
 
+bool dl_fs_magic_local(unsigned long magic)
+{
+        for (size_t i = 0; i < sizeof local_magics / sizeof local_magics[0]; i++)
+                if (magic == local_magics[i])
+                        return true;
+        return false;
+}
+
 const dl_fs *dl_fs_of(const char *dir, char type[32])
 {
         if (netfs != NULL)
@@ -49,10 +57,7 @@ const dl_fs *dl_fs_of(const char *dir, char type[32])
         unsigned long magic = fs_magic(dir);
         if (magic == 0)
                 return &local; /* cannot tell: what uses the directory fails as it would */
-        for (size_t i = 0; i < sizeof local_magics / sizeof local_magics[0]; i++)
-                if (magic == local_magics[i])
-                        return &local;
-        return &unknown;
+        return dl_fs_magic_local(magic) ? &local : &unknown;
 }
 
 int dl_fs_allows(const dl_fs *fs, const char *dir, int mode, int policy, bool ranged, unsigned flags,

@@ -27,6 +27,10 @@ typedef struct dl_fs {
  * table names ("ext4", "fuse.glusterfs"; "" when unknown). */
 const dl_fs *dl_fs_of(const char *dir, char type[32]);
 
+/* Whether statfs(2)'s magic number `magic` is one of the local
+ * filesystems the core knows (fs.c): no network filesystem shares one. */
+bool dl_fs_magic_local(unsigned long magic);
+
 /* DIRLOCK_ENETFS when no lock is safe on `fs`, or when lock mode `mode`
  * under `policy` (a range lock when `ranged`) is not safe across its
  * clients and `flags` lacks DIRLOCK_ONE_CLIENT; else DIRLOCK_OK. */

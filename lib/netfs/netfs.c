@@ -4,11 +4,13 @@
  * filesystem.  It sets the core's filesystem calls (lib/core/fs.h) at
  * load; without it the core knows local filesystems alone.
  *
- * TELLING.  The filesystem type is the one /proc/self/mountinfo gives for
- * the directory's device ("ext4", "tmpfs", "nfs4", "fuse.glusterfs"), so
- * that FUSE filesystems are told apart by their subtype; where mountinfo
- * cannot be read, statfs(2)'s magic number says at least NFS, SMB and
- * FUSE.  A type that is not in the table is a local filesystem.
+ * TELLING.  A directory whose statfs(2) magic number is one of the local
+ * filesystems the core knows (lib/core/fs.c) is local.  Else the
+ * filesystem type is the one /proc/self/mountinfo gives for the
+ * directory's device ("nfs4", "fuse.glusterfs"), so that FUSE filesystems
+ * are told apart by their subtype; where mountinfo cannot be read, the
+ * magic number says at least NFS, SMB and FUSE.  A type that is not in
+ * the table is a local filesystem.
  *
  * WHAT HOLDS ON A NETWORK FILESYSTEM (docs/netfs.md has the
  * measurements).  Each client caches names and attributes: on GlusterFS
@@ -203,25 +205,36 @@ static const dl_fs *netfs_of(const char *dir, char type[32])
 {
         static _Thread_local char last_dir[512];
         static _Thread_local char last_type[32];
+        static _Thread_local bool last_typed; /* last_type was read */
         static _Thread_local int last_row = -1;
-        if (last_row >= 0 && strcmp(last_dir, dir) == 0) {
+        if (last_row >= 0 && strcmp(last_dir, dir) == 0 && (type == NULL || last_typed)) {
                 if (type != NULL)
                         memcpy(type, last_type, sizeof last_type);
                 return &rows[last_row];
         }
         char t[32] = "";
         int row = FS_LOCAL;
+        bool typed = false;
         struct stat st;
         struct statfs sfs;
-        if (stat(dir, &st) == 0 && mountinfo_type(st.st_dev, t) == 0)
+        /* A local filesystem's magic number says all a lock needs; the
+         * mount table is read only for the others (and for its type's
+         * name, when asked). */
+        if (type == NULL && statfs(dir, &sfs) == 0 && dl_fs_magic_local((unsigned long)sfs.f_type)) {
+                row = FS_LOCAL;
+        } else if (stat(dir, &st) == 0 && mountinfo_type(st.st_dev, t) == 0) {
                 row = row_of_type(t);
-        else if (statfs(dir, &sfs) == 0)
+                typed = true;
+        } else if (statfs(dir, &sfs) == 0) {
                 row = row_of_magic((unsigned long)sfs.f_type);
-        else
+                typed = true;
+        } else {
                 return &rows[FS_LOCAL]; /* cannot tell now: not remembered */
+        }
         if (strlen(dir) < sizeof last_dir) {
                 strcpy(last_dir, dir);
                 memcpy(last_type, t, sizeof last_type);
+                last_typed = typed;
                 last_row = row;
         }
         if (type != NULL)
