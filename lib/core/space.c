@@ -115,8 +115,9 @@ static int load_backend(const char *space, size_t n, const dl_backend **be, size
                 return dl_fail(err, why.code, 0, "lock space '%s://...': %s", scheme, why.message);
         if (loaded > 0 && (*be = backend_of(space, prefix)) != NULL)
                 return DIRLOCK_OK;
-        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': unknown kind '%.40s' (known: %s%s)",
-                       space, scheme, known_kinds(kinds, sizeof kinds),
+        /* The rest of the address may hold a password: never shown. */
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s://...': unknown kind '%.40s' (known: %s%s)",
+                       scheme, scheme, known_kinds(kinds, sizeof kinds),
                        loader != NULL ? ""
                                       : "; this program loads no backends: link the backend's object, or "
                                         "the shared library, libdirlock.so");

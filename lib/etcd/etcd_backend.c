@@ -148,7 +148,9 @@ int dl_etcd_parse_space(const char *spec, dl_etcd_url *u, dirlock_error *err)
         char why[200];
         if (dl_etcd_url_parse(spec, strlen(spec), u, why, sizeof why) == 0)
                 return DIRLOCK_OK;
-        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%.200s': %s", spec, why);
+        char shown[300];
+        dl_url_shown(spec, shown, sizeof shown);
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s': %s", shown, why);
 }
 
 /* Who holds or waits as entry e, for messages: "pid 812 on www1" after

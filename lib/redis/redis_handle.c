@@ -15,17 +15,6 @@ struct dl_redis *dl_redis_of(const dirlock *h)
         return (struct dl_redis *)h->impl;
 }
 
-/* The space string with anything between "://" and '@' hidden. */
-static void redact(const char *space, char *out, size_t size)
-{
-        const char *s = strstr(space, "://");
-        const char *at = s ? strchr(s, '@') : NULL;
-        if (s == NULL || at == NULL)
-                snprintf(out, size, "%.200s", space);
-        else
-                snprintf(out, size, "%.*s***%.200s", (int)(s + 3 - space), space, at);
-}
-
 int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error *err)
 {
         char why[200];
@@ -35,7 +24,7 @@ int dl_redis_parse_space(const char *space, dl_redis_server *srv, dirlock_error 
                 snprintf(why, sizeof why, "%s", "the address is too long");
         }
         char shown[300];
-        redact(space, shown, sizeof shown);
+        dl_url_shown(space, shown, sizeof shown);
         return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s': %s", shown, why);
 }
 

@@ -30,6 +30,11 @@ int dl_url_decode(const char *s, const char *e, dl_url_plain *plain, char *out, 
  * they are, every other one as %XX (upper-case hex).  Its length, or -1
  * when it does not fit. */
 int dl_url_encode(const char *in, dl_url_plain *plain, char *out, size_t size);
+/* A server's address as a message may show it, into out (size bytes):
+ * nothing of a credential, even in an address that does not parse -- the
+ * user information (up to the last '@') as "***", and after the scheme
+ * nothing at all when a query may hold a password ("etcds://..."). */
+void dl_url_shown(const char *space, char *out, size_t size);
 
 /* ---- connections kept per thread (conn_cache.c) ------------------------ */
 

@@ -2,9 +2,13 @@
  * (server.h): a credential, a file name, a user name.  Which bytes may
  * stand unencoded is each grammar's own (redis_url.h, etcd_url.h): the
  * parser passes its rule in, so one decoder and one encoder serve every
- * scheme.  Pure: no allocation, nothing read, nothing of a value ever in
- * a message (the callers word their errors). */
+ * scheme; and an address as a message shows it (dl_url_shown).  Pure: no
+ * allocation, nothing read, nothing of a value ever in a message (the
+ * callers word their errors). */
 #include "server.h"
+
+#include <stdio.h>
+#include <string.h>
 
 int dl_url_hex_value(char c)
 {
@@ -61,4 +65,22 @@ int dl_url_encode(const char *in, dl_url_plain *plain, char *out, size_t size)
                 return -1;
         out[n] = '\0';
         return (int)n;
+}
+
+void dl_url_shown(const char *space, char *out, size_t size)
+{
+        const char *rest = strstr(space, "://");
+        if (rest == NULL) {
+                snprintf(out, size, "%.200s", space);
+                return;
+        }
+        int scheme = rest - space > 40 ? 40 : (int)(rest - space);
+        rest += 3;
+        const char *at = strrchr(rest, '@');
+        if (strchr(rest, '?') != NULL) /* a value there may be a password, '@' or '?' in it or not */
+                snprintf(out, size, "%.*s://...", scheme, space);
+        else if (at != NULL)
+                snprintf(out, size, "%.*s://***%.200s", scheme, space, at);
+        else
+                snprintf(out, size, "%.*s://%.200s", scheme, space, rest);
 }

@@ -254,6 +254,30 @@ static void test_bad_spaces(void **state)
         assert_int_equal(dirlock_release(h, &e), DIRLOCK_OK);
 }
 
+/* A malformed server address never shows its password in the message:
+ * not in the user information (a raw '@' in it too), not in the query,
+ * not behind a mistyped scheme. */
+static void test_bad_space_secret(void **state)
+{
+        (void)state;
+        static const char *const spaces[] = {
+            "etcds://locker:S3CRET@127.0.0.1:1/p",      "etcd://127.0.0.1:1/p?password=S3CRET",
+            "etcd://127.0.0.1:1/p?x=1&pasword=S3CRET",  "Redis://:S3CRET@127.0.0.1:1",
+            "redis://:p@ss-S3CRET@127.0.0.1:1",         "redis://:S3CRET@127.0.0.1:99999",
+            "rediss://u:S3CRET@127.0.0.1:1?cacert=%00", "nosuch://:S3CRET@h",
+        };
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++) {
+                dirlock *h = NULL;
+                dirlock_error e;
+                assert_int_equal(dirlock_acquire(spaces[i], "k", &o, &h, &e), DIRLOCK_EINVAL);
+                print_message("%s -> %s\n", spaces[i], e.message);
+                assert_null(strstr(e.message, "S3CRET"));
+                assert_null(strstr(e.message, "CRET"));
+        }
+}
+
 /* Every lock that exists, once, in name order, with its owner. */
 static void test_list(void **state)
 {
@@ -308,10 +332,15 @@ static void test_process_alive(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_flock_space),        cmocka_unit_test(test_flock_reentrant),
-            cmocka_unit_test(test_flock_removed_file), cmocka_unit_test(test_flock_renamed_dir),
-            cmocka_unit_test(test_bad_spaces),         cmocka_unit_test(test_list),
-            cmocka_unit_test(test_process_alive),      cmocka_unit_test(test_space_query),
+            cmocka_unit_test(test_flock_space),
+            cmocka_unit_test(test_flock_reentrant),
+            cmocka_unit_test(test_flock_removed_file),
+            cmocka_unit_test(test_flock_renamed_dir),
+            cmocka_unit_test(test_bad_spaces),
+            cmocka_unit_test(test_bad_space_secret),
+            cmocka_unit_test(test_list),
+            cmocka_unit_test(test_process_alive),
+            cmocka_unit_test(test_space_query),
             cmocka_unit_test(test_space_forms),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
