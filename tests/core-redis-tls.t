@@ -25,7 +25,7 @@ command -v openssl >/dev/null || {
 	echo "1..0 # SKIP openssl is not installed (make deps)"
 	exit 0
 }
-plan 28
+plan 29
 EAUTH=16 EPERM=14 EINVAL=4
 
 port=$(redis_free_port) && redis_start_tls "$port" || exit 1
@@ -135,6 +135,14 @@ refused "$S" $EINVAL "chmod o-r" "a password file every user may read"
 chmod o-r "$T/locker.pw"
 refused "rediss://locker@127.0.0.1:$port/0?prefix=tls&password_env=NO_SUCH_VAR_$$&$TLSQ" $EINVAL \
 	"NO_SUCH_VAR" "a password variable that is not set"
+# An encrypted client key: refused at once, naming the key, even with a
+# terminal to ask on (tests/on-pty): nothing waits for a pass phrase.
+openssl pkey -in "$C/client.key" -aes256 -passout pass:phrase -out "$T/enc.key" 2>/dev/null
+t0=$(date +%s)
+msg=$(timeout 20 "$TOP/tests/on-pty" "$DIRLOCK" -d "rediss://locker@127.0.0.1:$port/0?prefix=tls&password_file=$T/locker.pw&cacert=$C/ca.pem&cert=$C/client.pem&key=$T/enc.key" -w 10 r -- true 2>&1 | tr -d '\r' | head -n 1)
+secs=$(($(date +%s) - t0))
+[[ $secs -lt 10 && $msg == *"enc.key"*"is encrypted"* ]]
+ok $? "an encrypted client key is refused in ${secs} s, nothing prompted: ${msg#dirlock: }"
 is "$(redis_cli --scan --pattern '{tls}:r:*' | wc -l)" 0 "nothing of lock r was taken by any refused attempt"
 
 # ---- no password in arguments, messages or status -----------------------------------------

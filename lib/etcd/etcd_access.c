@@ -50,6 +50,9 @@ void dl_etcd_tls_options(CURL *e, const dl_etcd_url *u, char *errbuf)
                 curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
                 curl_easy_setopt(e, CURLOPT_SSLKEY, u->key);
                 curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+                /* An encrypted key gets no pass phrase (without one,
+                 * OpenSSL would ask on the terminal): it fails to load. */
+                curl_easy_setopt(e, CURLOPT_KEYPASSWD, "");
         }
 }
 

@@ -14,7 +14,8 @@
  *
  * REFUSALS are told from breakage by OpenSSL's reason: the certificate
  * did not verify (our refusal), the server sent an alert (its refusal:
- * bad or missing client certificate, no common protocol), or the server
+ * bad or missing client certificate, no common protocol), the server
+ * offers only versions older than 1.2 (found on our side), or the server
  * answered something that is not TLS (a plain port) -- each is errno
  * EACCES with the words in l->detail, which the caller makes
  * DIRLOCK_EAUTH; a connection closed or reset is a broken link
@@ -140,6 +141,10 @@ static bool refusal(SSL *ssl, const dl_redis_url *u, char *detail, size_t size)
                                  X509_verify_cert_error_string(v), u->cacert[0] ? u->cacert : "the system's");
                 return true;
         }
+        if (reason == SSL_R_UNSUPPORTED_PROTOCOL) {
+                snprintf(detail, size, "the server offers no TLS version this client takes (1.2 or later)");
+                return true;
+        }
         if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
             reason == SSL_R_UNKNOWN_PROTOCOL || reason == SSL_R_HTTP_REQUEST) {
                 snprintf(detail, size,
@@ -242,6 +247,15 @@ static const struct dl_redis_link_type tls_kind = {"TLS",    false,       false,
 
 /* ---- the handshake ---------------------------------------------------------------- */
 
+/* A key's pass phrase, asked for by OpenSSL when the key is encrypted
+ * (dl_secret_check_key refuses one it can tell): none -- the library never
+ * prompts on a terminal -- so the load fails. */
+static int no_pass_phrase(char *buf, int size, int rwflag, void *data)
+{
+        (void)buf, (void)size, (void)rwflag, (void)data;
+        return 0;
+}
+
 /* A client context for u, into *out: its CAs, its client certificate.
  * DIRLOCK_OK, DIRLOCK_EINVAL (a file that cannot be used),
  * DIRLOCK_ENOMEM. */
@@ -257,6 +271,7 @@ static int make_context(const dl_redis_url *u, const char *who, SSL_CTX **out, d
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+        SSL_CTX_set_default_passwd_cb(ctx, no_pass_phrase);
         if (u->cacert[0] != '\0' ? SSL_CTX_load_verify_locations(ctx, u->cacert, NULL) != 1
                                  : SSL_CTX_set_default_verify_paths(ctx) != 1) {
                 last_reason(why, sizeof why);

@@ -37,6 +37,17 @@ static int private_file(int fd, const char *file, const char *what, const char *
         return DIRLOCK_OK;
 }
 
+/* Read at most size bytes of fd into buf; the count, or -1 (errno). */
+static ssize_t read_some(int fd, char *buf, size_t size);
+
+/* Whether the PEM text of a key says it is encrypted: PKCS #8's "BEGIN
+ * ENCRYPTED PRIVATE KEY", or the older "Proc-Type: 4,ENCRYPTED" header. */
+static bool pem_encrypted(const char *text)
+{
+        return strstr(text, "-----BEGIN ENCRYPTED PRIVATE KEY-----") != NULL ||
+               strstr(text, "Proc-Type: 4,ENCRYPTED") != NULL;
+}
+
 int dl_secret_check_key(const char *file, const char *who, dirlock_error *err)
 {
         int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -44,7 +55,18 @@ int dl_secret_check_key(const char *file, const char *who, dirlock_error *err)
                 return dl_fail(err, DIRLOCK_EINVAL, 0, "%.300s: cannot read the private key '%.200s': %s",
                                who, file, strerror(errno));
         int rc = private_file(fd, file, "private key", who, err);
+        char head[512];
+        ssize_t n = rc == DIRLOCK_OK ? read_some(fd, head, sizeof head - 1) : -1;
         close(fd);
+        if (n >= 0) {
+                head[n] = '\0';
+                if (pem_encrypted(head))
+                        rc = dl_fail(err, DIRLOCK_EINVAL, 0,
+                                     "%.300s: the private key '%.200s' is encrypted, and no pass phrase is "
+                                     "asked for: give a key without one (openssl pkey -in KEY -out NEW)",
+                                     who, file);
+                dl_secret_wipe(head, sizeof head);
+        }
         return rc;
 }
 

@@ -23,7 +23,8 @@ int dl_secret_read(const char *file, const char *env, char *buf, size_t size, co
                    dirlock_error *err);
 
 /* A private key's file (a client certificate's key): DIRLOCK_OK when it
- * is a regular file that not every user may read; DIRLOCK_EINVAL, with
+ * is a regular file that not every user may read, and not encrypted (a
+ * library has nobody to ask for its pass phrase); DIRLOCK_EINVAL, with
  * `who` and what is wrong, otherwise. */
 int dl_secret_check_key(const char *file, const char *who, dirlock_error *err);
 
