@@ -27,7 +27,7 @@ command -v openssl >/dev/null || {
 	echo "1..0 # SKIP openssl is not installed (make deps)"
 	exit 0
 }
-plan 29
+plan 30
 EAUTH=16 EPERM=14 EINVAL=4
 TTL=2
 
@@ -179,3 +179,17 @@ wait "$HOLD_PID" 2>/dev/null
 # ---- a forked child leaves its parent's TLS connections alone ---------------------------------
 out=$("$PROGS/forkconn" "$S" fork)
 is "$out" same "a forked child's close sends nothing on its parent's TLS connections (the parent's sockets: $out)"
+
+# ---- authentication turned on under a running process ---------------------------------
+# A process that logged in while the cluster's authentication was off
+# keeps no token; once it is turned on, the process logs in again and
+# goes on (every acquire of the loop succeeds).
+etcd_ctl auth disable >/dev/null 2>&1
+"$PROGS/lockworker" counter "$S" late "$T/late" 150 tally 20000 >"$T/late.out" 2>"$T/late.err" &
+late=$!
+sleep 1
+etcd_ctl auth enable >/dev/null 2>&1
+wait "$late"
+st=$?
+is "$st/$(cat "$T/late.out")" "0/busy 0 failed 0 slow 0" \
+	"authentication turned on while a process locks: it logs in again and no acquire fails ($(head -n 1 "$T/late.err"))"
