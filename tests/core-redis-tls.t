@@ -136,11 +136,9 @@ chmod o-r "$T/locker.pw"
 refused "rediss://locker@127.0.0.1:$port/0?prefix=tls&password_env=NO_SUCH_VAR_$$&$TLSQ" $EINVAL \
 	"NO_SUCH_VAR" "a password variable that is not set"
 # An encrypted client key: refused at once, naming the key, even with a
-# terminal to ask on (tests/on-pty): nothing waits for a pass phrase.
+# terminal to ask on (pty_line): nothing waits for a pass phrase.
 openssl pkey -in "$C/client.key" -aes256 -passout pass:phrase -out "$T/enc.key" 2>/dev/null
-t0=$(date +%s)
-msg=$(timeout 20 "$TOP/tests/on-pty" "$DIRLOCK" -d "rediss://locker@127.0.0.1:$port/0?prefix=tls&password_file=$T/locker.pw&cacert=$C/ca.pem&cert=$C/client.pem&key=$T/enc.key" -w 10 r -- true 2>&1 | tr -d '\r' | head -n 1)
-secs=$(($(date +%s) - t0))
+read -r secs msg <<<"$(pty_line "$DIRLOCK" -d "rediss://locker@127.0.0.1:$port/0?prefix=tls&password_file=$T/locker.pw&cacert=$C/ca.pem&cert=$C/client.pem&key=$T/enc.key" -w 10 r -- true)"
 [[ $secs -lt 10 && $msg == *"enc.key"*"is encrypted"* ]]
 ok $? "an encrypted client key is refused in ${secs} s, nothing prompted: ${msg#dirlock: }"
 is "$(redis_cli --scan --pattern '{tls}:r:*' | wc -l)" 0 "nothing of lock r was taken by any refused attempt"

@@ -96,3 +96,13 @@ kill_holder() {
 	wait "$1" 2>/dev/null
 	return 0
 }
+
+# pty_line COMMAND...: COMMAND run on a terminal nobody types into
+# (tests/on-pty), for at most 20 s: a command that asks there waits till
+# then.  Prints the seconds it took and the first line it wrote.
+pty_line() {
+	local t0 line
+	t0=$(date +%s)
+	line=$(timeout 20 "$TOP/tests/on-pty" "$@" 2>&1 | tr -d '\r' | head -n 1)
+	echo "$(($(date +%s) - t0)) $line"
+}
