@@ -2,7 +2,8 @@
 # shellcheck disable=SC2016 # outside's scripts expand in their own shell
 # deb.t - the Debian packages (`make deb`, debian/) installed on this
 # machine with apt, used from outside the tree the way their users use
-# them, and purged: afterwards nothing of theirs is left.
+# them, and purged: afterwards nothing of theirs is left (but the system
+# user dirlock-board, which Debian keeps).
 #
 # Installed, from a new directory with no variable in the environment
 # (env -i, PATH the system's): the command and a redis:// space through
@@ -44,7 +45,7 @@ fi
 # shellcheck disable=SC2086
 installed=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' $PKGS 2>/dev/null | awk '$1 ~ /^.i/ { print $2 }')
 [ -z "$installed" ] || { echo "1..0 # SKIP installed already (the test would purge them): $(echo "$installed" | tr '\n' ' ')"; exit 0; }
-plan 26
+plan 27
 
 version=$(sed -n 's/^#define DIRLOCK_VERSION "\(.*\)"$/\1/p' lib/core/dirlock.h)
 start=$SECONDS
@@ -254,6 +255,12 @@ stop_board
 
 # ---- purge: nothing left ------------------------------------------------
 
+# The nginx site enabled as README.Debian says: purging must not leave
+# nginx a link to a removed file (it would not start).
+enabled=""
+if [ -d /etc/nginx/sites-enabled ] && [ ! -e /etc/nginx/sites-enabled/dirlock-board ]; then
+	ln -s ../sites-available/dirlock-board /etc/nginx/sites-enabled/ && enabled=1
+fi
 start=$SECONDS
 purge
 st=$?
@@ -267,7 +274,8 @@ left=$(while read -r f; do
 done <"$T/files")
 is "$left" "" "no file or directory of the packages is left"
 left=$(ls -d /etc/dirlock-board /var/lib/dirlock-board /run/dirlock-board 2>/dev/null
-	getent passwd dirlock-board
-	getent group dirlock-board)
-is "$left" "" "nor the board's configuration, data, run directory, user and group"
+	[ -z "$enabled" ] || ls -d /etc/nginx/sites-enabled/dirlock-board 2>/dev/null)
+is "$left" "" "nor the board's configuration, data, run directory${enabled:+, the nginx site's link}"
+getent passwd dirlock-board >/dev/null
+ok $? "the system user dirlock-board stays, as Debian keeps them (its id is not reused)"
 diag "$SECONDS s"
