@@ -61,7 +61,10 @@ d=$(gfs_dir short)
 run short "$PROGS/stress" "$GFS_M1/$d" 0.3 6 "$SECS" --mix --also "$GFS_M2/$d"
 ok $? "the same at stale age 0.3 s (late cached times): no overlap, loss or error"
 show short
-cmp_num "$(count short acquisitions)" -gt 50 "stale age 0.3 s: the locks went round ($(count short acquisitions) acquisitions)"
+# Went round: 5 acquisitions a second of the run at the least (17-24 a
+# second on two cores, 14 under the sanitizer; a livelock makes none).
+least=$(awk -v s="$SECS" 'BEGIN { printf "%d", 5 * s }')
+cmp_num "$(count short acquisitions)" -gt "$least" "stale age 0.3 s: the locks went round ($(count short acquisitions) acquisitions in $SECS s)"
 
 d=$(gfs_dir ranges)
 run ranges "$PROGS/rangestress" "$GFS_M1/$d" 6 "$SECS" --whole --also "$GFS_M2/$d"
