@@ -275,7 +275,9 @@ done <"$T/files")
 is "$left" "" "no file or directory of the packages is left"
 left=$(ls -d /etc/dirlock-board /var/lib/dirlock-board /run/dirlock-board 2>/dev/null
 	[ -z "$enabled" ] || ls -d /etc/nginx/sites-enabled/dirlock-board 2>/dev/null)
-is "$left" "" "nor the board's configuration, data, run directory${enabled:+, the nginx site's link}"
+what="nor the board's configuration, data, run directory"
+[ -z "$enabled" ] || what="$what, the link that enabled its nginx site"
+is "$left" "" "$what"
 getent passwd dirlock-board >/dev/null
 ok $? "the system user dirlock-board stays, as Debian keeps them (its id is not reused)"
 diag "$SECONDS s"
