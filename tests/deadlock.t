@@ -1,8 +1,9 @@
 #!/bin/bash
 # deadlock.t - deadlock detection across processes, in a lock directory
 # and on a private Redis server (lib/redis/redis_deadlock.c): 8 processes
-# take 3 names in random orders for DEADLOCK_SECONDS (default 8 in the
-# directory, 2 on Redis; make bench-deadlock runs 60) with the truth kept
+# take 3 names in random orders for DEADLOCK_SECONDS (default 5 in the
+# directory, 8 under TESTS_LONG=1, 2 on Redis; make bench-deadlock runs
+# 60) with the truth kept
 # in shared memory (tests/progs/deadlockstress.c): every DIRLOCK_EDEADLK
 # matches a deadlock that existed, and none waits more than 1 s
 # unreported; the same processes taking their locks with
@@ -33,7 +34,7 @@ else
 fi
 HOOKED=$PROGS/dirlock-hooks
 L="$T/locks"
-SECS=${DEADLOCK_SECONDS:-8}
+SECS=${DEADLOCK_SECONDS:-$(soak 5 8)}
 ROUNDS=${DEADLOCK_ROUNDS:-50}
 
 # one_victim KIND SPACE: the cycles of two and three, ROUNDS times each;
