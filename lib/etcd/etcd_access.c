@@ -169,18 +169,18 @@ int dl_etcd_grpc_error(const dl_etcd_url *u, const char *member, int code, const
                 return dl_fail(err, DIRLOCK_ESERVER, 0, "etcd member %s: %.200s (gRPC code %d)", member, text,
                                code);
         case 3: /* InvalidArgument: the cluster's authentication's answers among others */
-                /* With a user named, the token this process keeps is the
-                 * empty one of a cluster whose authentication was off
-                 * when it logged in: it logs in again (as for a refused
-                 * token) now that it is on. */
-                if (says(text, "user name is empty") && u->user[0] != '\0')
-                        *token_refused = true;
-                if (says(text, "user name is empty"))
+                if (says(text, "user name is empty")) {
+                        /* With a user named, the token this process keeps
+                         * is the empty one of a cluster whose
+                         * authentication was off when it logged in: it
+                         * logs in again (as for a refused token). */
+                        *token_refused = u->user[0] != '\0';
                         return dl_fail(
                             err, DIRLOCK_EAUTH, 0,
                             "etcd member %s: the cluster's authentication is on, and this space logs "
                             "in as %s (add user=NAME&password_file=FILE): %.200s",
                             member, who, text);
+                }
                 if (says(text, "authentication failed"))
                         return dl_fail(err, DIRLOCK_EAUTH, 0,
                                        "etcd member %s refused the password of %s: %.200s", member, who,

@@ -217,15 +217,16 @@ static const dl_fs *netfs_of(const char *dir, char type[32])
         bool typed = false;
         struct stat st;
         struct statfs sfs;
+        bool magic = statfs(dir, &sfs) == 0;
         /* A local filesystem's magic number says all a lock needs; the
          * mount table is read only for the others (and for its type's
          * name, when asked). */
-        if (type == NULL && statfs(dir, &sfs) == 0 && dl_fs_magic_local((unsigned long)sfs.f_type)) {
+        if (type == NULL && magic && dl_fs_magic_local((unsigned long)sfs.f_type)) {
                 row = FS_LOCAL;
         } else if (stat(dir, &st) == 0 && mountinfo_type(st.st_dev, t) == 0) {
                 row = row_of_type(t);
                 typed = true;
-        } else if (statfs(dir, &sfs) == 0) {
+        } else if (magic) {
                 row = row_of_magic((unsigned long)sfs.f_type);
                 typed = true;
         } else {

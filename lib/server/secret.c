@@ -38,7 +38,21 @@ static int private_file(int fd, const char *file, const char *what, const char *
 }
 
 /* Read at most size bytes of fd into buf; the count, or -1 (errno). */
-static ssize_t read_some(int fd, char *buf, size_t size);
+static ssize_t read_some(int fd, char *buf, size_t size)
+{
+        size_t n = 0;
+        while (n < size) {
+                ssize_t k = read(fd, buf + n, size - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -1;
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+        }
+        return (ssize_t)n;
+}
 
 /* Whether the PEM text of a key says it is encrypted: PKCS #8's "BEGIN
  * ENCRYPTED PRIVATE KEY", or the older "Proc-Type: 4,ENCRYPTED" header. */
@@ -68,23 +82,6 @@ int dl_secret_check_key(const char *file, const char *who, dirlock_error *err)
                 dl_secret_wipe(head, sizeof head);
         }
         return rc;
-}
-
-/* Read at most size bytes of fd into buf; the count, or -1 (errno). */
-static ssize_t read_some(int fd, char *buf, size_t size)
-{
-        size_t n = 0;
-        while (n < size) {
-                ssize_t k = read(fd, buf + n, size - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -1;
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-        }
-        return (ssize_t)n;
 }
 
 static int from_file(const char *file, char *buf, size_t size, const char *who, dirlock_error *err)
