@@ -73,7 +73,9 @@ extern "C" {
 typedef enum dirlock_code { DIRLOCK_CODES(DIRLOCK_CODE_ENUM_) DIRLOCK_CODE_COUNT } dirlock_code;
 #undef DIRLOCK_CODE_ENUM_
 
-/* Filled in by every call that takes one (may be NULL). */
+/* Filled in by every call that takes one (may be NULL).  The message is
+ * one line of printable text: a control character of what it quotes (a
+ * rejected name or path, a server's answer) is shown as \xHH. */
 typedef struct dirlock_error {
         int code;          /* a dirlock_code                               */
         int sys_errno;     /* errno for DIRLOCK_EIO, else 0                */

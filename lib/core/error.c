@@ -30,6 +30,34 @@ const char *dirlock_code_name(int code)
         return names[code];
 }
 
+/* A message is one line of text: what it quotes (a rejected name or path,
+ * a server's answer) may hold any byte, and a control character written
+ * to a terminal or a log as it is would act there (an escape sequence, a
+ * forged log line).  Each one is shown as \xHH instead; a message that
+ * grows past its buffer is cut at a whole escape. */
+static void show_controls(char *msg, size_t size)
+{
+        char in[sizeof((dirlock_error *)0)->message];
+        size_t len = strnlen(msg, size - 1), o = 0;
+        size_t i = 0;
+        while (i < len && (unsigned char)msg[i] >= 0x20 && msg[i] != 0x7f)
+                i++;
+        if (i == len)
+                return;
+        memcpy(in, msg, len);
+        for (i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)in[i];
+                bool control = c < 0x20 || c == 0x7f;
+                if (o + (control ? 4 : 1) >= size)
+                        break;
+                if (control)
+                        o += (size_t)snprintf(msg + o, 5, "\\x%02x", c);
+                else
+                        msg[o++] = (char)c;
+        }
+        msg[o] = '\0';
+}
+
 int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
 {
         if (err == NULL)
@@ -44,6 +72,7 @@ int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
                 n = 0;
         if (sys_errno != 0 && (size_t)n < sizeof err->message)
                 snprintf(err->message + n, sizeof err->message - (size_t)n, ": %s", strerror(sys_errno));
+        show_controls(err->message, sizeof err->message);
         return code;
 }
 

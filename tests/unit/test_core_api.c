@@ -1,5 +1,6 @@
 /* test_core_api.c - unit tests of the exclusive lock's calls in one
- * process: names, errors, their messages and names, bad lock directories, one
+ * process: names, errors, their messages (control characters shown as
+ * escapes) and names, bad lock directories, one
  * try and busy, timeouts, the smallest stale age, a lost lock leaving the
  * new holder alone, dirlock_with, two handles in two threads, and a
  * holder whose main thread exits. */
@@ -33,6 +34,49 @@ static void test_names(void **state)
         char path[512];
         snprintf(path, sizeof path, "%s/../x.lock", lockdir);
         assert_int_not_equal(stat(path, &st), 0);
+}
+
+/* No control character of a rejected name or path reaches a message as
+ * it is (a terminal would act on it, a log would get a forged line):
+ * each is shown as \xHH, and a message cut at its buffer's end is cut
+ * at a whole escape. */
+static void assert_no_controls(const char *msg)
+{
+        for (const char *p = msg; *p; p++)
+                assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
+}
+
+static void test_messages_show_controls(void **state)
+{
+        (void)state;
+        dirlock *h = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(lockdir, "a\x1b[31mb\nforged", NULL, &h, &e), DIRLOCK_ENAME);
+        assert_no_controls(e.message);
+        assert_non_null(strstr(e.message, "'a\\x1b[31mb\\x0aforged'"));
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/file\x07", lockdir); /* a file where a directory must be */
+        FILE *f = fopen(dir, "w");
+        assert_non_null(f);
+        fclose(f);
+        snprintf(dir, sizeof dir, "%s/file\x07/\x7f", lockdir);
+        assert_int_not_equal(dirlock_acquire(dir, "x", NULL, &h, &e), DIRLOCK_OK);
+        assert_null(h);
+        assert_no_controls(e.message);
+        assert_non_null(strstr(e.message, "file\\x07/\\x7f"));
+        /* A path that ends in 300 newlines: 1,200 bytes of escapes for 639
+         * places. */
+        int n = snprintf(dir, sizeof dir, "%s/missing/", lockdir);
+        assert_true(n > 0 && n + 301 < (int)sizeof dir);
+        memset(dir + n, '\n', 300);
+        dir[n + 300] = '\0';
+        assert_int_not_equal(dirlock_acquire(dir, "x", NULL, &h, &e), DIRLOCK_OK);
+        assert_null(h);
+        assert_no_controls(e.message);
+        size_t len = strlen(e.message);
+        assert_true(len < sizeof e.message);
+        assert_non_null(strstr(e.message, "\\x0a\\x0a"));
+        assert_true(len >= 4 && strncmp(e.message + len - 4, "\\x0a", 4) == 0);
 }
 
 static void test_errors_have_text(void **state)
@@ -313,6 +357,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_names),
             cmocka_unit_test(test_errors_have_text),
+            cmocka_unit_test(test_messages_show_controls),
             cmocka_unit_test(test_code_names),
             cmocka_unit_test(test_lockdir_errors),
             cmocka_unit_test(test_try_and_busy),
