@@ -12,10 +12,14 @@
  *           set, hold HOLD_MS, write the set read plus an element of its
  *           own (a store without fences: a holder paused between its read
  *           and its write puts back an old set)
- *   fenced  the same on a store that checks fences: the write carries the
- *           holder's fence and is refused when the store has accepted a
- *           higher one; every accepted write appends "FENCE ELEMENT" to
- *           STORE.commits, in commit order
+ *   fenced  the same on a store that checks fences: the read and the
+ *           write carry the holder's fence, the store keeps the highest
+ *           one it has seen, and a write is refused when that is higher
+ *           than its own (a read-modify-write needs the read fenced too:
+ *           a holder paused after its read, whose write came before the
+ *           next holder's, would otherwise be accepted and then written
+ *           over by a set read before it); every accepted write appends
+ *           "FENCE ELEMENT" to STORE.commits, in commit order
  * The store is one file, read and written under its own flock(2), as a
  * database serialises its own operations.  While it holds the lock the
  * worker keeps a file STATE_DIR/PID, so that a test can pick a holder to
@@ -155,9 +159,16 @@ int main(int argc, char **argv)
                 int sfd = open(state, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
                 if (sfd >= 0)
                         close(sfd);
+                bool newer_seen = false; /* the store saw a higher fence than ours */
                 if (rmw) {
-                        int fd = store_lock(store, LOCK_SH);
+                        int fd = store_lock(store, fenced ? LOCK_EX : LOCK_SH);
                         store_read(fd, &s);
+                        if (fenced && fence > 0 && fence >= s.fence) {
+                                s.fence = fence;
+                                store_write(fd, &s);
+                        } else if (fenced) {
+                                newer_seen = true;
+                        }
                         close(fd);
                 }
                 sleep_ms(hold); /* a pause here is the window the store must close */
@@ -172,7 +183,7 @@ int main(int argc, char **argv)
                                 head[n > 0 ? n : 0] = '\0';
                                 if (sscanf(head, "fence %llu", &cur.fence) != 1)
                                         cur.fence = 0;
-                                ok = fence >= cur.fence && fence > 0;
+                                ok = !newer_seen && fence >= cur.fence && fence > 0;
                         }
                         if (ok && s.n < SET_MAX) {
                                 s.e[s.n++] = mine;
