@@ -16,22 +16,30 @@
  * with a fence below it ever becomes visible.
  *
  * The flat log (store_log.c) records its fence in its first line
- * (logfile.h).  The comparison and the rename that makes the new log
- * visible must be one step: the late writer does not hold the board's
- * lock any more, so that lock cannot serialise them.  The gate does:
- *   1. fence_gate_enter() takes an exclusive flock(2) on
- *      data_dir/fence.lock (the store's own short lock, held only from
- *      here to the rename: no stale age, released by the kernel when its
- *      holder dies; on NFS the server's lock manager serves it);
- *   2. it reads the fence recorded in the log now (its first line) and
- *      compares: a lower write fence is refused (503);
+ * (logfile.h), and every write of it is a read-modify-write: the whole
+ * log read, changed, written to a new file and renamed into place.  A
+ * late writer does not hold the board's lock any more, so that lock
+ * cannot serialise it with its successor; the store's own short lock,
+ * an exclusive flock(2) on data_dir/fence.lock (held for a moment, no
+ * stale age, released by the kernel when its holder dies; on NFS the
+ * server's lock manager serves it), does.  Its file holds the highest
+ * fence announced.
+ *   0. fence_announce(), before the writer reads the log: under the
+ *      flock, a fence below the one announced is refused (503), else it
+ *      becomes the one announced;
+ *   1. fence_gate_enter() takes the flock again, right before the rename;
+ *   2. it compares the write's fence with the highest of the log's and
+ *      the announced one: a lower write fence is refused (503);
  *   3. the caller renames its new log (recording its fence) into place;
  *   4. fence_gate_leave() releases the flock.
- * Every rename of the log happens in such a step, so each compares with
- * the log it replaces: a late writer either renames before its successor
- * compares (and the successor, with a higher fence, writes over it as it
- * would anyway: nothing the successor acknowledged is lost) or compares
- * after the successor's rename and is refused.
+ * Every rename of the log happens in such a step, and every read that a
+ * write is made from after step 0.  So a late writer either renames
+ * before its successor announces -- and the successor reads a log with
+ * the late write in it, and keeps it -- or comes to its gate after that
+ * and is refused.  Step 0 is what makes the read safe: without it a late
+ * writer could rename between its successor's read and its successor's
+ * gate (the log still recording an older fence), be told its post was
+ * stored, and then be written over by a log read before it.
  *
  * The SQLite store (store_sqlite.c) needs no gate: it compares and
  * records in the same transaction as its change (fence_admit there). */
@@ -59,6 +67,12 @@ int fence_admit(unsigned long long recorded, unsigned long long mine, struct boa
  * -1 with 503 (a lower fence: refused) or 500 (the gate's file). */
 int fence_gate_enter(struct fence_gate *g, const char *data_dir, const char *log_path,
                      unsigned long long mine, struct board_error *err);
+
+/* Step 0 for a writer with fence `mine` about to read the flat log in
+ * `data_dir`: 0 (announced; and when `mine` is 0, nothing to announce),
+ * or -1 with 503 (a higher fence was announced: the lock was taken over)
+ * or 500 (the gate's file). */
+int fence_announce(const char *data_dir, unsigned long long mine, struct board_error *err);
 
 /* Step 4; harmless on a gate not entered. */
 void fence_gate_leave(struct fence_gate *g);

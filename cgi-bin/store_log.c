@@ -182,6 +182,16 @@ static int write_log(const struct log_store *s, struct msglist *list, struct boa
         return rc;
 }
 
+/* The read of a read-modify-write, under the write lock: the write's
+ * fence announced first (step 0 in fence.h), then the log read. */
+static int read_to_write(const struct log_store *s, const struct board_lock *lk, struct msglist *list,
+                         struct board_error *err)
+{
+        if (fence_announce(s->cfg->data_dir, lk->fence, err) < 0)
+                return -1;
+        return logfile_read(s->log, list, err);
+}
+
 /* ---- reading ----------------------------------------------------------- */
 
 static int log_list(void *state, struct msglist *out, struct board_error *err)
@@ -390,7 +400,7 @@ static int post_alone(struct log_store *s, struct logrecord *msg, const struct s
                 return -1;
         rc = ratelimit_admit(s->rate, w->addr, w->now, cfg->min_post_interval, err);
         if (rc == 0)
-                rc = logfile_read(s->log, &list, err);
+                rc = read_to_write(s, &lk, &list, err);
         if (rc == 0) {
                 struct logrecord copy;
                 msg->no = msglist_max_no(&list) + 1;
@@ -443,7 +453,7 @@ static int commit_batch(void *state, struct board_lock *lk, size_t max, const ch
         const struct board_config *cfg = s->cfg;
         struct msglist list = MSGLIST_INIT;
         struct pq_batch batch = PQ_BATCH_INIT;
-        int rc = logfile_read(s->log, &list, err);
+        int rc = read_to_write(s, lk, &list, err);
         if (rc == 0)
                 rc = pq_claim(s->pending, max, &batch, err);
         *claimed = batch.count;
@@ -512,7 +522,7 @@ static int log_delete(void *state, long long no, const char *verified_hash, cons
         int rc = board_lock_write_begin(cfg, &lk, err);
         if (rc < 0)
                 return -1;
-        rc = logfile_read(s->log, &list, err);
+        rc = read_to_write(s, &lk, &list, err);
         long idx = -1;
         if (rc == 0) {
                 idx = msglist_find(&list, no);

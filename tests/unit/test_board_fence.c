@@ -1,7 +1,8 @@
 /* test_board_fence.c - fencing in the stores (cgi-bin/fence.h).  The flat
- * log: a post records its lock's fence in the log; a holder whose lock was
- * broken and taken by a later writer is refused by the fence gate (503), a
- * later one is admitted; the fence line round-trips and does not disturb
+ * log: a post records its lock's fence in the log, announced before its
+ * read; a holder whose lock was broken and taken by a later writer is
+ * refused by the fence gate (503), also when it comes between the later
+ * writer's read and its write, and a later one is admitted; the fence line round-trips and does not disturb
  * views.  SQLite: a post records its fence in board_meta in its own
  * transaction, and a write whose fence is below the recorded one is
  * refused (503) with nothing written. */
@@ -105,6 +106,20 @@ static unsigned long long recorded(void)
         return f;
 }
 
+/* The fence a post announced before its read (data_dir/fence.lock). */
+static unsigned long long announced(void)
+{
+        char path[160], text[32] = "";
+        snprintf(path, sizeof path, "%s/fence.lock", dir);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+                return 0;
+        if (fgets(text, sizeof text, f) == NULL)
+                text[0] = '\0';
+        fclose(f);
+        return strtoull(text, NULL, 10);
+}
+
 static void test_admit(void **state)
 {
         (void)state;
@@ -130,6 +145,7 @@ static void test_post_records_fence(void **state)
         post("two", 0);
         unsigned long long f2 = recorded();
         assert_true(f2 > f1);
+        assert_true(announced() == f2); /* announced before its read */
         struct msglist l = MSGLIST_INIT;
         struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(logfile_read(log_path, &l, &e), 0);
@@ -163,6 +179,38 @@ static void test_late_holder_refused(void **state)
         assert_int_equal(fence_gate_enter(&g, dir, log_path, fb, &e), 0);
         fence_gate_leave(&g);
 
+        (void)board_lock_release(&a, &e);
+}
+
+/* A late writer that renamed between its successor's read and its
+ * successor's write would be told its post is stored, and then be written
+ * over by a log read before it.  The successor announces its fence before
+ * it reads (fence.h, step 0): the late writer's gate is refused although
+ * the log still records an older fence, and so is a late read. */
+static void test_late_write_after_successor_read(void **state)
+{
+        (void)state;
+        post("first", 0);
+        struct board_lock a, b;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(board_lock_write_begin(&cfg, &a, &e), 0);
+        dirlock_error de;
+        assert_int_equal(dirlock_break(cfg.lock_space, BOARD_LOCK_NAME, 0.1, 1, &de), DIRLOCK_OK);
+        assert_int_equal(board_lock_write_begin(&cfg, &b, &e), 0);
+        assert_true(b.fence > a.fence);
+        assert_int_equal(fence_announce(dir, b.fence, &e), 0); /* B reads next */
+        assert_true(recorded() < a.fence);
+
+        struct fence_gate g = FENCE_GATE_INIT;
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, a.fence, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_int_equal(g.fd, -1);
+        assert_int_equal(fence_announce(dir, a.fence, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, b.fence, &e), 0);
+        fence_gate_leave(&g);
+
+        (void)board_lock_release(&b, &e);
         (void)board_lock_release(&a, &e);
 }
 
@@ -323,6 +371,7 @@ int main(void)
             cmocka_unit_test(test_admit),
             cmocka_unit_test_setup_teardown(test_post_records_fence, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_holder_refused, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_late_write_after_successor_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rw_readers_back_after_rename, setup_rw, teardown),
             cmocka_unit_test_setup_teardown(test_mkdir_keeps_exclusive, setup, teardown),
