@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,13 +57,35 @@ static int gate_lock(const char *data_dir, struct board_error *err)
         return fd;
 }
 
-/* The highest fence announced (the gate file's text; 0 when empty). */
-static unsigned long long announced(int fd)
+/* The gate file's text, the highest fence announced: 20 digits and a
+ * newline, always written whole, at offset 0 and without truncating, so
+ * that no failed or interrupted write leaves a file that reads as "none
+ * announced".  An empty file (never announced) is 0. */
+#define ANNOUNCED_WIDTH 21
+
+/* The highest fence announced, in *out: 0, or -1 with a 500 when the file
+ * holds anything else than what fence_announce() writes. */
+static int announced(int fd, unsigned long long *out, struct board_error *err)
 {
-        char text[32];
-        ssize_t n = pread(fd, text, sizeof text - 1, 0);
-        text[n > 0 ? n : 0] = '\0';
-        return strtoull(text, NULL, 10);
+        char text[ANNOUNCED_WIDTH + 2];
+        ssize_t n = pread(fd, text, ANNOUNCED_WIDTH + 1, 0);
+        if (n < 0)
+                return board_fail_storage(err, errno, "cannot read data_dir/fence.lock");
+        *out = 0;
+        if (n == 0)
+                return 0;
+        bool digits = n == ANNOUNCED_WIDTH && text[ANNOUNCED_WIDTH - 1] == '\n';
+        for (ssize_t i = 0; digits && i < ANNOUNCED_WIDTH - 1; i++)
+                digits = text[i] >= '0' && text[i] <= '9';
+        if (!digits)
+                return board_fail(
+                    err, 500,
+                    "data_dir/fence.lock holds no fence (%zd bytes where 20 digits and a newline "
+                    "were written); nothing was written: remove the file to start its count again",
+                    n);
+        text[ANNOUNCED_WIDTH - 1] = '\0';
+        *out = strtoull(text, NULL, 10);
+        return 0;
 }
 
 int fence_announce(const char *data_dir, unsigned long long mine, struct board_error *err)
@@ -72,14 +95,19 @@ int fence_announce(const char *data_dir, unsigned long long mine, struct board_e
         int fd = gate_lock(data_dir, err);
         if (fd < 0)
                 return -1;
-        int rc = fence_admit(announced(fd), mine, err);
+        unsigned long long ahead = 0;
+        int rc = announced(fd, &ahead, err);
+        if (rc == 0)
+                rc = fence_admit(ahead, mine, err);
         if (rc == 0) {
-                char text[32];
-                int n = snprintf(text, sizeof text, "%llu\n", mine);
-                if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)n, 0) != n)
+                char text[ANNOUNCED_WIDTH + 1];
+                snprintf(text, sizeof text, "%020llu\n", mine);
+                if (pwrite(fd, text, ANNOUNCED_WIDTH, 0) != ANNOUNCED_WIDTH)
                         rc = board_fail_storage(err, errno, "cannot write data_dir/fence.lock");
         }
-        close(fd); /* releases the flock */
+        /* On NFS the write reaches the server at close: its error is one. */
+        if (close(fd) != 0 && rc == 0) /* releases the flock */
+                rc = board_fail_storage(err, errno, "cannot write data_dir/fence.lock");
         return rc;
 }
 
@@ -93,8 +121,8 @@ int fence_gate_enter(struct fence_gate *g, const char *data_dir, const char *log
         if (fd < 0)
                 return -1;
         g->fd = fd;
-        unsigned long long recorded = 0, ahead = announced(fd);
-        if (logfile_read_fence(log_path, &recorded, err) < 0 ||
+        unsigned long long recorded = 0, ahead = 0;
+        if (announced(fd, &ahead, err) < 0 || logfile_read_fence(log_path, &recorded, err) < 0 ||
             fence_admit(recorded > ahead ? recorded : ahead, mine, err) < 0) {
                 fence_gate_leave(g);
                 return -1;

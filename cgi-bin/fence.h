@@ -21,8 +21,9 @@
  * late writer does not hold the board's lock any more, so that lock
  * cannot serialise it with its successor; the store's own short lock,
  * an exclusive flock(2) on data_dir/fence.lock (held for a moment, no
- * stale age, released by the kernel when its holder dies; on NFS the
- * server's lock manager serves it), does.  Its file holds the highest
+ * stale age, released by the kernel when its holder dies -- a holder
+ * stopped inside that moment holds every writer until it runs again --;
+ * on NFS the server's lock manager serves it), does.  Its file holds the highest
  * fence announced.
  *   0. fence_announce(), before the writer reads the log: under the
  *      flock, a fence below the one announced is refused (503), else it
@@ -30,7 +31,9 @@
  *   1. fence_gate_enter() takes the flock again, right before the rename;
  *   2. it compares the write's fence with the highest of the log's and
  *      the announced one: a lower write fence is refused (503);
- *   3. the caller renames its new log (recording its fence) into place;
+ *   3. the caller renames its new log (recording its fence) into place
+ *      (or, with write_method = inplace, writes it over the old one:
+ *      the gate is held for the whole write);
  *   4. fence_gate_leave() releases the flock.
  * Every rename of the log happens in such a step, and every read that a
  * write is made from after step 0.  So a late writer either renames
@@ -71,7 +74,9 @@ int fence_gate_enter(struct fence_gate *g, const char *data_dir, const char *log
 /* Step 0 for a writer with fence `mine` about to read the flat log in
  * `data_dir`: 0 (announced; and when `mine` is 0, nothing to announce),
  * or -1 with 503 (a higher fence was announced: the lock was taken over)
- * or 500 (the gate's file). */
+ * or with the gate file's error (it cannot be read or written: 500 or
+ * 503 as board_fail_storage() words it; it holds something else than a
+ * fence: 500).  Nothing is read or written after a -1. */
 int fence_announce(const char *data_dir, unsigned long long mine, struct board_error *err);
 
 /* Step 4; harmless on a gate not entered. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -73,9 +74,9 @@ static int teardown(void **state)
         return system(cmd) == 0 ? 0 : -1;
 }
 
-static int last_status; /* the error status of post()'s last failure */
-
-static void post(const char *body, int want)
+/* A post's status: 0 when stored, else its error status, with the message
+ * in `msg`. */
+static int post_status(const char *body, char *msg, size_t size)
 {
         struct logrecord m;
         memset(&m, 0, sizeof m);
@@ -87,15 +88,27 @@ static void post(const char *body, int want)
         struct board_error e = BOARD_ERROR_INIT;
         board_init(&board, &cfg);
         int rc = board_post(&board, &m, "127.0.0.1", 1700000000, &e);
-        if (rc != want)
-                print_message("post '%s': %d (%d %s)\n", body, rc, e.status, e.msg);
-        if (rc < 0) {
-                last_status = e.status;
-                assert_non_null(strstr(e.msg, "is below the store's"));
-        }
-        assert_int_equal(rc, want);
+        snprintf(msg, size, "%s", rc < 0 ? e.msg : "");
         board_close(&board);
         logrecord_free(&m);
+        return rc < 0 ? e.status : 0;
+}
+
+static int last_status; /* the error status of post()'s last failure */
+
+/* A post that must be stored (want 0) or refused for its fence (-1). */
+static void post(const char *body, int want)
+{
+        char msg[512];
+        int status = post_status(body, msg, sizeof msg);
+        int rc = status == 0 ? 0 : -1;
+        if (rc != want)
+                print_message("post '%s': %d (%d %s)\n", body, rc, status, msg);
+        if (rc < 0) {
+                last_status = status;
+                assert_non_null(strstr(msg, "is below the store's"));
+        }
+        assert_int_equal(rc, want);
 }
 
 static unsigned long long recorded(void)
@@ -212,6 +225,63 @@ static void test_late_write_after_successor_read(void **state)
 
         (void)board_lock_release(&b, &e);
         (void)board_lock_release(&a, &e);
+}
+
+static void set_gate_file(const char *text)
+{
+        char path[160];
+        snprintf(path, sizeof path, "%s/fence.lock", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static size_t log_count(void)
+{
+        struct msglist l = MSGLIST_INIT;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(logfile_read(log_path, &l, &e), 0);
+        size_t n = l.count;
+        msglist_free(&l);
+        return n;
+}
+
+/* The gate's file: written whole (20 digits and a newline) by every post;
+ * empty (never announced) is no announcement; a fence announced above the
+ * post's own refuses the post before it reads (503, nothing written);
+ * anything else is an error naming the file (500, nothing written), never
+ * read as "none announced". */
+static void test_gate_file(void **state)
+{
+        (void)state;
+        char msg[512];
+        assert_int_equal(post_status("one", msg, sizeof msg), 0);
+        char path[160];
+        snprintf(path, sizeof path, "%s/fence.lock", dir);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 21);
+        assert_true(announced() == recorded());
+
+        set_gate_file("");
+        assert_int_equal(post_status("two", msg, sizeof msg), 0);
+        assert_int_equal(log_count(), 2);
+
+        char text[32]; /* a fence above every one drawn */
+        snprintf(text, sizeof text, "%020llu\n", 9007199254740991ULL);
+        set_gate_file(text);
+        assert_int_equal(post_status("three", msg, sizeof msg), 503);
+        assert_non_null(strstr(msg, "nothing was written"));
+        assert_int_equal(log_count(), 2);
+
+        const char *bad[] = {"-1\n", "12\n", "0000000000000000000x\n", "000000000000000000012\n", NULL};
+        for (int i = 0; bad[i]; i++) {
+                set_gate_file(bad[i]);
+                assert_int_equal(post_status("four", msg, sizeof msg), 500);
+                assert_non_null(strstr(msg, "fence.lock holds no fence"));
+                assert_int_equal(log_count(), 2);
+        }
 }
 
 /* Whether a lock of `mode` on the board's lock is free right now. */
@@ -372,6 +442,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_post_records_fence, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_holder_refused, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_write_after_successor_read, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_gate_file, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rw_readers_back_after_rename, setup_rw, teardown),
             cmocka_unit_test_setup_teardown(test_mkdir_keeps_exclusive, setup, teardown),
