@@ -1,11 +1,13 @@
 /* test_board_fence.c - fencing in the stores (cgi-bin/fence.h).  The flat
- * log: a post records its lock's fence in the log, announced before its
- * read; a holder whose lock was broken and taken by a later writer is
- * refused by the fence gate (503), also when it comes between the later
- * writer's read and its write, and a later one is admitted; the fence line round-trips and does not disturb
- * views.  SQLite: a post records its fence in board_meta in its own
- * transaction, and a write whose fence is below the recorded one is
- * refused (503) with nothing written. */
+ * log: a post records its lock's fence in the log, and announces it in
+ * the gate's file before it reads (the file written whole; empty is none,
+ * anything else an error); a holder whose lock was broken and taken by a
+ * later writer is refused by the fence gate (503), also when it comes
+ * between the later writer's read and its write, and a later one is
+ * admitted; the fence line round-trips and does not disturb views.
+ * SQLite: a post records its fence in board_meta in its own transaction,
+ * and a write whose fence is below the recorded one is refused (503) with
+ * nothing written. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -284,6 +286,27 @@ static void test_gate_file(void **state)
         }
 }
 
+/* A post announces its fence before it reads the log (read_to_write in
+ * store_log.c): with a higher fence announced and a log that does not
+ * parse, the post is refused for its fence (503), never for the log
+ * (500), which it would meet only by reading first. */
+static void test_announce_before_read(void **state)
+{
+        (void)state;
+        char msg[512];
+        assert_int_equal(post_status("one", msg, sizeof msg), 0);
+        FILE *f = fopen(log_path, "a");
+        assert_non_null(f);
+        fputs("broken line\n", f);
+        fclose(f);
+        assert_int_equal(post_status("two", msg, sizeof msg), 500); /* the log does not parse */
+        char text[32];
+        snprintf(text, sizeof text, "%020llu\n", 9007199254740991ULL);
+        set_gate_file(text);
+        assert_int_equal(post_status("three", msg, sizeof msg), 503);
+        assert_non_null(strstr(msg, "is below the store's"));
+}
+
 /* Whether a lock of `mode` on the board's lock is free right now. */
 static int try_board_lock(int mode)
 {
@@ -443,6 +466,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_late_holder_refused, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_write_after_successor_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_gate_file, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_announce_before_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rw_readers_back_after_rename, setup_rw, teardown),
             cmocka_unit_test_setup_teardown(test_mkdir_keeps_exclusive, setup, teardown),
