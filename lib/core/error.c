@@ -35,25 +35,29 @@ const char *dirlock_code_name(int code)
  * to a terminal or a log as it is would act there (an escape sequence, a
  * forged log line).  Each one is shown as \xHH instead; a message that
  * grows past its buffer is cut at a whole escape. */
-static void show_controls(char *msg, size_t size)
+static bool is_control(char c)
 {
-        char in[sizeof((dirlock_error *)0)->message];
-        size_t len = strnlen(msg, size - 1), o = 0;
-        size_t i = 0;
-        while (i < len && (unsigned char)msg[i] >= 0x20 && msg[i] != 0x7f)
-                i++;
-        if (i == len)
+        return (unsigned char)c < 0x20 || c == 0x7f;
+}
+
+static void show_controls(dirlock_error *err)
+{
+        char *msg = err->message;
+        size_t o = 0;
+        while (msg[o] != '\0' && !is_control(msg[o]))
+                o++;
+        if (msg[o] == '\0')
                 return;
-        memcpy(in, msg, len);
-        for (i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)in[i];
-                bool control = c < 0x20 || c == 0x7f;
-                if (o + (control ? 4 : 1) >= size)
+        char rest[sizeof err->message];
+        strcpy(rest, msg + o);
+        for (const char *p = rest; *p != '\0'; p++) {
+                bool control = is_control(*p);
+                if (o + (control ? 4 : 1) >= sizeof err->message)
                         break;
                 if (control)
-                        o += (size_t)snprintf(msg + o, 5, "\\x%02x", c);
+                        o += (size_t)snprintf(msg + o, 5, "\\x%02x", (unsigned char)*p);
                 else
-                        msg[o++] = (char)c;
+                        msg[o++] = *p;
         }
         msg[o] = '\0';
 }
@@ -72,7 +76,7 @@ int dl_fail(dirlock_error *err, int code, int sys_errno, const char *fmt, ...)
                 n = 0;
         if (sys_errno != 0 && (size_t)n < sizeof err->message)
                 snprintf(err->message + n, sizeof err->message - (size_t)n, ": %s", strerror(sys_errno));
-        show_controls(err->message, sizeof err->message);
+        show_controls(err);
         return code;
 }
 
