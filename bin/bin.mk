@@ -1,6 +1,6 @@
 # bin/bin.mk - the dirlock command (its manual page: man/man.mk).
-#   provides: DIRLOCK_BIN, DIRLOCK_SRCS and DIRLOCK_LIBS (what it is
-#             made of, and links besides the library's)
+#   provides: DIRLOCK_BIN, DIRLOCK_SRCS (what it is made of: it links
+#             the library and the C library only)
 #   uses:     BIN_DIR, BUILD, LIB_SO, LIB_SHARED, install_rpath (lib/lib.mk)
 #
 # The command links the shared library (which loads a server backend the
@@ -12,16 +12,23 @@ DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
 all: $(DIRLOCK_BIN)
 
-DIRLOCK_SRCS := bin/dirlock.c bin/hold.c bin/keeper.c bin/run.c bin/status.c
-DIRLOCK_LIBS := -ljson-c # `dirlock status --json` (bin/status.c)
+DIRLOCK_SRCS := bin/dirlock.c bin/hold.c bin/json_c.c bin/keeper.c bin/run.c bin/status.c
+
+# `dirlock status --json` opens json-c when it runs (bin/json_c.c): the
+# soname of the json-c compiled against, read once from its development
+# library, and Debian's package of it (libjson-c.so.5: libjson-c5).
+JSON_C_SONAME := $(shell objdump -p "$$($(CC) -print-file-name=libjson-c.so)" 2>/dev/null | \
+                   sed -n 's/^ *SONAME *//p')
+$(BUILD)/bin/json_c.o $(BUILD)/hooks/bin/json_c.o: ALL_CFLAGS += -DJSON_C_SONAME='"$(JSON_C_SONAME)"' \
+        -DJSON_C_PACKAGE='"$(subst .so.,,$(JSON_C_SONAME))"'
 
 $(DIRLOCK_BIN): $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SHARED) $(DIRLOCK_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SHARED)
 # Linked at every install: its runpath is the PREFIX of this one.
 $(BUILD)/install/dirlock: $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO) FORCE
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO) $(install_rpath) $(DIRLOCK_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(DIRLOCK_SRCS:%.c=$(BUILD)/%.o) $(LIB_SO) $(install_rpath)
 
 install: install-bin
 install-bin: $(BUILD)/install/dirlock

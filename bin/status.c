@@ -1,15 +1,15 @@
 /* status.c - `dirlock status`: what the locks of a space are doing, for a
  * person (one line per lock, then a line per range, permit holder and
  * waiter under it) or, with --json, for monitoring: one JSON document,
- * made with json-c, whose fields are listed in man/dirlock.1 (STATUS AS
- * JSON) -- the one place they are described; a field is never renamed or
- * given another meaning, only added.  Both show the same holders and
+ * made with json-c (opened then: json_c.h), whose fields are listed in
+ * man/dirlock.1 (STATUS AS JSON) -- the one place they are described; a
+ * field is never renamed or given another meaning, only added.  Both show the same holders and
  * waiters, read through the same calls; a list that cannot be read is an
  * error (status 2), never an empty list, and the document is printed only
  * whole. */
 #include "status.h"
+#include "json_c.h"
 
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +180,9 @@ static int print_lock(const char *space, const dirlock_owner *o, double stale)
 
 /* ---- for monitoring (--json) -------------------------------------------------- */
 
+/* json-c's calls, once status_json opened it. */
+static const struct json_c *J;
+
 /* A space as it may be shown: a server's password replaced by ***. */
 static json_object *space_shown(const char *space)
 {
@@ -187,7 +190,7 @@ static json_object *space_shown(const char *space)
         const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
         const char *slash = scheme ? strchr(scheme + 3, '/') : NULL;
         if (at == NULL || (slash != NULL && slash < at))
-                return json_object_new_string(space);
+                return J->new_string(space);
         const char *colon = memchr(scheme + 3, ':', (size_t)(at - (scheme + 3)));
         size_t keep = (size_t)((colon ? colon + 1 : scheme + 3) - space);
         size_t len = keep + 3 + strlen(at) + 1;
@@ -195,75 +198,75 @@ static json_object *space_shown(const char *space)
         if (shown == NULL)
                 return NULL;
         snprintf(shown, len, "%.*s***%s", (int)keep, space, at);
-        json_object *j = json_object_new_string(shown);
+        json_object *j = J->new_string(shown);
         free(shown);
         return j;
 }
 
 static json_object *alive_json(int alive)
 {
-        return alive < 0 ? NULL : json_object_new_boolean(alive);
+        return alive < 0 ? NULL : J->new_boolean(alive);
 }
 
 static void add(json_object *o, const char *key, json_object *v)
 {
-        json_object_object_add(o, key, v);
+        J->object_add(o, key, v);
 }
 
 static json_object *holder_json(const dirlock_owner *h, const char *kind)
 {
-        json_object *j = json_object_new_object();
-        add(j, "kind", json_object_new_string(kind));
-        add(j, "mode", json_object_new_string(mode_name(h->mode)));
-        add(j, "pid", json_object_new_int64(h->pid));
-        add(j, "start_time", json_object_new_uint64(h->start_time));
-        add(j, "host", json_object_new_string(h->host));
-        add(j, "token", h->token[0] ? json_object_new_string(h->token) : NULL);
-        add(j, "acquired", json_object_new_double(h->acquired));
-        add(j, "age", json_object_new_double(h->age));
+        json_object *j = J->new_object();
+        add(j, "kind", J->new_string(kind));
+        add(j, "mode", J->new_string(mode_name(h->mode)));
+        add(j, "pid", J->new_int64(h->pid));
+        add(j, "start_time", J->new_uint64(h->start_time));
+        add(j, "host", J->new_string(h->host));
+        add(j, "token", h->token[0] ? J->new_string(h->token) : NULL);
+        add(j, "acquired", J->new_double(h->acquired));
+        add(j, "age", J->new_double(h->age));
         add(j, "alive", alive_json(h->owner_alive));
-        add(j, "stale", json_object_new_boolean(h->stale));
-        add(j, "command", h->partner > 0 ? json_object_new_int64(h->partner) : NULL);
-        add(j, "permits", h->permits > 0 ? json_object_new_int64(h->permits) : NULL);
+        add(j, "stale", J->new_boolean(h->stale));
+        add(j, "command", h->partner > 0 ? J->new_int64(h->partner) : NULL);
+        add(j, "permits", h->permits > 0 ? J->new_int64(h->permits) : NULL);
         return j;
 }
 
 static json_object *range_json(const dirlock_range_info *r)
 {
-        json_object *j = json_object_new_object();
-        add(j, "lo", json_object_new_double(r->lo));
-        add(j, "hi", json_object_new_double(r->hi));
-        add(j, "mode", json_object_new_string(mode_name(r->mode)));
-        add(j, "waiting", json_object_new_boolean(r->waiting));
-        add(j, "upgrading", json_object_new_boolean(r->upgrading));
-        add(j, "pid", json_object_new_int64(r->pid));
-        add(j, "host", json_object_new_string(r->host));
-        add(j, "age", json_object_new_double(r->age));
+        json_object *j = J->new_object();
+        add(j, "lo", J->new_double(r->lo));
+        add(j, "hi", J->new_double(r->hi));
+        add(j, "mode", J->new_string(mode_name(r->mode)));
+        add(j, "waiting", J->new_boolean(r->waiting));
+        add(j, "upgrading", J->new_boolean(r->upgrading));
+        add(j, "pid", J->new_int64(r->pid));
+        add(j, "host", J->new_string(r->host));
+        add(j, "age", J->new_double(r->age));
         return j;
 }
 
 static json_object *waiter_json(const dirlock_waiter *w)
 {
-        json_object *j = json_object_new_object();
-        add(j, "kind", json_object_new_string(wait_kind_name(w->kind)));
-        add(j, "mode", json_object_new_string(mode_name(w->mode)));
-        add(j, "pid", json_object_new_int64(w->pid));
-        add(j, "tid", w->tid > 0 ? json_object_new_int64(w->tid) : NULL);
-        add(j, "start_time", json_object_new_uint64(w->start_time));
-        add(j, "host", json_object_new_string(w->host));
-        add(j, "since", json_object_new_double(w->since));
+        json_object *j = J->new_object();
+        add(j, "kind", J->new_string(wait_kind_name(w->kind)));
+        add(j, "mode", J->new_string(mode_name(w->mode)));
+        add(j, "pid", J->new_int64(w->pid));
+        add(j, "tid", w->tid > 0 ? J->new_int64(w->tid) : NULL);
+        add(j, "start_time", J->new_uint64(w->start_time));
+        add(j, "host", J->new_string(w->host));
+        add(j, "since", J->new_double(w->since));
         add(j, "waited", NULL); /* filled in once the document's time is known (fill_waited) */
-        add(j, "age", json_object_new_double(w->age));
+        add(j, "age", J->new_double(w->age));
         add(j, "alive", alive_json(w->owner_alive));
-        add(j, "pending", json_object_new_boolean(w->pending));
+        add(j, "pending", J->new_boolean(w->pending));
         json_object *range = NULL;
         if (w->kind == DIRLOCK_WAIT_RANGE || (w->kind == DIRLOCK_WAIT_UPGRADE && w->lo < w->hi)) {
-                range = json_object_new_array();
-                json_object_array_add(range, json_object_new_double(w->lo));
-                json_object_array_add(range, json_object_new_double(w->hi));
+                range = J->new_array();
+                J->array_add(range, J->new_double(w->lo));
+                J->array_add(range, J->new_double(w->hi));
         }
         add(j, "range", range);
-        add(j, "permits", w->permits > 0 ? json_object_new_int64(w->permits) : NULL);
+        add(j, "permits", w->permits > 0 ? J->new_int64(w->permits) : NULL);
         return j;
 }
 
@@ -273,12 +276,12 @@ static json_object *waiter_json(const dirlock_waiter *w)
 static json_object *lock_json(const char *space, const char *name, const dirlock_owner *o, double stale)
 {
         dirlock_error e;
-        json_object *j = json_object_new_object();
-        add(j, "name", json_object_new_string(name));
-        add(j, "fence", o != NULL && o->fence > 0 ? json_object_new_uint64(o->fence) : NULL);
-        add(j, "readers", json_object_new_int64(o != NULL ? o->readers : 0));
-        add(j, "permits", o != NULL && o->permits > 0 ? json_object_new_int64(o->permits) : NULL);
-        json_object *holders = json_object_new_array();
+        json_object *j = J->new_object();
+        add(j, "name", J->new_string(name));
+        add(j, "fence", o != NULL && o->fence > 0 ? J->new_uint64(o->fence) : NULL);
+        add(j, "readers", J->new_int64(o != NULL ? o->readers : 0));
+        add(j, "permits", o != NULL && o->permits > 0 ? J->new_int64(o->permits) : NULL);
+        json_object *holders = J->new_array();
         add(j, "holders", holders);
         dirlock_owner *h;
         size_t n;
@@ -290,34 +293,34 @@ static json_object *lock_json(const char *space, const char *name, const dirlock
                                            : h[i].pid == o->pid && strcmp(h[i].token, o->token) == 0
                                                ? "lock"
                                                : "reader";
-                        json_object_array_add(holders, holder_json(&h[i], kind));
+                        J->array_add(holders, holder_json(&h[i], kind));
                 }
                 free(h);
         }
-        json_object *ranges = json_object_new_array();
+        json_object *ranges = J->new_array();
         add(j, "ranges", ranges);
         dirlock_range_info *r;
         if (o != NULL && o->ranges > 0) {
                 if (dirlock_ranges(space, name, &r, &n, &e) != DIRLOCK_OK)
                         goto failed;
                 for (size_t i = 0; i < n; i++)
-                        json_object_array_add(ranges, range_json(&r[i]));
+                        J->array_add(ranges, range_json(&r[i]));
                 free(r);
         }
-        json_object *waiters = json_object_new_array();
+        json_object *waiters = J->new_array();
         add(j, "waiters", waiters);
         dirlock_waiter *w;
         size_t nw = 0;
         if (dirlock_waiters(space, name, &w, &nw, &e) != DIRLOCK_OK)
                 goto failed;
         for (size_t i = 0; i < nw; i++)
-                json_object_array_add(waiters, waiter_json(&w[i]));
+                J->array_add(waiters, waiter_json(&w[i]));
         free(w);
-        add(j, "queue_length", json_object_new_int64((int64_t)nw));
+        add(j, "queue_length", J->new_int64((int64_t)nw));
         return j;
 failed:
         fprintf(stderr, "%s: %s\n", progname, e.message);
-        json_object_put(j);
+        J->put(j);
         return NULL;
 }
 
@@ -325,15 +328,14 @@ failed:
  * every list was read: no waiter of this host began after it. */
 static void fill_waited(json_object *locks, double now)
 {
-        for (size_t i = 0; i < json_object_array_length(locks); i++) {
+        for (size_t i = 0; i < J->array_length(locks); i++) {
                 json_object *waiters;
-                if (!json_object_object_get_ex(json_object_array_get_idx(locks, i), "waiters", &waiters))
+                if (!J->object_get_ex(J->array_get_idx(locks, i), "waiters", &waiters))
                         continue;
-                for (size_t k = 0; k < json_object_array_length(waiters); k++) {
-                        json_object *w = json_object_array_get_idx(waiters, k), *since;
-                        if (json_object_object_get_ex(w, "since", &since))
-                                add(w, "waited",
-                                    json_object_new_double(waited(now, json_object_get_double(since))));
+                for (size_t k = 0; k < J->array_length(waiters); k++) {
+                        json_object *w = J->array_get_idx(waiters, k), *since;
+                        if (J->object_get_ex(w, "since", &since))
+                                add(w, "waited", J->new_double(waited(now, J->get_double(since))));
                 }
         }
 }
@@ -345,18 +347,19 @@ static int status_json(int argc, char **argv, const char *space, double stale)
 {
         dirlock_space_info info;
         dirlock_error e;
-        if (dirlock_space_query(space, &info, &e) != DIRLOCK_OK) {
+        if ((J = json_c_open(e.message, sizeof e.message)) == NULL ||
+            dirlock_space_query(space, &info, &e) != DIRLOCK_OK) {
                 fprintf(stderr, "%s: %s\n", progname, e.message);
                 return EXIT_ERROR;
         }
         /* Seconds to the microsecond: no 0.71160111299999995. */
-        json_c_set_serialization_double_format("%.6f", JSON_C_OPTION_THREAD);
-        json_object *doc = json_object_new_object();
-        add(doc, "format", json_object_new_string("dirlock-status/1"));
+        J->set_serialization_double_format("%.6f", JSON_C_OPTION_THREAD);
+        json_object *doc = J->new_object();
+        add(doc, "format", J->new_string("dirlock-status/1"));
         add(doc, "space", space_shown(space));
-        add(doc, "backend", json_object_new_string(info.backend));
+        add(doc, "backend", J->new_string(info.backend));
         add(doc, "time", NULL); /* once every list was read */
-        json_object *locks = json_object_new_array();
+        json_object *locks = J->new_array();
         add(doc, "locks", locks);
         int status = 0;
         if (argc == 0) {
@@ -373,7 +376,7 @@ static int status_json(int argc, char **argv, const char *space, double stale)
                         if (l == NULL)
                                 status = EXIT_ERROR;
                         else
-                                json_object_array_add(locks, l);
+                                J->array_add(locks, l);
                 }
                 free(owners);
         }
@@ -388,16 +391,15 @@ static int status_json(int argc, char **argv, const char *space, double stale)
                 if (l == NULL)
                         status = EXIT_ERROR;
                 else
-                        json_object_array_add(locks, l);
+                        J->array_add(locks, l);
         }
         if (status == 0) {
                 double now = wall_now();
-                add(doc, "time", json_object_new_double(now));
+                add(doc, "time", J->new_double(now));
                 fill_waited(locks, now);
-                puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-                                                             JSON_C_TO_STRING_NOSLASHESCAPE));
+                puts(J->to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         }
-        json_object_put(doc);
+        J->put(doc);
         return status;
 }
 

@@ -8,7 +8,9 @@
 # holder, not a waiter ahead.  While waiters come and go under it, no waiter of the
 # document has waited a negative time (the document's time is taken once
 # everything was read).  A name that cannot be read (an invalid one)
-# prints no document at all: an error on stderr, status 2.
+# prints no document at all: an error on stderr, status 2.  json-c is
+# opened by `status --json` alone: a dirlock that holds a lock has not
+# mapped it, and without it --json says what to install (exit 2).
 . "$(dirname "$0")/tap.sh"
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
@@ -18,7 +20,7 @@ command -v jq >/dev/null || {
 }
 spaces_start || exit 1
 mapfile -t spaces < <(test_spaces)
-plan $((5 * ${#spaces[@]} + 2))
+plan $((5 * ${#spaces[@]} + 4))
 
 # until_ms MS COMMAND...: until COMMAND succeeds, at most MS ms (status 1 then).
 until_ms() {
@@ -99,3 +101,32 @@ fi
 st=$?
 [ "$st" = 2 ] && [ ! -s "$T/fl-out" ]
 ok $? "status --json of a flock: space, which has no owner records: no document, exit $st: $(cat "$T/fl-err")"
+
+# json-c is the document's alone: the command's parent is the dirlock
+# that holds its lock, and json-c is not in its memory.
+D=$T/locks-maps
+mkdir -p "$D"
+"$DIRLOCK" -d "$D" maps -- sh -c 'cat "/proc/$PPID/maps"' >"$T/maps" 2>&1
+st=$?
+[ "$st" = 0 ] && grep -q 'libc\.so' "$T/maps" && ! grep -q 'json' "$T/maps"
+ok $? "a dirlock that holds a lock has not mapped json-c (exit $st): $(grep -o '[^/ ]*json[^ ]*' "$T/maps" | sort -u | head -3)"
+# ... and where json-c cannot be opened (a mount namespace whose json-c
+# is an empty file), --json says so and prints nothing; status without
+# --json is unchanged.
+lib=$(ldconfig -p | awk '$1 ~ /^libjson-c[.]so[.][0-9]+$/ { print $NF; exit }')
+cat >"$T/nojson.sh" <<'EOS'
+lib=$1 dl=$2 d=$3 out=$4
+mount --bind /dev/null "$(readlink -f "$lib")" || exit 99
+"$dl" status -d "$d" --json >"$out" 2>"$out.err"
+echo "json $?"
+"$dl" status -d "$d" >/dev/null 2>&1
+echo "plain $?"
+EOS
+if [ -n "$lib" ] && unshare --mount --propagation private bash "$T/nojson.sh" "$lib" "$DIRLOCK" "$D" \
+	"$T/nojson" >"$T/nojson.st" 2>"$T/nojson.sh.err" && [ -s "$T/nojson.st" ]; then
+	[ "$(paste -sd ' ' "$T/nojson.st")" = "json 2 plain 0" ] && [ ! -s "$T/nojson" ] &&
+		grep -q "needs json-c (libjson-c[.]so[.][0-9]*, in Debian's package libjson-c[0-9]*)" "$T/nojson.err"
+	ok $? "without json-c, status --json: no document, exit 2, says what to install ($(paste -sd ' ' "$T/nojson.st")): $(cat "$T/nojson.err")"
+else
+	skip "cannot hide json-c in a mount namespace of its own here (unshare -m needs root; json-c '$lib'): $(head -c 200 "$T/nojson.sh.err")"
+fi

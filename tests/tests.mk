@@ -101,7 +101,7 @@ $(BUILD)/tests/unit/test_board_delete_limit: $(BUILD)/tests/unit/test_board_dele
 # dirlock-hooks: the command built the same way, for tests/core-signals.t.
 $(BUILD)/tests/progs/dirlock-hooks: $(DIRLOCK_SRCS:%.c=$(BUILD)/hooks/%.o) $(HOOK_LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS) $(DIRLOCK_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HOOK_LIBS)
 
 # The C example of docs/examples/ (tests/http-cgi-examples.t runs each
 # example as a CGI program).
