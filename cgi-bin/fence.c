@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "delay.h"
 #include "logfile.h"
 
 int fence_admit(unsigned long long recorded, unsigned long long mine, struct board_error *err)
@@ -28,9 +29,23 @@ int fence_admit(unsigned long long recorded, unsigned long long mine, struct boa
         return -1;
 }
 
+/* How long a writer waits for the gate at least, whatever the board's
+ * lock_timeout (0 included): its holders keep it for a moment only. */
+#define GATE_MIN_WAIT_S 1.0
+/* The pauses between looks at a held gate: from 1 ms, doubling, to 50. */
+#define GATE_FIRST_PAUSE_MS   1
+#define GATE_LONGEST_PAUSE_MS 50
+
 /* Step 1: data_dir/fence.lock opened and flock'ed: the descriptor, or -1
- * with a 500. */
-static int gate_lock(const char *data_dir, struct board_error *err)
+ * with a 500, or with a 503 when it stayed held for the whole wait, the
+ * longer of `wait_s` and GATE_MIN_WAIT_S.  A holder keeps it for a
+ * moment, but one stopped inside that moment (SIGSTOP, a debugger) keeps
+ * it until it runs again, and no writer may pass meanwhile (the gate
+ * cannot be broken: fence.h); so a writer does not block in flock() for
+ * ever, which would hang its request and, one by one, every worker of
+ * the board with it, but looks again (LOCK_NB) with growing pauses and
+ * gives up with a 503 that says why. */
+static int gate_lock(const char *data_dir, double wait_s, struct board_error *err)
 {
         struct buf path = BUF_INIT;
         buf_printf(&path, "%s/fence.lock", data_dir);
@@ -46,13 +61,28 @@ static int gate_lock(const char *data_dir, struct board_error *err)
                 board_fail_storage(err, saved, "cannot open data_dir/fence.lock");
                 return -1;
         }
-        while (flock(fd, LOCK_EX) < 0) {
-                if (errno != EINTR) {
-                        saved = errno;
+        double waited = 0, until = wait_s > GATE_MIN_WAIT_S ? wait_s : GATE_MIN_WAIT_S;
+        double start = monotonic_seconds();
+        long pause_ms = GATE_FIRST_PAUSE_MS;
+        while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                saved = errno;
+                if (saved != EWOULDBLOCK && saved != EINTR) {
                         close(fd);
                         board_fail_storage(err, saved, "cannot lock data_dir/fence.lock");
                         return -1;
                 }
+                waited = monotonic_seconds() - start;
+                if (saved == EWOULDBLOCK && waited >= until) {
+                        close(fd);
+                        board_fail(err, 503,
+                                   "Another writer has held the board's write gate (data_dir/fence.lock) for "
+                                   "%.1f s (is it stopped?); nothing was written, please try again",
+                                   waited);
+                        err->retry_after = 1;
+                        return -1;
+                }
+                sleep_ms(pause_ms);
+                pause_ms = pause_ms * 2 < GATE_LONGEST_PAUSE_MS ? pause_ms * 2 : GATE_LONGEST_PAUSE_MS;
         }
         return fd;
 }
@@ -88,11 +118,11 @@ static int announced(int fd, unsigned long long *out, struct board_error *err)
         return 0;
 }
 
-int fence_announce(const char *data_dir, unsigned long long mine, struct board_error *err)
+int fence_announce(const char *data_dir, unsigned long long mine, double wait_s, struct board_error *err)
 {
         if (mine == 0)
                 return 0; /* a write without a fence: nothing to compare */
-        int fd = gate_lock(data_dir, err);
+        int fd = gate_lock(data_dir, wait_s, err);
         if (fd < 0)
                 return -1;
         unsigned long long ahead = 0;
@@ -112,12 +142,12 @@ int fence_announce(const char *data_dir, unsigned long long mine, struct board_e
 }
 
 int fence_gate_enter(struct fence_gate *g, const char *data_dir, const char *log_path,
-                     unsigned long long mine, struct board_error *err)
+                     unsigned long long mine, double wait_s, struct board_error *err)
 {
         g->fd = -1;
         if (mine == 0)
                 return 0; /* a write without a fence: nothing to compare */
-        int fd = gate_lock(data_dir, err);
+        int fd = gate_lock(data_dir, wait_s, err);
         if (fd < 0)
                 return -1;
         g->fd = fd;

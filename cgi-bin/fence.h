@@ -21,10 +21,12 @@
  * late writer does not hold the board's lock any more, so that lock
  * cannot serialise it with its successor; the store's own short lock,
  * an exclusive flock(2) on data_dir/fence.lock (held for a moment, no
- * stale age, released by the kernel when its holder dies -- a holder
- * stopped inside that moment holds every writer until it runs again --;
- * on NFS the server's lock manager serves it), does.  Its file holds the highest
- * fence announced.
+ * stale age, released by the kernel when its holder dies; on NFS the
+ * server's lock manager serves it), does.  Its file holds the highest
+ * fence announced.  A holder stopped inside that moment holds every
+ * writer until it runs again, since breaking the gate would let it
+ * rename after its successor read: so a writer waits for the gate at most
+ * the board's lock_timeout (1 s at least), then gets a 503.
  *   0. fence_announce(), before the writer reads the log: under the
  *      flock, a fence below the one announced is refused (503), else it
  *      becomes the one announced;
@@ -67,17 +69,19 @@ int fence_admit(unsigned long long recorded, unsigned long long mine, struct boa
 
 /* Steps 1 and 2 for the flat log `log_path` in directory `data_dir`: 0
  * with the gate held (leave it after the rename, whatever happened), or
- * -1 with 503 (a lower fence: refused) or 500 (the gate's file). */
+ * -1 with 503 (a lower fence: refused; or the gate stayed held for
+ * `wait_s` seconds, 1 at least) or 500 (the gate's file). */
 int fence_gate_enter(struct fence_gate *g, const char *data_dir, const char *log_path,
-                     unsigned long long mine, struct board_error *err);
+                     unsigned long long mine, double wait_s, struct board_error *err);
 
 /* Step 0 for a writer with fence `mine` about to read the flat log in
  * `data_dir`: 0 (announced; and when `mine` is 0, nothing to announce),
- * or -1 with 503 (a higher fence was announced: the lock was taken over)
- * or with the gate file's error (it cannot be read or written: 500 or
+ * or -1 with 503 (a higher fence was announced: the lock was taken over;
+ * or the gate stayed held for `wait_s` seconds, 1 at least) or with the
+ * gate file's error (it cannot be read or written: 500 or
  * 503 as board_fail_storage() words it; it holds something else than a
  * fence: 500).  Nothing is read or written after a -1. */
-int fence_announce(const char *data_dir, unsigned long long mine, struct board_error *err);
+int fence_announce(const char *data_dir, unsigned long long mine, double wait_s, struct board_error *err);
 
 /* Step 4; harmless on a gate not entered. */
 void fence_gate_leave(struct fence_gate *g);

@@ -152,7 +152,8 @@ static int check_before_rename(void *ctx, struct board_error *err)
         const char *arm = dl_test_hook(STOP_AFTER_CHECK);
         if (arm != NULL && unlink(arm) == 0)
                 raise(SIGSTOP);
-        return fence_gate_enter(&c->gate, c->s->cfg->data_dir, c->s->log, c->lk->fence, err);
+        return fence_gate_enter(&c->gate, c->s->cfg->data_dir, c->s->log, c->lk->fence,
+                                c->s->cfg->lock_timeout, err);
 }
 
 /* logfile_write()'s step right after the new log became visible: the
@@ -187,7 +188,7 @@ static int write_log(const struct log_store *s, struct msglist *list, struct boa
 static int read_to_write(const struct log_store *s, const struct board_lock *lk, struct msglist *list,
                          struct board_error *err)
 {
-        if (fence_announce(s->cfg->data_dir, lk->fence, err) < 0)
+        if (fence_announce(s->cfg->data_dir, lk->fence, s->cfg->lock_timeout, err) < 0)
                 return -1;
         return logfile_read(s->log, list, err);
 }

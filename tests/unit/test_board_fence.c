@@ -4,10 +4,13 @@
  * anything else an error); a holder whose lock was broken and taken by a
  * later writer is refused by the fence gate (503), also when it comes
  * between the later writer's read and its write, and a later one is
- * admitted; the fence line round-trips and does not disturb views.
+ * admitted; a gate held too long (its holder stopped inside it) is a
+ * 503, never a wait for ever; the fence line round-trips and does not
+ * disturb views.
  * SQLite: a post records its fence in board_meta in its own transaction,
  * and a write whose fence is below the recorded one is refused (503) with
  * nothing written. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,11 +191,11 @@ static void test_late_holder_refused(void **state)
         assert_true(fb > fa);
 
         struct fence_gate g = FENCE_GATE_INIT;
-        assert_int_equal(fence_gate_enter(&g, dir, log_path, fa, &e), -1);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, fa, 1, &e), -1);
         assert_int_equal(e.status, 503);
         assert_int_equal(g.fd, -1);
         fence_gate_leave(&g);
-        assert_int_equal(fence_gate_enter(&g, dir, log_path, fb, &e), 0);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, fb, 1, &e), 0);
         fence_gate_leave(&g);
 
         (void)board_lock_release(&a, &e);
@@ -213,16 +217,16 @@ static void test_late_write_after_successor_read(void **state)
         assert_int_equal(dirlock_break(cfg.lock_space, BOARD_LOCK_NAME, 0.1, 1, &de), DIRLOCK_OK);
         assert_int_equal(board_lock_write_begin(&cfg, &b, &e), 0);
         assert_true(b.fence > a.fence);
-        assert_int_equal(fence_announce(dir, b.fence, &e), 0); /* B reads next */
+        assert_int_equal(fence_announce(dir, b.fence, 1, &e), 0); /* B reads next */
         assert_true(recorded() < a.fence);
 
         struct fence_gate g = FENCE_GATE_INIT;
-        assert_int_equal(fence_gate_enter(&g, dir, log_path, a.fence, &e), -1);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, a.fence, 1, &e), -1);
         assert_int_equal(e.status, 503);
         assert_int_equal(g.fd, -1);
-        assert_int_equal(fence_announce(dir, a.fence, &e), -1);
+        assert_int_equal(fence_announce(dir, a.fence, 1, &e), -1);
         assert_int_equal(e.status, 503);
-        assert_int_equal(fence_gate_enter(&g, dir, log_path, b.fence, &e), 0);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, b.fence, 1, &e), 0);
         fence_gate_leave(&g);
 
         (void)board_lock_release(&b, &e);
@@ -305,6 +309,43 @@ static void test_announce_before_read(void **state)
         set_gate_file(text);
         assert_int_equal(post_status("three", msg, sizeof msg), 503);
         assert_non_null(strstr(msg, "is below the store's"));
+}
+
+/* A holder stopped inside the gate keeps it until it runs again, and the
+ * gate cannot be broken (fence.h): a writer waits for it a bounded time
+ * (the lock timeout, 1 s at least), then gets a 503 that says why, with
+ * nothing announced -- it never blocks for ever (SIGALRM ends the test if
+ * it does).  Once the holder lets go, writers pass again. */
+static void test_gate_held_too_long(void **state)
+{
+        (void)state;
+        char msg[512];
+        assert_int_equal(post_status("one", msg, sizeof msg), 0);
+        unsigned long long before = announced();
+        char path[160];
+        snprintf(path, sizeof path, "%s/fence.lock", dir);
+        int holder = open(path, O_RDWR | O_CLOEXEC); /* its own open file: its own flock */
+        assert_true(holder >= 0);
+        assert_int_equal(flock(holder, LOCK_EX), 0);
+
+        alarm(60);
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(fence_announce(dir, before + 1, 0, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_int_equal(e.retry_after, 1);
+        assert_non_null(strstr(e.msg, "write gate"));
+        assert_true(announced() == before);
+        struct fence_gate g = FENCE_GATE_INIT;
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, before + 1, 0.5, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_int_equal(g.fd, -1);
+        alarm(0);
+
+        close(holder);
+        assert_int_equal(fence_announce(dir, before + 1, 0, &e), 0);
+        assert_true(announced() == before + 1);
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, before + 1, 0, &e), 0);
+        fence_gate_leave(&g);
 }
 
 /* Whether a lock of `mode` on the board's lock is free right now. */
@@ -467,6 +508,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_late_write_after_successor_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_gate_file, setup, teardown),
             cmocka_unit_test_setup_teardown(test_announce_before_read, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_gate_held_too_long, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rw_readers_back_after_rename, setup_rw, teardown),
             cmocka_unit_test_setup_teardown(test_mkdir_keeps_exclusive, setup, teardown),
