@@ -4,9 +4,10 @@
  * anything else an error); a holder whose lock was broken and taken by a
  * later writer is refused by the fence gate (503), also when it comes
  * between the later writer's read and its write, and a later one is
- * admitted; a gate held too long (its holder stopped inside it) is a
- * 503, never a wait for ever; the fence line round-trips and does not
- * disturb views.
+ * admitted; each of the log's read-modify-writes (a post, a delete, a
+ * group-commit batch) announces before it reads; a gate held too long
+ * (its holder stopped inside it) is a 503, never a wait for ever; the
+ * fence line round-trips and does not disturb views.
  * SQLite: a post records its fence in board_meta in its own transaction,
  * and a write whose fence is below the recorded one is refused (503) with
  * nothing written. */
@@ -31,6 +32,7 @@
 #include "../../cgi-bin/locking.h"
 #include "../../cgi-bin/logfile.h"
 #include "../../cgi-bin/password.h"
+#include "../../cgi-bin/store.h"
 #include "dirlock.h"
 
 static char dir[64];
@@ -45,8 +47,8 @@ static int setup_with(const char *settings)
                 return -1;
         snprintf(log_path, sizeof log_path, "%s/messages.log", dir);
         char text[256];
-        int n =
-            snprintf(text, sizeof text, "data_dir = %s\n%sgroup_commit = no\nstale_age = 1\n", dir, settings);
+        int n = snprintf(text, sizeof text, "data_dir = %s\n%s%sstale_age = 1\n", dir, settings,
+                         strstr(settings, "group_commit") ? "" : "group_commit = no\n");
         struct board_error e = BOARD_ERROR_INIT;
         return config_parse(text, (size_t)n, "test.conf", &cfg, &e);
 }
@@ -62,6 +64,13 @@ static int setup_sqlite(void **state)
 {
         (void)state;
         return setup_with("store = sqlite\nlock_mode = mkdir\n");
+}
+
+/* The same board with group_commit = yes: posts stored in batches. */
+static int setup_group(void **state)
+{
+        (void)state;
+        return setup_with("lock_mode = mkdir\ngroup_commit = yes\n");
 }
 
 /* The same board with lock_mode = rw. */
@@ -311,6 +320,50 @@ static void test_announce_before_read(void **state)
         assert_non_null(strstr(msg, "is below the store's"));
 }
 
+/* A log that does not parse, and a fence announced above every one drawn. */
+static void break_log_and_announce_high(void)
+{
+        FILE *f = fopen(log_path, "a");
+        assert_non_null(f);
+        fputs("broken line\n", f);
+        fclose(f);
+        char text[32];
+        snprintf(text, sizeof text, "%020llu\n", 9007199254740991ULL);
+        set_gate_file(text);
+}
+
+/* The log's other read-modify-writes announce before they read too: a
+ * delete (the store's own step, after board_delete checked the password)
+ * and a batch of group commit are refused for their fence (503), never
+ * for the log they would meet only by reading first (500). */
+static void test_delete_announces_before_read(void **state)
+{
+        (void)state;
+        char msg[512];
+        assert_int_equal(post_status("one", msg, sizeof msg), 0);
+        break_log_and_announce_high();
+        struct board board;
+        struct board_error e = BOARD_ERROR_INIT;
+        board_init(&board, &cfg);
+        assert_int_equal(board.store->open(&cfg, &board.state, &e), 0);
+        struct store_write w = {"127.0.0.1", 1700000000};
+        assert_int_equal(board.store->delete (board.state, 1, "", &w, &e), -1);
+        assert_int_equal(e.status, 503);
+        assert_non_null(strstr(e.msg, "is below the store's"));
+        board_close(&board);
+}
+
+static void test_batch_announces_before_read(void **state)
+{
+        (void)state;
+        char msg[512];
+        assert_int_equal(post_status("one", msg, sizeof msg), 0);
+        assert_int_equal(log_count(), 1);
+        break_log_and_announce_high();
+        assert_int_equal(post_status("two", msg, sizeof msg), 503);
+        assert_non_null(strstr(msg, "is below the store's"));
+}
+
 /* A holder stopped inside the gate keeps it until it runs again, and the
  * gate cannot be broken (fence.h): a writer waits for it a bounded time
  * (the lock timeout, 1 s at least), then gets a 503 that says why, with
@@ -508,6 +561,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_late_write_after_successor_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_gate_file, setup, teardown),
             cmocka_unit_test_setup_teardown(test_announce_before_read, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_delete_announces_before_read, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_batch_announces_before_read, setup_group, teardown),
             cmocka_unit_test_setup_teardown(test_gate_held_too_long, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fence_line, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rw_readers_back_after_rename, setup_rw, teardown),
