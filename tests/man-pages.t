@@ -1,7 +1,8 @@
 #!/bin/bash
 # man-pages.t - the manual pages in man/: each passes man/lint (mandoc
-# -Tlint, every message down to style), which is first shown failing on
-# pages with deliberate mistakes; the section-3 pages name exactly the
+# -Tlint, every message down to style, and groff's warnings as man(1)
+# renders it), which is first shown failing on pages with deliberate
+# mistakes; the section-3 pages name exactly the
 # functions the public headers declare (lib/core/dirlock.h and each
 # module's lib/*/dirlock_*.h), and each synopsis shows its functions as
 # they are declared, under the header that declares them (first shown
@@ -29,7 +30,7 @@ mapfile -t INCLUDES < <(for h in lib/*/*.h; do echo "-I${h%/*}"; done | sort -u)
 pages=(man/*.[0-9])
 pages3=(man/*.3)
 mapfile -t with_examples < <(grep -l '^\.Sh EXAMPLES' "${pages3[@]}")
-plan $((2 + ${#pages[@]} + 10 + ${#with_examples[@]} + 3))
+plan $((3 + ${#pages[@]} + 10 + ${#with_examples[@]} + 3))
 
 # ---- the lint can fail ------------------------------------------------
 
@@ -58,6 +59,19 @@ said=$(man/lint "$T/slip.3")
 st=$?
 [ "$st" -eq 1 ] && echo "$said" | grep -q 'new sentence, new line'
 ok $? "man/lint fails a page with two sentences on one line"
+
+# ... and a page groff cannot set on an 80-column terminal (lintian's
+# groff-message): one word longer than the line.
+if command -v man >/dev/null 2>&1; then
+	printf '.Dd November 26, 2026\n.Dt WIDE 3\n.Os\n.Sh NAME\n.Nm wide\n.Nd a long word\n.Sh DESCRIPTION\n%s\n' \
+		"$(printf 'x%.0s' $(seq 1 100))" >"$T/wide.3"
+	said=$(man/lint "$T/wide.3")
+	st=$?
+	[ "$st" -eq 1 ] && echo "$said" | grep -q "can't break line"
+	ok $? "man/lint fails a page with a word wider than an 80-column terminal (status $st)"
+else
+	skip "man-db is not installed: man/lint checks with mandoc only"
+fi
 
 # ---- every page is clean -------------------------------------------------
 
