@@ -7,8 +7,9 @@
 #
 # Installed, from a new directory with no variable in the environment
 # (env -i, PATH the system's): the command and a redis:// space through
-# it (a private redis-server on a free port, tests/redis-lib.sh), a C
-# program built with `pkg-config --cflags --libs dirlock`, perl -MDirlock,
+# it (a private redis-server on a free port, tests/redis-lib.sh) and its
+# status --json, a C program built with `pkg-config --cflags --libs
+# dirlock`, perl -MDirlock,
 # python3 -c 'import dirlock', man dirlock_acquire, and the version of
 # each, the library's.  The board: systemd-analyze verify finds nothing
 # in its unit; two boards, none and mkdir, are started the way the unit
@@ -97,8 +98,9 @@ check() {
 # ---- the command, C, Perl, Python, man -----------------------------------
 
 outside '[ "$(command -v dirlock)" = /usr/bin/dirlock ] && [ "$(dirlock --version)" = "dirlock $V" ] &&
-	dirlock -d "$T/locks" cmd -- echo held | grep -qx held'
-check "dirlock (/usr/bin) takes a lock, and says version $version"
+	dirlock -d "$T/locks" cmd -- echo held | grep -qx held &&
+	dirlock status -d "$T/locks" --json | grep -q "\"format\":\"dirlock-status/1\""'
+check "dirlock (/usr/bin) takes a lock, says version $version, and writes status --json (json-c opened)"
 
 cat >"$T/outside/prog.c" <<'EOF'
 #include <dirlock.h>
