@@ -3,7 +3,8 @@
 # deb.t - the Debian packages (`make deb`, debian/) installed on this
 # machine with apt, used from outside the tree the way their users use
 # them, and purged: afterwards nothing of theirs is left (but the system
-# user dirlock-board, which Debian keeps).
+# user dirlock-board, which Debian keeps).  Every program and shared
+# object in them is built with Debian's hardening flags.
 #
 # Installed, from a new directory with no variable in the environment
 # (env -i, PATH the system's): the command and a redis:// space through
@@ -46,7 +47,7 @@ fi
 # shellcheck disable=SC2086
 installed=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' $PKGS 2>/dev/null | awk '$1 ~ /^.i/ { print $2 }')
 [ -z "$installed" ] || { echo "1..0 # SKIP installed already (the test would purge them): $(echo "$installed" | tr '\n' ' ')"; exit 0; }
-plan 27
+plan 28
 
 version=$(sed -n 's/^#define DIRLOCK_VERSION "\(.*\)"$/\1/p' lib/core/dirlock.h)
 start=$SECONDS
@@ -57,6 +58,27 @@ ok $st "make deb ($((SECONDS - start)) s)"
 debs=$(ls build/deb/*.deb)
 is "$(for d in $debs; do dpkg-deb -f "$d" Version; done | sort -u)" "$version" \
 	"every package has the library's version ($version)"
+
+# Every program and shared object the packages hold was built with
+# Debian's hardening flags (debian/rules: hardening=+all): linked with
+# -z now (BIND_NOW), and compiled with _FORTIFY_SOURCE, which shows as
+# imports of the checking variants (__snprintf_chk, ...) wherever the
+# object imports a function that has one.
+mkdir -p "$T/x"
+for d in $debs; do dpkg-deb -x "$d" "$T/x"; done
+unhardened=$(find "$T/x" -type f \( -name '*.so*' -o -perm -u+x \) | while read -r f; do
+	readelf -h "$f" >/dev/null 2>&1 || continue
+	why=
+	readelf -d "$f" | grep -q 'Flags:.*NOW\|(BIND_NOW)' || why="no BIND_NOW"
+	imports=$(nm -D --undefined-only "$f" 2>/dev/null)
+	if ! echo "$imports" | grep -q '__[a-z_]*_chk@' &&
+		echo "$imports" | grep -qE ' U (snprintf|vsnprintf|sprintf|memcpy|memmove|memset|strcpy|strncpy|strcat|read|pread|readlink|fgets)@'; then
+		why="$why${why:+, }protectable calls but no _chk import"
+	fi
+	[ -z "$why" ] || echo "${f#"$T/x"}: $why"
+done)
+[ -z "$unhardened" ]
+ok $? "every program and shared object is built with Debian's hardening flags${unhardened:+: $(echo "$unhardened" | paste -sd ';')}"
 
 # purge: what the test installed goes, whatever happens to the test.
 purge() {
