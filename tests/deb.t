@@ -18,7 +18,8 @@
 # spawn-fcgi gives the workers to the user dirlock-board) behind a
 # private nginx that serves the installed site, and tests/lost-update
 # posts to both: the board without a lock loses posts (the twin that
-# shows the run able to fail), the locked one none.
+# shows the run able to fail), the locked one none.  A worker killed
+# with SIGKILL is started again.
 #
 # Run by `make test-deb` (DIRLOCK_TEST_DEB=1), not by make test: it
 # changes the machine's packages.  Root only (apt, the board's user);
@@ -47,7 +48,7 @@ fi
 # shellcheck disable=SC2086
 installed=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' $PKGS 2>/dev/null | awk '$1 ~ /^.i/ { print $2 }')
 [ -z "$installed" ] || { echo "1..0 # SKIP installed already (the test would purge them): $(echo "$installed" | tr '\n' ' ')"; exit 0; }
-plan 28
+plan 29
 
 version=$(sed -n 's/^#define DIRLOCK_VERSION "\(.*\)"$/\1/p' lib/core/dirlock.h)
 start=$SECONDS
@@ -87,6 +88,7 @@ purge() {
 }
 stop_board() {
 	[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
+	[ -f "$T/board.mains" ] && xargs -r kill <"$T/board.mains" 2>/dev/null
 	[ -f "$T/board.pids" ] && xargs -r kill <"$T/board.pids" 2>/dev/null
 	rm -f /etc/dirlock-board/none.conf /etc/dirlock-board/mkdir.conf
 }
@@ -213,6 +215,15 @@ ok $? "the system user dirlock-board owns /var/lib/dirlock-board and /run/dirloc
 
 # unit_lines KEY: the unit's KEY= lines, in order, %i as $1.
 unit_lines() { sed -n "s/^$1=//p" "$unit" | sed "s/%i/$2/g"; }
+# workers_of PID N: once PID has N children (10 s at most), their pids.
+workers_of() {
+	local k
+	for ((k = 0; k < 200; k++)); do
+		[ "$(pgrep -c -P "$1")" = "$2" ] && pgrep -P "$1" && return 0
+		sleep 0.05
+	done
+	return 1
+}
 port=$(redis_free_port)
 for name in none mkdir; do
 	sed -e "s|/main|/$name|g" -e "s/^lock_mode = .*/lock_mode = $name/" \
@@ -224,11 +235,16 @@ for name in none mkdir; do
 			# shellcheck disable=SC2086 # the unit's words, as systemd splits them
 			env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin $env $cmd || exit 1
 		done < <(unit_lines ExecStartPre "$name")
-		# shellcheck disable=SC2046,SC2086 # the unit's words, as systemd splits them
-		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin $env $(unit_lines ExecStart "$name")
 	} >"$T/start-$name.out" 2>&1
 	st=$?
-	sed -n 's/.*PID: *\([0-9]*\).*/\1/p' "$T/start-$name.out" >>"$T/board.pids"
+	if [ $st -eq 0 ]; then
+		# The main process (spawn-fcgi, then multiwatch in its place) stays.
+		# shellcheck disable=SC2046,SC2086 # the unit's words, as systemd splits them
+		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin $env $(unit_lines ExecStart "$name") \
+			>>"$T/start-$name.out" 2>&1 &
+		echo $! >>"$T/board.mains"
+		workers_of $! 4 >>"$T/board.pids" || st=1
+	fi
 	ok $st "board $name started as dirlock-board@$name.service starts it"
 	[ $st -eq 0 ] || diag "$(cat "$T/start-$name.out")"
 done
@@ -275,6 +291,20 @@ lost=$(field none lost)
 ok $? "none: the board without a lock lost posts ($lost of $(field none acknowledged) acknowledged)"
 is "$(field mkdir lost)/$(field mkdir stored)" "0/30" "mkdir: none of 30 posts lost, all stored"
 is "$st" 0 "tests/lost-update exit status"
+
+# A worker that dies is started again (multiwatch), and the board serves.
+main=$(sed -n 2p "$T/board.mains")
+victim=$(pgrep -P "$main" | head -n 1)
+kill -KILL "$victim"
+for ((k = 0; k < 200; k++)); do
+	now=$(pgrep -P "$main" | sort)
+	[ "$(echo "$now" | wc -l)" = 4 ] && ! echo "$now" | grep -qx "$victim" && break
+	sleep 0.05
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' "$base/board/mkdir/")
+[ "$(echo "$now" | wc -l)" = 4 ] && ! echo "$now" | grep -qx "$victim" && [ "$code" = 200 ]
+ok $? "a worker killed (SIGKILL, pid $victim) is started again: 4 workers ($(echo "$now" | paste -sd ' ')), GET $code"
+echo "$now" >>"$T/board.pids"
 stop_board
 
 # ---- purge: nothing left ------------------------------------------------
