@@ -8,7 +8,8 @@
 # waiters behind it up for two re-check intervals, not for the stale age;
 # and a waiter at the back of the queue sleeps while the waiters ahead of
 # it hand the lock on (it is woken by the one just ahead, not by every
-# release).  Nothing here waits a fixed time for something to happen: the
+# release); a waiter stopped past the stale age, whose ticket was broken
+# meanwhile, queues again when it runs and gets the lock.  Nothing here waits a fixed time for something to happen: the
 # holders let go when told, once every waiter is queued, so that the
 # checks hold on a busy machine too, and each check names what it saw.
 # shellcheck source=tests/rw-lib.sh
@@ -16,7 +17,7 @@
 # shellcheck source=tests/spaces-lib.sh
 . "$(dirname "$0")/spaces-lib.sh"
 spaces_start || exit 1
-echo "1..$((2 * $(spaces_count) + 3))"
+echo "1..$((2 * $(spaces_count) + 4))"
 queue_up() { # queue_up LABEL... : start each once the previous one is queued
 	# (a label starting with p waits without DIRLOCK_FIFO) on lock f of
 	# space $S; their pids are added to $qpids, how many were seen queued
@@ -143,4 +144,35 @@ kill -CONT $stopped
 wait $h $stopped
 [ "$rc" -eq 0 ]
 ok $? "a stopped first waiter does not hold plain waiters behind it up (exit $rc, $took ms after the release; its ticket goes stale after 180 s)"
+
+# A waiter stopped for longer than the stale age: its ticket is broken as
+# a dead waiter's by the one behind, which then takes the lock, and the
+# queue goes with the last one out.  Run again, the stopped waiter has
+# lost its place, not its wait: it queues again and gets the lock.
+hold_until_go r
+"$DIRLOCK" -d "$S" --stale 1 -w 60 r -- true 2>"$T/late.err" &
+late=$!
+k=0
+while [ "$(space_waiters "$S" r)" -lt 1 ] && [ $k -lt 3000 ]; do sleep 0.01; k=$((k + 1)); done
+kill -STOP $late
+"$DIRLOCK" -d "$S" --stale 1 -w 60 r -- true &
+behind=$!
+# Until the late waiter's ticket (number 1) is broken: one ticket left,
+# the other's (number 2).
+k=0
+until [ "$(space_waiters "$S" r)" -eq 1 ] && [ -z "$(find "$S/r.fifo" -name 't.*1' 2>/dev/null)" ] ||
+	[ $k -ge 3000 ]; do
+	sleep 0.01
+	k=$((k + 1))
+done
+go
+wait $behind
+brc=$?
+queue_left=$(ls -A "$S/r.fifo" 2>/dev/null | wc -l)
+kill -CONT $late
+wait $late
+rc=$?
+wait $h
+[ "$rc" -eq 0 ] && [ "$brc" -eq 0 ]
+ok $? "a waiter stopped past the stale age queues again and gets the lock (exit $rc, the one behind $brc; $queue_left entries left in the queue when it ran again)$( [ -s "$T/late.err" ] && echo ": $(cat "$T/late.err")")"
 [ "$fails" -eq 0 ]

@@ -134,17 +134,23 @@ static int cmp_seq_desc(const void *a, const void *b)
 }
 
 /* The tickets below ours, largest first: malloc'd in *out (NULL when
- * none), their count in *n.  0, or -1 with errno. */
-static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, size_t *n)
+ * none), their count in *n; *mine_listed whether ours is there.  0, or
+ * -1 with errno. */
+static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, size_t *n, bool *mine_listed)
 {
         struct seen *v = NULL;
         size_t len = 0, cap = 0;
         unsigned long long seq;
         struct dirent *de;
         int more;
+        *mine_listed = false;
         while ((more = dl_fs_next(d, &de)) > 0) {
-                if (!dl_layout_ticket_seq(de->d_name, &seq) || seq >= mine)
+                if (!dl_layout_ticket_seq(de->d_name, &seq))
                         continue;
+                if (seq >= mine) {
+                        *mine_listed |= seq == mine;
+                        continue;
+                }
                 if (len == cap) {
                         cap = cap ? cap * 2 : 16;
                         struct seen *grown = realloc(v, cap * sizeof *v);
@@ -172,27 +178,38 @@ static int tickets_ahead(DIR *d, unsigned long long mine, struct seen **out, siz
         return 0;
 }
 
-/* One look (ticket_ahead); -2 with errno ESTALE when the queue's
- * directory was replaced as we read it. */
+/* ahead_once's answers besides 1, 0 and -1. */
+#define QUEUE_CHANGED (-2) /* the queue's directory was replaced as we read it (ESTALE) */
+#define TICKET_GONE   (-3) /* our ticket is not in the queue: broken as stale */
+
+/* One look (ticket_ahead). */
 static int ahead_once(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_error *err)
 {
         struct dl_fifo *f = dl_fifo_of(h);
         DIR *d = dl_fs_opendir(f->dir);
         if (d == NULL) {
                 if (errno == ESTALE)
-                        return -2;
+                        return QUEUE_CHANGED;
+                if (errno == ENOENT) /* with our ticket in it, the queue would be there */
+                        return TICKET_GONE;
                 dl_fail(err, DIRLOCK_EIO, errno, "cannot read queue '%s'", f->dir);
                 return -1;
         }
         struct seen *seen;
         size_t n;
-        if (tickets_ahead(d, f->ticket_seq, &seen, &n) != 0) {
+        bool mine_listed;
+        if (tickets_ahead(d, f->ticket_seq, &seen, &n, &mine_listed) != 0) {
                 int e = errno;
                 closedir(d);
                 if (e == ESTALE)
-                        return -2;
+                        return QUEUE_CHANGED;
                 dl_fail(err, e == ENOMEM ? DIRLOCK_ENOMEM : DIRLOCK_EIO, e, "cannot read queue '%s'", f->dir);
                 return -1;
+        }
+        if (!mine_listed) {
+                free(seen);
+                closedir(d);
+                return TICKET_GONE;
         }
         /* Nearest first: the first live one is the waiter we follow; the
          * dead ones on the way are skipped (INVARIANT F, DEAD WAITERS). */
@@ -243,6 +260,23 @@ static int ahead_once(dirlock *h, dl_record *ahead, char **ahead_path, dirlock_e
         return first;
 }
 
+/* Give the ticket back (idempotent). */
+static void ticket_leave(dirlock *h)
+{
+        struct dl_fifo *f = dl_fifo_of(h);
+        if (f == NULL || f->ticket == NULL)
+                return;
+        dl_view_leave(f); /* first: our waiter behind us is kicked */
+        /* Only our own ticket: if it was broken as stale, its number may be
+         * someone else's now. */
+        dl_record rec;
+        double age;
+        if (dl_entry_read(f->ticket, &rec, &age) == 0 && strcmp(rec.token, h->token) == 0)
+                dl_entry_drop(h, f->dir, f->ticket);
+        free(f->ticket);
+        f->ticket = NULL;
+}
+
 /* 1 when no live ticket precedes ours (dead ones are broken on the way),
  * 0 otherwise with *ahead the nearest live waiter ahead and its ticket's
  * path in *ahead_path (malloc'd; NULL otherwise): the entry a queued
@@ -262,31 +296,29 @@ static int ticket_ahead(dirlock *h, dl_record *ahead, char **ahead_path, bool *l
                 return dl_view_ahead(h, ahead, ahead_path, local, err);
         for (int try = 0;; try++) {
                 int first = ahead_once(h, ahead, ahead_path, err);
-                if (first != -2)
+                if (first != QUEUE_CHANGED && first != TICKET_GONE)
                         return first;
                 if (try == DL_ESTALE_TRIES) {
-                        dl_fail(err, DIRLOCK_EIO, ESTALE, "queue '%s' keeps changing as it is read", f->dir);
+                        dl_fail(err, DIRLOCK_EIO, first == QUEUE_CHANGED ? ESTALE : ENOENT,
+                                first == QUEUE_CHANGED ? "queue '%s' keeps changing as it is read"
+                                                       : "queue '%s': our ticket keeps being broken",
+                                f->dir);
                         return -1;
                 }
-                dl_fs_refresh(f->dir); /* dir_fsops.c */
+                if (first == QUEUE_CHANGED) {
+                        dl_fs_refresh(f->dir); /* dir_fsops.c */
+                        continue;
+                }
+                /* We did not run for longer than the stale age (SIGSTOP,
+                 * a suspended host): our ticket was broken as a dead
+                 * waiter's (DEAD WAITERS), and the queue's directory
+                 * maybe removed by the last one out.  Our place is lost:
+                 * queue again, at the end. */
+                ticket_leave(h);
+                int rc = ticket_take(h, err);
+                if (rc != DIRLOCK_OK)
+                        return -1;
         }
-}
-
-/* Give the ticket back (idempotent). */
-static void ticket_leave(dirlock *h)
-{
-        struct dl_fifo *f = dl_fifo_of(h);
-        if (f == NULL || f->ticket == NULL)
-                return;
-        dl_view_leave(f); /* first: our waiter behind us is kicked */
-        /* Only our own ticket: if it was broken as stale, its number may be
-         * someone else's now. */
-        dl_record rec;
-        double age;
-        if (dl_entry_read(f->ticket, &rec, &age) == 0 && strcmp(rec.token, h->token) == 0)
-                dl_entry_drop(h, f->dir, f->ticket);
-        free(f->ticket);
-        f->ticket = NULL;
 }
 
 /* Renew the ticket's age while waiting, once `every_ms` have passed since
