@@ -76,7 +76,8 @@ static int gate_lock(const char *data_dir, double wait_s, struct board_error *er
                         close(fd);
                         board_fail(err, 503,
                                    "Another writer has held the board's write gate (data_dir/fence.lock) for "
-                                   "%.1f s (is it stopped?); nothing was written, please try again",
+                                   "%.1f s, longer than a writer waits for it (lock_timeout, 1 s at least); "
+                                   "nothing was written, please try again",
                                    waited);
                         err->retry_after = 1;
                         return -1;

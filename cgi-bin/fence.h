@@ -25,8 +25,9 @@
  * server's lock manager serves it), does.  Its file holds the highest
  * fence announced.  A holder stopped inside that moment holds every
  * writer until it runs again, since breaking the gate would let it
- * rename after its successor read: so a writer waits for the gate at most
- * the board's lock_timeout (1 s at least), then gets a 503.
+ * rename after its successor read: so each wait for the gate (steps 0
+ * and 1) lasts at most the board's lock_timeout (1 s at least), then the
+ * write gets a 503.
  *   0. fence_announce(), before the writer reads the log: under the
  *      flock, a fence below the one announced is refused (503), else it
  *      becomes the one announced;

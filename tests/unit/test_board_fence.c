@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -28,6 +29,7 @@
 
 #include "../../cgi-bin/board.h"
 #include "../../cgi-bin/config.h"
+#include "../../cgi-bin/delay.h"
 #include "../../cgi-bin/fence.h"
 #include "../../cgi-bin/locking.h"
 #include "../../cgi-bin/logfile.h"
@@ -366,9 +368,10 @@ static void test_batch_announces_before_read(void **state)
 
 /* A holder stopped inside the gate keeps it until it runs again, and the
  * gate cannot be broken (fence.h): a writer waits for it a bounded time
- * (the lock timeout, 1 s at least), then gets a 503 that says why, with
- * nothing announced -- it never blocks for ever (SIGALRM ends the test if
- * it does).  Once the holder lets go, writers pass again. */
+ * (the lock timeout, 1 s at least: it looks again meanwhile, it does not
+ * give up at the first look), then gets a 503 that says why, with nothing
+ * announced -- it never blocks for ever (SIGALRM ends the test if it
+ * does).  A holder that lets go while a writer waits lets it in. */
 static void test_gate_held_too_long(void **state)
 {
         (void)state;
@@ -383,19 +386,37 @@ static void test_gate_held_too_long(void **state)
 
         alarm(60);
         struct board_error e = BOARD_ERROR_INIT;
+        double t0 = monotonic_seconds();
         assert_int_equal(fence_announce(dir, before + 1, 0, &e), -1);
+        double waited = monotonic_seconds() - t0; /* the bound: 1 s, at least */
         assert_int_equal(e.status, 503);
         assert_int_equal(e.retry_after, 1);
         assert_non_null(strstr(e.msg, "write gate"));
         assert_true(announced() == before);
         struct fence_gate g = FENCE_GATE_INIT;
-        assert_int_equal(fence_gate_enter(&g, dir, log_path, before + 1, 0.5, &e), -1);
+        t0 = monotonic_seconds();
+        assert_int_equal(fence_gate_enter(&g, dir, log_path, before + 1, 1.5, &e), -1);
+        double waited_enter = monotonic_seconds() - t0; /* lock_timeout 1.5 s */
         assert_int_equal(e.status, 503);
         assert_int_equal(g.fd, -1);
         alarm(0);
+        if (waited < 1.0 || waited_enter < 1.5)
+                print_message("waited %.3f s (bound 1) and %.3f s (bound 1.5)\n", waited, waited_enter);
+        assert_true(waited >= 1.0 && waited_enter >= 1.5); /* a wait, not one look */
 
+        /* Let go while a writer waits: it gets in, without an error. */
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                usleep(300 * 1000);
+                _exit(close(holder) == 0 ? 0 : 1); /* the last copy of that open file */
+        }
         close(holder);
-        assert_int_equal(fence_announce(dir, before + 1, 0, &e), 0);
+        alarm(60);
+        assert_int_equal(fence_announce(dir, before + 1, 30, &e), 0);
+        alarm(0);
+        int status;
+        assert_int_equal(waitpid(child, &status, 0), child);
         assert_true(announced() == before + 1);
         assert_int_equal(fence_gate_enter(&g, dir, log_path, before + 1, 0, &e), 0);
         fence_gate_leave(&g);
