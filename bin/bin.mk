@@ -17,7 +17,8 @@ DIRLOCK_SRCS := bin/dirlock.c bin/hold.c bin/json_c.c bin/keeper.c bin/run.c bin
 # `dirlock status --json` opens json-c when it runs (bin/json_c.c): the
 # soname of the json-c compiled against, read once from its development
 # library, and Debian's package of it (libjson-c.so.5: libjson-c5).
-JSON_C_SONAME := $(shell objdump -p "$$($(CC) -print-file-name=libjson-c.so)" 2>/dev/null | \
+OBJDUMP ?= objdump
+JSON_C_SONAME := $(shell $(OBJDUMP) -p "$$($(CC) -print-file-name=libjson-c.so)" 2>/dev/null | \
                    sed -n 's/^ *SONAME *//p')
 $(BUILD)/bin/json_c.o $(BUILD)/hooks/bin/json_c.o: ALL_CFLAGS += -DJSON_C_SONAME='"$(JSON_C_SONAME)"' \
         -DJSON_C_PACKAGE='"$(subst .so.,,$(JSON_C_SONAME))"'

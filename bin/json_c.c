@@ -7,12 +7,14 @@
 #include "json_c.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 
 #if !defined JSON_C_SONAME || !defined JSON_C_PACKAGE
 #error "JSON_C_SONAME and JSON_C_PACKAGE: json-c's soname and package (bin/bin.mk)"
 #endif
-_Static_assert(sizeof JSON_C_SONAME > 1, "bin/bin.mk found no libjson-c.so (install libjson-c-dev)");
+_Static_assert(sizeof JSON_C_SONAME > 1,
+               "bin/bin.mk found no soname for json-c (is libjson-c-dev installed? and objdump, from binutils?)");
 
 const struct json_c *json_c_open(char *why, size_t size)
 {
@@ -34,7 +36,12 @@ const struct json_c *json_c_open(char *why, size_t size)
         JSON_C_CALLS(JSON_C_FIND)
 #undef JSON_C_FIND
         if (missing != NULL) {
-                snprintf(why, size, "--json needs json-c's %s, which %s lacks", missing, JSON_C_SONAME);
+                struct link_map *map = NULL;
+                const char *file = dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map != NULL && map->l_name[0]
+                                       ? map->l_name
+                                       : JSON_C_SONAME;
+                snprintf(why, size, "--json needs json-c's %s, which %s lacks (Debian's package %s has it)",
+                         missing, file, JSON_C_PACKAGE);
                 dlclose(lib);
                 return NULL;
         }

@@ -108,12 +108,14 @@ D=$T/locks-maps
 mkdir -p "$D"
 "$DIRLOCK" -d "$D" maps -- sh -c 'cat "/proc/$PPID/maps"' >"$T/maps" 2>&1
 st=$?
-[ "$st" = 0 ] && grep -q 'libc\.so' "$T/maps" && ! grep -q 'json' "$T/maps"
-ok $? "a dirlock that holds a lock has not mapped json-c (exit $st): $(grep -o '[^/ ]*json[^ ]*' "$T/maps" | sort -u | head -3)"
-# ... and where json-c cannot be opened (a mount namespace whose json-c
-# is an empty file), --json says so and prints nothing; status without
-# --json is unchanged.
-lib=$(ldconfig -p | awk '$1 ~ /^libjson-c[.]so[.][0-9]+$/ { print $NF; exit }')
+[ "$st" = 0 ] && grep -q '/libc\.so' "$T/maps" && ! grep -q '/libjson-c' "$T/maps"
+ok $? "a dirlock that holds a lock has not mapped json-c (exit $st): $(grep -o '/libjson-c[^ ]*' "$T/maps" | sort -u | head -3)"
+# ... and where json-c cannot be opened (a mount namespace where the
+# file it opens is an empty one), --json says so and prints nothing;
+# status without --json is unchanged.
+# The file status --json opens (the dynamic linker says, LD_DEBUG).
+lib=$(LD_DEBUG=libs "$DIRLOCK" status -d "$D" --json 2>&1 >/dev/null |
+	sed -n 's/.*calling init: \(.*\/libjson-c[^ ]*\)$/\1/p' | head -n 1)
 cat >"$T/nojson.sh" <<'EOS'
 lib=$1 dl=$2 d=$3 out=$4
 mount --bind /dev/null "$(readlink -f "$lib")" || exit 99
