@@ -73,6 +73,23 @@ bool hold_tend(struct hold *h, bool quiet)
         return false;
 }
 
+bool hold_verify(struct hold *h)
+{
+        if (h->lost)
+                return false;
+        for (size_t i = 0; i < hold_count(h); i++) {
+                dirlock_error e;
+                int rc = dirlock_check(hold_lock(h, i), &e);
+                if (rc == DIRLOCK_ELOST) {
+                        h->lost = true;
+                        h->why = e;
+                }
+                if (rc != DIRLOCK_OK)
+                        return false;
+        }
+        return true;
+}
+
 int hold_release(struct hold *h, dirlock_error *e)
 {
         dirlock_error scratch;

@@ -42,6 +42,9 @@ double hold_due_in(const struct hold *h);
  * why).  A refresh that fails without losing the hold is said once on
  * stderr as a warning, unless `quiet`. */
 bool hold_tend(struct hold *h, bool quiet);
+/* Whether every lock is held now (dirlock_check, which renews nothing):
+ * false when one is lost (and h->lost, h->why) or cannot be looked at. */
+bool hold_verify(struct hold *h);
 /* Release it; DIRLOCK_ELOST (and h->lost, h->why) when it had been lost. */
 int hold_release(struct hold *h, dirlock_error *e);
 /* The copies of the handles a forked keeper inherited become its own

@@ -25,9 +25,14 @@
  *     release, or one refresh after the other released;
  *   - once dirlock is gone and the command has exited, releases the locks
  *     and exits;
- *   - once dirlock is gone, says on stderr when it finds the locks lost,
- *     and sends the command SIGTERM, as dirlock would have (run.c);
- *     while dirlock lives it says nothing: dirlock does.
+ *   - when it finds the locks lost while dirlock is gone or stopped (and
+ *     so cannot), says so on stderr and sends the command SIGTERM, as
+ *     dirlock would have (run.c); whichever of the two tells first sets
+ *     `told` in the page they share, and the other then says nothing, so
+ *     that the command hears it once;
+ *   - right after the command ended, looks whether it still holds every
+ *     lock (`held_at_end`): a loss found after that, at release, came
+ *     after the command ended, and is not told as one while it ran.
  * It ignores the terminal's signals (^C, ^Z: they are the job's, which
  * dirlock passes on to the command), and is named "dirlock-keeper" in
  * the process list.  If the keeper dies while dirlock lives, dirlock says
@@ -43,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,12 +64,29 @@ int keeper_init(struct keeper *k, pid_t command)
         *k = (struct keeper){.command = command, .command_fd = -1, .ctl = {-1, -1}};
         if (pipe2(k->ctl, O_CLOEXEC) != 0)
                 return -1;
+        void *page = mmap(NULL, sizeof *k->news, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (page != MAP_FAILED) { /* without it, each tells (as before there was a keeper) */
+                k->news = page;
+                atomic_init(&k->news->told, 0);
+                atomic_init(&k->news->held_at_end, 0);
+        }
         /* The command is dirlock's unreaped child: the pid names it. */
         k->command_fd = (int)syscall(SYS_pidfd_open, command, 0);
         if (k->command_fd >= 0)
                 fcntl(k->command_fd, F_SETFD, FD_CLOEXEC);
         k->command_start = dirlock_process_start(command);
         return 0;
+}
+
+bool keeper_claim_telling(struct keeper *k)
+{
+        int none = 0;
+        return k->news == NULL || atomic_compare_exchange_strong(&k->news->told, &none, 1);
+}
+
+bool keeper_held_at_end(const struct keeper *k)
+{
+        return k->news != NULL && atomic_load(&k->news->held_at_end);
 }
 
 void keeper_close(struct keeper *k)
@@ -74,6 +97,9 @@ void keeper_close(struct keeper *k)
         if (k->command_fd >= 0)
                 close(k->command_fd);
         k->ctl[0] = k->ctl[1] = k->command_fd = -1;
+        if (k->news != NULL)
+                munmap(k->news, sizeof *k->news);
+        k->news = NULL;
 }
 
 static bool command_alive(const struct keeper *k)
@@ -83,6 +109,24 @@ static bool command_alive(const struct keeper *k)
                 return poll(&p, 1, 0) == 0;
         }
         return dirlock_process_alive(k->command, k->command_start) != 0;
+}
+
+/* Whether process `pid` is stopped (SIGSTOP, ^Z): its state in
+ * /proc/PID/stat, after the parenthesised name, is T (or t: traced). */
+static bool stopped(pid_t pid)
+{
+        char path[64], text[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read(fd, text, sizeof text - 1);
+        close(fd);
+        if (n <= 0)
+                return false;
+        text[n] = '\0';
+        const char *end = strrchr(text, ')');
+        return end != NULL && end[1] == ' ' && (end[2] == 'T' || end[2] == 't');
 }
 
 static void signal_command(const struct keeper *k, int sig)
@@ -113,12 +157,22 @@ static void keep(struct keeper *k, struct hold *h)
                 fprintf(stderr, "%s: the keeper cannot keep the locks: %s\n", progname, e.message);
                 _exit(1);
         }
-        bool parent_gone = false, told = false;
+        pid_t parent = getppid();
+        bool parent_gone = false, told = false, ended = false, held_at_end = false;
         for (;;) {
                 bool alive = command_alive(k);
+                if (!alive && !ended) {
+                        ended = true;
+                        held_at_end = hold_verify(h);
+                        if (held_at_end && k->news != NULL)
+                                atomic_store(&k->news->held_at_end, 1);
+                }
                 if (!alive && parent_gone) {
+                        bool lost_before = h->lost;
                         int rc = hold_release(h, &e);
-                        if (h->lost && !told)
+                        if (h->lost && !lost_before && held_at_end)
+                                ; /* lost after the command ended: it ran under its locks */
+                        else if (h->lost && !told && keeper_claim_telling(k))
                                 fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
                                         h->why.message);
                         else if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
@@ -127,13 +181,23 @@ static void keep(struct keeper *k, struct hold *h)
                 }
                 if (alive)
                         (void)hold_tend(h, !parent_gone);
-                if (h->lost && parent_gone && !told) {
-                        fprintf(stderr,
-                                "%s: a lock was lost while the command ran: %s; sending the command "
-                                "(pid %ld) SIGTERM\n",
-                                progname, h->why.message, (long)k->command);
-                        signal_command(k, SIGTERM);
-                        told = true;
+                /* A loss is dirlock's to tell, unless it is gone or
+                 * stopped; until one of us has told, look again every
+                 * third of the stale age (dirlock finds it at its own
+                 * refresh, on the same schedule, if it runs). */
+                if (h->lost && alive && !told) {
+                        if (k->news != NULL && atomic_load(&k->news->told))
+                                told = true;
+                        else if (parent_gone || stopped(parent)) {
+                                told = true;
+                                if (keeper_claim_telling(k)) {
+                                        fprintf(stderr,
+                                                "%s: a lock was lost while the command ran: %s; sending the "
+                                                "command (pid %ld) SIGTERM\n",
+                                                progname, h->why.message, (long)k->command);
+                                        signal_command(k, SIGTERM);
+                                }
+                        }
                 }
                 struct pollfd p[2];
                 nfds_t n = 0;
@@ -142,8 +206,9 @@ static void keep(struct keeper *k, struct hold *h)
                 if (alive && k->command_fd >= 0)
                         p[n++] = (struct pollfd){.fd = k->command_fd, .events = POLLIN};
                 /* Once the command is gone only dirlock's end matters (it
-                 * stops us); once the hold is lost only the command's. */
-                double wait_s = !alive || h->lost ? -1 : hold_due_in(h);
+                 * stops us); once the hold is lost and told only the
+                 * command's. */
+                double wait_s = !alive || (h->lost && told) ? -1 : h->lost ? h->stale / 3 : hold_due_in(h);
                 if (alive && k->command_fd < 0 && (wait_s < 0 || wait_s > POLL_COMMAND_MS / 1e3))
                         wait_s = POLL_COMMAND_MS / 1e3;
                 int ms = wait_s < 0 ? -1 : (int)(wait_s * 1e3) + 1;

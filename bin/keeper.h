@@ -7,10 +7,20 @@
 
 #include "hold.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
+/* What dirlock and its keepers tell each other, in a page both share
+ * (made before the first keeper is forked).  Each flag only ever goes
+ * from 0 to 1. */
+struct keeper_news {
+        atomic_int told;        /* the command was told of a lost lock (SIGTERM): by whoever set it */
+        atomic_int held_at_end; /* a keeper found every lock held right after the command ended */
+};
+
 struct keeper {
+        struct keeper_news *news;         /* the shared page; NULL where none could be made  */
         pid_t pid;                        /* the running keeper, 0: none                   */
         int ctl[2];                       /* dirlock holds both ends, a keeper the read     */
                                           /* end: at its EOF, dirlock is gone               */
@@ -34,6 +44,13 @@ void keeper_check(struct keeper *k, struct hold *h);
 /* Stop the keeper (SIGKILL: it does nothing to the locks, whatever it was
  * doing) and reap it, before dirlock releases the locks itself. */
 void keeper_stop(struct keeper *k);
+/* Whether the caller is the one to tell the command of a lost lock (and
+ * send it SIGTERM): true for the first of dirlock and its keeper to ask,
+ * so that the command hears it once; true always without a shared page. */
+bool keeper_claim_telling(struct keeper *k);
+/* Whether a keeper found every lock held right after the command ended:
+ * a loss dirlock finds later came after the command, not while it ran. */
+bool keeper_held_at_end(const struct keeper *k);
 /* Free what keeper_init made. */
 void keeper_close(struct keeper *k);
 

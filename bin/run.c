@@ -298,13 +298,53 @@ static int go_message(const struct hold *hl, char *buf, size_t size, const char 
 }
 
 /* The locks were found lost while the command runs: say so, and stop
- * the command (LOST at the top of this file). */
-static void lost_while_running(const struct hold *hl, pid_t child)
+ * the command (LOST at the top of this file) -- unless the keeper did,
+ * while dirlock was stopped. */
+static void lost_while_running(const struct hold *hl, struct keeper *k, pid_t child)
 {
+        if (!keeper_claim_telling(k))
+                return;
         fprintf(stderr,
                 "%s: a lock was lost while the command ran: %s; sending the command (pid %ld) SIGTERM\n",
                 progname, hl->why.message, (long)child);
         kill(child, SIGTERM);
+}
+
+/* The command has ended with `status` and its keeper is stopped: release
+ * the locks, and the exit status to end with -- the command's, or
+ * `lost_code` when a lock was lost while it ran. */
+static int released(struct hold *hl, struct keeper *keeper, int status, int lost_code)
+{
+        dirlock_error e;
+        bool lost_before = hl->lost;
+        int rc = hold_release(hl, &e);
+        if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
+                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+        bool after_end = hl->lost && !lost_before && keeper_held_at_end(keeper);
+        bool tell = hl->lost && !lost_before && !after_end && keeper_claim_telling(keeper);
+        keeper_close(keeper);
+        if (after_end)
+                /* Held when the command ended (its keeper looked), lost
+                 * since, while dirlock did not run (stopped past the
+                 * stale age): the command ran under its locks. */
+                fprintf(stderr,
+                        "%s: warning: the locks were held when the command ended, and lost after, while "
+                        "dirlock did not run: %s\n",
+                        progname, hl->why.message);
+        else if (hl->lost) {
+                /* The command ran partly unprotected: say so (once: dirlock
+                 * or its keeper), and why (broken as stale, gone from a
+                 * lock server, not refreshed), in the status too. */
+                if (tell)
+                        fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
+                                hl->why.message);
+                return lost_code;
+        }
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return EXIT_SIGNAL + WTERMSIG(status);
+        return EXIT_CANNOT_RUN;
 }
 
 /* Let the command run and wait for it.  SIGCHLD and the forwarded signals
@@ -364,7 +404,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                 }
                 keeper_check(&keeper, hl);
                 if (hold_tend(hl, false))
-                        lost_while_running(hl, child);
+                        lost_while_running(hl, &keeper, child);
                 double nap = hl->lost ? 3600 : hold_due_in(hl);
                 struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
                 int sig = sigtimedwait(wait_for, NULL, &ts);
@@ -373,26 +413,8 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         }
         /* The keeper first: it must not refresh what is released next. */
         keeper_stop(&keeper);
-        keeper_close(&keeper);
         sigprocmask(SIG_SETMASK, old, NULL);
-        bool lost_before = hl->lost;
-        rc = hold_release(hl, &e);
-        if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
-                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-        if (hl->lost) {
-                /* The command ran partly unprotected: say so (once), and
-                 * why (broken as stale, gone from a lock server, not
-                 * refreshed), in the status too. */
-                if (!lost_before)
-                        fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
-                                hl->why.message);
-                return lost_code;
-        }
-        if (WIFEXITED(status))
-                return WEXITSTATUS(status);
-        if (WIFSIGNALED(status))
-                return EXIT_SIGNAL + WTERMSIG(status);
-        return EXIT_CANNOT_RUN;
+        return released(hl, &keeper, status, lost_code);
 }
 
 int run_under_locks(struct run_request *rq)

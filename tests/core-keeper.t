@@ -15,9 +15,12 @@
 # Then, on the first server space: the keeper killed while dirlock lives
 # is started again, and keeps the promise when dirlock is killed next;
 # with dirlock gone, the keeper is the one that tells of a loss and stops
-# the command.  On the private Redis server: a server that stops
-# answering for the stale age counts as a loss (the entry may have
-# expired): the command is stopped and dirlock exits 1.
+# the command.  In a lock directory: dirlock stopped, then the locks
+# broken: the keeper tells the command (once); dirlock stopped while its
+# command ends, past the stale age: its exit status is the command's
+# (the locks went after the command).  On the private Redis server: a
+# server that stops answering for the stale age counts as a loss (the
+# entry may have expired): the command is stopped and dirlock exits 1.
 # Each check fails without the keeper: on a server the entry expires
 # after the stale age and the next holder gets in beside the command; in
 # a flock space the lock goes with dirlock's descriptor.
@@ -37,7 +40,7 @@ done
 R=$(space_of redis) || R=""
 extra=0
 [ -n "$R" ] && extra=2
-plan $((3 * ${#spaces[@]} - 2 + 4 + extra))
+plan $((3 * ${#spaces[@]} - 2 + 4 + 2 + extra))
 
 now_ns() { date +%s%N; }
 # until_ms MS COMMAND...: until COMMAND succeeds, at most MS ms (status 1 then).
@@ -189,6 +192,43 @@ else
 	"$DIRLOCK" -d "$server" -n orphan -- true 2>"$T/o.err2"
 	is "$?" 0 "$kind: ... and once the command has exited its keeper lets go: the lock is free $(cat "$T/o.err2")"
 fi
+
+# ---- a stopped dirlock, in a lock directory -----------------------------------
+# dirlock stopped, then its locks broken: the keeper tells the command at
+# once (dirlock cannot), and dirlock, continued, does not tell it again.
+K=$T/kd
+mkdir -p "$K"
+"$DIRLOCK" -d "$K" --stale 0.3 told -- sh -c "$LOOP" sh 20000000000 "$T/t.f" "$T/t.term" 2>"$T/t.err" &
+d=$!
+until_ms 10000 nonempty "$T/t.f"
+kill -STOP $d
+t0=$(now_ns)
+"$DIRLOCK" break -d "$K" --force told >/dev/null 2>&1
+until_ms 10000 nonempty "$T/t.term"
+term=$(cat "$T/t.term" 2>/dev/null)
+took=$(((${term:-$(now_ns)} - t0) / 1000000))
+kill -CONT $d
+wait $d
+st=$?
+told=$(grep -c "a lock was lost while the command ran" "$T/t.err")
+[ "$st" = 1 ] && [ -s "$T/t.term" ] && [ "$told" = 1 ]
+ok $? "dirlock stopped, then the locks broken: its keeper sends the command SIGTERM (after ${took} ms), told once ($told), exit $st (want 1): $(tr '\n' ' ' <"$T/t.err")"
+# dirlock stopped while its command ends, past the stale age: the locks
+# go stale after the command, which ran under them: dirlock, continued,
+# exits with the command's status (3), with a warning.
+"$DIRLOCK" -d "$K" --stale 0.3 ended -- sh -c 'date +%s%N >"$1"; sleep 0.5; exit 3' sh "$T/e.f" 2>"$T/e.err" &
+d=$!
+until_ms 10000 nonempty "$T/e.f"
+c=$(pgrep -P $d -x sh)
+kill -STOP $d
+until_ms 10000 gone "$c"
+until_ms 10000 "$DIRLOCK" -d "$K" --stale 0.3 -n ended -- true 2>/dev/null
+next=$?
+kill -CONT $d
+wait $d
+st=$?
+[ "$next" = 0 ] && [ "$st" = 3 ] && grep -q "held when the command ended" "$T/e.err"
+ok $? "dirlock stopped while its command ends, the locks taken after: exit $st (want the command's 3), next holder $next: $(tr '\n' ' ' <"$T/e.err")"
 
 # ---- a server that stops answering ------------------------------------------
 # Redis stopped (SIGSTOP) under a running command for longer than the stale
