@@ -320,8 +320,9 @@ static int released(struct hold *hl, struct keeper *keeper, int status, int lost
         int rc = hold_release(hl, &e);
         if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
                 fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-        bool after_end = hl->lost && !lost_before && keeper_held_at_end(keeper);
-        bool tell = hl->lost && !lost_before && !after_end && keeper_claim_telling(keeper);
+        bool lost_at_release = hl->lost && !lost_before;
+        bool after_end = lost_at_release && keeper_held_at_end(keeper);
+        bool tell = lost_at_release && !after_end && keeper_claim_telling(keeper);
         keeper_close(keeper);
         if (after_end)
                 /* Held when the command ended (its keeper looked), lost

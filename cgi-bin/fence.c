@@ -51,27 +51,23 @@ static int gate_lock(const char *data_dir, double wait_s, struct board_error *er
         buf_printf(&path, "%s/fence.lock", data_dir);
         if (path.oom) {
                 buf_free(&path);
-                board_fail(err, 500, "out of memory");
-                return -1;
+                return board_fail(err, 500, "out of memory");
         }
         int fd = open(path.data, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         int saved = errno;
         buf_free(&path);
-        if (fd < 0) {
-                board_fail_storage(err, saved, "cannot open data_dir/fence.lock");
-                return -1;
-        }
-        double waited = 0, until = wait_s > GATE_MIN_WAIT_S ? wait_s : GATE_MIN_WAIT_S;
+        if (fd < 0)
+                return board_fail_storage(err, saved, "cannot open data_dir/fence.lock");
+        double until = wait_s > GATE_MIN_WAIT_S ? wait_s : GATE_MIN_WAIT_S;
         double start = monotonic_seconds();
         long pause_ms = GATE_FIRST_PAUSE_MS;
         while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 saved = errno;
                 if (saved != EWOULDBLOCK && saved != EINTR) {
                         close(fd);
-                        board_fail_storage(err, saved, "cannot lock data_dir/fence.lock");
-                        return -1;
+                        return board_fail_storage(err, saved, "cannot lock data_dir/fence.lock");
                 }
-                waited = monotonic_seconds() - start;
+                double waited = monotonic_seconds() - start;
                 if (saved == EWOULDBLOCK && waited >= until) {
                         close(fd);
                         board_fail(err, 503,
