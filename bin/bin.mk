@@ -12,7 +12,7 @@ DIRLOCK_BIN := $(BIN_DIR)/dirlock
 
 all: $(DIRLOCK_BIN)
 
-DIRLOCK_SRCS := bin/dirlock.c bin/hold.c bin/json_c.c bin/keeper.c bin/run.c bin/status.c
+DIRLOCK_SRCS := bin/dirlock.c bin/hold.c bin/json_c.c bin/keeper.c bin/run.c bin/say.c bin/status.c
 
 # `dirlock status --json` opens json-c when it runs (bin/json_c.c): the
 # soname of the json-c compiled against, read once from its development

@@ -20,6 +20,7 @@
 #include "dirlock_permit.h"
 #include "dirlock_range.h"
 #include "run.h"
+#include "say.h"
 #include "status.h"
 
 #include <errno.h>
@@ -90,10 +91,11 @@ static int usage_error(const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "%s: ", progname);
-        vfprintf(stderr, fmt, ap);
+        char msg[sizeof((dirlock_error *)0)->message];
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+        say("%s: %s", progname, msg);
+        fprintf(stderr, "Try '%s --help' for more information.\n", progname);
         return EXIT_ERROR;
 }
 
@@ -185,10 +187,9 @@ static int check_space_parent(const char *space)
         const char *parent = dirname(copy);
         int rc = 0;
         if (stat(parent, &st) != 0 && errno == ENOENT) {
-                fprintf(stderr,
-                        "%s: lock directory '%s' does not exist, nor does '%s': nothing was created (%s "
-                        "makes the lock directory itself, not its parents; check -d or DIRLOCK_DIR)\n",
-                        progname, info.dir, parent, progname);
+                say("%s: lock directory '%s' does not exist, nor does '%s': nothing was created (%s makes "
+                    "the lock directory itself, not its parents; check -d or DIRLOCK_DIR)",
+                    progname, info.dir, parent, progname);
                 rc = EXIT_ERROR;
         }
         free(copy);
@@ -411,8 +412,8 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
          * unknown option ('?'). */
         while ((c = getopt_long(argc, argv, ":d:", subopts, NULL)) != -1) {
                 if (c == ':') {
-                        fprintf(stderr, "%s %s: option '%s' needs an argument (see %s --help)\n", progname,
-                                sub->word, argv[optind - 1], progname);
+                        say("%s %s: option '%s' needs an argument (see %s --help)", progname, sub->word,
+                            argv[optind - 1], progname);
                         return EXIT_ERROR;
                 } else if (c == 'd') {
                         st->space = optarg;
@@ -428,8 +429,8 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                                            : c == OPT_FORCE ? "--force"
                                            : c == OPT_JSON  ? "--json"
                                                             : argv[optind - 1];
-                        fprintf(stderr, "%s %s: option '%s' is not valid here (see %s --help)\n", progname,
-                                sub->word, what, progname);
+                        say("%s %s: option '%s' is not valid here (see %s --help)", progname, sub->word, what,
+                            progname);
                         return EXIT_ERROR;
                 }
         }

@@ -35,6 +35,7 @@
 #include "dirlock_range.h"
 #include "hold.h"
 #include "keeper.h"
+#include "say.h"
 #include "test_hooks.h"
 
 #include <errno.h>
@@ -105,7 +106,7 @@ static int fork_command(char **command, const sigset_t *old_mask, struct pending
                         putenv(line);
                 execvp(command[0], command);
                 int e = errno;
-                fprintf(stderr, "%s: cannot run '%s': %s\n", progname, command[0], strerror(e));
+                say("%s: cannot run '%s': %s", progname, command[0], strerror(e));
                 _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
         }
         close(p[0]);

@@ -6,10 +6,11 @@
 # with the lock, never by an internal temporary name; a mistyped -d makes
 # no directory tree; the manual page's synopsis has every form --help
 # has, and a section on what differs from flock(1); the lock servers'
-# port messages are one sentence.
+# port messages are one sentence; what a message quotes cannot act
+# on the terminal it is written to.
 # shellcheck source=/dev/null # tests/tap.sh
 . "$(dirname "$0")/tap.sh"
-plan 19
+plan 21
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -32,6 +33,13 @@ usage_two_lines "dirlock: option '-w' needs an argument" "an option without its 
 usage_two_lines "dirlock: no lock name given" "no arguments at all"
 usage_two_lines "dirlock: -c takes exactly one argument, the command line (quote it)" "-c with two arguments" \
 	-d "$L" a -c echo hi
+# What a mistake quotes may hold a terminal's escape sequences: shown, not sent.
+usage_two_lines 'dirlock: invalid timeout '"'"'1\x1b[2Jx'"'" "a control character in a mistyped value" \
+	-w $'1\e[2Jx' a -- true
+"$DIRLOCK" -d "$L" a -- $'no\esuch' 2>"$T/err"
+st=$?
+[ "$st" = 127 ] && grep -qF "cannot run 'no\x1bsuch'" "$T/err" && ! grep -q $'\e' "$T/err"
+ok $? "a command that cannot run is named with its control characters shown (status $st: $(cat -v "$T/err"))"
 ! grep -q "$DIRLOCK" "$T/err"
 ok $? "no message names the program by its path"
 
