@@ -6,6 +6,8 @@
 #include "postqueue.h"
 #include "ratelimit.h"
 
+#include <poll.h>
+
 size_t group_batch_max(const struct board_config *cfg)
 {
         return (size_t)cfg->max_messages < GROUP_BATCH_MAX ? (size_t)cfg->max_messages : GROUP_BATCH_MAX;
@@ -45,9 +47,10 @@ static void rate_refund(const struct group_commit *g, const struct store_write *
 }
 
 /* Holding the write lock with post t not yet stored: lead until it is
- * (step 5: again when it was beyond the batch). */
+ * (step 5: again when it was beyond the batch).  1, nothing stored of
+ * it, when another process's claim holds it (pq_claimer): *claimer. */
 static int lead(const struct group_commit *g, struct board_lock *lk, const struct pq_ticket *t,
-                bool *maybe_stored, struct board_error *err)
+                bool *maybe_stored, struct process_id *claimer, struct board_error *err)
 {
         size_t max = group_batch_max(g->cfg);
         bool own_claimed = false;
@@ -57,10 +60,31 @@ static int lead(const struct group_commit *g, struct board_lock *lk, const struc
                         *maybe_stored = false; /* given back without it */
                         return -1;
                 }
-                if (!own_claimed && claimed < max)
+                if (!own_claimed && claimed < max) {
+                        if (pq_claimer(g->pending, t, claimer))
+                                return 1;
                         return board_fail(err, 500, "the message was lost from the queue '%s'", g->pending);
+                }
         }
         return 0;
+}
+
+/* Step 6: the wait is over without the lock.  -1 either way: with
+ * *maybe_stored cleared when the post was withdrawn, or a 503 saying it
+ * may appear when a holder's claim has it. */
+static int stop_waiting(const struct group_commit *g, const struct pq_ticket *t, bool *maybe_stored,
+                        struct board_error *err)
+{
+        if (pq_withdraw(g->pending, t) == 0) {
+                *maybe_stored = false;
+                return -1;
+        }
+        board_fail(err, 503,
+                   "busy: your message was already being saved by another request when this one stopped "
+                   "waiting, so it may appear shortly; please look at the board before sending it again");
+        err->retry_after = 1;
+        err->maybe_done = 1;
+        return -1;
 }
 
 /* Steps 1 to 3 and 6 of the protocol in postqueue.c. */
@@ -92,23 +116,33 @@ int group_commit_post(const struct group_commit *g, struct logrecord *msg, const
                         continue;
                 }
                 if (rc < 0) {
-                        if (pq_withdraw(g->pending, &t) == 0) {
-                                maybe_stored = false;
-                        } else {
-                                board_fail(
-                                    err, 503,
-                                    "busy: your message was already being saved by another request when "
-                                    "this one stopped waiting, so it may appear shortly; please look at "
-                                    "the board before sending it again");
-                                err->retry_after = 1;
-                                err->maybe_done = 1;
-                        }
+                        rc = stop_waiting(g, &t, &maybe_stored, err);
                         break;
                 }
+                struct process_id claimer;
                 if (!pq_stored(&t))
-                        rc = lead(g, &lk, &t, &maybe_stored, err);
-                rc = board_lock_finish(&lk, rc, err);
-                break;
+                        rc = lead(g, &lk, &t, &maybe_stored, &claimer, err);
+                if (rc != 1) {
+                        rc = board_lock_finish(&lk, rc, err);
+                        break;
+                }
+                /* Another process's claim holds the post: a holder that
+                 * lost the lock while it still lived (I2).  The post's
+                 * fate is that claim's -- stored or given back by its
+                 * holder, or taken over by a leader once it is gone --
+                 * so the lock goes back and the claimer's end is waited
+                 * for with the time left, then the post led again. */
+                rc = board_lock_finish(&lk, 0, err);
+                if (rc < 0)
+                        break;
+                left = deadline - monotonic_seconds();
+                if (left <= 0) {
+                        rc = stop_waiting(g, &t, &maybe_stored, err);
+                        break;
+                }
+                if (process_wait_gone(&claimer, left, pq_notify_fd(&t)) < 0)
+                        poll(NULL, 0, 10); /* no pidfd: look again soon */
+                pq_notify_drain();
         }
         pq_ticket_close(&t);
 refund:

@@ -29,7 +29,13 @@
  *                pid, or the pid now names a process that started at
  *                another time.  A live P's claims are left alone: P was
  *                paused past the stale age and its lock broken; it will
- *                find the lock lost before its rename and give them back.
+ *                find the lock lost before its rename and give them back
+ *                (or P is exiting: the kernel drops a flock as it closes
+ *                a dying process's files, before the process is gone).
+ *                A leader whose own entry is such a claim (pq_claimer)
+ *                releases L, waits for P's end or its entry's change
+ *                (a pidfd; what is left of its timeout) and goes back to
+ *                step 2; out of time, it answers as step 6's ENOENT.
  *                Read the log; each claimed X whose id is already in the
  *                log (its holder died after the log's rename) is not
  *                added again (I4); the others get the next numbers.
@@ -430,6 +436,25 @@ void pq_settle(const char *dir, const struct pq_batch *b)
 void pq_give_back(const char *dir, const struct pq_batch *b, const char *own)
 {
         end_claims(dir, b, 1, own);
+}
+
+int pq_claimer(const char *dir, const struct pq_ticket *t, struct process_id *who)
+{
+        DIR *d = opendir(dir);
+        if (d == NULL)
+                return 0;
+        int found = 0;
+        struct dirent *de;
+        while (!found && (de = readdir(d)) != NULL) {
+                struct candidate c;
+                if (parse_entry_name(de->d_name, &c) && c.claimed && strcmp(c.id, t->id) == 0 &&
+                    !process_is_self(&c.claimer)) {
+                        *who = c.claimer;
+                        found = 1;
+                }
+        }
+        closedir(d);
+        return found;
 }
 
 int pq_withdraw(const char *dir, const struct pq_ticket *t)

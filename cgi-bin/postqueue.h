@@ -31,6 +31,7 @@
 
 #include "board_error.h"
 #include "logrecord.h"
+#include "process.h"
 
 struct pq_batch {
         struct logrecord *items; /* oldest first; each with its id */
@@ -79,6 +80,13 @@ void pq_settle(const char *dir, const struct pq_batch *b);
  * for their own posters, except `own`, which is removed (its poster is
  * the caller and reports the failure). */
 void pq_give_back(const char *dir, const struct pq_batch *b, const char *own);
+
+/* Under the lock, when post t was neither claimed by us nor left in the
+ * queue: 1 and *who when another process's claim holds it (a holder that
+ * lost the lock while alive: a flock dropped as its holder exits, before
+ * the process is gone; a lock broken as stale while its holder was
+ * stopped), whose fate it shares; 0 when it is nowhere. */
+int pq_claimer(const char *dir, const struct pq_ticket *t, struct process_id *who);
 
 /* Without the lock (its wait failed): take post `id` out of the queue.
  * 0 when it was still queued and now never will be committed; 1 when a

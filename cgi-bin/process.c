@@ -2,8 +2,11 @@
 #include "process.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dirlock.h"
@@ -80,4 +83,22 @@ int process_gone(const struct process_id *p)
         if (p->pid == self.pid && p->start == self.start)
                 return 0;
         return dirlock_process_alive((pid_t)p->pid, p->start) == 0;
+}
+
+int process_wait_gone(const struct process_id *p, double timeout, int also_fd)
+{
+        int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
+        if (pidfd < 0)
+                return errno == ESRCH ? 1 : -1;
+        /* Opened once the pid may have been reused: the start time says
+         * whether it is still p's. */
+        if (process_gone(p)) {
+                close(pidfd);
+                return 1;
+        }
+        struct pollfd fds[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = also_fd, .events = POLLIN}};
+        int ms = timeout <= 0 ? 0 : timeout >= INT_MAX / 1000 ? INT_MAX : (int)(timeout * 1000) + 1;
+        int n = poll(fds, also_fd >= 0 ? 2 : 1, ms);
+        close(pidfd);
+        return n > 0 && (fds[0].revents & POLLIN) ? 1 : 0;
 }

@@ -38,4 +38,9 @@ int process_is_self(const struct process_id *p);
 /* 1 when p provably no longer runs (see the top of this file). */
 int process_gone(const struct process_id *p);
 
+/* Wait until p is gone (1), or `also_fd` (>= 0) polls readable or
+ * `timeout` seconds pass (0); -1 with errno when p cannot be watched
+ * (no pidfd here): the caller looks again later. */
+int process_wait_gone(const struct process_id *p, double timeout, int also_fd);
+
 #endif

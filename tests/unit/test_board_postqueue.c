@@ -3,8 +3,9 @@
  * against claim, give-back, unreadable and dead entries, what a holder
  * killed mid-commit leaves behind (no loss, no duplicate), and concurrent
  * posters in separate processes (none lost; the same harness without a
- * lock loses posts, so it can fail), and holders judged by pid and start
- * time (a reused pid cannot strand a claim). */
+ * lock loses posts, so it can fail), holders judged by pid and start
+ * time (a reused pid cannot strand a claim), and a post whose entry a
+ * holder claimed before it lost the lock alive (waited for, never "lost"). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include "../../cgi-bin/board.h"
 #include "../../cgi-bin/config.h"
 #include "../../cgi-bin/fileio.h"
+#include "../../cgi-bin/locking.h"
 #include "../../cgi-bin/postqueue.h"
 #include "dirlock.h"
 
@@ -346,6 +348,122 @@ static void test_dead_holder_leftovers(void **state)
         config_free(&cfg);
 }
 
+/* A holder that lost the lock while it still lived, as a flock holder
+ * does in exit() (its files closed, the process not gone yet) or a
+ * stopped one whose lock was broken: it claimed the next post's entry,
+ * let the lock go, and lives `live_ms` more without settling.  Forked
+ * holding the board's write lock; the claim is made once a post is
+ * queued.  Returns its pid. */
+static pid_t fork_lost_holder(const struct board_config *cfg, long live_ms)
+{
+        int ready[2];
+        assert_int_equal(pipe(ready), 0);
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                struct board_error e = BOARD_ERROR_INIT;
+                struct board_lock lk;
+                if (board_lock_write_begin(cfg, &lk, &e) < 0)
+                        _exit(2);
+                (void)!write(ready[1], "r", 1);
+                for (int i = 0; i < 1000; i++) { /* the post's entry, within 10 s */
+                        char cmd[160];
+                        snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | grep -q '\\.msg$'", pending);
+                        if (system(cmd) == 0)
+                                break;
+                        usleep(10000);
+                }
+                struct pq_batch b = PQ_BATCH_INIT;
+                if (pq_claim(pending, 10, &b, &e) < 0 || b.count != 1)
+                        _exit(3);
+                board_lock_finish(&lk, 0, &e); /* the claim stays: lost, not given back */
+                usleep((useconds_t)live_ms * 1000);
+                _exit(0);
+        }
+        char c;
+        close(ready[1]);
+        assert_int_equal(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+        return child;
+}
+
+static void reap(pid_t child)
+{
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void config_timeout(struct board_config *cfg, const char *lock_mode, double lock_timeout)
+{
+        char text[256];
+        int n = snprintf(text, sizeof text, "data_dir = %s\nlock_mode = %s\nlock_timeout = %g\n", dir,
+                         lock_mode, lock_timeout);
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(config_parse(text, (size_t)n, "test.conf", cfg, &e), 0);
+}
+
+/* The post's leader finds its entry claimed by such a holder: it waits
+ * for the holder's end, takes the claim over and stores the post -- not
+ * a 500 saying it was lost while it sat in the claim. */
+static void test_claimed_by_lost_holder(void **state)
+{
+        (void)state;
+        struct board_config cfg;
+        config_timeout(&cfg, "flock", 10);
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        pid_t holder = fork_lost_holder(&cfg, 300);
+        struct logrecord m = message("claimed by a lost holder", 1700000000);
+        struct board board;
+        board_init(&board, &cfg);
+        int rc = board_post(&board, &m, "127.0.0.1", 1700000000, &e);
+        if (rc != 0)
+                print_message("board_post: %d %s\n", e.status, e.msg);
+        assert_int_equal(rc, 0);
+        board_close(&board);
+        logrecord_free(&m);
+        reap(holder);
+        char log[128];
+        snprintf(log, sizeof log, "%s/messages.log", dir);
+        assert_int_equal(count_lines_with(log, "\tclaimed by a lost holder\t"), 1);
+        assert_int_equal(count_entries(), 0);
+        config_free(&cfg);
+}
+
+/* One that outlives the post's lock_timeout: 503 "may appear shortly"
+ * (never "lost"), and the next post stores it with its own. */
+static void test_claimed_past_timeout(void **state)
+{
+        (void)state;
+        struct board_config cfg;
+        config_timeout(&cfg, "mkdir", 0.5);
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        pid_t holder = fork_lost_holder(&cfg, 2500);
+        struct logrecord m = message("first", 1700000000);
+        struct board board;
+        board_init(&board, &cfg);
+        int rc = board_post(&board, &m, "127.0.0.1", 1700000000, &e);
+        print_message("board_post: %d %d %s\n", rc, e.status, e.msg);
+        assert_int_equal(rc, -1);
+        assert_int_equal(e.status, 503);
+        assert_true(e.maybe_done);
+        logrecord_free(&m);
+        reap(holder);
+        m = message("second", 1700000001);
+        e = (struct board_error)BOARD_ERROR_INIT;
+        assert_int_equal(board_post(&board, &m, "127.0.0.1", 1700000001, &e), 0);
+        board_close(&board);
+        logrecord_free(&m);
+        char log[128];
+        snprintf(log, sizeof log, "%s/messages.log", dir);
+        assert_int_equal(count_lines_with(log, "\tfirst\t"), 1);
+        assert_int_equal(count_lines_with(log, "\tsecond\t"), 1);
+        assert_int_equal(count_entries(), 0);
+        config_free(&cfg);
+}
+
 /* `procs` processes post `each` messages at once; returns how many the log
  * holds, after checking that numbers are 1..n without gaps. */
 static long post_concurrently(const char *lock_mode, long delay_ms, int procs, int each)
@@ -425,6 +543,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_unreadable_and_dead, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reused_pid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dead_holder_leftovers, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claimed_by_lost_holder, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claimed_past_timeout, setup, teardown),
             cmocka_unit_test_setup_teardown(test_concurrent_posters, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
