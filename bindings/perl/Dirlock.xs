@@ -20,6 +20,7 @@
 #include <dirlock_range.h>
 #include <dirlock_rw.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,6 +88,12 @@ static const char *dlp_cstr(pTHX_ SV *sv, int code, const char *what)
 {
         if (!SvOK(sv))
                 dlp_throw(aTHX_ code, 0, code == DIRLOCK_ENAME ? "no lock name given (undef)" : "no lock space given (undef)");
+        if (SvROK(sv) && !SvAMAGIC(sv)) { /* an object that stringifies (Path::Tiny) is a string */
+                char msg[256];
+                snprintf(msg, sizeof msg, "the %s must be a string, not a reference (%s)", what,
+                         sv_reftype(SvRV(sv), 0));
+                dlp_throw(aTHX_ code, 0, msg);
+        }
         STRLEN len;
         const char *s = SvPV(sv, len);
         if (strlen(s) != len) {
@@ -168,9 +175,22 @@ static double dlp_number(pTHX_ SV *sv, const char *what)
         return v;
 }
 
+/* A whole number in [0, INT_MAX] (a descriptor, a process id): no
+ * truncation of a larger one into a valid one. */
+static int dlp_small_int(pTHX_ SV *sv, const char *what)
+{
+        if (SvROK(sv) || !looks_like_number(sv))
+                dlp_invalid(aTHX_ "%s must be a whole number, not '%s'", what, SvPV_nolen(sv));
+        double v = SvNV(sv);
+        if (!(v >= 0 && v <= INT_MAX) || v != floor(v))
+                dlp_invalid(aTHX_ "%s must be a whole number from 0 to %d, not '%s'", what, INT_MAX,
+                            SvPV_nolen(sv));
+        return (int)v;
+}
+
 static int dlp_fd(pTHX_ SV *sv)
 {
-        if (SvROK(sv) || isGV_with_GP(sv)) {
+        if (isGV_with_GP(sv) || (SvROK(sv) && (SvTYPE(SvRV(sv)) == SVt_PVGV || SvTYPE(SvRV(sv)) == SVt_PVIO))) {
                 IO *io = sv_2io(sv);
                 PerlIO *f = io ? IoIFP(io) : NULL;
                 int fd = f ? PerlIO_fileno(f) : -1;
@@ -178,9 +198,9 @@ static int dlp_fd(pTHX_ SV *sv)
                         dlp_invalid(aTHX_ "cancel_fd: the handle is not open");
                 return fd;
         }
-        if (!looks_like_number(sv))
+        if (SvROK(sv) || !looks_like_number(sv))
                 dlp_invalid(aTHX_ "cancel_fd must be a descriptor number or a handle, not '%s'", SvPV_nolen(sv));
-        return (int)SvIV(sv);
+        return dlp_small_int(aTHX_ sv, "cancel_fd");
 }
 
 /* Reads KEY => VALUE pairs from args[0..n-1].  `allowed` lists the kinds
@@ -239,7 +259,7 @@ static void dlp_parse_options(pTHX_ SV **args, I32 n, dlp_request *r, unsigned a
                         }
                         break;
                 case OPT_PARTNER:
-                        r->o.partner_pid = SvOK(v) ? (pid_t)SvIV(v) : 0;
+                        r->o.partner_pid = SvOK(v) ? (pid_t)dlp_small_int(aTHX_ v, "partner_pid") : 0;
                         break;
                 case OPT_RANGE: {
                         AV *av = (SvROK(v) && SvTYPE(SvRV(v)) == SVt_PVAV) ? (AV *)SvRV(v) : NULL;

@@ -106,6 +106,11 @@ for my $space ("$dir\0/elsewhere", undef) {
         my $e = eval { Dirlock->acquire($space, 'a'); 1 } ? undef : $@;
         is($e && $e->code, 'EINVAL', 'a lock space ' . (defined $space ? 'with a NUL byte' : 'undef') . ': EINVAL');
 }
+# A reference is no path: as a string it would be a directory ARRAY(0x...).
+my $e_ref = eval { Dirlock->acquire([], 'a'); 1 } ? undef : $@;
+is($e_ref && $e_ref->code, 'EINVAL', 'a lock space that is a reference: EINVAL');
+$e_ref = eval { Dirlock->acquire($dir, {}); 1 } ? undef : $@;
+is($e_ref && $e_ref->code, 'ENAME', 'a lock name that is a hash reference: ENAME');
 my $e0 = eval { Dirlock->inspect($dir, "a\0b"); 1 } ? undef : $@;
 is($e0 && $e0->code, 'ENAME', 'inspect of a name with a NUL byte: ENAME');
 
@@ -117,6 +122,12 @@ my %invalid = (
         'a timeout not a number'   => [ timeout     => 'soon' ],
         'a closed cancel handle'   => [ cancel_fd   => do { open my $fh, '<', '/dev/null'; close $fh; $fh } ],
         'a partner that is absent' => [ partner_pid => 2**22 + 1 ],
+        # Past an int, truncated, 2**32 + 1 would be pid 1 and 2**32 fd 0.
+        'a partner past a pid'     => [ partner_pid => 2**32 + 1 ],
+        'a partner not a number'   => [ partner_pid => 'abc' ],
+        'a partner a reference'    => [ partner_pid => [] ],
+        'a cancel fd past an fd'   => [ cancel_fd   => 2**32 ],
+        'a cancel fd a hash'       => [ cancel_fd   => {} ],
         'a range upside down'      => [ range       => [ 2, 1 ] ],
         'a range not a pair'       => [ range       => [1] ],
         'nonblocking with a timeout' => [ nonblocking => 1, timeout => 5 ],

@@ -490,9 +490,14 @@ static int Lock_init(LockObject *self, PyObject *args, PyObject *kwds)
         Py_XINCREF(cancel);
         Py_XSETREF(self->cancel_obj, cancel);
         if (partner != NULL && partner != Py_None) {
-                long pid = PyLong_AsLong(partner);
+                int overflow;
+                long pid = PyLong_AsLongAndOverflow(partner, &overflow);
                 if (pid == -1 && PyErr_Occurred())
                         return -1;
+                if (overflow != 0 || pid < 0 || pid > INT_MAX) {
+                        raise_invalid("partner_pid must be a process id (0 to 2147483647)");
+                        return -1;
+                }
                 o->partner_pid = (pid_t)pid;
         }
         return lock_range(self, range);

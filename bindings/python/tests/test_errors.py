@@ -63,6 +63,8 @@ def test_a_nul_is_no_shorter_name(lockdir):
     {"timeout": "soon"},
     {"timeout": float("nan")},
     {"partner_pid": 2**22 + 1},
+    {"partner_pid": 2**32 + 1},  # truncated to an int, pid 1
+    {"partner_pid": -1},
     {"range": (2, 1)},
     {"range": (1,)},
     {"nonblocking": True, "timeout": 5},
