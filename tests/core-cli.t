@@ -3,10 +3,10 @@
 # -n/-w/-E, fractional timeouts, the default directory, status, break,
 # cleanup, invalid names, signal forwarding, a SIGKILLed dirlock whose
 # command keeps the lock, a fence that cannot be drawn (a corrupt counter,
-# a full tmpfs), the stale age's floor, and exclusion between two
-# commands.
+# a full tmpfs), the stale age's floor, exclusion between two
+# commands, and a space whose backend module is missing.
 . "$(dirname "$0")/tap.sh"
-plan 31
+plan 34
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -166,3 +166,27 @@ ok $? "status -d without a space: status 2, saying the option needs an argument:
 st=$?
 [ "$st" = 2 ] && grep -q "option '--force' is not valid here" "$T/err"
 ok $? "status --force: status 2, not an option of status: $(cat "$T/err")"
+
+# A space whose backend module is not there says where it was looked
+# for; a note beside it (a package's, for the package that brings the
+# module) says what to install; the module, when there, wins over its
+# note.
+M="$T/modules"
+mkdir -p "$M"
+DIRLOCK_MODULE_DIR=$M "$DIRLOCK" -d redis://127.0.0.1:1 -n x -- true 2>"$T/err"
+st=$?
+[ "$st" = 2 ] && grep -qF "no backend module 'redis.so' in $M" "$T/err"
+ok $? "no redis.so: status 2, saying where it was looked for: $(cat "$T/err")"
+echo "its backend is not installed: install the package libdirlock-redis" >"$M/redis.absent"
+DIRLOCK_MODULE_DIR=$M "$DIRLOCK" -d rediss://127.0.0.1:1 -n x -- true 2>"$T/err"
+st=$?
+[ "$st" = 2 ] && grep -qF "lock space 'rediss://...': its backend is not installed: install the package libdirlock-redis" "$T/err"
+ok $? "a note for it: status 2, saying what to install: $(cat "$T/err")"
+if [ -f "$BUILD_DIR/dirlock/redis.so" ]; then
+	ln -s "$BUILD_DIR/dirlock/redis.so" "$M/redis.so"
+	DIRLOCK_MODULE_DIR=$M "$DIRLOCK" --help >"$T/out"
+	grep -q '^  redis\[s\]://' "$T/out" && ! grep -q 'not in this build' "$T/out"
+	ok $? "the module beside its note: --help lists redis:// as there, and no note"
+else
+	skip "this build has no Redis module"
+fi

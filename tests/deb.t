@@ -9,7 +9,8 @@
 # Installed, from a new directory with no variable in the environment
 # (env -i, PATH the system's): the command and a redis:// space through
 # it (a private redis-server on a free port, tests/redis-lib.sh) and its
-# status --json, a C program built with `pkg-config --cflags --libs
+# status --json, and what a redis:// space says without its module (the
+# runtime package's note), a C program built with `pkg-config --cflags --libs
 # dirlock`, perl -MDirlock,
 # python3 -c 'import dirlock', man dirlock_acquire, and the version of
 # each, the library's.  The board: systemd-analyze verify finds nothing
@@ -48,7 +49,7 @@ fi
 # shellcheck disable=SC2086
 installed=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' $PKGS 2>/dev/null | awk '$1 ~ /^.i/ { print $2 }')
 [ -z "$installed" ] || { echo "1..0 # SKIP installed already (the test would purge them): $(echo "$installed" | tr '\n' ' ')"; exit 0; }
-plan 29
+plan 30
 
 version=$(sed -n 's/^#define DIRLOCK_VERSION "\(.*\)"$/\1/p' lib/core/dirlock.h)
 start=$SECONDS
@@ -199,6 +200,13 @@ else
 	outside "dirlock -d redis://127.0.0.1:$port -w 0.2 cmd -- true; [ \$? -ne 0 ]"
 	check "... and fails once the server is gone"
 fi
+# Without libdirlock-redis -- its module hidden: a module directory with
+# the runtime package's note alone -- a redis:// space names the package.
+mkdir -p "$T/outside/modules"
+cp "$(dpkg -L libdirlock1 | grep '/dirlock/redis\.absent$')" "$T/outside/modules/" 2>"$T/out"
+outside 'DIRLOCK_MODULE_DIR=$T/outside/modules dirlock -d redis://127.0.0.1:1 -n cmd -- true 2>&1 |
+	tee /dev/stderr | grep -q "install the package libdirlock-redis"'
+check "without its module, a redis:// space says to install libdirlock-redis (libdirlock1's note)"
 
 # ---- the board as a service ---------------------------------------------
 

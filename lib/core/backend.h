@@ -103,8 +103,9 @@ void dl_backend_register(dl_backend_node *node);
         }
 
 /* What loads the backend of a scheme no registered one claims (lib/loader):
- * `load` 1 done, 0 none, -1 cannot (err says what to install); `load_all`
- * every one; `absent(i, &why)` the i-th kind known but not made, or NULL. */
+ * `load` 1 done, 0 none (err says where one was looked for), -1 cannot
+ * (err says what to install); `load_all` every one; `absent(i, &why)`
+ * the i-th kind known but not made, or NULL. */
 typedef struct dl_backend_loader {
         int (*load)(const char *scheme, dirlock_error *err);
         void (*load_all)(void);

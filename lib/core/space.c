@@ -110,16 +110,17 @@ static int load_backend(const char *space, size_t n, const dl_backend **be, size
         char scheme[64], kinds[300];
         snprintf(scheme, sizeof scheme, "%.*s", (int)n, space);
         dirlock_error why;
+        dl_fail(&why, DIRLOCK_EINVAL, 0, "no backend module claims it");
         int loaded = loader != NULL ? loader->load(scheme, &why) : 0;
         if (loaded < 0)
                 return dl_fail(err, why.code, 0, "lock space '%s://...': %s", scheme, why.message);
         if (loaded > 0 && (*be = backend_of(space, prefix)) != NULL)
                 return DIRLOCK_OK;
         /* The rest of the address may hold a password: never shown. */
-        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s://...': unknown kind '%.40s' (known: %s%s)",
+        return dl_fail(err, DIRLOCK_EINVAL, 0, "lock space '%s://...': unknown kind '%.40s' (known: %s; %s)",
                        scheme, scheme, known_kinds(kinds, sizeof kinds),
-                       loader != NULL ? ""
-                                      : "; this program loads no backends: link the backend's object, or "
+                       loader != NULL ? why.message
+                                      : "this program loads no backends: link the backend's object, or "
                                         "the shared library, libdirlock.so");
 }
 

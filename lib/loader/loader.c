@@ -19,7 +19,9 @@
  * stays loaded (RTLD_NODELETE).  A build that could not make a backend
  * (its client library was missing) leaves BASE.absent there instead,
  * saying what to install, and that is what a space of its scheme is
- * told.
+ * told; so does a package that ships a module apart (debian/rules), for
+ * when that package is not installed: BASE.so, when there, wins.  With
+ * neither, the space is told where BASE.so was looked for.
  *
  * Loading is serialised by a mutex; registrations happen inside it (or
  * before main), one at a time, as the registry requires. */
@@ -134,12 +136,28 @@ static int load_scheme(const char *scheme, dirlock_error *err)
         if (rc == 0 && n > 1 && base[n - 1] == 's') {
                 base[n - 1] = '\0'; /* the TLS form: its plain scheme's module (WHERE) */
                 rc = load_base(base, dirs, ndirs, err);
+                base[n - 1] = 's';
         }
         pthread_mutex_unlock(&load_mutex);
+        if (rc == 0) /* where a module of it would have been */
+                dl_fail(err, DIRLOCK_EINVAL, 0, "no backend module '%s.so' in %s%s%s", base,
+                        ndirs > 0 ? dirs[0] : "(no directory)", ndirs > 1 ? " or " : "",
+                        ndirs > 1 ? dirs[1] : "");
         return rc;
 }
 
-/* Every module of directory `dir` loaded, every .absent note kept. */
+/* Whether directory `dir` has BASE.so, BASE the first `n` bytes of
+ * `name`: a note for a module that is there is not read (a package may
+ * ship the note of a module another package brings). */
+static bool module_beside(const char *dir, const char *name, size_t n)
+{
+        char path[PATH_MAX + BASE_MAX + 8];
+        snprintf(path, sizeof path, "%s/%.*s.so", dir, (int)n, name);
+        return access(path, F_OK) == 0;
+}
+
+/* Every module of directory `dir` loaded, every .absent note kept but
+ * those of a module that is there. */
 static void load_dir(const char *dir)
 {
         DIR *d = opendir(dir);
@@ -153,7 +171,7 @@ static void load_dir(const char *dir)
                 if (len > 3 && strcmp(de->d_name + len - 3, ".so") == 0) {
                         (void)open_module(path, NULL);
                 } else if (len > 7 && len - 7 <= BASE_MAX && strcmp(de->d_name + len - 7, ".absent") == 0 &&
-                           nnotes < ABSENT_MAX) {
+                           nnotes < ABSENT_MAX && !module_beside(dir, de->d_name, len - 7)) {
                         struct absent_note *a = &notes[nnotes];
                         snprintf(a->form, sizeof a->form, "%.*s://...", (int)(len - 7), de->d_name);
                         if (read_note(path, a->why, sizeof a->why))
