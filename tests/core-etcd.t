@@ -7,8 +7,9 @@
 #     (a cluster with a 3 s election timeout, whose smallest lease is 5 s);
 #   - the command: DIRLOCK_FENCE, -n naming the holder, status, break of a
 #     live owner refused and forced, cleanup of a dead owner's entry;
-#   - a dead member first in the space's list, and a paused one: the lock
-#     is taken through the others;
+#   - a dead member first in the space's list, a paused one, and the one
+#     that answers between two that cannot be reached: the lock is taken
+#     through the others;
 #   - the leader killed under a holder and a waiter: the holder refreshes
 #     and releases, the waiter gets the lock (the hand-off is timed);
 #   - every member restarted while a lock is held: the holder still holds;
@@ -29,7 +30,7 @@ etcd_available || {
 	echo "1..0 # SKIP $ETCD_WHY"
 	exit 0
 }
-plan 21
+plan 22
 ESERVER=15
 CLUSTER=$TOP/tools/etcd-cluster
 R=$(mktemp -d /tmp/dirlock-etcd.XXXXXX)
@@ -110,6 +111,11 @@ t0=$(ms)
 "$DIRLOCK" -d "$S2" -w 5 a -- true
 is "$?" 0 "the first member of the list stopped (SIGSTOP): taken through the next ($(($(ms) - t0)) ms)"
 "$CLUSTER" resume 2
+# The one member that answers between two that never do (nothing listens
+# on ports 1 and 9): each member is asked in turn, none skipped.
+t0=$(ms)
+"$DIRLOCK" -d "etcd://127.0.0.1:1,$E2,127.0.0.1:9/m" -w 5 a -- true 2>"$T/err"
+is "$?" 0 "the answering member between two that cannot be reached is asked ($(($(ms) - t0)) ms) $(cat "$T/err")"
 
 # ---- the leader killed under a holder and a waiter ----------------------------
 S=$("$CLUSTER" space lead)

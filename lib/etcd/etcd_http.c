@@ -764,11 +764,14 @@ int dl_etcd_post(const dl_etcd_url *u, const char *path, json_object *request, c
         int rc = conn_get(u, key, &c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        size_t *current = current_member(key);
+        /* From the member that answered last, each in turn; the next
+         * call starts where this one found an answer, or after the last
+         * one that failed. */
+        size_t *current = current_member(key), first = *current;
         rc = DIRLOCK_ESERVER;
         double pause = ROUND_PAUSE_MS;
         for (size_t tried = 0;; tried++) {
-                size_t i = (*current + tried) % u->n;
+                size_t i = (first + tried) % u->n;
                 double left = dl_remaining(deadline);
                 if (tried > 0 && left <= 0)
                         break;
@@ -851,10 +854,10 @@ int dl_etcd_watch(const dl_etcd_url *u, const char *token, json_object *request,
         int rc = conn_get(u, cluster, &c, err);
         if (rc != DIRLOCK_OK)
                 return rc;
-        size_t *current = current_member(cluster);
+        size_t *current = current_member(cluster), first = *current; /* as dl_etcd_post */
         rc = DIRLOCK_ESERVER;
         for (size_t tried = 0; tried < u->n; tried++) {
-                size_t i = (*current + tried) % u->n;
+                size_t i = (first + tried) % u->n;
                 struct target t;
                 struct sink s = {.watch = true, .stop_on_created = true};
                 int fds[2] = {cancel_fd, pid_fd}, which;
