@@ -32,7 +32,11 @@
  *     that the command hears it once;
  *   - right after the command ended, looks whether it still holds every
  *     lock (`held_at_end`): a loss found after that, at release, came
- *     after the command ended, and is not told as one while it ran.
+ *     after the command ended, and is not told as one while it ran.  With
+ *     dirlock dead, a loss found by that look itself may be a judge of
+ *     this host that saw both processes of the owner record gone the
+ *     moment the command ended: told as a warning, with when the locks
+ *     were last found held.
  * It ignores the terminal's signals (^C, ^Z: they are the job's, which
  * dirlock passes on to the command), and is named "dirlock-keeper" in
  * the process list.  If the keeper dies while dirlock lives, dirlock says
@@ -40,6 +44,7 @@
  * each space then does is in man/dirlock.1 (SIGNALS). */
 #include "keeper.h"
 #include "run.h"
+#include "test_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,20 +163,39 @@ static void keep(struct keeper *k, struct hold *h)
                 _exit(1);
         }
         pid_t parent = getppid();
-        bool parent_gone = false, told = false, ended = false, held_at_end = false;
+        bool parent_gone = false, told = false, ended = false, held_at_end = false, orphaned_end = false;
+        double ended_at = 0;
         for (;;) {
                 bool alive = command_alive(k);
                 if (!alive && !ended) {
                         ended = true;
+                        ended_at = hold_now();
+                        const char *delay = dl_test_hook(KEEPER_END_DELAY_MS); /* test builds */
+                        if (delay != NULL)
+                                poll(NULL, 0, atoi(delay));
+                        bool lost_before = h->lost;
                         held_at_end = hold_verify(h);
                         if (held_at_end && k->news != NULL)
                                 atomic_store(&k->news->held_at_end, 1);
+                        /* dirlock dead and the command just ended: the
+                         * owner record's two processes are gone, and a
+                         * judge of this host may take the locks at once
+                         * -- before this look.  Found lost here, they may
+                         * have been lost at the end, not while it ran. */
+                        orphaned_end = parent_gone && !held_at_end && h->lost && !lost_before;
                 }
                 if (!alive && parent_gone) {
                         bool lost_before = h->lost;
                         int rc = hold_release(h, &e);
                         if (h->lost && !lost_before && held_at_end)
                                 ; /* lost after the command ended: it ran under its locks */
+                        else if (orphaned_end && !told)
+                                fprintf(
+                                    stderr,
+                                    "%s: warning: a lock was gone when the command ended (%s); dirlock had "
+                                    "been killed, so a waiter of this host could take it the moment the "
+                                    "command ended -- it was last found held %.1f s before the end\n",
+                                    progname, h->why.message, ended_at - h->ok_at);
                         else if (h->lost && !told && keeper_claim_telling(k))
                                 fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
                                         h->why.message);

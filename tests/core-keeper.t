@@ -40,7 +40,7 @@ done
 R=$(space_of redis) || R=""
 extra=0
 [ -n "$R" ] && extra=2
-plan $((3 * ${#spaces[@]} - 2 + 4 + 2 + extra))
+plan $((3 * ${#spaces[@]} - 2 + 4 + 3 + extra))
 
 now_ns() { date +%s%N; }
 # until_ms MS COMMAND...: until COMMAND succeeds, at most MS ms (status 1 then).
@@ -229,6 +229,24 @@ wait $d
 st=$?
 [ "$next" = 0 ] && [ "$st" = 3 ] && grep -q "held when the command ended" "$T/e.err"
 ok $? "dirlock stopped while its command ends, the locks taken after: exit $st (want the command's 3), next holder $next: $(tr '\n' ' ' <"$T/e.err")"
+
+# dirlock SIGKILLed, then its command ends with a waiter of this host in
+# line: the owner record's two processes are gone, and the waiter takes
+# the lock at once -- before the keeper's look at the end, held back by
+# the seam KEEPER_END_DELAY_MS.  The keeper warns that the lock was gone
+# when the command ended, not that it was lost while the command ran.
+DIRLOCK_TEST_KEEPER_END_DELAY_MS=1500 "$PROGS/dirlock-hooks" -d "$K" --stale 5 orphan -- \
+	sh -c 'date +%s%N >"$1"; sleep 0.5' sh "$T/orphan.f" 2>"$T/orphan.err" &
+d=$!
+until_ms 10000 nonempty "$T/orphan.f"
+kill -KILL $d
+t0=$(now_ns)
+"$DIRLOCK" -d "$K" -w 10 orphan -- true 2>"$T/orphan.err2"
+next=$?
+took=$((($(now_ns) - t0) / 1000000))
+until_ms 10000 grep -q "^dirlock: " "$T/orphan.err"
+grep -q "a lock was gone when the command ended" "$T/orphan.err" && ! grep -q "lost while the command ran" "$T/orphan.err"
+ok $? "dirlock killed, the lock taken as the command ended: the keeper warns, next holder $next after $took ms: $(tr '\n' ' ' <"$T/orphan.err")"
 
 # ---- a server that stops answering ------------------------------------------
 # Redis stopped (SIGSTOP) under a running command for longer than the stale

@@ -20,6 +20,7 @@
         X(STOP_AFTER_CHECK)                                                                                  \
         X(STOP_BEFORE_VIEW_READ)                                                                             \
         X(STOP_AT)                                                                                           \
+        X(KEEPER_END_DELAY_MS)                                                                               \
         X(COUNT_HASHES)                                                                                      \
         X(DELETE_LIMIT_UNLOCKED)
 
