@@ -107,8 +107,12 @@ int dl_handle_open(const dl_backend *be, const char *spec, const char *name, con
                 rc = dl_random_token(h->token, err);
         if (rc == DIRLOCK_OK && h->opts.partner_pid > 0) {
                 h->partner_start = dl_process_start_time(h->opts.partner_pid);
-                if (h->partner_start == 0)
+                if (h->partner_start == 0 && errno == ENOENT)
                         rc = dl_fail(err, DIRLOCK_EINVAL, 0, "partner process %ld does not exist",
+                                     (long)h->opts.partner_pid);
+                else if (h->partner_start == 0)
+                        rc = dl_fail(err, DIRLOCK_EIO, errno,
+                                     "cannot read the start time of partner process %ld",
                                      (long)h->opts.partner_pid);
         }
         if (rc != DIRLOCK_OK) {

@@ -176,7 +176,11 @@ static void load_identity_locked(void)
                 self.have_static = true;
         }
         pid_t pid = dl_self_pid();
-        if (self.pid != pid) {
+        if (self.pid != pid || self.start_time == 0) {
+                /* Kept once known: a start time that could not be read
+                 * (EMFILE) is asked again next time, and meanwhile
+                 * recorded as 0, which no judge takes for a reused pid
+                 * (dl_process_alive). */
                 self.pid = pid;
                 self.start_time = dl_process_start_time(pid);
         }
@@ -412,6 +416,8 @@ int dl_process_alive(pid_t pid, unsigned long long start_time)
                         return -1;
                 return 0;
         }
+        if (start_time == 0)
+                return -1; /* recorded without its start time: the pid alone proves nothing */
         if (start != start_time)
                 return 0; /* the pid was reused */
         if (state == 'Z' || state == 'X') {

@@ -1,8 +1,11 @@
 /* test_core_owner.c - unit tests of ownership: owner records (text form,
  * parsing, liveness, partners) and a child after fork() that does not
- * own its parent's lock unless it adopts it, and records its own pid. */
+ * own its parent's lock unless it adopts it, and records its own pid --
+ * even with no descriptor free to read it with. */
 #include "core_fixture.h"
 #include "netfs.h"
+
+#include <sys/resource.h>
 
 static void test_record_round_trip(void **state)
 {
@@ -232,6 +235,82 @@ static void test_fork_child_records_its_own_pid(void **state)
         assert_int_equal(dirlock_release(a, NULL), DIRLOCK_OK);
 }
 
+/* A child after fork() that takes a lock with every descriptor in use
+ * cannot read its own start time (/proc/self/stat needs one): its record
+ * says start=0.  No judge may take that for a reused pid and break the
+ * lock of a process that lives -- another process's try is refused --
+ * and the child asks again once it can (its next lock has its start). */
+static void test_fork_child_without_descriptors(void **state)
+{
+        (void)state;
+        dirlock *warm = take("emfile-warm", 0); /* the parent has its identity */
+        assert_non_null(warm);
+        assert_int_equal(dirlock_release(warm, NULL), DIRLOCK_OK);
+        int ready[2], done[2];
+        assert_int_equal(pipe(ready), 0);
+        assert_int_equal(pipe(done), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                close(ready[0]);
+                close(done[1]);
+                struct rlimit few = {256, 256};
+                if (setrlimit(RLIMIT_NOFILE, &few) != 0)
+                        _exit(19);
+                int fds[4096], n = 0;
+                while (n < 4096 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                        n++;
+                if (n == 4096)
+                        _exit(20); /* no EMFILE to be had */
+                dirlock *x = take("emfile", 0);
+                while (n > 0)
+                        close(fds[--n]);
+                if (x == NULL)
+                        _exit(21);
+                dirlock_owner o;
+                if (dirlock_inspect(lockdir, "emfile", 60, &o, NULL) != DIRLOCK_OK || o.pid != getpid())
+                        _exit(22);
+                if (write(ready[1], o.start_time == 0 ? "0" : "s", 1) != 1)
+                        _exit(23);
+                char c;
+                (void)!read(done[0], &c, 1); /* until the parent has tried */
+                if (dirlock_release(x, NULL) != DIRLOCK_OK)
+                        _exit(24);
+                dirlock *again = take("emfile-again", 0);
+                if (again == NULL || dirlock_inspect(lockdir, "emfile-again", 60, &o, NULL) != DIRLOCK_OK)
+                        _exit(25);
+                _exit(o.start_time == dl_process_start_time(getpid()) && dirlock_release(again, NULL) == 0
+                          ? 0
+                          : 26);
+        }
+        close(ready[1]);
+        close(done[0]);
+        char recorded;
+        if (read(ready[0], &recorded, 1) != 1) {
+                int status;
+                waitpid(pid, &status, 0);
+                print_message("the child ended before its lock was looked at: exit %d\n",
+                              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                fail();
+        }
+        if (recorded != '0')
+                print_message(
+                    "the child's start time was read after all: the judge is not put to the test\n");
+        dirlock_owner o;
+        assert_int_equal(dirlock_inspect(lockdir, "emfile", 60, &o, NULL), DIRLOCK_OK);
+        assert_int_not_equal(o.owner_alive, 0);
+        dirlock *second = take("emfile", 0);
+        if (second != NULL)
+                dirlock_release(second, NULL);
+        assert_null(second);
+        close(done[1]);
+        int status;
+        waitpid(pid, &status, 0);
+        close(ready[0]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -241,6 +320,7 @@ int main(void)
             cmocka_unit_test(test_fork_child_check),
             cmocka_unit_test(test_fork_child_adopts),
             cmocka_unit_test(test_fork_child_records_its_own_pid),
+            cmocka_unit_test(test_fork_child_without_descriptors),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
