@@ -140,7 +140,7 @@ int dl_dir_break(const char *lockdir, const char *name, double stale_age, int fo
                 }
         } else if (!force && !stale_for_break(h, &v)) {
                 rc = dl_fail(err, DIRLOCK_ELIVE, 0,
-                             "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %.0f s); not "
+                             "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %g s); not "
                              "broken",
                              name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host", v.age,
                              h->opts.stale_age);
