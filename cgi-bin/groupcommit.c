@@ -69,9 +69,15 @@ static int lead(const struct group_commit *g, struct board_lock *lk, const struc
         return 0;
 }
 
+/* How long a poster whose entry another process's claim holds waits
+ * before it looks again (seconds; doubled each time, up to the most). */
+#define CLAIMER_SLICE_MIN 0.02
+#define CLAIMER_SLICE_MAX 0.5
+
 /* Step 6: the wait is over without the lock.  -1 either way: with
- * *maybe_stored cleared when the post was withdrawn, or a 503 saying it
- * may appear when a holder's claim has it. */
+ * *maybe_stored cleared when the post was withdrawn (err says why the
+ * wait ended), or a 503 saying it may appear when a holder's claim has
+ * it. */
 static int stop_waiting(const struct group_commit *g, const struct pq_ticket *t, bool *maybe_stored,
                         struct board_error *err)
 {
@@ -103,7 +109,7 @@ int group_commit_post(const struct group_commit *g, struct logrecord *msg, const
         if (rc < 0)
                 goto refund;
         maybe_stored = true;
-        double deadline = monotonic_seconds() + cfg->lock_timeout;
+        double deadline = monotonic_seconds() + cfg->lock_timeout, claimer_slice = CLAIMER_SLICE_MIN;
         for (;;) {
                 if (pq_stored(&t))
                         break; /* committed by a holder (I3) */
@@ -137,10 +143,20 @@ int group_commit_post(const struct group_commit *g, struct logrecord *msg, const
                         break;
                 left = deadline - monotonic_seconds();
                 if (left <= 0) {
+                        board_fail(err, 503,
+                                   "busy: a request that was saving your message stopped before it finished, "
+                                   "and did not end within the %g s wait",
+                                   cfg->lock_timeout);
+                        err->retry_after = 1;
                         rc = stop_waiting(g, &t, &maybe_stored, err);
                         break;
                 }
-                if (process_wait_gone(&claimer, left, pq_notify_fd(&t)) < 0)
+                /* Its end (a pidfd), or the entry's commit (IN_ATTRIB);
+                 * its claim given back is a rename, which no watch of the
+                 * entry hears: looked again for after each slice. */
+                double slice = claimer_slice < left ? claimer_slice : left;
+                claimer_slice = claimer_slice * 2 > CLAIMER_SLICE_MAX ? CLAIMER_SLICE_MAX : claimer_slice * 2;
+                if (process_wait_gone(&claimer, slice, pq_notify_fd(&t)) < 0)
                         poll(NULL, 0, 10); /* no pidfd: look again soon */
                 pq_notify_drain();
         }

@@ -33,9 +33,10 @@
  *                (or P is exiting: the kernel drops a flock as it closes
  *                a dying process's files, before the process is gone).
  *                A leader whose own entry is such a claim (pq_claimer)
- *                releases L, waits for P's end or its entry's change
- *                (a pidfd; what is left of its timeout) and goes back to
- *                step 2; out of time, it answers as step 6's ENOENT.
+ *                releases L, waits for P's end or its entry's commit (a
+ *                pidfd, the watch) -- a short while, growing, since P
+ *                giving the claim back is a rename no watch hears -- and
+ *                goes back to step 2; out of time, step 6.
  *                Read the log; each claimed X whose id is already in the
  *                log (its holder died after the log's rename) is not
  *                added again (I4); the others get the next numbers.

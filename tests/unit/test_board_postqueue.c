@@ -6,9 +6,11 @@
  * lock loses posts, so it can fail), holders judged by pid and start
  * time (a reused pid cannot strand a claim), and a post whose entry a
  * holder claimed before it lost the lock alive (waited for, never "lost"). */
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -348,13 +350,30 @@ static void test_dead_holder_leftovers(void **state)
         config_free(&cfg);
 }
 
+/* Whether the queue holds an entry waiting to be claimed (ID.msg). */
+static bool queued_entry(void)
+{
+        DIR *d = opendir(pending);
+        if (d == NULL)
+                return false;
+        struct dirent *de;
+        bool found = false;
+        while (!found && (de = readdir(d)) != NULL) {
+                size_t n = strlen(de->d_name);
+                found = n > 4 && strcmp(de->d_name + n - 4, ".msg") == 0;
+        }
+        closedir(d);
+        return found;
+}
+
 /* A holder that lost the lock while it still lived, as a flock holder
  * does in exit() (its files closed, the process not gone yet) or a
  * stopped one whose lock was broken: it claimed the next post's entry,
- * let the lock go, and lives `live_ms` more without settling.  Forked
- * holding the board's write lock; the claim is made once a post is
- * queued.  Returns its pid. */
-static pid_t fork_lost_holder(const struct board_config *cfg, long live_ms)
+ * let the lock go, and lives `live_ms` more without settling -- giving
+ * the claim back after `give_back_ms` when that is not -1, as a holder
+ * that finds its lock lost does.  Forked holding the board's write lock;
+ * the claim is made once a post is queued.  Returns its pid. */
+static pid_t fork_lost_holder(const struct board_config *cfg, long live_ms, long give_back_ms)
 {
         int ready[2];
         assert_int_equal(pipe(ready), 0);
@@ -366,17 +385,16 @@ static pid_t fork_lost_holder(const struct board_config *cfg, long live_ms)
                 if (board_lock_write_begin(cfg, &lk, &e) < 0)
                         _exit(2);
                 (void)!write(ready[1], "r", 1);
-                for (int i = 0; i < 1000; i++) { /* the post's entry, within 10 s */
-                        char cmd[160];
-                        snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | grep -q '\\.msg$'", pending);
-                        if (system(cmd) == 0)
-                                break;
-                        usleep(10000);
-                }
+                for (int i = 0; i < 5000 && !queued_entry(); i++) /* the post's, within 10 s */
+                        usleep(2000);
                 struct pq_batch b = PQ_BATCH_INIT;
                 if (pq_claim(pending, 10, &b, &e) < 0 || b.count != 1)
                         _exit(3);
                 board_lock_finish(&lk, 0, &e); /* the claim stays: lost, not given back */
+                if (give_back_ms >= 0) {       /* ... until it finds the lock lost */
+                        usleep((useconds_t)give_back_ms * 1000);
+                        pq_give_back(pending, &b, NULL);
+                }
                 usleep((useconds_t)live_ms * 1000);
                 _exit(0);
         }
@@ -413,7 +431,7 @@ static void test_claimed_by_lost_holder(void **state)
         config_timeout(&cfg, "flock", 10);
         struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(ensure_dir(pending, &e), 0);
-        pid_t holder = fork_lost_holder(&cfg, 300);
+        pid_t holder = fork_lost_holder(&cfg, 300, -1);
         struct logrecord m = message("claimed by a lost holder", 1700000000);
         struct board board;
         board_init(&board, &cfg);
@@ -437,10 +455,10 @@ static void test_claimed_past_timeout(void **state)
 {
         (void)state;
         struct board_config cfg;
-        config_timeout(&cfg, "mkdir", 0.5);
+        config_timeout(&cfg, "mkdir", 1.5);
         struct board_error e = BOARD_ERROR_INIT;
         assert_int_equal(ensure_dir(pending, &e), 0);
-        pid_t holder = fork_lost_holder(&cfg, 2500);
+        pid_t holder = fork_lost_holder(&cfg, 4000, -1);
         struct logrecord m = message("first", 1700000000);
         struct board board;
         board_init(&board, &cfg);
@@ -460,6 +478,57 @@ static void test_claimed_past_timeout(void **state)
         snprintf(log, sizeof log, "%s/messages.log", dir);
         assert_int_equal(count_lines_with(log, "\tfirst\t"), 1);
         assert_int_equal(count_lines_with(log, "\tsecond\t"), 1);
+        assert_int_equal(count_entries(), 0);
+        config_free(&cfg);
+}
+
+/* A process that takes the board's write lock after `after_ms` and holds
+ * it for `hold_ms`.  Returns its pid. */
+static pid_t fork_late_holder(const struct board_config *cfg, long after_ms, long hold_ms)
+{
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                usleep((useconds_t)after_ms * 1000);
+                struct board_error e = BOARD_ERROR_INIT;
+                struct board_lock lk;
+                if (board_lock_write_begin(cfg, &lk, &e) < 0)
+                        _exit(2);
+                usleep((useconds_t)hold_ms * 1000);
+                board_lock_finish(&lk, 0, &e);
+                _exit(0);
+        }
+        return child;
+}
+
+/* One that gives the claim back and lives on, longer than the post's
+ * lock_timeout: a rename no watch of the entry hears.  The post is
+ * stored all the same, within its wait: not a look at its very end,
+ * which another request holding the lock just then (from 2 s of the 3 s
+ * on) would turn into a refusal. */
+static void test_claim_given_back(void **state)
+{
+        (void)state;
+        struct board_config cfg;
+        config_timeout(&cfg, "mkdir", 3);
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        pid_t holder = fork_lost_holder(&cfg, 5000, 200);
+        pid_t late = fork_late_holder(&cfg, 2000, 1500);
+        struct logrecord m = message("given back", 1700000000);
+        struct board board;
+        board_init(&board, &cfg);
+        int rc = board_post(&board, &m, "127.0.0.1", 1700000000, &e);
+        if (rc != 0)
+                print_message("board_post: %d %d %s\n", rc, e.status, e.msg);
+        assert_int_equal(rc, 0);
+        board_close(&board);
+        logrecord_free(&m);
+        reap(holder);
+        reap(late);
+        char log[128];
+        snprintf(log, sizeof log, "%s/messages.log", dir);
+        assert_int_equal(count_lines_with(log, "\tgiven back\t"), 1);
         assert_int_equal(count_entries(), 0);
         config_free(&cfg);
 }
@@ -545,6 +614,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_dead_holder_leftovers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claimed_by_lost_holder, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claimed_past_timeout, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claim_given_back, setup, teardown),
             cmocka_unit_test_setup_teardown(test_concurrent_posters, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
