@@ -142,6 +142,56 @@ static void signal_command(const struct keeper *k, int sig)
                 kill(k->command, sig);
 }
 
+/* What the keeper saw as the command ended. */
+struct end_look {
+        bool done;     /* the command has ended, and the look was made */
+        bool held;     /* every lock was held then (held_at_end)       */
+        bool orphaned; /* found lost by that look, with dirlock gone   */
+        double at;     /* when the end was seen (hold_now)             */
+};
+
+/* The command just ended: look whether every lock is still held. */
+static void look_at_end(struct keeper *k, struct hold *h, bool parent_gone, struct end_look *end)
+{
+        end->done = true;
+        end->at = hold_now();
+        const char *delay = dl_test_hook(KEEPER_END_DELAY_MS); /* test builds */
+        if (delay != NULL)
+                poll(NULL, 0, atoi(delay));
+        bool lost_before = h->lost;
+        end->held = hold_verify(h);
+        if (end->held && k->news != NULL)
+                atomic_store(&k->news->held_at_end, 1);
+        /* dirlock dead and the command just ended: the owner record's two
+         * processes are gone, and a judge of this host may take the locks
+         * at once -- before this look.  Found lost here, they may have
+         * been lost at the end, not while it ran. */
+        end->orphaned = parent_gone && !end->held && h->lost && !lost_before;
+}
+
+/* dirlock gone and the command ended: release the locks, say what
+ * became of them, and exit. */
+static void finish(struct keeper *k, struct hold *h, bool told, const struct end_look *end)
+{
+        dirlock_error e;
+        bool lost_before = h->lost;
+        int rc = hold_release(h, &e);
+        if (h->lost && !lost_before && end->held)
+                ; /* lost after the command ended: it ran under its locks */
+        else if (end->orphaned && !told)
+                fprintf(
+                    stderr,
+                    "%s: warning: a lock was gone when the command ended (%s); dirlock had been killed, so "
+                    "a waiter of this host could take it the moment the command ended -- it was last found "
+                    "held %.1f s before the end\n",
+                    progname, h->why.message, end->at - h->ok_at);
+        else if (h->lost && !told && keeper_claim_telling(k))
+                fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname, h->why.message);
+        else if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
+                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
+        _exit(0);
+}
+
 /* The keeper's life, in the child: never returns. */
 static void keep(struct keeper *k, struct hold *h)
 {
@@ -163,46 +213,14 @@ static void keep(struct keeper *k, struct hold *h)
                 _exit(1);
         }
         pid_t parent = getppid();
-        bool parent_gone = false, told = false, ended = false, held_at_end = false, orphaned_end = false;
-        double ended_at = 0;
+        bool parent_gone = false, told = false;
+        struct end_look end = {0};
         for (;;) {
                 bool alive = command_alive(k);
-                if (!alive && !ended) {
-                        ended = true;
-                        ended_at = hold_now();
-                        const char *delay = dl_test_hook(KEEPER_END_DELAY_MS); /* test builds */
-                        if (delay != NULL)
-                                poll(NULL, 0, atoi(delay));
-                        bool lost_before = h->lost;
-                        held_at_end = hold_verify(h);
-                        if (held_at_end && k->news != NULL)
-                                atomic_store(&k->news->held_at_end, 1);
-                        /* dirlock dead and the command just ended: the
-                         * owner record's two processes are gone, and a
-                         * judge of this host may take the locks at once
-                         * -- before this look.  Found lost here, they may
-                         * have been lost at the end, not while it ran. */
-                        orphaned_end = parent_gone && !held_at_end && h->lost && !lost_before;
-                }
-                if (!alive && parent_gone) {
-                        bool lost_before = h->lost;
-                        int rc = hold_release(h, &e);
-                        if (h->lost && !lost_before && held_at_end)
-                                ; /* lost after the command ended: it ran under its locks */
-                        else if (orphaned_end && !told)
-                                fprintf(
-                                    stderr,
-                                    "%s: warning: a lock was gone when the command ended (%s); dirlock had "
-                                    "been killed, so a waiter of this host could take it the moment the "
-                                    "command ended -- it was last found held %.1f s before the end\n",
-                                    progname, h->why.message, ended_at - h->ok_at);
-                        else if (h->lost && !told && keeper_claim_telling(k))
-                                fprintf(stderr, "%s: a lock was lost while the command ran: %s\n", progname,
-                                        h->why.message);
-                        else if (rc != DIRLOCK_OK && rc != DIRLOCK_ELOST)
-                                fprintf(stderr, "%s: warning: %s\n", progname, e.message);
-                        _exit(0);
-                }
+                if (!alive && !end.done)
+                        look_at_end(k, h, parent_gone, &end);
+                if (!alive && parent_gone)
+                        finish(k, h, told, &end);
                 if (alive)
                         (void)hold_tend(h, !parent_gone);
                 /* A loss is dirlock's to tell, unless it is gone or
