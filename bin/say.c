@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 void say(const char *fmt, ...)
 {
@@ -13,12 +14,17 @@ void say(const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        /* The line whole, in one write: commands sharing a log (CGI
+         * programs) must not interleave inside each other's lines. */
+        char line[4 * sizeof msg + 2];
+        size_t n = 0;
         for (const char *p = msg; *p != '\0'; p++) {
                 unsigned char c = (unsigned char)*p;
                 if (c < 0x20 || c == 0x7f)
-                        fprintf(stderr, "\\x%02x", c);
+                        n += (size_t)snprintf(line + n, sizeof line - n, "\\x%02x", c);
                 else
-                        fputc(c, stderr);
+                        line[n++] = (char)c;
         }
-        fputc('\n', stderr);
+        line[n++] = '\n';
+        (void)!write(STDERR_FILENO, line, n);
 }
