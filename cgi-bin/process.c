@@ -16,7 +16,9 @@ void process_self(struct process_id *out)
         static pid_t cached_pid;
         static unsigned long long cached_start;
         pid_t pid = getpid();
-        if (pid != cached_pid) {
+        if (pid != cached_pid || cached_start == 0) {
+                /* 0 when /proc could not be read (EMFILE): the names made
+                 * meanwhile take the older form, and it is asked again. */
                 cached_start = dirlock_process_start(pid);
                 cached_pid = pid;
         }

@@ -22,7 +22,8 @@ struct process_id {
 /* Longest formatted name, NUL included. */
 #define PROCESS_ID_MAX 48
 
-/* This process (its start time read once per process, again after fork). */
+/* This process (its start time read once per process, again after fork,
+ * and again while it could not be read). */
 void process_self(struct process_id *out);
 
 /* "PID-START" (or "PID" when the start time is unknown) into out. */

@@ -7,6 +7,7 @@
  * time (a reused pid cannot strand a claim), and a post whose entry a
  * holder claimed before it lost the lock alive (waited for, never "lost"). */
 #include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -533,6 +535,37 @@ static void test_claim_given_back(void **state)
         config_free(&cfg);
 }
 
+/* A process that names itself while every descriptor is in use cannot
+ * read its start time: that name has the pid alone, and once a
+ * descriptor is free again the next one has the start time -- an
+ * unreadable start is not kept for the rest of the process's life. */
+static void test_self_without_descriptors(void **state)
+{
+        (void)state;
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                struct rlimit few = {256, 256};
+                if (setrlimit(RLIMIT_NOFILE, &few) != 0)
+                        _exit(2);
+                int fds[512], n = 0;
+                while (n < 512 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                        n++;
+                struct process_id during, after;
+                process_self(&during);
+                while (n > 0)
+                        close(fds[--n]);
+                process_self(&after);
+                if (during.start != 0)
+                        _exit(3); /* it could read it: nothing tested */
+                _exit(after.start == dirlock_process_start(getpid()) && after.start != 0 ? 0 : 4);
+        }
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* `procs` processes post `each` messages at once; returns how many the log
  * holds, after checking that numbers are 1..n without gaps. */
 static long post_concurrently(const char *lock_mode, long delay_ms, int procs, int each)
@@ -615,6 +648,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_claimed_by_lost_holder, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claimed_past_timeout, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claim_given_back, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_self_without_descriptors, setup, teardown),
             cmocka_unit_test_setup_teardown(test_concurrent_posters, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
