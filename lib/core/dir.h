@@ -348,6 +348,9 @@ int dl_entry_readat(int dirfd, const char *leaf, dl_record *rec, double *age_s);
  * in lib/netfs/netfs.c) -- or owner provably dead on this host.  rec->changed_ns is
  * the entry's change time (the entry readers fill it). */
 bool dl_entry_stale(const dl_record *rec, double age_s, double stale_age, const dl_fs *fs);
+/* The age past which rec's entry is stale by age alone: the larger of
+ * `stale_age` (the judge's) and the holder's recorded one. */
+double dl_record_stale_limit(const dl_record *rec, double stale_age);
 /* Create entry `path` (a symlink holding h's record: h's token, stale age
  * and partner, the given mode).  0 or -1/errno. */
 int dl_entry_create(const char *path, const dirlock *h, int mode);

@@ -84,8 +84,7 @@ static bool stale_for_break(dirlock *h, dl_lock_view *v)
         const dl_fs *fs = dl_dir_of(h)->fs;
         if (dl_entry_stale(&v->rec, v->age, h->opts.stale_age, fs))
                 return true;
-        double limit = h->opts.stale_age > (double)v->rec.stale_ms / 1e3 ? h->opts.stale_age
-                                                                         : (double)v->rec.stale_ms / 1e3;
+        double limit = dl_record_stale_limit(&v->rec, h->opts.stale_age);
         if (!fs->network || v->age <= limit)
                 return false;
         dl_lock_view first = *v;
@@ -143,7 +142,7 @@ int dl_dir_break(const char *lockdir, const char *name, double stale_age, int fo
                              "lock '%s' is held by live pid %ld on %s (age %.1f s, stale after %g s); not "
                              "broken",
                              name, (long)v.rec.pid, v.rec.host[0] ? v.rec.host : "an unknown host", v.age,
-                             h->opts.stale_age);
+                             dl_record_stale_limit(&v.rec, h->opts.stale_age));
         } else if (dl_excl_break_entry(lock_path, v.leaf) == 0) {
                 rc = DIRLOCK_OK;
         } else if (errno == ENOENT) {

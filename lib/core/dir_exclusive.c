@@ -222,11 +222,15 @@ int dl_entry_read(const char *path, dl_record *rec, double *age)
         }
 }
 
+double dl_record_stale_limit(const dl_record *rec, double stale_age)
+{
+        double asked = (double)rec->stale_ms / 1e3;
+        return asked > stale_age ? asked : stale_age; /* the holder may have asked for longer */
+}
+
 bool dl_entry_stale(const dl_record *rec, double age, double stale_age, const dl_fs *fs)
 {
-        double limit = stale_age;
-        if ((double)rec->stale_ms / 1e3 > limit)
-                limit = (double)rec->stale_ms / 1e3; /* the holder asked for longer */
+        double limit = dl_record_stale_limit(rec, stale_age);
         bool aged_out = dl_fs_aged_out(fs, rec->token, rec->changed_ns, age, limit);
         if (rec->pid <= 0)
                 return aged_out; /* unreadable record */
@@ -407,9 +411,7 @@ static bool prep_is_garbage(const char *path, const char *token, double remote_a
                 if (dl_record_same_host(&rec))
                         garbage = dl_record_owner_alive(&rec) == 0;
                 else if (remote_age > 0) {
-                        double limit =
-                            (double)rec.stale_ms / 1e3 > remote_age ? (double)rec.stale_ms / 1e3 : remote_age;
-                        garbage = age_s(now, changed) > limit;
+                        garbage = age_s(now, changed) > dl_record_stale_limit(&rec, remote_age);
                 }
         } else if (remote_age > 0) {
                 garbage = changed_at(dfd, "", &changed) == 0 && age_s(now, changed) > PREP_UNREADABLE_AGE;
