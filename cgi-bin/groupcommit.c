@@ -145,7 +145,8 @@ int group_commit_post(const struct group_commit *g, struct logrecord *msg, const
                 if (left <= 0) {
                         board_fail(err, 503,
                                    "busy: a request that was saving your message stopped before it finished, "
-                                   "and did not end within the %g s wait",
+                                   "and did not end within the %g s wait; your message was not saved, please "
+                                   "send it again",
                                    cfg->lock_timeout);
                         err->retry_after = 1;
                         rc = stop_waiting(g, &t, &maybe_stored, err);
