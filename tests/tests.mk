@@ -36,8 +36,10 @@ UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/test_%)
 PROG_BINS := $(TEST_PROGS:%=$(BUILD)/tests/progs/%)
 TEST_LIBS := -lcmocka $(LIB_LIBS) $(BOARD_LIBS) -lpthread
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS)
+# The backends' archives are linked whole by LIB_LIBS, after the rest:
+# prerequisites (a change relinks), left out of $^.
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(BOARD_LIB_OBJS) $(LIB_A) $(BACKEND_AS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(BACKEND_AS),$^) $(TEST_LIBS)
 
 # test_unload loads the shared library with dlopen.
 $(BUILD)/tests/unit/test_unload: | $(LIB_SO)
@@ -47,8 +49,8 @@ ifneq ($(REDIS),1)
 $(BUILD)/tests/unit/test_redis_url: $(BUILD)/lib/redis/redis_url.o
 endif
 
-$(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+$(BUILD)/tests/progs/%: $(BUILD)/tests/progs/%.o $(LIB_A) $(BACKEND_AS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(BACKEND_AS),$^) $(LIB_LIBS)
 
 # look_enoent.so: a preload of the tests (tests/progs/look_enoent.c),
 # never built with a sanitizer (a test preloads ASan's runtime before it
