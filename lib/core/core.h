@@ -70,9 +70,16 @@ typedef struct dl_handle_hooks {
         void (*held)(const dirlock *h, bool held);
         /* DIRLOCK_EDEADLK when h's wait would be for the thread itself. */
         int (*before_wait)(const dirlock *h, dirlock_error *err);
+        /* Whether a handle of this thread holds its lock under `token`. */
+        bool (*thread_holds)(const char *token);
 } dl_handle_hooks;
 void dl_handle_hooks_set(const dl_handle_hooks *hooks);
 void dl_handle_note_held(const dirlock *h, bool held);
+/* Whether a hold recorded as this thread's, under `token`, is one of its
+ * handles' (1), or none is: a leftover of a release its server never
+ * heard, or of a DIRLOCK_NO_DEADLOCK handle (0); -1 without the module
+ * that keeps the table (lib/deadlock). */
+int dl_handle_thread_holds(const char *token);
 
 /* ---- errors (error.c) -------------------------------------------------- */
 

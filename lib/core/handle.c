@@ -28,6 +28,11 @@ void dl_handle_note_held(const dirlock *h, bool held)
                 hooks->held(h, held);
 }
 
+int dl_handle_thread_holds(const char *token)
+{
+        return hooks != NULL ? hooks->thread_holds(token) : -1;
+}
+
 /* Before a waiting acquire: DIRLOCK_EDEADLK when the thread would wait
  * for itself (the module that keeps the held table knows). */
 static int before_wait(const dirlock *h, dirlock_error *err)

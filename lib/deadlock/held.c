@@ -13,7 +13,10 @@
  * the lock is let go or the handle freed; a forked child's copy of its
  * parent's rows is told apart by the pid.  A handle counts as held by the
  * thread that took it, as its owner record says (owner.c); one taken with
- * DIRLOCK_NO_DEADLOCK, which another thread may let go, has no row. */
+ * DIRLOCK_NO_DEADLOCK, which another thread may let go, has no row.  A
+ * lock server's search for knots asks it too (thread_holds): a hold its
+ * records give this thread, under a token no row has, is no wait for
+ * ever. */
 #include "backend.h"
 #include "deadlock.h"
 #include "modes.h"
@@ -115,7 +118,18 @@ static int self_deadlock(const dirlock *h, dirlock_error *err)
             (long)dl_self_pid(), h->name, dirlock_mode_name(held->mode), held->ranged ? ", a range" : "");
 }
 
-static const dl_handle_hooks held_hooks = {held_note, self_deadlock};
+static bool thread_holds(const char *token)
+{
+        bool found = false;
+        pthread_mutex_lock(&table.mutex);
+        for (size_t i = 0; i < table.n && !found; i++)
+                found = table.rows[i].pid == dl_self_pid() && table.rows[i].tid == dl_self_tid() &&
+                        strcmp(table.rows[i].h->token, token) == 0;
+        pthread_mutex_unlock(&table.mutex);
+        return found;
+}
+
+static const dl_handle_hooks held_hooks = {held_note, self_deadlock, thread_holds};
 
 DL_ON_LOAD(held_register)
 {

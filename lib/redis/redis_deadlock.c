@@ -176,6 +176,9 @@ static int report(const redisReply *rep, dirlock_error *err)
                 char via = dl_redis_reply_str(rep->element[6 + 3 * i])[0];
                 if (dl_record_parse(text, strlen(text), &rec) != 0 || !step_alive(&rec, via))
                         return DIRLOCK_OK;
+                if (via == 't' && dl_record_same_host(&rec) && rec.pid == dl_self_pid() &&
+                    rec.tid == dl_self_tid() && dl_handle_thread_holds(rec.token) == 0)
+                        return DIRLOCK_OK; /* a hold of this thread's that no handle has: it expires */
                 if (i == 0)
                         tell(story, sizeof story, &len, "this thread (pid %ld on %s) would wait for '%s'",
                              (long)self.pid, self.host, name);

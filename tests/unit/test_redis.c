@@ -674,6 +674,34 @@ static void reconnect(const char *moved)
         assert_int_equal(rename(moved, sock), 0);
 }
 
+/* A plain handle's release that gets no answer leaves the hold on the
+ * server, named this thread's, and frees the handle.  The thread's next
+ * acquire of that name waits for the hold to expire -- not DIRLOCK_EDEADLK
+ * at once, as if it waited for a hold of its own for ever: no handle of
+ * the thread holds it. */
+static void test_release_lost_then_again(void **state)
+{
+        (void)state;
+        NEED_REDIS();
+        char moved[320];
+        snprintf(moved, sizeof moved, "%s/moved.sock", dir);
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.stale_age = 2;
+        dirlock *a = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(space, "left", &o, &a, &e), DIRLOCK_OK);
+        cut_off(moved);
+        assert_int_equal(dirlock_release(a, &e), DIRLOCK_ESERVER);
+        reconnect(moved);
+        o.timeout = 30;
+        dirlock *b = NULL;
+        int rc = dirlock_acquire(space, "left", &o, &b, &e);
+        if (rc != DIRLOCK_OK)
+                print_message("acquire: %s\n", e.message);
+        assert_int_equal(rc, DIRLOCK_OK);
+        assert_int_equal(dirlock_release(b, NULL), DIRLOCK_OK);
+}
+
 /* The last release of a reentrant handle that gets no answer leaves the
  * hold on the server, found by the old token alone.  The handle holds
  * nothing; its next reacquire, or its free, releases that hold first
@@ -913,6 +941,7 @@ int main(void)
             cmocka_unit_test(test_upgrade_wakes),
             cmocka_unit_test(test_reentrant_and_cancel),
             cmocka_unit_test(test_self_deadlock),
+            cmocka_unit_test(test_release_lost_then_again),
             cmocka_unit_test(test_fork),
             cmocka_unit_test(test_multi),
             cmocka_unit_test(test_pending_in_one_thread),
