@@ -1,6 +1,7 @@
 # Dirlock.pm - the Perl side of the Dirlock module: loads the XS glue
-# (Dirlock.xs), makes one exception class per error code of the library,
-# runs a block under a lock (with), and documents it all (perldoc Dirlock).
+# (Dirlock.xs) on first use, makes one exception class per error code of
+# the library, runs a block under a lock (with), and documents it all
+# (perldoc Dirlock).
 package Dirlock;
 
 # No `use warnings`: warnings.pm (and overload.pm, below) would cost a
@@ -10,20 +11,52 @@ use strict;
 
 # The module's version is the library's (lib/core/dirlock.h, its one
 # home), as the glue was built with it: Makefile.PL gives it to MakeMaker
-# from pkg-config, and the glue says it here.
-require XSLoader;
-XSLoader::load('Dirlock');
-our $VERSION = library_version();
+# from pkg-config and writes it here as it copies this file to blib.
+our $VERSION = '@DIRLOCK_VERSION@';
 
-# Dirlock::Error::EBUSY and the others: one class per code the library
-# names (dirlock_code_name), each a Dirlock::Error.  No list of codes is
-# kept here: a library with more codes makes more classes.
-{
+# The glue (and the library under it) is loaded on the first call of one
+# of its functions, not at `use Dirlock`: a CGI program that loads the
+# module on every request and takes a lock on some pays the loading only
+# on those.  AUTOLOAD meets the first call; `can` answers for the glue's
+# functions before it is loaded.
+my $glue_loaded;
+
+sub _load_glue {
+        return if $glue_loaded;
+        $glue_loaded = 1;
+        require XSLoader;
+        XSLoader::load('Dirlock');
+
+        # Dirlock::Error::EBUSY and the others: one class per code the
+        # library names (dirlock_code_name), each a Dirlock::Error.  No
+        # list of codes is kept here: a library with more codes makes more
+        # classes.
         no strict 'refs';
         for my $name (code_names()) {
                 next if $name eq 'OK';
                 @{"Dirlock::Error::${name}::ISA"} = ('Dirlock::Error');
         }
+}
+
+our $AUTOLOAD;
+
+sub AUTOLOAD {
+        my $name = $AUTOLOAD;
+        $name =~ s/\A.*:://;
+        if (!$glue_loaded && $name ne 'DESTROY') {
+                _load_glue();
+                no strict 'refs';
+                goto &$AUTOLOAD if defined &$AUTOLOAD;
+        }
+        return if $name eq 'DESTROY';
+        my (undef, $file, $line) = caller;
+        die "Undefined subroutine &$AUTOLOAD called at $file line $line.\n";
+}
+
+sub can {
+        _load_glue();
+        my $class = shift;
+        return $class->SUPER::can(@_);
 }
 
 # Threads: a lock belongs to the thread (and process) that took it; a new

@@ -1,9 +1,25 @@
-# t/00-load.t - the module loads, and makes one Dirlock::Error class per
-# code the library names.
+# t/00-load.t - the module loads, states its version, loads the glue only
+# at its first call, and makes one Dirlock::Error class per code the
+# library names.
 use strict;
 use warnings;
 use Test::More;
 use FindBin;
+
+# Loading the module loads neither the glue nor XSLoader (a fresh perl:
+# this one's Test::More may have loaded XSLoader already); the version is
+# there before the glue, and the first call or `can` loads it.
+{
+        my $probe = 'print join(" ", exists $INC{"XSLoader.pm"} ? "xsloader" : "light", $Dirlock::VERSION,'
+            . ' defined &Dirlock::acquire ? "glue" : "noglue", Dirlock->can("acquire") ? "can" : "cannot",'
+            . ' defined &Dirlock::acquire ? "glue" : "noglue")';
+        open my $perl, '-|', $^X, (map { "-I$_" } grep { !ref } @INC), '-MDirlock', '-e', $probe
+            or die "cannot run $^X: $!";
+        my $out = do { local $/; <$perl> };
+        close $perl;
+        like($out, qr/\Alight \d+\.\d+\.\d+ noglue can glue\z/,
+                'use Dirlock loads no glue; $VERSION is there; can() loads it') or diag $out;
+}
 
 use_ok('Dirlock');
 
