@@ -19,9 +19,11 @@
  * only once the partner has exited (bin/dirlock does), so a partner that
  * waits keeps it.  A wait cannot end while a hold blocking it stays and
  * the waiter does not give up.  Holds of other hosts, of records without
- * a thread (DIRLOCK_NO_DEADLOCK, older records), waits of pending
- * acquires (which block no thread), and waits marked told (ONE VICTIM:
- * their threads are leaving) are never followed.
+ * a thread (DIRLOCK_NO_DEADLOCK, older records), a hold the asking
+ * thread's records give it under a token none of its handles has (what
+ * a failed release left: it lasts only to its stale age), waits of
+ * pending acquires (which block no thread), and waits marked told (ONE
+ * VICTIM: their threads are leaving) are never followed.
  *
  * KNOTS.  A wait for a lock, or for readers or ranges to drain, ends only
  * when every hold in its way is let go: one stuck hold keeps it stuck (an
@@ -230,9 +232,24 @@ static int read_hold(const char *path, double stale_age, const dl_fs *fs, dl_rec
         return dl_entry_stale(rec, age, stale_age, fs) ? -1 : 0;
 }
 
+/* Whether `rec` gives a hold to the asking thread under a token none of
+ * its handles holds: an entry a failed release left (its handle freed),
+ * which stays only until it is stale.  A knot through it would end
+ * then: it proves nothing (less is proven, never more). */
+static bool left_by_this_thread(const dl_record *rec)
+{
+        return rec->pid == dl_self_pid() && rec->tid == dl_self_tid() && dl_record_same_host(rec) == 1 &&
+               dl_handle_thread_holds(rec->token) == 0;
+}
+
 static int add_hold(struct hold **v, size_t *n, size_t *cap, char *path, char *path2, const dl_record *rec,
                     const char *looks)
 {
+        if (left_by_this_thread(rec)) {
+                free(path);
+                free(path2);
+                return 0;
+        }
         if (*n == *cap) {
                 size_t c = *cap ? *cap * 2 : 8;
                 struct hold *g = realloc(*v, c * sizeof *g);

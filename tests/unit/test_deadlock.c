@@ -9,7 +9,9 @@
  * (a long wait for a holder that waits for nothing), nor for a waiter
  * taken with DIRLOCK_NO_DEADLOCK, nor for a pending acquire; and a thread
  * asking again for a lock its own handle holds gets DIRLOCK_EDEADLK at
- * once, in a directory and with flock(2), while a try says busy. */
+ * once, in a directory and with flock(2), while a try says busy -- but
+ * not for the entry a failed release of its own left, which it waits
+ * out to its stale age. */
 #include "core_fixture.h"
 #include "dirlock_async.h"
 #include "dirlock_permit.h"
@@ -370,6 +372,39 @@ static void test_pending_not_reported(void **state)
         dirlock_pending_free(p);
 }
 
+/* A release that fails (the lock directory made immutable: EPERM, even
+ * for root) frees the handle and leaves the owner entry, this thread's,
+ * until it is stale.  The thread's next acquire of the name waits it out
+ * and takes the lock; it is no deadlock (the previous build told
+ * DIRLOCK_EDEADLK at once, and again at every try for the whole stale
+ * age).  Skipped where chattr cannot make a directory immutable (tmpfs,
+ * no CAP_LINUX_IMMUTABLE). */
+static void test_release_failed_then_again(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.stale_age = 1;
+        dirlock *a = NULL, *b = NULL;
+        dirlock_error e;
+        assert_int_equal(dirlock_acquire(lockdir, "left", &o, &a, &e), DIRLOCK_OK);
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "chattr +i '%s/left.lock' 2>/dev/null", lockdir);
+        if (system(cmd) != 0) {
+                dirlock_release(a, NULL);
+                skip();
+        }
+        int rc = dirlock_release(a, &e);
+        snprintf(cmd, sizeof cmd, "chattr -i '%s/left.lock'", lockdir);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(rc, DIRLOCK_EIO);
+        o.timeout = 30;
+        rc = dirlock_acquire(lockdir, "left", &o, &b, &e);
+        if (rc != DIRLOCK_OK)
+                print_message("acquire: %s\n", e.message);
+        assert_int_equal(rc, DIRLOCK_OK);
+        assert_int_equal(dirlock_release(b, &e), DIRLOCK_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -384,6 +419,7 @@ int main(void)
             cmocka_unit_test(test_permits),
             cmocka_unit_test(test_self),
             cmocka_unit_test(test_pending_not_reported),
+            cmocka_unit_test(test_release_failed_then_again),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
