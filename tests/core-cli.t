@@ -1,12 +1,12 @@
 #!/bin/bash
 # core-cli.t - the dirlock command as shell users meet it: exit statuses,
-# -n/-w/-E, fractional timeouts, the default directory, status, break,
-# cleanup, invalid names, signal forwarding, a SIGKILLed dirlock whose
+# -n/-w/-E, fractional timeouts, the default directory, status, break
+# (of a live owner, of a name only readers hold, of a free one), cleanup, invalid names, signal forwarding, a SIGKILLed dirlock whose
 # command keeps the lock, a fence that cannot be drawn (a corrupt counter,
 # a full tmpfs), the stale age's floor, exclusion between two
 # commands, and a space whose backend module is missing.
 . "$(dirname "$0")/tap.sh"
-plan 34
+plan 38
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -41,6 +41,23 @@ ok $? "subcommand options may follow the names"
 "$DIRLOCK" break -d "$L" held >/dev/null 2>&1
 is "$?" 1 "break refuses a live owner's lock"
 wait $holder
+
+# A name only readers hold is not free: break says what holds it (the
+# previous build said "lock 'rd' is free", exit 2), with or without
+# --force, which takes an exclusive hold away only.
+"$DIRLOCK" -d "$L" -s rd -- sh -c ': >"$1"; sleep 5' sh "$T/reading" &
+reader=$!
+for _ in $(seq 100); do [ -e "$T/reading" ] && break; sleep 0.05; done
+"$DIRLOCK" break -d "$L" rd 2>"$T/err"
+is "$?" 1 "break of a name a live reader holds exits 1"
+grep -q "no exclusive holder but is held by 1 reader; not broken" "$T/err"
+ok $? "... saying what holds it: $(cat "$T/err")"
+"$DIRLOCK" break -d "$L" --force rd 2>/dev/null
+is "$?" 1 "... and --force, which breaks an exclusive hold only, too"
+kill $reader
+wait $reader 2>/dev/null
+"$DIRLOCK" break -d "$L" nobody 2>"$T/err"
+is "$?" 2 "break of a free lock exits 2 ($(cat "$T/err"))"
 
 "$DIRLOCK" -d "$L" 'bad/name' -- true 2>"$T/err"
 is "$?" 2 "an invalid name is refused (status 2)"

@@ -4,7 +4,7 @@
 # lock with DIRLOCK_FENCE set, -n and -w conflict as in a directory, two
 # commands never interleave, $DIRLOCK_DIR names the space, status shows
 # the owner record, break refuses a live owner and breaks a dead one (or
-# any with --force), -n takes a dead owner's lock at once, cleanup removes
+# any with --force) and refuses a name only a reader holds, -n takes a dead owner's lock at once, cleanup removes
 # a dead owner's leftovers, and a lock the server lost (FLUSHALL, a
 # restart) is reported as such.
 . "$(dirname "$0")/tap.sh"
@@ -13,7 +13,7 @@ redis_available || {
 	echo "1..0 # SKIP $REDIS_WHY"
 	exit 0
 }
-plan 21
+plan 22
 port=$(redis_free_port) || {
 	echo "Bail out! no free port"
 	exit 1
@@ -51,6 +51,15 @@ is "$?" 1 "break refuses a live owner's lock"
 "$DIRLOCK" status -d "$U" held | grep -q "held *free"
 ok $? "the prefix separates spaces on one server (cli: held, dirlock: free)"
 wait $holder
+"$DIRLOCK" -d "$U" -s rd -- sh -c ': >"$1"; sleep 5' sh "$T/reading" &
+reader=$!
+for _ in $(seq 100); do [ -e "$T/reading" ] && break; sleep 0.05; done
+"$DIRLOCK" break -d "$U" --force rd 2>"$T/err"
+st=$?
+grep -q "no exclusive holder but is held by 1 reader" "$T/err"
+is "$?.$st" 0.1 "break of a name only a reader holds is refused, --force or not: $(cat "$T/err")"
+kill $reader
+wait $reader 2>/dev/null
 
 # Two commands appending under the same lock never interleave.
 for i in 1 2 3 4; do

@@ -29,6 +29,39 @@ int dirlock_inspect(const char *space, const char *name, double stale_age, dirlo
         return be->inspect(spec, name, stale_age, owner, err);
 }
 
+/* A break found no exclusive holder: is the name held all the same, by
+ * what a module counts (readers, ranges, permits)?  Then it is not free:
+ * DIRLOCK_ELIVE, saying what holds it.  Those holds are not broken from
+ * outside: a dead or stale one is broken by the next process that waits
+ * for it. */
+static int held_otherwise(const dl_backend *be, const char *spec, const char *name, double stale_age,
+                          dirlock_error *err)
+{
+        dirlock_owner o;
+        memset(&o, 0, sizeof o);
+        if (be->inspect == NULL)
+                return DIRLOCK_ENOLOCK;
+        (void)be->inspect(spec, name, stale_age, &o, NULL);
+        const struct {
+                unsigned n;
+                const char *one, *many;
+        } held[] = {{o.readers, "reader", "readers"},
+                    {o.ranges, "range", "ranges"},
+                    {o.permit_holders, "permit", "permits"}};
+        char what[96] = "";
+        for (size_t i = 0, len = 0; i < sizeof held / sizeof held[0] && len < sizeof what; i++)
+                if (held[i].n > 0)
+                        len += (size_t)snprintf(what + len, sizeof what - len, "%s%u %s", len ? ", " : "",
+                                                held[i].n, held[i].n == 1 ? held[i].one : held[i].many);
+        if (what[0] == '\0')
+                return DIRLOCK_ENOLOCK;
+        return dl_fail(err, DIRLOCK_ELIVE, 0,
+                       "lock '%s' has no exclusive holder but is held by %s; not broken (break takes an "
+                       "exclusive hold away; a dead or stale reader, range or permit is broken by the next "
+                       "process that waits for it)",
+                       name, what);
+}
+
 int dirlock_break(const char *space, const char *name, double stale_age, int force, dirlock_error *err)
 {
         const dl_backend *be;
@@ -36,7 +69,12 @@ int dirlock_break(const char *space, const char *name, double stale_age, int for
         int rc = dl_space_resolve(space, &be, &spec, err);
         if (rc == DIRLOCK_OK && be->break_lock == NULL)
                 rc = dl_fail(err, DIRLOCK_EINVAL, 0, "%s locks cannot be broken from outside", be->name);
-        return rc != DIRLOCK_OK ? rc : be->break_lock(spec, name, stale_age, force, err);
+        if (rc != DIRLOCK_OK)
+                return rc;
+        rc = be->break_lock(spec, name, stale_age, force, err);
+        if (rc == DIRLOCK_ENOLOCK && held_otherwise(be, spec, name, stale_age, err) == DIRLOCK_ELIVE)
+                rc = DIRLOCK_ELIVE;
+        return rc;
 }
 
 int dirlock_cleanup(const char *space, dirlock_error *err)
