@@ -520,7 +520,14 @@ int dl_random_token(char out[DIRLOCK_TOKEN_LEN + 1], dirlock_error *err)
 
 unsigned long long dirlock_process_start(pid_t pid)
 {
-        return pid > 0 ? dl_process_start_time(pid) : 0;
+        if (pid <= 0) {
+                errno = ESRCH;
+                return 0;
+        }
+        unsigned long long start = dl_process_start_time(pid);
+        if (start == 0 && (errno == ENOENT || errno == ESRCH))
+                errno = ESRCH; /* no /proc entry, or one going as its process is reaped */
+        return start;
 }
 
 int dirlock_process_alive(pid_t pid, unsigned long long start_time)

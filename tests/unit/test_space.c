@@ -1,7 +1,8 @@
-/* test_space.c - unit tests of lock spaces (lib/space.c, backend.h): the
- * space string picks the backend (a directory, flock:DIR, an unknown
- * scheme refused), every public call goes through the backend, and
- * dirlock_list() lists the locks of a space with their owners. */
+/* test_space.c - unit tests of lock spaces (lib/core/space.c, backend.h):
+ * the space string picks the backend (a directory, flock:DIR, an unknown
+ * scheme refused), every public call goes through the backend,
+ * dirlock_list() lists the locks of a space with their owners, and a
+ * process is named by its pid and start time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,10 +15,12 @@
 #include "dirlock_rw.h"
 #include "open_fds.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char lockdir[256], flockspace[300];
@@ -326,7 +329,19 @@ static void test_process_alive(void **state)
         assert_int_equal(dirlock_process_alive(getpid(), start), 1);
         assert_int_equal(dirlock_process_alive(getpid(), start + 1), 0); /* a reused pid */
         assert_int_equal(dirlock_process_alive(0, start), 0);
-        assert_int_equal(dirlock_process_start(0), 0);
+        /* No such process: 0, errno ESRCH (a reaped child, a pid out of
+         * range, 0 and below), as dirlock_process_alive(3) says. */
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0)
+                _exit(0);
+        assert_int_equal(waitpid(child, NULL, 0), child);
+        const pid_t none[] = {child, 0, -1, 0x7fffffff};
+        for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+                errno = 0;
+                assert_int_equal(dirlock_process_start(none[i]), 0);
+                assert_int_equal(errno, ESRCH);
+        }
 }
 
 int main(void)
