@@ -3,8 +3,9 @@
  * for comparison in tests and benchmarks (space "flock:DIR", or
  * dirlock_flock_acquire()).  Lock NAME is flock() on DIR/NAME.flock
  * (FLOCK_SUFFIX).  Kernel semantics: released by the kernel when the holder
- * dies, no owner record, no stale breaking, no upgrade, and readers can
- * lock a writer out.  Waiting forever blocks in flock(); a timeout polls
+ * dies, no owner record, no stale breaking, no intent lock, FIFO or
+ * writer policy (refused: flock_refuses), and readers can lock a writer
+ * out.  Waiting forever blocks in flock(); a timeout polls
  * LOCK_NB with a short jittered backoff.
  *
  * A DIRLOCK_REENTRANT handle (a lock object taken again and again with
@@ -113,8 +114,32 @@ static int confirm_grant(struct dl_flock *f, int *reopens, dirlock_error *err)
         return rc == DIRLOCK_OK ? DL_FLOCK_AGAIN : rc;
 }
 
+/* What flock(2) cannot keep is refused, not taken as something weaker:
+ * it has a shared and an exclusive lock and nothing else -- no intent
+ * lock (two "intent" holders would both get LOCK_SH, and both write), no
+ * order among waiters, no hold on new readers for a waiting writer.  A
+ * shared lock under policy simple ("one holder at a time") is LOCK_EX;
+ * under fair and reader it is LOCK_SH, where readers may keep a writer
+ * out, as flock(2) lets them. */
+static int flock_refuses(const dirlock *h, dirlock_error *err)
+{
+        const char *what = h->opts.mode == DIRLOCK_INTENT             ? "intent lock"
+                           : (h->opts.flags & DIRLOCK_FIFO)           ? "arrival order (FIFO)"
+                           : h->opts.policy == DIRLOCK_POLICY_WRITER ? "writer policy"
+                                                                      : NULL;
+        if (what == NULL)
+                return DIRLOCK_OK;
+        return dl_fail(err, DIRLOCK_EINVAL, 0,
+                       "lock '%s': flock: spaces have no %s (flock(2) has shared and exclusive locks "
+                       "only); a directory, Redis or etcd space has",
+                       h->name, what);
+}
+
 static int flock_open(dirlock *h, const char *spec, dirlock_error *err)
 {
+        int refused = flock_refuses(h, err);
+        if (refused != DIRLOCK_OK)
+                return refused;
         struct dl_flock *f = calloc(1, sizeof *f);
         if (f == NULL)
                 return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
@@ -161,7 +186,7 @@ static void flock_close(dirlock *h)
 static int flock_acquire(dirlock *h, const dl_time *deadline, dirlock_error *err)
 {
         struct dl_flock *f = h->impl;
-        int op = h->opts.mode == DIRLOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH;
+        int op = h->opts.mode == DIRLOCK_EXCLUSIVE || h->opts.policy == DIRLOCK_POLICY_SIMPLE ? LOCK_EX : LOCK_SH;
         dl_waiter w;
         dl_waiter_init(&w, f->path, DIRLOCK_NO_NOTIFY, h->token, 0);
         dl_waiter_cancel_on(&w, h->opts.cancel_fd);

@@ -1,8 +1,9 @@
 /* test_space.c - unit tests of lock spaces (lib/core/space.c, backend.h):
  * the space string picks the backend (a directory, flock:DIR, an unknown
- * scheme refused), every public call goes through the backend,
- * dirlock_list() lists the locks of a space with their owners, and a
- * process is named by its pid and start time. */
+ * scheme refused), every public call goes through the backend, a flock:
+ * space refuses what flock(2) cannot keep, dirlock_list() lists the
+ * locks of a space with their owners, and a process is named by its pid
+ * and start time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -344,6 +345,41 @@ static void test_process_alive(void **state)
         }
 }
 
+/* A flock: space has flock(2)'s shared and exclusive locks and nothing
+ * else: an intent lock (two holders would both get LOCK_SH), arrival
+ * order and the writer policy are refused (the previous build took the
+ * first two as shared locks, and let two intent holders in at once); a
+ * shared lock under policy simple (one holder at a time) is exclusive. */
+static void test_flock_refuses(void **state)
+{
+        (void)state;
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 0;
+        dirlock *a = NULL, *b = NULL;
+        dirlock_error e;
+        o.mode = DIRLOCK_INTENT;
+        assert_int_equal(dirlock_acquire(flockspace, "m", &o, &a, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "no intent lock"));
+        o.mode = DIRLOCK_EXCLUSIVE;
+        o.flags = DIRLOCK_FIFO;
+        assert_int_equal(dirlock_acquire(flockspace, "m", &o, &a, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "arrival order"));
+        o.flags = 0;
+        o.mode = DIRLOCK_SHARED;
+        o.policy = DIRLOCK_POLICY_WRITER;
+        assert_int_equal(dirlock_flock_acquire(lockdir, "m", &o, &a, &e), DIRLOCK_EINVAL);
+        assert_non_null(strstr(e.message, "writer policy"));
+        o.policy = DIRLOCK_POLICY_SIMPLE;
+        assert_int_equal(dirlock_acquire(flockspace, "m", &o, &a, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(flockspace, "m", &o, &b, &e), DIRLOCK_EBUSY);
+        assert_int_equal(dirlock_release(a, &e), DIRLOCK_OK);
+        o.policy = DIRLOCK_POLICY_FAIR;
+        assert_int_equal(dirlock_acquire(flockspace, "m", &o, &a, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_acquire(flockspace, "m", &o, &b, &e), DIRLOCK_OK); /* two readers */
+        assert_int_equal(dirlock_release(b, &e), DIRLOCK_OK);
+        assert_int_equal(dirlock_release(a, &e), DIRLOCK_OK);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -355,6 +391,7 @@ int main(void)
             cmocka_unit_test(test_bad_space_secret),
             cmocka_unit_test(test_list),
             cmocka_unit_test(test_process_alive),
+            cmocka_unit_test(test_flock_refuses),
             cmocka_unit_test(test_space_query),
             cmocka_unit_test(test_space_forms),
         };
