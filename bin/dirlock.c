@@ -420,6 +420,11 @@ static int run_subcommand(const struct subcommand *sub, int argc, char **argv, s
                 } else if (c == OPT_STALE && sub->stale) {
                         if (parse_stale(optarg, &st->stale) != 0)
                                 return EXIT_ERROR;
+                        /* A judge takes the floor a holder is held to (the
+                         * library refuses a lock taken with less). */
+                        if (st->stale < DIRLOCK_MIN_STALE_AGE)
+                                return usage_error("stale age '%s' is below the smallest accepted, %.1f s",
+                                                   optarg, DIRLOCK_MIN_STALE_AGE);
                 } else if (c == OPT_FORCE && sub->force) {
                         st->force = 1;
                 } else if (c == OPT_JSON && sub->json) {

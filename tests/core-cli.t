@@ -6,7 +6,7 @@
 # a full tmpfs), the stale age's floor, exclusion between two
 # commands, and a space whose backend module is missing.
 . "$(dirname "$0")/tap.sh"
-plan 38
+plan 39
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -171,6 +171,10 @@ fi
 is "$?" 2 "a stale age below 0.1 s is refused (status 2)"
 grep -q "below the smallest" "$T/err"
 ok $? "... saying why: $(cat "$T/err")"
+"$DIRLOCK" status -d "$L" --stale 0.05 2>"$T/err"
+st=$?
+grep -q "below the smallest" "$T/err"
+is "$?.$st" 0.2 "... and by status, which judges with it (the previous build took it)"
 "$DIRLOCK" --help | grep -q -- "--shared"
 ok $? "--help documents the options"
 
