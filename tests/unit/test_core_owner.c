@@ -167,6 +167,8 @@ static void test_fork_child_adopts(void **state)
         dirlock *a = take("adopted", 0);
         assert_non_null(a);
         assert_int_equal(dirlock_adopt(a, NULL), DIRLOCK_EINVAL);
+        int go[2];
+        assert_int_equal(pipe(go), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -174,10 +176,17 @@ static void test_fork_child_adopts(void **state)
                 steps += dirlock_adopt(a, NULL) == DIRLOCK_EINVAL;
                 steps += dirlock_refresh(a, NULL) == DIRLOCK_OK;
                 steps += dirlock_check(a, NULL) == DIRLOCK_OK;
+                char c;
+                steps += read(go[0], &c, 1) == 1; /* the parent has refreshed: now let go */
                 steps += dirlock_release(a, NULL) == DIRLOCK_OK;
-                _exit(steps == 5 ? 0 : 10 + steps);
+                _exit(steps == 6 ? 0 : 10 + steps);
         }
+        /* Before the child lets go (it waits for the pipe): the parent's
+         * refresh of the shared hold must not race its release. */
         assert_int_equal(dirlock_refresh(a, NULL), DIRLOCK_OK);
+        assert_int_equal(write(go[1], "g", 1), 1);
+        close(go[0]);
+        close(go[1]);
         int status;
         waitpid(pid, &status, 0);
         assert_true(WIFEXITED(status));
