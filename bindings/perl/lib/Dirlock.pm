@@ -197,16 +197,18 @@ Dirlock binds libdirlock, the C library of the dirlock toolkit: locks made of di
 C<rename> (so they work on NFS), with timeouts, prompt wake-up, owner
 records, race-free breaking of stale locks, many names at once,
 reader-writer modes with policies, range locks, FIFO and reentrant
-options, fencing tokens, and the same locks kept on a Redis server shared
-by several hosts.  The library documents every guarantee in its header,
-F<lib/dirlock.h>, and F<docs/library.md>; this page says how they look
-from Perl.
+options, fencing tokens, and the same locks kept on a Redis server or an
+etcd cluster shared by several hosts.  The library documents every
+guarantee in its headers, F<lib/core/dirlock.h> and those of its modules,
+and F<docs/library.md>; this page says how they look from Perl.
 
 A I<lock space> is the first argument of every call: a directory (the
 locks are directories in it; made if missing), C<flock:DIR> (the
-kernel's C<flock(2)> on files in DIR) or a Redis server,
-C<redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=P]> or
-C<redis+unix:///SOCKET[?db=N&prefix=P]>.  Lock names are 1 to 64
+kernel's C<flock(2)> on files in DIR), a Redis server,
+C<redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?prefix=P]> (C<rediss://>
+over TLS) or C<redis+unix:///SOCKET[?db=N&prefix=P]>, or an etcd
+cluster, C<etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX]> (C<etcds://>
+over TLS); C<man dirlock> gives every option of each.  Lock names are 1 to 64
 characters of C<[A-Za-z0-9._-]>, not starting with a dot.
 
 =head1 TAKING A LOCK
@@ -309,7 +311,7 @@ either lives.
 =item range => [LO, HI] or "LO:HI"
 
 A range lock, above; as text, in the grammar of C<dirlock --range>
-(F<lib/dirlock.h>, C<dirlock_range_parse>).
+(F<lib/range/dirlock_range.h>, C<dirlock_range_parse>).
 
 =back
 
