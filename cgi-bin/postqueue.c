@@ -37,6 +37,11 @@
  *                pidfd, the watch) -- a short while, growing, since P
  *                giving the claim back is a rename no watch hears -- and
  *                goes back to step 2; out of time, step 6.
+ *                A claim that cannot be read now (no descriptor, no
+ *                memory, an I/O error) is given back as X.msg and the
+ *                batch fails (step 5): it may be whole.  One that is not
+ *                a message (cut short, unparsable) never will be: it is
+ *                removed, and said on stderr.
  *                Read the log; each claimed X whose id is already in the
  *                log (its holder died after the log's rename) is not
  *                added again (I4); the others get the next numbers.
@@ -60,7 +65,8 @@
  *   I3  an entry loses its name only after the log holding its message (by
  *       id) is durable, or by its own poster (step 5 failure, step 6), so a
  *       poster that finds its entry without a name was stored (renames
- *       between .msg and .claim.PID-START keep the one link);
+ *       between .msg and .claim.PID-START keep the one link) -- save an
+ *       entry that is no message, which step 1 never writes;
  *   I4  the log never holds the same id twice, so a holder that died
  *       between the log's rename and step 5 causes no duplicate.
  * A holder whose lock was broken as stale keeps its claims (I2) and finds
@@ -282,15 +288,23 @@ static int candidate_order(const void *pa, const void *pb)
         return strcmp(a->id, b->id);
 }
 
-/* Read and check claimed entry `id`; 0 and *rec, or -1 with `why`. */
-static int read_claim(int dfd, const char *id, struct logrecord *rec, const char **why)
+/* What reading a claimed entry found (read_claim). */
+enum claim_read {
+        CLAIM_READ = 0,     /* a whole message: *rec                                  */
+        CLAIM_CORRUPT = -1, /* not a message (cut short, unparsable): never will be */
+        CLAIM_UNREAD = -2   /* not read now (descriptors, memory, I/O): it may be  */
+};
+
+/* Read and check claimed entry `id`: CLAIM_READ and *rec, or one of the
+ * others with `why`. */
+static enum claim_read read_claim(int dfd, const char *id, struct logrecord *rec, const char **why)
 {
         char name[ENTRY_NAME_MAX];
         own_claim_name(name, id);
         int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 *why = strerror(errno);
-                return -1;
+                return CLAIM_UNREAD;
         }
         struct buf b = BUF_INIT;
         char chunk[16384];
@@ -298,15 +312,19 @@ static int read_claim(int dfd, const char *id, struct logrecord *rec, const char
         while ((n = read(fd, chunk, sizeof chunk)) != 0) {
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n < 0 || b.len + (size_t)n > ENTRY_MAX_BYTES || buf_append(&b, chunk, (size_t)n) < 0) {
-                        *why = n < 0 ? strerror(errno) : "too large";
+                enum claim_read bad = n < 0                                 ? CLAIM_UNREAD
+                                      : b.len + (size_t)n > ENTRY_MAX_BYTES ? CLAIM_CORRUPT
+                                      : buf_append(&b, chunk, (size_t)n) < 0 ? CLAIM_UNREAD
+                                                                             : CLAIM_READ;
+                if (bad != CLAIM_READ) {
+                        *why = n < 0 ? strerror(errno) : bad == CLAIM_CORRUPT ? "too large" : "out of memory";
                         close(fd);
                         buf_free(&b);
-                        return -1;
+                        return bad;
                 }
         }
         close(fd);
-        int rc = -1;
+        enum claim_read rc = CLAIM_CORRUPT;
         if (b.len == 0 || b.data[b.len - 1] != '\n') {
                 *why = "incomplete";
         } else {
@@ -316,8 +334,10 @@ static int read_claim(int dfd, const char *id, struct logrecord *rec, const char
                 else if (strcmp(rec->id, id) != 0)
                         *why = "its id does not match its name";
                 else
-                        rc = 0;
-                if (rc != 0)
+                        rc = CLAIM_READ;
+                if (lrc == LOGRECORD_ENOMEM)
+                        rc = CLAIM_UNREAD;
+                if (rc != CLAIM_READ)
                         logrecord_free(rec);
         }
         buf_free(&b);
@@ -385,7 +405,20 @@ int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct board_error
                                 continue; /* withdrawn by its poster, or taken */
                         struct logrecord rec;
                         const char *why = "";
-                        if (read_claim(dfd, cands[i].id, &rec, &why) < 0) {
+                        enum claim_read got = read_claim(dfd, cands[i].id, &rec, &why);
+                        if (got == CLAIM_UNREAD) {
+                                /* It may be whole: give it back, and fail the
+                                 * batch (its poster, or the next leader, will
+                                 * read it).  Removing it would tell its poster
+                                 * "stored" (I3) of a post no log holds. */
+                                char queued[ENTRY_NAME_MAX];
+                                entry_name(queued, c->id, QUEUED_SUFFIX);
+                                renameat(dfd, to, dfd, queued);
+                                rc = board_fail(err, 500, "cannot read the pending post '%s/%s': %s", dir, to,
+                                                why);
+                                break;
+                        }
+                        if (got == CLAIM_CORRUPT) {
                                 fprintf(stderr, "board[%ld]: removed unreadable pending post '%s/%s': %s\n",
                                         (long)getpid(), dir, to, why);
                                 unlinkat(dfd, to, 0);

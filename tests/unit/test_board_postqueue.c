@@ -1,6 +1,7 @@
 /* test_board_postqueue.c - the pending-post queue (cgi-bin/postqueue.c) and
  * group commit through board_post(): claim order and limits, withdraw
- * against claim, give-back, unreadable and dead entries, what a holder
+ * against claim, give-back, unreadable and dead entries, an entry that
+ * cannot be read for want of descriptors (given back, never removed), what a holder
  * killed mid-commit leaves behind (no loss, no duplicate), and concurrent
  * posters in separate processes (none lost; the same harness without a
  * lock loses posts, so it can fail), holders judged by pid and start
@@ -239,6 +240,52 @@ static void test_unreadable_and_dead(void **state)
         assert_true(pending_exists(live));
         assert_true(pending_exists(live_old));
         assert_int_equal(count_entries(), 2); /* the live writers' */
+}
+
+/* A claim that cannot be read now -- no descriptor free, as in a
+ * pre-forking server out of them -- may be whole: it is given back as
+ * X.msg and the batch fails (500), so its poster is never told "stored"
+ * of a post no log holds.  The previous build removed it as unreadable,
+ * and its poster, finding its entry gone, answered 303. */
+static void test_claim_unread_given_back(void **state)
+{
+        (void)state;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        write_file("00000000000000ff.msg", "1\t2\ta\tb\tc\t\t00000000000000ff\n");
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                struct rlimit few = {256, 256};
+                if (setrlimit(RLIMIT_NOFILE, &few) != 0)
+                        _exit(2); /* under valgrind: skipped */
+                int fds[512], n = 0;
+                while (n < 512 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                        n++;
+                close(fds[--n]); /* one free: the listing's, none for the entry */
+                struct pq_batch b = PQ_BATCH_INIT;
+                struct board_error ce = BOARD_ERROR_INIT;
+                int rc = pq_claim(pending, 10, &b, &ce);
+                int back = pending_exists("00000000000000ff.msg");
+                pq_batch_free(&b);
+                while (n > 0)
+                        close(fds[--n]);
+                if (rc == 0)
+                        _exit(back ? 3 : 4); /* 4: removed, as the previous build did */
+                _exit(back && ce.status == 500 && strstr(ce.msg, "Too many open files") ? 0 : 5);
+        }
+        int st;
+        assert_int_equal(waitpid(child, &st, 0), child);
+        assert_true(WIFEXITED(st));
+        if (WEXITSTATUS(st) == 2)
+                skip();
+        assert_int_equal(WEXITSTATUS(st), 0);
+        /* Read now, with descriptors to spare. */
+        struct pq_batch b = PQ_BATCH_INIT;
+        assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
+        assert_int_equal(b.count, 1);
+        pq_settle(pending, &b);
+        pq_batch_free(&b);
 }
 
 /* Holders and writers are named by pid and start time, so a reused pid
@@ -645,6 +692,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_withdraw_against_claim, setup, teardown),
             cmocka_unit_test_setup_teardown(test_give_back_removes_own, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unreadable_and_dead, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claim_unread_given_back, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reused_pid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dead_holder_leftovers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claimed_by_lost_holder, setup, teardown),
