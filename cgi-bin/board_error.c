@@ -39,6 +39,8 @@ const char *storage_hint(int sys_errno)
         case ENOSPC:
         case EDQUOT:
                 return " (the disk is full)";
+        case EFBIG:
+                return " (the file would pass the board's file size limit, RLIMIT_FSIZE)";
         case EACCES:
         case EPERM:
                 return " (permission denied on the data directory)";

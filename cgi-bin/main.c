@@ -65,10 +65,13 @@ static int install_signals(void)
         sa.sa_flags = SA_RESTART; /* resume what was interrupted (see the top of the file) */
         if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0)
                 return -1;
+        /* A write past RLIMIT_FSIZE fails with EFBIG, said as an error like
+         * a full disk's, instead of killing the board mid-request (SIGXFSZ:
+         * no answer, and its queued post stored by the next writer). */
         struct sigaction ign;
         memset(&ign, 0, sizeof ign);
         ign.sa_handler = SIG_IGN;
-        return sigaction(SIGPIPE, &ign, NULL);
+        return sigaction(SIGPIPE, &ign, NULL) < 0 || sigaction(SIGXFSZ, &ign, NULL) < 0 ? -1 : 0;
 }
 
 static long fcgi_read(void *ctx, char *dst, size_t n)

@@ -7,7 +7,7 @@
 # Then: the refusal is a 500 with a page that says what went wrong (without
 # the real path), every earlier acknowledged post is still in the log, the
 # log parses, no temp file is left, and once there is room again posting
-# works.
+# works.  A file size limit below the log's size is refused the same way.
 set -eu
 # shellcheck source=tests/http-lib.sh
 . "$(dirname "$0")/http-lib.sh"
@@ -105,6 +105,17 @@ else
 	skip "posting works again" "cannot remount the tmpfs bigger"
 	skip "the new post was added" "cannot remount the tmpfs bigger"
 fi
+
+# A file size limit (RLIMIT_FSIZE) below the log's size: the rewrite
+# fails with EFBIG, a 500 like a full disk's -- the previous build was
+# killed by SIGXFSZ, answering nothing, and the next post stored the dead
+# one's queued message beside its own.
+before=$(grep -vc '^#fence' "$LOG")
+st=$(ulimit -f 8 && cgi POST /post "token=$TOK&name=disk&body=over+the+size+limit")
+is "$st" 500 "a post whose log would pass the file size limit is answered 500, not killed ($(grep -o 'File too large[^<]*' "$T/resp" | head -n 1))"
+is "$(cgi POST /post "token=$TOK&name=disk&body=after+the+size+limit")" 303 "the next post, without the limit, is stored"
+is "$(grep -c 'over the size limit' "$LOG")" 0 "the refused post is not in the log"
+is "$(grep -vc '^#fence' "$LOG")" "$((before + 1))" "only the next post was added"
 
 is "$(grep -cE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/stderr.all" || true)" 0 \
 	"no sanitizer report from the board (SANITIZE=1 builds)"
