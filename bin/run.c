@@ -81,10 +81,13 @@ struct pending_command {
 static int fork_command(char **command, const sigset_t *old_mask, struct pending_command *pc)
 {
         int p[2];
-        if (pipe2(p, O_CLOEXEC) != 0)
+        if (pipe2(p, O_CLOEXEC) != 0) {
+                say("%s: cannot make the pipe that lets the command run: %s", progname, strerror(errno));
                 return -1;
+        }
         pid_t child = fork();
         if (child < 0) {
+                say("%s: cannot fork: %s", progname, strerror(errno));
                 close(p[0]);
                 close(p[1]);
                 return -1;
@@ -265,12 +268,16 @@ static int take_locks(struct run_request *rq, int sfd, struct pending_command *p
         }
 }
 
+/* go_message's answer when the fences do not fit the message (no
+ * dirlock code is negative). */
+#define GO_TOO_BIG (-1)
+
 /* The go message: "g", then DIRLOCK_FENCE (the first lock's fence, in name
  * order) and DIRLOCK_FENCES ("NAME=FENCE ..." for every lock), when the
- * space has fences.  DIRLOCK_OK; DIRLOCK_ENOMEM when it does not fit; or
- * the error of a fence that could not be drawn, in *e, with the lock it
- * was for in *which: a command whose store compares fences must not run
- * without one, so it does not run at all. */
+ * space has fences.  DIRLOCK_OK; GO_TOO_BIG when it does not fit; or the
+ * error of a fence that could not be drawn (out of memory included), in
+ * *e, with the lock it was for in *which: a command whose store compares
+ * fences must not run without one, so it does not run at all. */
 static int go_message(const struct hold *hl, char *buf, size_t size, const char **which, dirlock_error *e)
 {
         int n = snprintf(buf, size, "g");
@@ -282,7 +289,7 @@ static int go_message(const struct hold *hl, char *buf, size_t size, const char 
                 unsigned long long f;
                 if (dirlock_fence(h, &f, e) != DIRLOCK_OK) {
                         if (e->code == DIRLOCK_EINVAL) /* this space has no fences */
-                                return n < (int)size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
+                                return n < (int)size ? DIRLOCK_OK : GO_TOO_BIG;
                         *which = dirlock_name(h);
                         return e->code;
                 }
@@ -291,11 +298,11 @@ static int go_message(const struct hold *hl, char *buf, size_t size, const char 
                 int k = snprintf(fences + used, sizeof fences - used, "%s%s=%llu", i ? " " : "",
                                  dirlock_name(h), f);
                 if (k < 0 || (size_t)k >= sizeof fences - used)
-                        return DIRLOCK_ENOMEM;
+                        return GO_TOO_BIG;
                 used += (size_t)k;
         }
         n += snprintf(buf + n, size - (size_t)n, "\nDIRLOCK_FENCE=%llu\nDIRLOCK_FENCES=%s\n", first, fences);
-        return n > 0 && (size_t)n < size ? DIRLOCK_OK : DIRLOCK_ENOMEM;
+        return n > 0 && (size_t)n < size ? DIRLOCK_OK : GO_TOO_BIG;
 }
 
 /* The locks were found lost while the command runs: say so, and stop
@@ -361,7 +368,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
         const char *which = "?";
         dirlock_error e;
         int rc = go_message(hl, go, sizeof go, &which, &e);
-        if (rc != DIRLOCK_OK && rc != DIRLOCK_ENOMEM) {
+        if (rc != DIRLOCK_OK && rc != GO_TOO_BIG) {
                 fprintf(stderr, "%s: no fence for lock '%s', so the command was not run: %s\n", progname,
                         which, e.message);
                 abandon_command(pc);
@@ -430,10 +437,8 @@ int run_under_locks(struct run_request *rq)
         sigaddset(&wait_for, SIGCHLD);
         sigprocmask(SIG_BLOCK, &wait_for, &old);
         struct pending_command pc;
-        if (fork_command(rq->command, &old, &pc) != 0) {
-                fprintf(stderr, "%s: cannot fork: %s\n", progname, strerror(errno));
-                return EXIT_CANNOT_RUN;
-        }
+        if (fork_command(rq->command, &old, &pc) != 0)
+                return EXIT_CANNOT_RUN; /* said */
         int sfd = signalfd(-1, &ending, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0) {
                 fprintf(stderr, "%s: cannot watch for signals: %s\n", progname, strerror(errno));

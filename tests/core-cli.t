@@ -6,7 +6,7 @@
 # a full tmpfs), the stale age's floor, exclusion between two
 # commands, and a space whose backend module is missing.
 . "$(dirname "$0")/tap.sh"
-plan 39
+plan 40
 L="$T/locks"
 cd "$T" || exit 1
 
@@ -165,6 +165,13 @@ if unshare --mount --propagation private bash "$T/full.sh" "$T/small" "$DIRLOCK"
 else
 	skip "cannot mount a small tmpfs in a mount namespace of its own here (unshare -m and mount need root): $(head -c 200 "$T/full.err")"
 fi
+
+# Out of descriptors before the command is forked: the step that failed
+# is named (the previous build said "cannot fork: Too many open files").
+(ulimit -n 4 && exec "$DIRLOCK" -d "$L" fds -- true) 2>"$T/err"
+st=$?
+grep -q "cannot make the pipe that lets the command run: Too many open files" "$T/err"
+is "$?.$st" 0.126 "no descriptor for the command's pipe: exit 126, naming the step ($(cat "$T/err"))"
 
 # The stale age has a floor, refused with a clear message.
 "$DIRLOCK" -d "$L" --stale 0.05 tiny -- true 2>"$T/err"
