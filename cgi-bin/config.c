@@ -295,6 +295,14 @@ static int gate_space_of(struct board_config *cfg, const char *filename, struct 
                           filename, cfg->lock_space);
 }
 
+/* Whether the lock space has intent locks that upgrade (flock:DIR has
+ * not); a space the library cannot use says why at the first lock. */
+static bool space_upgrades(const struct board_config *cfg)
+{
+        dirlock_space_info info;
+        return dirlock_space_query(cfg->lock_space, &info, NULL) != DIRLOCK_OK || info.upgrade;
+}
+
 static int is_space(char c)
 {
         return c == ' ' || c == '\t' || c == '\r';
@@ -398,6 +406,11 @@ int config_parse(const char *text, size_t len, const char *filename, struct boar
                 rc = board_fail(err, 500,
                                 "%s: key 'lock_space': lock_mode %s takes flock(2) locks on files in a "
                                 "directory; '%.100s' is not one (give a directory or flock:DIR)",
+                                filename, board_lock_mode_name(cfg->lock_mode), cfg->lock_space);
+        if (rc == 0 && board_lock_mode_row(cfg->lock_mode)->write == DIRLOCK_INTENT && !space_upgrades(cfg))
+                rc = board_fail(err, 500,
+                                "%s: key 'lock_space': lock_mode %s writes under an intent lock, which lock "
+                                "space '%.100s' does not have (give a directory, or a Redis or etcd space)",
                                 filename, board_lock_mode_name(cfg->lock_mode), cfg->lock_space);
         /* A lock server's space is shared by several hosts, and group
          * commit judges the claims of its queue by process id, which only

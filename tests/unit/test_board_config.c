@@ -114,6 +114,8 @@ static void test_errors(void **state)
         expect_error("data_dir = /x\nlock_space = a\x01b\n", "key 'lock_space'");
         expect_error("data_dir = /x\nlock_mode = flock\nlock_space = redis://127.0.0.1/board\n",
                      "lock_mode flock takes flock(2) locks on files in a directory");
+        expect_error("data_dir = /x\nlock_mode = rw\nlock_space = flock:/run/b\n",
+                     "lock_mode rw writes under an intent lock, which lock space 'flock:/run/b' does not have");
         expect_error("data_dir = /x\nlock_space = redis://127.0.0.1/0\ngroup_commit = yes\n",
                      "group commit judges queued posts by process id");
         expect_error("data_dir = /x\nmax_waiting_posts = -1\n", "key 'max_waiting_posts'");
