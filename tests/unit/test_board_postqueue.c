@@ -242,6 +242,21 @@ static void test_unreadable_and_dead(void **state)
         assert_int_equal(count_entries(), 2); /* the live writers' */
 }
 
+/* In a forked child: lower the descriptor limit to 256 and open
+ * /dev/null into fds[] until none is left; how many were opened.  A child
+ * that cannot lower it (under valgrind, which keeps its own) exits 2:
+ * its parent skips the test. */
+static int use_up_descriptors(int fds[512])
+{
+        struct rlimit few = {256, 256};
+        if (setrlimit(RLIMIT_NOFILE, &few) != 0)
+                _exit(2);
+        int n = 0;
+        while (n < 512 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                n++;
+        return n;
+}
+
 /* A claim that cannot be read now -- no descriptor free, as in a
  * pre-forking server out of them -- may be whole: it is given back as
  * X.msg and the batch fails (500), so its poster is never told "stored"
@@ -256,12 +271,7 @@ static void test_claim_unread_given_back(void **state)
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
-                struct rlimit few = {256, 256};
-                if (setrlimit(RLIMIT_NOFILE, &few) != 0)
-                        _exit(2); /* under valgrind: skipped */
-                int fds[512], n = 0;
-                while (n < 512 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
-                        n++;
+                int fds[512], n = use_up_descriptors(fds);
                 close(fds[--n]); /* one free: the listing's, none for the entry */
                 struct pq_batch b = PQ_BATCH_INIT;
                 struct board_error ce = BOARD_ERROR_INIT;
@@ -592,12 +602,7 @@ static void test_self_without_descriptors(void **state)
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
-                struct rlimit few = {256, 256};
-                if (setrlimit(RLIMIT_NOFILE, &few) != 0)
-                        _exit(2); /* under valgrind: skipped */
-                int fds[512], n = 0;
-                while (n < 512 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
-                        n++;
+                int fds[512], n = use_up_descriptors(fds);
                 struct process_id during, after;
                 process_self(&during);
                 while (n > 0)
