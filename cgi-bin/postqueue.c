@@ -37,11 +37,12 @@
  *                pidfd, the watch) -- a short while, growing, since P
  *                giving the claim back is a rename no watch hears -- and
  *                goes back to step 2; out of time, step 6.
- *                A claim that cannot be read now (no descriptor, no
- *                memory, an I/O error) is given back as X.msg and the
- *                batch fails (step 5): it may be whole.  One that is not
- *                a message (cut short, unparsable) never will be: it is
- *                removed, and said on stderr.
+ *                A claim that cannot be read for want of descriptors or
+ *                memory is given back as X.msg and the batch fails (step
+ *                5): it may be whole.  One that is no message (cut
+ *                short, unparsable, not a file, an I/O error) never will
+ *                be: it is removed, and said on stderr -- given back, it
+ *                would fail every later batch first.
  *                Read the log; each claimed X whose id is already in the
  *                log (its holder died after the log's rename) is not
  *                added again (I4); the others get the next numbers.
@@ -290,10 +291,22 @@ static int candidate_order(const void *pa, const void *pb)
 
 /* What reading a claimed entry found (read_claim). */
 enum claim_read {
-        CLAIM_READ = 0,     /* a whole message: *rec                                  */
-        CLAIM_CORRUPT = -1, /* not a message (cut short, unparsable): never will be */
-        CLAIM_UNREAD = -2   /* not read now (descriptors, memory, I/O): it may be  */
+        CLAIM_READ = 0,     /* a whole message: *rec                                 */
+        CLAIM_CORRUPT = -1, /* no message, and never will be (cut short, unparsable,
+                               not a file, an I/O error)                             */
+        CLAIM_UNREAD = -2   /* not read for want of descriptors or memory: may be  */
 };
+
+/* The errors of a read that may succeed later: this process's or the
+ * system's descriptors, or memory, ran out.  Any other error stays with
+ * the entry (a symlink, a directory, a bad block): giving it back would
+ * make every later leader claim it first and fail. */
+static enum claim_read unread_or_corrupt(int e)
+{
+        return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS || e == EAGAIN || e == EINTR
+                   ? CLAIM_UNREAD
+                   : CLAIM_CORRUPT;
+}
 
 /* Read and check claimed entry `id`: CLAIM_READ and *rec, or one of the
  * others with `why`. */
@@ -304,7 +317,7 @@ static enum claim_read read_claim(int dfd, const char *id, struct logrecord *rec
         int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 *why = strerror(errno);
-                return CLAIM_UNREAD;
+                return unread_or_corrupt(errno);
         }
         struct buf b = BUF_INIT;
         char chunk[16384];
@@ -312,7 +325,7 @@ static enum claim_read read_claim(int dfd, const char *id, struct logrecord *rec
         while ((n = read(fd, chunk, sizeof chunk)) != 0) {
                 if (n < 0 && errno == EINTR)
                         continue;
-                enum claim_read bad = n < 0                                 ? CLAIM_UNREAD
+                enum claim_read bad = n < 0                                 ? unread_or_corrupt(errno)
                                       : b.len + (size_t)n > ENTRY_MAX_BYTES ? CLAIM_CORRUPT
                                       : buf_append(&b, chunk, (size_t)n) < 0 ? CLAIM_UNREAD
                                                                              : CLAIM_READ;
@@ -414,8 +427,8 @@ int pq_claim(const char *dir, size_t max, struct pq_batch *b, struct board_error
                                 char queued[ENTRY_NAME_MAX];
                                 entry_name(queued, c->id, QUEUED_SUFFIX);
                                 renameat(dfd, to, dfd, queued);
-                                rc = board_fail(err, 500, "cannot read the pending post '%s/%s': %s", dir, to,
-                                                why);
+                                rc = board_fail(err, 500, "cannot read the pending post '%s/%s' now: %s", dir,
+                                                queued, why);
                                 break;
                         }
                         if (got == CLAIM_CORRUPT) {

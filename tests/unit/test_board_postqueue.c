@@ -298,6 +298,28 @@ static void test_claim_unread_given_back(void **state)
         pq_batch_free(&b);
 }
 
+/* An entry no read will ever get (a symlink: ELOOP) is removed, not
+ * given back: given back, it would be claimed first by every later
+ * leader and fail every batch, and no post would be stored again. */
+static void test_claim_never_readable_removed(void **state)
+{
+        (void)state;
+        struct board_error e = BOARD_ERROR_INIT;
+        assert_int_equal(ensure_dir(pending, &e), 0);
+        char link[320];
+        snprintf(link, sizeof link, "%s/00000000000000aa.msg", pending);
+        assert_int_equal(symlink("/dev/null", link), 0);
+        write_file("00000000000000ff.msg", "1\t2\ta\tb\tc\t\t00000000000000ff\n");
+        for (int leader = 0; leader < 2; leader++) {
+                struct pq_batch b = PQ_BATCH_INIT;
+                assert_int_equal(pq_claim(pending, 10, &b, &e), 0);
+                assert_int_equal(b.count, leader == 0 ? 1 : 0);
+                pq_settle(pending, &b);
+                pq_batch_free(&b);
+        }
+        assert_int_equal(count_entries(), 0);
+}
+
 /* Holders and writers are named by pid and start time, so a reused pid
  * cannot pass for them: a claim or temp file whose pid is alive but names
  * a process started at another time (the pid was reused) is a dead
@@ -698,6 +720,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_give_back_removes_own, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unreadable_and_dead, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claim_unread_given_back, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claim_never_readable_removed, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reused_pid, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dead_holder_leftovers, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claimed_by_lost_holder, setup, teardown),
