@@ -14,28 +14,33 @@ use strict;
 # from pkg-config and writes it here as it copies this file to blib.
 our $VERSION = '@DIRLOCK_VERSION@';
 
+# Dirlock::Error::EBUSY and the others: one class per code the library
+# names, each a Dirlock::Error -- the names of the header the module was
+# built against (DIRLOCK_CODES in lib/core/dirlock.h, written here by
+# Makefile.PL), and, once the glue is loaded, any more the library it
+# loaded names (dirlock_code_name).
+sub _error_classes {
+        no strict 'refs';
+        for my $name (@_) {
+                @{"Dirlock::Error::${name}::ISA"} = ('Dirlock::Error') if $name ne 'OK';
+        }
+}
+_error_classes(split /,/, '@DIRLOCK_CODE_NAMES@');
+
 # The glue (and the library under it) is loaded on the first call of one
 # of its functions, not at `use Dirlock`: a CGI program that loads the
 # module on every request and takes a lock on some pays the loading only
-# on those.  AUTOLOAD meets the first call; `can` answers for the glue's
-# functions before it is loaded.
+# on those.  AUTOLOAD meets the first call, whatever class it is made on
+# (a subclass's too); `can` answers for the glue's functions before it is
+# loaded.  A load that fails says why at every call, not only the first.
 my $glue_loaded;
 
 sub _load_glue {
         return if $glue_loaded;
-        $glue_loaded = 1;
         require XSLoader;
         XSLoader::load('Dirlock');
-
-        # Dirlock::Error::EBUSY and the others: one class per code the
-        # library names (dirlock_code_name), each a Dirlock::Error.  No
-        # list of codes is kept here: a library with more codes makes more
-        # classes.
-        no strict 'refs';
-        for my $name (code_names()) {
-                next if $name eq 'OK';
-                @{"Dirlock::Error::${name}::ISA"} = ('Dirlock::Error');
-        }
+        $glue_loaded = 1;
+        _error_classes(code_names());
 }
 
 our $AUTOLOAD;
@@ -43,14 +48,16 @@ our $AUTOLOAD;
 sub AUTOLOAD {
         my $name = $AUTOLOAD;
         $name =~ s/\A.*:://;
-        if (!$glue_loaded && $name ne 'DESTROY') {
-                _load_glue();
-                no strict 'refs';
-                goto &$AUTOLOAD if defined &$AUTOLOAD;
-        }
+        return if $name eq 'DESTROY' && !$glue_loaded;
+        _load_glue();
+        my $code = Dirlock->can($name);
+        goto &$code if $code && $name ne 'AUTOLOAD';
         return if $name eq 'DESTROY';
         my (undef, $file, $line) = caller;
-        die "Undefined subroutine &$AUTOLOAD called at $file line $line.\n";
+        my $on = @_ && defined $_[0] && UNIVERSAL::isa($_[0], 'Dirlock') ? (ref $_[0] || $_[0]) : undef;
+        die defined $on
+            ? qq{Can't locate object method "$name" via package "$on" at $file line $line.\n}
+            : "Undefined subroutine &$AUTOLOAD called at $file line $line.\n";
 }
 
 sub can {

@@ -5,6 +5,8 @@ use strict;
 use warnings;
 use Test::More;
 use FindBin;
+use File::Copy ();
+use File::Temp ();
 
 # Loading the module loads neither the glue nor XSLoader (a fresh perl:
 # this one's Test::More may have loaded XSLoader already); the version is
@@ -19,6 +21,37 @@ use FindBin;
         close $perl;
         like($out, qr/\Alight \d+\.\d+\.\d+ noglue can glue\z/,
                 'use Dirlock loads no glue; $VERSION is there; can() loads it') or diag $out;
+}
+
+# The glue loaded at the first call on a subclass; the error classes
+# there before it (the codes' names are written in at build time); a
+# glue that cannot be loaded says so at every call, not at the first
+# alone (a persistent process asks again).
+{
+        my @inc = map { "-I$_" } grep { !ref } @INC;
+        my $run = sub {
+                open my $perl, '-|', $^X, @_ or die "cannot run $^X: $!";
+                my $out = do { local $/; <$perl> };
+                close $perl;
+                return $out;
+        };
+        my $dir = File::Temp::tempdir(CLEANUP => 1);
+        is($run->(@inc, '-MDirlock', '-e',
+                        'package My; our @ISA = ("Dirlock"); package main; my $l = My->acquire($ARGV[0], "sub"); '
+                            . 'print ref $l, " ", $l->name',
+                        $dir),
+                'Dirlock sub', "a subclass's first call loads the glue and runs");
+        is($run->(@inc, '-MDirlock', '-e',
+                        'print exists $INC{"XSLoader.pm"} ? "loaded " : "", Dirlock::Error::EBUSY->isa("Dirlock::Error") ? "isa" : "not"'),
+                'isa', 'the error classes are there before the glue');
+        my $alone = File::Temp::tempdir(CLEANUP => 1);
+        my ($pm) = grep { -f "$_/Dirlock.pm" } grep { !ref } @INC;
+        File::Copy::copy("$pm/Dirlock.pm", "$alone/Dirlock.pm") or die "copy: $!";
+        local $ENV{PERL5LIB}; # the glue only where the test puts it: nowhere
+        is($run->("-I$alone", '-e',
+                        'require Dirlock; for (1, 2) { eval { Dirlock::library_version() }; '
+                            . 'print $@ =~ /locate loadable object|Can.t load/ ? "load error;" : "other: $@;" }'),
+                'load error;load error;', 'a glue that cannot be loaded is said at every call');
 }
 
 use_ok('Dirlock');
