@@ -422,9 +422,12 @@ as C<inspect> describes it, in name order.
 
 =item Dirlock->break($space, $name, force => 1, stale_age => SECONDS)
 
-Breaks lock C<$name> if it is stale (C<ELIVE> otherwise), or whatever its
-state with C<force>.  Never removes a lock taken after the judgement it
-acted on.  C<ENOLOCK> when there is no such lock.
+Breaks the exclusive hold of lock C<$name> if it is stale (C<ELIVE>
+otherwise), or whatever its state with C<force>.  Never removes a lock
+taken after the judgement it acted on.  C<ENOLOCK> when there is no such
+lock; C<ELIVE> too when no exclusive holder but readers, ranges or
+permits hold it (the next process that waits for one of them breaks it
+once it is dead or stale).
 
 =item Dirlock->cleanup($space)
 

@@ -1557,9 +1557,11 @@ static PyMethodDef module_methods[] = {
      "dirlock.Owner records, in name order."},
     {"break_lock", (PyCFunction)(void (*)(void))py_break_lock, METH_VARARGS | METH_KEYWORDS,
      "break_lock(space, name, *, force=False, stale_age=None)\n--\n\n"
-     "Break lock `name` if it is stale (dirlock.ELIVE otherwise), or whatever its\n"
-     "state with force.  Never removes a lock taken after the judgement it acted on.\n"
-     "dirlock.ENOLOCK when there is no such lock."},
+     "Break the exclusive hold of lock `name` if it is stale (dirlock.ELIVE\n"
+     "otherwise), or whatever its state with force.  Never removes a lock taken\n"
+     "after the judgement it acted on.  dirlock.ENOLOCK when there is no such lock;\n"
+     "dirlock.ELIVE too when no exclusive holder but readers, ranges or permits\n"
+     "hold it (the next process that waits for one breaks it once dead or stale)."},
     {"cleanup", py_cleanup, METH_VARARGS,
      "cleanup(space)\n--\n\nRemove what crashed processes left behind.  Safe at any time."},
     {"ranges", py_ranges, METH_VARARGS,
