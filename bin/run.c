@@ -384,7 +384,7 @@ static int run_locked(struct pending_command *pc, const sigset_t *wait_for, cons
                 keeper_start(&keeper, hl, pc->go_fd);
         if (rc != DIRLOCK_OK || write(pc->go_fd, go, strlen(go)) != (ssize_t)strlen(go)) {
                 int why = errno;
-                if (rc != DIRLOCK_EIO) {
+                if (rc == DIRLOCK_OK) { /* started: the fences fitted and the keeper began */
                         keeper_stop(&keeper);
                         keeper_close(&keeper);
                 }
