@@ -40,7 +40,7 @@ const char *storage_hint(int sys_errno)
         case EDQUOT:
                 return " (the disk is full)";
         case EFBIG:
-                return " (the file would pass the board's file size limit, RLIMIT_FSIZE)";
+                return " (the file would pass a size limit: the board's RLIMIT_FSIZE, or the filesystem's)";
         case EACCES:
         case EPERM:
                 return " (permission denied on the data directory)";
