@@ -134,6 +134,7 @@ struct dl_etcd {
         unsigned long long fence;
         int names;           /* of the set it was taken with */
         bool revoke_pending; /* a revoke that got no answer */
+        char *space_key;     /* the same-thread check's (etcd_space_key), malloc'd */
 };
 
 static struct dl_etcd *E(const dirlock *h)
@@ -297,6 +298,31 @@ static int revoke_quietly(dirlock *h, const dl_time *deadline, dirlock_error *er
 
 /* ---- a handle ---------------------------------------------------------------- */
 
+/* The same-thread check's key (lib/deadlock/held.c): the members as the
+ * space names them, its user and its prefix -- one space.  A cluster
+ * named by two lists of its members counts as two spaces: a second
+ * handle there waits out its timeout rather than be told at once.
+ * malloc'd; NULL when out of memory. */
+static char *space_key_of(const dl_etcd_url *u)
+{
+        size_t size = u->n * (DL_ETCD_HOST_MAX + 16) + DL_ETCD_PREFIX_MAX + DL_ETCD_USER_MAX + 32, len = 0;
+        char *key = malloc(size);
+        if (key == NULL)
+                return NULL;
+        len += (size_t)snprintf(key, size, "%s://%s@", u->tls ? "etcds" : "etcd", u->user);
+        for (size_t i = 0; i < u->n && len < size; i++)
+                len += (size_t)snprintf(key + len, size - len, "%s%s:%d", i ? "," : "", u->ep[i].host,
+                                        u->ep[i].port);
+        if (len < size)
+                snprintf(key + len, size - len, "/%s", u->prefix);
+        return key;
+}
+
+static const char *etcd_space_key(const dirlock *h)
+{
+        return E(h)->space_key;
+}
+
 static int etcd_open(dirlock *h, const char *spec, dirlock_error *err)
 {
         if (h->opts.stale_age < 1.0)
@@ -317,6 +343,11 @@ static int etcd_open(dirlock *h, const char *spec, dirlock_error *err)
         dl_etcd_queue_key(&e->url, h->name, e->queue, sizeof e->queue);
         dl_etcd_prefix_end(e->queue, e->queue_end, sizeof e->queue_end);
         dl_etcd_fence_key(&e->url, h->name, e->fence_key, sizeof e->fence_key);
+        e->space_key = space_key_of(&e->url);
+        if (e->space_key == NULL) {
+                free(e);
+                return dl_fail(err, DIRLOCK_ENOMEM, 0, "out of memory");
+        }
         double s = h->opts.stale_age;
         e->ttl = s >= (double)LEASE_TTL_MAX ? LEASE_TTL_MAX : (long long)s + ((double)(long long)s < s);
         e->names = 1;
@@ -326,6 +357,8 @@ static int etcd_open(dirlock *h, const char *spec, dirlock_error *err)
 
 static void etcd_close(dirlock *h)
 {
+        if (h->impl != NULL)
+                free(E(h)->space_key);
         free(h->impl);
         h->impl = NULL;
 }
@@ -1274,6 +1307,7 @@ static const dl_backend dl_etcd_backend = {
     .release_kept = etcd_release_kept,
     .refresh = etcd_refresh,
     .check = etcd_check,
+    .space_key = etcd_space_key,
     .fence = etcd_fence,
     .range = etcd_range,
     .shrink = etcd_shrink,
