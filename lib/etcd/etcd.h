@@ -164,6 +164,11 @@ int dl_etcd_token(const dl_etcd_url *u, const char *stale, char *out, size_t siz
 /* Header revision of a reply (0 when missing). */
 long long dl_etcd_revision(const json_object *body);
 
+/* Whether a member of u answered a request of this thread (any HTTP
+ * answer) at or after `since`: the cluster was there, whatever one
+ * request's fate.  Only the last answer is remembered, per thread. */
+bool dl_etcd_answered_since(const dl_etcd_url *u, const dl_time *since);
+
 /* The deadline of one request within a call whose own deadline is `call`:
  * min(now + DL_ETCD_IO_MS, max(call, now + DL_ETCD_GRACE_MS)), by
  * dl_request_deadline. */

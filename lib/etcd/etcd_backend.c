@@ -792,6 +792,7 @@ static void cut_short(dl_time *until)
 struct run {
         struct attempt a;
         dl_time until; /* the deadline; after a cancel, the last try's (cut_short) */
+        dl_time began; /* dl_now() at the start */
         bool canceled, taken, fresh, cut;
         dl_backoff retry;
         dl_silence silence; /* the caller is told of a cluster that does not answer */
@@ -803,7 +804,7 @@ struct run {
 static int run_begin(struct run *r, dirlock **hs, size_t n, const dl_time *wait_deadline, dirlock_error *err)
 {
         const dirlock_options *o = &hs[0]->opts;
-        *r = (struct run){.until = *wait_deadline, .fresh = true, .pid_fd = -1};
+        *r = (struct run){.until = *wait_deadline, .began = dl_now(), .fresh = true, .pid_fd = -1};
         r->a = (struct attempt){.hs = hs,
                                 .n = n,
                                 .deadline = &r->until,
@@ -893,6 +894,25 @@ static int judge(struct run *r, bool last, bool *again, dirlock_error *err)
         return wait_for(a, which, &blocker, &r->pid_fd, &r->pid_watched, &r->canceled, &at_once, err);
 }
 
+/* A wait whose last request got no answer by the deadline, when the
+ * cluster was there (it answered the revoke of our lease, or this
+ * thread, during the wait) and no lease of ours is in doubt: nothing is
+ * held (every key of ours hangs on a lease we know) and the cluster
+ * answers, so the wait timed out -- the state is known, which
+ * DIRLOCK_ESERVER would deny.  (Many waits of one process, each a
+ * request at a time, make each request wait its turn: 300 pending
+ * acquires of one event loop met this at a busy lock.)  The request's
+ * own words stay in the message. */
+static int timed_out_slowly(const dirlock *h, dirlock_error *err)
+{
+        char last[sizeof err->message];
+        snprintf(last, sizeof last, "%s", err != NULL ? err->message : "");
+        return dl_fail(err, DIRLOCK_ETIMEDOUT, 0,
+                       "timed out waiting for lock '%s'; the cluster answered too slowly for the time left "
+                       "(%.200s)",
+                       h->name, last);
+}
+
 /* The end of an acquire: held, or out -- our leases go, and with them
  * every key we made -- with the error that says why. */
 static int run_end(struct run *r, int rc, dirlock_error *err)
@@ -913,8 +933,19 @@ static int run_end(struct run *r, int rc, dirlock_error *err)
         }
         if (r->canceled)
                 cut_short(&r->until);
-        for (size_t i = 0; i < n; i++)
-                (void)revoke_quietly(hs[i], r->canceled ? &r->until : NULL, NULL);
+        /* Whether the cluster was there: a lease of ours revoked at the
+         * end, or an answer to this thread during the wait; and no lease
+         * of ours left in doubt. */
+        bool answered = dl_etcd_answered_since(&E(h)->url, &r->began), cleared = true;
+        for (size_t i = 0; i < n; i++) {
+                bool had = E(hs[i])->lease != 0;
+                bool ok = revoke_quietly(hs[i], r->canceled ? &r->until : NULL, NULL) == DIRLOCK_OK;
+                answered |= had && ok;
+                cleared &= ok;
+        }
+        if (rc == DIRLOCK_ESERVER && answered && cleared && !r->canceled && h->opts.timeout != 0 &&
+            dl_remaining(&r->until) <= 0)
+                return timed_out_slowly(h, err);
         if (rc == DIRLOCK_ESERVER) {
                 char what[DIRLOCK_NAME_MAX + 16];
                 snprintf(what, sizeof what, "lock '%s'", h->name);

@@ -629,6 +629,37 @@ static bool speaks_tls(struct conn *c, const dl_etcd_url *u, size_t i, const dl_
                (result == CURLE_OK || (result == CURLE_SSL_CONNECT_ERROR && strstr(c->errbuf, " alert ")));
 }
 
+/* The last answer this thread got from a member: when, and from which
+ * (dl_etcd_answered_since). */
+static _Thread_local struct {
+        dl_time at;
+        char member[DL_ETCD_HOST_MAX + 16];
+} last_answer;
+
+static void member_name(const dl_etcd_url *u, size_t i, char *out, size_t size)
+{
+        snprintf(out, size, "%s:%d", u->ep[i].host, u->ep[i].port);
+}
+
+static void note_answer(const dl_etcd_url *u, size_t i)
+{
+        last_answer.at = dl_now();
+        member_name(u, i, last_answer.member, sizeof last_answer.member);
+}
+
+bool dl_etcd_answered_since(const dl_etcd_url *u, const dl_time *since)
+{
+        if (last_answer.member[0] == '\0' || dl_ms_since(&last_answer.at) > dl_ms_since(since))
+                return false;
+        for (size_t i = 0; i < u->n; i++) {
+                char name[sizeof last_answer.member];
+                member_name(u, i, name, sizeof name);
+                if (strcmp(name, last_answer.member) == 0)
+                        return true;
+        }
+        return false;
+}
+
 /* After a transfer that ended with `result`: DIRLOCK_OK, or the error,
  * with *next when another member may do better. */
 static int transfer_failed(struct conn *c, const dl_etcd_url *u, size_t i, const struct target *t,
@@ -728,6 +759,8 @@ static int post_once(struct conn *c, const dl_etcd_url *u, size_t i, const char 
         }
         long status = 0;
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        if (how == DONE && result == CURLE_OK && status != 0)
+                note_answer(u, i);
         long request_bytes = 0;
         curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_bytes);
         *sent = request_bytes > 0;

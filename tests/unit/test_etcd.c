@@ -755,6 +755,78 @@ static void test_pending_in_one_loop(void **state)
         assert_int_equal(most, 1);
 }
 
+/* Many pending acquires of one loop at a busy lock: each request waits
+ * its turn in the process, so a wait's last request (or, on a loaded
+ * machine, its first) can outlast its deadline.  The cluster answers
+ * the thread all along, and the leases are revoked at the end: a wait
+ * that ends so timed out (DIRLOCK_ETIMEDOUT); it did not lose the
+ * server (DIRLOCK_ESERVER, "state unknown", which the previous build
+ * said to most of 300 waiters at a lock held 1 s). */
+static void test_many_pending_time_out(void **state)
+{
+        (void)state;
+        NEED_CLUSTER();
+        if (getenv("UNDER_VALGRIND") != NULL) {
+                /* 200 waiters there are too slow to get even a lease by
+                 * the deadline: a case of its own (no answer ever). */
+                print_message("skipped under valgrind\n");
+                skip();
+        }
+        dirlock_error e;
+        dirlock *holder = take("many", DIRLOCK_EXCLUSIVE, 0, 1, &e);
+        assert_non_null(holder);
+        enum { N = 200 };
+        static dirlock_pending *p[N];
+        static struct pollfd fds[N];
+        static int map[N];
+        dirlock_options o = DIRLOCK_OPTIONS_INIT;
+        o.timeout = 3; /* time for every waiter's first requests; the holder lets go at 2 s */
+        o.stale_age = 5;
+        for (int i = 0; i < N; i++)
+                assert_int_equal(dirlock_acquire_start(space, "many", &o, &p[i], &e), DIRLOCK_OK);
+        int done = 0, got = 0, timed_out = 0;
+        char bad[sizeof e.message + 64] = ""; /* the first other answer: said once all are done */
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        bool released = false;
+        while (done < N) {
+                int n = 0;
+                for (int i = 0; i < N; i++)
+                        if (p[i] != NULL) {
+                                fds[n] = (struct pollfd){.fd = dirlock_pending_fd(p[i]), .events = POLLIN};
+                                map[n++] = i;
+                        }
+                assert_true(poll(fds, (nfds_t)n, 100) >= 0);
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (!released && now.tv_sec - t0.tv_sec >= 2) {
+                        assert_int_equal(dirlock_release(holder, &e), DIRLOCK_OK);
+                        released = true;
+                }
+                assert_true(now.tv_sec - t0.tv_sec < 60);
+                for (int k = 0; k < n; k++) {
+                        if (!(fds[k].revents & POLLIN))
+                                continue;
+                        int i = map[k], rc = dirlock_pending_step(p[i], &e);
+                        if (rc == DIRLOCK_EAGAIN)
+                                continue;
+                        if (rc != DIRLOCK_OK && rc != DIRLOCK_ETIMEDOUT && bad[0] == '\0')
+                                snprintf(bad, sizeof bad, "waiter %d: %s: %s", i, dirlock_code_name(rc),
+                                         e.message);
+                        if (rc == DIRLOCK_OK)
+                                assert_int_equal(dirlock_release(dirlock_pending_lock(p[i]), &e), DIRLOCK_OK);
+                        got += rc == DIRLOCK_OK;
+                        timed_out += rc == DIRLOCK_ETIMEDOUT;
+                        dirlock_pending_free(p[i]);
+                        p[i] = NULL;
+                        done++;
+                }
+        }
+        print_message("%d of %d took the lock, %d timed out\n", got, N, timed_out);
+        if (bad[0] != '\0')
+                fail_msg("%s", bad);
+        assert_int_equal(got + timed_out, N);
+}
+
 /* ---- connections ----------------------------------------------------------------- */
 
 #define SOCKETS_MAX 256
@@ -911,6 +983,7 @@ int main(void)
             cmocka_unit_test(test_dead_owner),
             cmocka_unit_test(test_members_passed_over),
             cmocka_unit_test(test_pending_in_one_loop),
+            cmocka_unit_test(test_many_pending_time_out),
             cmocka_unit_test(test_connections_kept),
             cmocka_unit_test(test_connections_of_a_thread),
             cmocka_unit_test(test_connections_after_fork),
