@@ -59,9 +59,9 @@ bool hold_tend(struct hold *h, bool quiet)
                 h->lost = true;
                 h->why = e;
                 snprintf(h->why.message, sizeof h->why.message,
-                         "no refresh got through for %.3g s, the stale age, so the locks may have been taken "
-                         "by another meanwhile (the last try: %.400s)",
-                         now - h->ok_at, e.message);
+                         "no refresh got through for %.3g s, past the stale age (%.3g s), so the locks may "
+                         "have been taken by another meanwhile (the last try: %.400s)",
+                         now - h->ok_at, h->stale, e.message);
                 return true;
         }
         if (!quiet && !h->warned)
