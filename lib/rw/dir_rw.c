@@ -402,12 +402,26 @@ static int withdraw(dirlock *h, dirlock_error *err)
         return DIRLOCK_OK;
 }
 
-/* Admitted by a fair writer while we waited (w.<T> renamed a.<T>)? */
+/* Admitted by a fair writer while we waited (w.<T> renamed a.<T>)?  The
+ * rename keeps w.<T>'s change time, and a reader slow to wake (a paused
+ * process) finds its admission aged: a writer's drain may judge it stale
+ * in the moment after we took it up, and write beside us.  So an
+ * admission is taken up only while young (under half the stale age, by
+ * this reader's clock) and renewed at once -- no judge can have found it
+ * stale before the renewal -- else given up: the writer's drain stops
+ * waiting for it, and we wait for W as a reader not yet announced. */
 static bool reader_admitted(dirlock *h)
 {
         struct dl_rw *rw = rw_of(h);
-        if (dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) != 1)
+        dl_record rec;
+        double age;
+        if (dl_fs_present(rw->a_path, dl_dir_of(h)->fs->network) != 1 ||
+            dl_entry_read(rw->a_path, &rec, &age) != 0)
                 return false;
+        if (age >= h->opts.stale_age / 2 || dl_fs_touch(rw->a_path) != 0) {
+                dl_fs_unlink(rw->a_path);
+                return false;
+        }
         rw->reader_entry = rw->a_path;
         return true;
 }
