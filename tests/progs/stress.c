@@ -110,9 +110,13 @@ static int conflicts(int a, int b)
         return a == DIRLOCK_INTENT && b == DIRLOCK_INTENT;
 }
 
-static void renewed(void)
+/* The lock was renewed at `at` or later: an acquire's return, or the
+ * start of a refresh call (the entry is renewed somewhere inside it, so
+ * a call held up on a busy machine counts from its start, as the gaps
+ * of count_loss do). */
+static void renewed(double at)
 {
-        s->slot[me].last_renew = now_s();
+        s->slot[me].last_renew = at;
 }
 
 /* Enter in `mode`; count an overlap with every conflicting process inside. */
@@ -178,7 +182,7 @@ static void unlocked_worker(double hold)
 {
         while (!atomic_load(&s->stop)) {
                 atomic_fetch_add(&s->acquisitions, 1);
-                renewed();
+                renewed(now_s());
                 enter(DIRLOCK_EXCLUSIVE);
                 sleep_s(unit() * hold / 10);
                 leave();
@@ -210,7 +214,7 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                                 report("acquire", &e);
                         continue;
                 }
-                renewed();
+                renewed(now_s());
                 atomic_fetch_add(&s->acquisitions, 1);
                 if (dirlock_check(h, &e) != DIRLOCK_OK) {
                         atomic_fetch_add(&s->ok_lost, 1);
@@ -244,7 +248,7 @@ static void worker(const char *dir, double hold, int mix, int refresh)
                                         break; /* the check below counts it */
                                 }
                                 last = began;
-                                renewed();
+                                renewed(began);
                         }
                 }
                 if (now_s() - last > gap)
