@@ -4,10 +4,12 @@
 # (perldoc Dirlock).
 package Dirlock;
 
-# No `use warnings`: warnings.pm (and overload.pm, below) would cost a
-# CGI program more at start-up than the rest of the module; the test
-# suite runs the module with warnings on everywhere (prove -w).
-use strict;
+# No `use strict` nor `use warnings`: strict.pm and warnings.pm (and
+# overload.pm, below) would cost a CGI program more at start-up than the
+# rest of the module.  The code is held to both all the same: t/00-load.t
+# compiles this file under `use strict; use warnings`, and the test suite
+# runs the module with warnings on everywhere (prove -w).  Its one
+# symbolic reference is _error_classes's, on purpose.
 
 # The module's version is the library's (lib/core/dirlock.h, its one
 # home), as the glue was built with it: Makefile.PL gives it to MakeMaker
@@ -20,7 +22,6 @@ our $VERSION = '@DIRLOCK_VERSION@';
 # Makefile.PL), and, once the glue is loaded, any more the library it
 # loaded names (dirlock_code_name).
 sub _error_classes {
-        no strict 'refs';
         for my $name (@_) {
                 @{"Dirlock::Error::${name}::ISA"} = ('Dirlock::Error') if $name ne 'OK';
         }

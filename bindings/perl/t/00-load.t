@@ -1,18 +1,20 @@
 # t/00-load.t - the module loads, states its version, loads the glue only
-# at its first call, and makes one Dirlock::Error class per code the
+# at its first call (and neither strict.pm nor warnings.pm, though its
+# code is held to both), and makes one Dirlock::Error class per code the
 # library names.
 use strict;
 use warnings;
 use Test::More;
 use FindBin;
 use File::Copy ();
+use File::Spec ();
 use File::Temp ();
 
-# Loading the module loads neither the glue nor XSLoader (a fresh perl:
-# this one's Test::More may have loaded XSLoader already); the version is
-# there before the glue, and the first call or `can` loads it.
+# Loading the module loads neither the glue nor XSLoader, strict.pm or
+# warnings.pm (a fresh perl: this one's Test::More has loaded them); the
+# version is there before the glue, and the first call or `can` loads it.
 {
-        my $probe = 'print join(" ", exists $INC{"XSLoader.pm"} ? "xsloader" : "light", $Dirlock::VERSION,'
+        my $probe = 'print join(" ", grep({ exists $INC{$_} } qw(XSLoader.pm strict.pm warnings.pm)) ? "heavy" : "light", $Dirlock::VERSION,'
             . ' defined &Dirlock::acquire ? "glue" : "noglue", Dirlock->can("acquire") ? "can" : "cannot",'
             . ' defined &Dirlock::acquire ? "glue" : "noglue")';
         open my $perl, '-|', $^X, (map { "-I$_" } grep { !ref } @INC), '-MDirlock', '-e', $probe
@@ -52,6 +54,20 @@ use File::Temp ();
                         'require Dirlock; for (1, 2) { eval { Dirlock::library_version() }; '
                             . 'print $@ =~ /locate loadable object|Can.t load/ ? "load error;" : "other: $@;" }'),
                 'load error;load error;', 'a glue that cannot be loaded is said at every call');
+}
+
+# The module loads neither strict.pm nor warnings.pm (start-up), and is
+# held to both: its file compiles under them with no error or warning.
+{
+        my $pm = File::Spec->catfile((grep { !ref && -f "$_/Dirlock.pm" } @INC)[0], 'Dirlock.pm');
+        open my $in, '<', $pm or die "cannot read $pm: $!";
+        my $src = do { local $/; <$in> };
+        my $dir = File::Temp::tempdir(CLEANUP => 1);
+        open my $out, '>', "$dir/Strict.pm" or die "cannot write: $!";
+        print {$out} "use strict; use warnings;\n", $src;
+        close $out;
+        my $said = `$^X -c "$dir/Strict.pm" 2>&1`;
+        like($said, qr/\A\S+ syntax OK\n\z/, 'Dirlock.pm compiles under use strict and use warnings') or diag $said;
 }
 
 use_ok('Dirlock');
